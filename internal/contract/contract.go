@@ -1,0 +1,174 @@
+// Package contract is the one definition of what the provider asks a Windows host and
+// what it gets back. The provider's script runner and the host simulator both import
+// it, so the two sides cannot drift apart silently.
+//
+// An operation travels as:
+//
+//	powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand <bootstrap>
+//
+// with stdin = base64(UTF-8 JSON of the parameters) + "\n" + the operation's script.
+// The bootstrap (scripts/bootstrap.ps1) reads stdin, decodes the parameters into
+// $Params and runs the script. The script prints one JSON object (the result type)
+// on stdout and exits 0; a failure it foresees prints a ScriptError as JSON on stdout
+// and exits with one of the Exit* codes; anything else is a terminating PowerShell
+// error (CLIXML on stderr, exit 1). User input therefore reaches a host only as data,
+// never as script text.
+package contract
+
+import (
+	"time"
+)
+
+// Operation is the stable name of one host operation. Each script's first line is
+// "# mssqlifi-operation: <name>".
+type Operation string
+
+const (
+	OpReadInstance    Operation = "read_instance"
+	OpSetRight        Operation = "set_right"
+	OpRestartInstance Operation = "restart_instance"
+)
+
+// Operations lists every operation, in a stable order.
+var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance}
+
+// RightManageVolume is the user right behind Instant File Initialization,
+// "Perform volume maintenance tasks".
+const RightManageVolume = "SeManageVolumePrivilege"
+
+// Exit codes of the scripts.
+const (
+	ExitOK            = 0
+	ExitFailure       = 1 // unforeseen terminating error; CLIXML error records on stderr
+	ExitInvalidParams = 2 // parameters failed the script's own validation
+	ExitRefused       = 3 // the operation must not run here (for example a clustered instance)
+	ExitTimeout       = 4 // a wait ran out (service did not reach the wanted state)
+	ExitNotFound      = 5 // the instance or service does not exist
+)
+
+// ScriptError is what a script prints on stdout when it fails in a way it foresaw.
+type ScriptError struct {
+	Error   string `json:"error"`   // machine-readable code: invalid_parameters, clustered, timeout, not_found, lsa_error
+	Message string `json:"message"` // a sentence for people
+}
+
+// Principal is a SID with the account name Windows translated it to, when it could.
+// Work with SIDs end to end; names are for display only.
+type Principal struct {
+	SID  string `json:"sid"`
+	Name string `json:"name,omitempty"`
+}
+
+// ReadInstanceParams asks for everything the provider needs about one SQL Server
+// instance, in one call.
+type ReadInstanceParams struct {
+	Instance string `json:"instance"` // MSSQLSERVER or a named instance's name
+	Right    string `json:"right"`    // the right whose holders to list; RightManageVolume
+}
+
+// Service states as Win32_Service.State spells them.
+const (
+	StateRunning      = "Running"
+	StateStopped      = "Stopped"
+	StateStartPending = "Start Pending"
+	StateStopPending  = "Stop Pending"
+)
+
+// ReadInstanceResult describes one instance as the host sees it now.
+type ReadInstanceResult struct {
+	ComputerName string `json:"computer_name"`
+	// Found is false when no such instance is installed; then only ComputerName and
+	// InstalledInstances are set.
+	Found              bool     `json:"found"`
+	InstalledInstances []string `json:"installed_instances"`
+
+	Instance   string `json:"instance"`
+	InstanceID string `json:"instance_id"` // registry instance id, e.g. MSSQL16.MSSQLSERVER
+	Version    string `json:"version"`     // Setup\PatchLevel (or Version), e.g. 16.0.4135.4
+
+	ServiceName      string     `json:"service_name"`                 // MSSQLSERVER or MSSQL$NAME
+	ServiceState     string     `json:"service_state"`                // one of the State* constants
+	ProcessID        int        `json:"process_id"`                   // 0 when not running
+	ProcessStartTime *time.Time `json:"process_start_time,omitempty"` // UTC; nil when not running
+	StartAccount     string     `json:"start_account"`                // Win32_Service.StartName
+	StartAccountSID  string     `json:"start_account_sid,omitempty"`  // "" when it could not be translated
+	// ServiceSIDType is the service's SID type (registry ServiceSidType):
+	// 0 none, 1 unrestricted, 3 restricted. A grant to the service SID only counts
+	// when it is 1 or 3.
+	ServiceSIDType int `json:"service_sid_type"`
+
+	TCPPort           int      `json:"tcp_port"`           // IPAll TcpPort, else TcpDynamicPorts; 0 unknown
+	StartupParameters []string `json:"startup_parameters"` // SQLArg0..N, e.g. -T1806
+	Clustered         bool     `json:"clustered"`
+
+	RightHolders          []Principal     `json:"right_holders"`          // direct holders of Params.Right
+	AdministratorsMembers []Principal     `json:"administrators_members"` // direct members of S-1-5-32-544
+	GroupPolicy           GroupPolicyInfo `json:"group_policy"`
+	ErrorLog              ErrorLogInfo    `json:"errorlog"`
+	Dependents            []ServiceInfo   `json:"dependents"` // services that depend on the Engine
+}
+
+// GroupPolicyInfo says whether domain Group Policy defines the right (RSoP, precedence 1).
+type GroupPolicyInfo struct {
+	Known   bool        `json:"known"`   // false: RSoP could not be read; Detail says why
+	Defined bool        `json:"defined"` // a winning policy defines the right's holder list
+	Holders []Principal `json:"holders"` // the policy's holder list when Defined
+	Detail  string      `json:"detail,omitempty"`
+}
+
+// ErrorLogInfo is the IFI line of the current error log (written at each start).
+type ErrorLogInfo struct {
+	Path    string `json:"path"`
+	Found   bool   `json:"found"`             // the startup IFI line is in the current log
+	Line    string `json:"line,omitempty"`    // the whole line, timestamp included
+	Enabled *bool  `json:"enabled,omitempty"` // what the line says; nil when not found
+}
+
+// ServiceInfo is a service name with its state.
+type ServiceInfo struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// SetRightParams grants or revokes one right for one SID through the LSA API.
+type SetRightParams struct {
+	Right string `json:"right"`
+	SID   string `json:"sid"`
+	Grant bool   `json:"grant"` // true: LsaAddAccountRights; false: LsaRemoveAccountRights
+}
+
+// SetRightResult tells whether anything changed and who holds the right now.
+type SetRightResult struct {
+	Changed bool        `json:"changed"`
+	Holders []Principal `json:"holders"`
+}
+
+// RestartInstanceParams restarts the Engine and the dependents that were running.
+type RestartInstanceParams struct {
+	Instance       string `json:"instance"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
+}
+
+// RestartInstanceResult reports what was stopped and started, and when.
+type RestartInstanceResult struct {
+	ServiceName      string     `json:"service_name"`
+	Stopped          []string   `json:"stopped"` // in the order they stopped
+	Started          []string   `json:"started"` // in the order they were started
+	ServiceState     string     `json:"service_state"`
+	ProcessStartTime *time.Time `json:"process_start_time,omitempty"`
+	StartedAt        time.Time  `json:"started_at"`  // when the restart began (UTC)
+	FinishedAt       time.Time  `json:"finished_at"` // when the Engine was seen running (UTC)
+}
+
+// Params returns an empty parameter value of the operation, for decoding.
+func Params(op Operation) any {
+	switch op {
+	case OpReadInstance:
+		return &ReadInstanceParams{}
+	case OpSetRight:
+		return &SetRightParams{}
+	case OpRestartInstance:
+		return &RestartInstanceParams{}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package contract
+
+import (
+	"bytes"
+	"embed"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf16"
+)
+
+//go:embed scripts/*.ps1
+var scriptFS embed.FS
+
+// scriptParts says which library files each operation's script is made of, in order.
+var scriptParts = map[Operation][]string{
+	OpReadInstance:    {"common.ps1", "lsa.ps1", "read_instance.ps1"},
+	OpSetRight:        {"common.ps1", "lsa.ps1", "set_right.ps1"},
+	OpRestartInstance: {"common.ps1", "restart_instance.ps1"},
+}
+
+const headerPrefix = "# mssqlifi-operation: "
+
+func mustRead(name string) string {
+	b, err := scriptFS.ReadFile("scripts/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("contract: embedded script %s missing: %v", name, err))
+	}
+	return strings.ReplaceAll(string(b), "\r\n", "\n")
+}
+
+// Script returns the whole PowerShell text of one operation, as sent on stdin.
+func Script(op Operation) (string, error) {
+	parts, ok := scriptParts[op]
+	if !ok {
+		return "", fmt.Errorf("unknown operation %q", op)
+	}
+	var sb strings.Builder
+	sb.WriteString(headerPrefix + string(op) + "\n")
+	for _, p := range parts {
+		sb.WriteString(mustRead(p))
+		if !strings.HasSuffix(sb.String(), "\n") {
+			sb.WriteString("\n")
+		}
+	}
+	return sb.String(), nil
+}
+
+// Bootstrap returns the bootstrap script that runs on the command line.
+func Bootstrap() string { return mustRead("bootstrap.ps1") }
+
+// Shell is the program the bootstrap runs in.
+const Shell = "powershell.exe"
+
+// CommandArgs returns the arguments of powershell.exe: the bootstrap as
+// -EncodedCommand (base64 of UTF-16LE), well under cmd.exe's 8191-character limit.
+func CommandArgs() []string {
+	return []string{"-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-EncodedCommand", EncodeCommand(Bootstrap())}
+}
+
+// CommandLine is Shell and CommandArgs joined by spaces, as WinRM's Command carries it.
+func CommandLine() string {
+	return Shell + " " + strings.Join(CommandArgs(), " ")
+}
+
+// EncodeCommand encodes a script for powershell.exe -EncodedCommand.
+func EncodeCommand(script string) string {
+	units := utf16.Encode([]rune(script))
+	buf := make([]byte, 2*len(units))
+	for i, u := range units {
+		binary.LittleEndian.PutUint16(buf[2*i:], u)
+	}
+	return base64.StdEncoding.EncodeToString(buf)
+}
+
+// DecodeCommand reverses EncodeCommand.
+func DecodeCommand(encoded string) (string, error) {
+	raw, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", fmt.Errorf("encoded command is not base64: %w", err)
+	}
+	if len(raw)%2 != 0 {
+		return "", errors.New("encoded command is not UTF-16LE (odd length)")
+	}
+	units := make([]uint16, len(raw)/2)
+	for i := range units {
+		units[i] = binary.LittleEndian.Uint16(raw[2*i:])
+	}
+	return string(utf16.Decode(units)), nil
+}
+
+// EncodeInput builds the stdin of one operation: base64 JSON parameters, a newline,
+// the script.
+func EncodeInput(op Operation, params any) ([]byte, error) {
+	script, err := Script(op)
+	if err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s parameters: %w", op, err)
+	}
+	var b bytes.Buffer
+	b.WriteString(base64.StdEncoding.EncodeToString(js))
+	b.WriteString("\n")
+	b.WriteString(script)
+	return b.Bytes(), nil
+}
+
+// ErrUnknownScript means stdin did not carry one of this contract's scripts verbatim.
+var ErrUnknownScript = errors.New("stdin does not carry a known mssqlifi operation script")
+
+// DecodeInput splits an operation's stdin into its operation and its JSON parameters.
+// It accepts only a script identical to Script(op) for the operation its header
+// names; anything else is ErrUnknownScript.
+func DecodeInput(stdin []byte) (Operation, json.RawMessage, error) {
+	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return "", nil, ErrUnknownScript
+	}
+	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s[:i]))
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+	}
+	script := s[i+1:]
+	first, _, _ := strings.Cut(script, "\n")
+	name, ok := strings.CutPrefix(first, headerPrefix)
+	if !ok {
+		return "", nil, ErrUnknownScript
+	}
+	op := Operation(strings.TrimSpace(name))
+	want, err := Script(op)
+	if err != nil || want != script {
+		return "", nil, ErrUnknownScript
+	}
+	if !json.Valid(js) {
+		return "", nil, fmt.Errorf("%w: parameters are not JSON", ErrUnknownScript)
+	}
+	return op, json.RawMessage(js), nil
+}

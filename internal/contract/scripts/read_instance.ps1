@@ -1,0 +1,1 @@
+# placeholder: read_instance (written by the host-access work)

@@ -1,0 +1,1 @@
+# placeholder: restart_instance (written by the host-access work)

@@ -1,0 +1,1 @@
+# placeholder: set_right (written by the host-access work)

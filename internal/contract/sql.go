@@ -1,0 +1,38 @@
+package contract
+
+// The queries the provider sends to SQL Server, parameterless, so they travel as
+// SQLBatch. The simulator's TDS endpoint recognises exactly these texts.
+const (
+	// QueryServerProperties: one row. IsClustered is 1/0; InstanceName is NULL for
+	// the default instance.
+	QueryServerProperties = "SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS product_version, " +
+		"CAST(SERVERPROPERTY('ProductLevel') AS nvarchar(128)) AS product_level, " +
+		"CAST(SERVERPROPERTY('Edition') AS nvarchar(128)) AS edition, " +
+		"CAST(SERVERPROPERTY('IsClustered') AS int) AS is_clustered, " +
+		"CAST(SERVERPROPERTY('InstanceName') AS nvarchar(128)) AS instance_name"
+
+	// QueryServerServices: one row per service of the instance (Engine, Agent, ...).
+	// instant_file_initialization_enabled is nvarchar(1) 'Y'/'N', nullable; on builds
+	// without the column the server answers error 207 (invalid column name).
+	// last_startup_time is datetimeoffset(7); is_clustered nvarchar(1).
+	// Needs VIEW SERVER STATE (error 300 without it).
+	QueryServerServices = "SELECT servicename, process_id, last_startup_time, service_account, is_clustered, " +
+		"instant_file_initialization_enabled FROM sys.dm_server_services"
+
+	// QueryEncryptedDatabases: one row per database with an encryption key.
+	// encryption_state 2 = encryption in progress, 3 = encrypted. tempdb (id 2)
+	// appears as soon as any database uses TDE.
+	QueryEncryptedDatabases = "SELECT database_id, DB_NAME(database_id) AS database_name, encryption_state " +
+		"FROM sys.dm_database_encryption_keys"
+)
+
+// SQL Server error numbers the provider tells apart.
+const (
+	SQLErrLoginFailed       = 18456
+	SQLErrInvalidColumn     = 207
+	SQLErrPermissionDenied  = 300
+	SQLErrInvalidObjectName = 208
+)
+
+// Queries lists every query above.
+var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases}
