@@ -1,0 +1,50 @@
+// Package sqlcheck asks SQL Server itself whether Instant File Initialization is on,
+// through go-mssqldb.
+package sqlcheck
+
+import (
+	"context"
+	"time"
+)
+
+// Config holds the SQL credentials and TLS settings shared by every instance.
+type Config struct {
+	Username               string
+	Password               string
+	Encrypt                string // "strict", "true" or "disable"
+	CACert                 []byte // PEM
+	TrustServerCertificate bool
+	TLSServerName          string // optional override of the name checked in the certificate
+}
+
+// Target is one instance's SQL endpoint.
+type Target struct {
+	Host     string
+	Port     int
+	Instance string // for messages only; the port decides where we connect
+}
+
+// Report is what one connection learned.
+type Report struct {
+	ProductVersion string
+	ProductLevel   string
+	Edition        string
+	Clustered      bool
+	// IFIColumnPresent is false when sys.dm_server_services has no
+	// instant_file_initialization_enabled column (error 207): IFI is then unknown.
+	IFIColumnPresent bool
+	// IFIEnabled is the Engine row's column: nil when NULL or absent.
+	IFIEnabled     *bool
+	LastStartup    *time.Time
+	ServiceAccount string
+	// EncryptedDatabases are the TDE databases (encryption_state 2 or 3), tempdb excluded.
+	EncryptedDatabases []string
+}
+
+// Checker verifies instances.
+type Checker interface {
+	// Check opens one connection, runs the contract's queries and closes it.
+	Check(ctx context.Context, t Target) (*Report, error)
+	// WaitReady polls until a login succeeds or ctx ends (after a restart).
+	WaitReady(ctx context.Context, t Target) error
+}
