@@ -1,0 +1,277 @@
+// Package ntlm is the server side of NTLM (NTLMSSP, [MS-NLMP]) for the simulator's
+// WS-Management endpoint: it answers a client's NEGOTIATE_MESSAGE with a
+// CHALLENGE_MESSAGE, verifies the NTLMv2 AUTHENTICATE_MESSAGE against the host's
+// accounts, and then seals and unseals messages with NTLMv2 session security, as
+// pywinrm's default HTTP message encryption and masterzen/winrm's
+// NewEncryption("ntlm") expect.
+//
+// A Session is one authentication on one connection:
+//
+//	sess := srv.NewSession()
+//	challenge, err := sess.Challenge(negotiate)  // answer: 401 "Negotiate <challenge>"
+//	id, err := sess.Authenticate(authenticate)   // errors.Is(err, ErrAuthFailed) on bad credentials
+//	plain, err := sess.Unseal(sig, sealed)        // client -> server
+//	sig, sealed := sess.Seal(reply)               // server -> client
+//
+// Only NTLMv2 is accepted (like a Windows host with LmCompatibilityLevel 5); NTLMv1
+// and anonymous logons fail with ErrAuthFailed.
+package ntlm
+
+import (
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/md4" //nolint:staticcheck // NTLM is defined over MD4 (MS-NLMP 3.3.1).
+)
+
+// ErrAuthFailed is wrapped by the error Authenticate returns when the credentials are
+// wrong, the user is unknown, or the client used a refused NTLM variant. The HTTP
+// layer answers it with 401.
+var ErrAuthFailed = errors.New("ntlm: authentication failed")
+
+// Lookup returns the password of a user. The user name compares case-insensitively;
+// domain is what the client sent: "", the host's computer name, or a domain name.
+type Lookup func(domain, user string) (password string, ok bool)
+
+// Server holds what a Windows host needs to answer NTLM logons.
+type Server struct {
+	ComputerName string // NetBIOS name of the host, e.g. "SQL01"
+	DomainName   string // DNS or NetBIOS domain; "" for a workgroup host
+	Lookup       Lookup // the host's accounts
+}
+
+// Identity is the authenticated account, as the client named it.
+type Identity struct {
+	Domain, User string
+	Workstation  string // the client's computer name, if it sent one
+}
+
+// Session states.
+const (
+	stateNew = iota
+	stateChallenged
+	stateAuthenticated
+	stateFailed
+)
+
+// Session is the NTLM state of one connection. Its methods are safe for concurrent
+// use, though NTLM requires messages to be sealed and unsealed in order.
+type Session struct {
+	srv *Server
+
+	mu              sync.Mutex
+	state           int
+	negotiate       []byte // raw messages, for the MIC (MS-NLMP 3.2.5.1.2)
+	challenge       []byte
+	serverChallenge [8]byte
+	flags           uint32 // flags of the CHALLENGE_MESSAGE, then the negotiated NegFlg
+	identity        Identity
+	sec             *security // nil unless signing or sealing was negotiated
+}
+
+// NewSession starts the NTLM state of a new connection.
+func (s *Server) NewSession() *Session {
+	return &Session{srv: s}
+}
+
+// Challenge reads the client's NEGOTIATE_MESSAGE and returns the CHALLENGE_MESSAGE
+// (MS-NLMP 3.2.5.1.1): a random server challenge, the flags the client asked for
+// and this server supports, and target info naming the host.
+func (s *Session) Challenge(negotiate []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return nil, errors.New("ntlm: NEGOTIATE message received twice on one session: the client restarted NTLM on the same connection; use a new session")
+	}
+	asked, err := parseNegotiate(negotiate)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(s.serverChallenge[:]); err != nil {
+		return nil, fmt.Errorf("ntlm: generating the server challenge: %w", err)
+	}
+	s.flags = challengeFlags(asked)
+	names := namesFor(s.srv.ComputerName, s.srv.DomainName)
+	// The target name is the NetBIOS domain (or the computer, for a workgroup host).
+	// It is sent even when not requested, like Windows: Azure/go-ntlmssp reads it
+	// regardless of NTLMSSP_REQUEST_TARGET and uses it as the user's domain.
+	s.challenge = buildChallenge(s.flags, s.serverChallenge, names.nbDomain, names.targetInfo(filetime(time.Now())))
+	s.negotiate = append([]byte(nil), negotiate...)
+	s.state = stateChallenged
+	return append([]byte(nil), s.challenge...), nil
+}
+
+// filetime converts t to a Windows FILETIME: 100 ns intervals since 1601-01-01.
+func filetime(t time.Time) uint64 {
+	const epochDiff = 116444736000000000 // 1601-01-01 to 1970-01-01 in 100 ns
+	return uint64(t.UnixNano()/100) + epochDiff
+}
+
+// Authenticate verifies the client's AUTHENTICATE_MESSAGE (MS-NLMP 3.2.5.1.2) and
+// derives the session keys. Wrong or unknown credentials, NTLMv1 and anonymous
+// logons return an error wrapping ErrAuthFailed; a malformed message returns another
+// error. Either way the session cannot be used any more.
+func (s *Session) Authenticate(authenticate []byte) (Identity, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateChallenged {
+		return Identity{}, fmt.Errorf("ntlm: AUTHENTICATE message received in the wrong state (%s): send NEGOTIATE first, on the same connection, and authenticate only once", stateName(s.state))
+	}
+	s.state = stateFailed // until verified
+	id, err := s.verify(authenticate)
+	if err != nil {
+		return Identity{}, err
+	}
+	s.identity = id
+	s.state = stateAuthenticated
+	return id, nil
+}
+
+func stateName(state int) string {
+	return [...]string{"no NEGOTIATE yet", "challenged", "already authenticated", "failed"}[state]
+}
+
+func (s *Session) verify(msg []byte) (Identity, error) {
+	am, err := parseAuthenticate(msg)
+	if err != nil {
+		return Identity{}, err
+	}
+	id := Identity{Domain: am.domain, User: am.user, Workstation: am.workstation}
+	who := am.user
+	if am.domain != "" {
+		who = am.domain + `\` + am.user
+	}
+	// NegFlg: what both sides agreed to. The client computes its keys from the flags it
+	// echoes, which can only narrow the server's offer.
+	flags := am.flags & s.flags
+
+	switch n := len(am.ntResponse); {
+	case am.user == "" && n == 0:
+		return Identity{}, fmt.Errorf("%w: anonymous logon refused: give a user name and password", ErrAuthFailed)
+	case n == 24:
+		return Identity{}, fmt.Errorf("%w: user %s sent an NTLMv1 response, which this host refuses (LmCompatibilityLevel 5): configure the client for NTLMv2", ErrAuthFailed, who)
+	case n < 16+28:
+		return Identity{}, fmt.Errorf("ntlm: AUTHENTICATE message: NtChallengeResponse of %d bytes is neither NTLMv1 nor NTLMv2: the client sent a malformed NTLM message", n)
+	}
+	if s.srv.Lookup == nil {
+		return Identity{}, fmt.Errorf("%w: user %s: the host has no accounts configured (ntlm.Server.Lookup is nil)", ErrAuthFailed, who)
+	}
+	password, ok := s.srv.Lookup(am.domain, am.user)
+	if !ok {
+		return Identity{}, fmt.Errorf("%w: user %s is not an account on %s: check the user name and domain", ErrAuthFailed, who, s.srv.ComputerName)
+	}
+
+	// NTLMv2 (MS-NLMP 3.3.2): NTProofStr = HMAC_MD5(ResponseKeyNT, ServerChallenge||blob)
+	// with ResponseKeyNT = NTOWFv2 = HMAC_MD5(MD4(UTF16LE(password)), UTF16LE(UPPER(user)+domain)).
+	// Servers SHOULD also accept clients that left the domain out (3.2.5.1.2).
+	proof, blob := am.ntResponse[:16], am.ntResponse[16:]
+	hash := md4.New()
+	hash.Write(utf16le(password))
+	ntHash := hash.Sum(nil)
+	var responseKey []byte
+	for _, dom := range uniq(am.domain, "") {
+		key := hmacMD5(ntHash, utf16le(strings.ToUpper(am.user)+dom))
+		if hmac.Equal(hmacMD5(key, s.serverChallenge[:], blob), proof) {
+			responseKey = key
+			break
+		}
+	}
+	if responseKey == nil {
+		return Identity{}, fmt.Errorf("%w: wrong password for user %s on %s", ErrAuthFailed, who, s.srv.ComputerName)
+	}
+
+	// Keys (MS-NLMP 3.3.2, 3.4.5.1): SessionBaseKey = HMAC_MD5(ResponseKeyNT, NTProofStr);
+	// for NTLMv2 KeyExchangeKey = SessionBaseKey. With KEY_EXCH the client chose a random
+	// ExportedSessionKey and sent it RC4-encrypted with KeyExchangeKey.
+	keyExchangeKey := hmacMD5(responseKey, proof)
+	exported := keyExchangeKey
+	if flags&flagKeyExch != 0 && flags&(flagSign|flagSeal) != 0 {
+		if len(am.encryptedRandomSessionKey) != 16 {
+			return Identity{}, fmt.Errorf("ntlm: AUTHENTICATE message: key exchange negotiated but EncryptedRandomSessionKey is %d bytes, want 16: the client sent a malformed NTLM message", len(am.encryptedRandomSessionKey))
+		}
+		exported = rc4Once(keyExchangeKey, am.encryptedRandomSessionKey)
+	}
+
+	if err := s.checkMIC(msg, blob, exported); err != nil {
+		return Identity{}, fmt.Errorf("%w: user %s: %v", ErrAuthFailed, who, err)
+	}
+
+	s.flags = flags
+	if flags&(flagSign|flagSeal) != 0 {
+		s.sec = newSecurity(flags, exported)
+	}
+	return id, nil
+}
+
+// checkMIC verifies the AUTHENTICATE_MESSAGE's MIC when the client's NTLMv2 blob says
+// it sent one (MsvAvFlags bit 0x2): HMAC_MD5(ExportedSessionKey, NEGOTIATE ||
+// CHALLENGE || AUTHENTICATE with the MIC zeroed), MS-NLMP 3.2.5.1.2.
+func (s *Session) checkMIC(msg, blob, exported []byte) error {
+	pairs, err := ntlmv2AVPairs(blob)
+	if err != nil {
+		return err
+	}
+	hasMIC := false
+	for _, p := range pairs {
+		if p.id == avFlags && len(p.value) == 4 && p.value[0]&avFlagMICPresent != 0 {
+			hasMIC = true
+		}
+	}
+	if !hasMIC {
+		return nil
+	}
+	if len(msg) < micOffset+16 {
+		return errors.New("the client announced a MIC but the AUTHENTICATE message is too short to hold one")
+	}
+	zeroed := append([]byte(nil), msg...)
+	clear(zeroed[micOffset : micOffset+16])
+	want := hmacMD5(exported, s.negotiate, s.challenge, zeroed)
+	if !hmac.Equal(want, msg[micOffset:micOffset+16]) {
+		return errors.New("message integrity check (MIC) failed: the NTLM messages were altered in transit or the client computed its session key differently")
+	}
+	return nil
+}
+
+// Identity returns the authenticated account; ok is false before Authenticate
+// succeeded.
+func (s *Session) Identity() (id Identity, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.identity, s.state == stateAuthenticated
+}
+
+// Sealing reports whether the session negotiated message confidentiality
+// (NTLMSSP_NEGOTIATE_SEAL), which HTTP message encryption needs.
+func (s *Session) Sealing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == stateAuthenticated && s.sec != nil && s.flags&flagSeal != 0
+}
+
+func uniq(a, b string) []string {
+	if a == b {
+		return []string{a}
+	}
+	return []string{a, b}
+}
+
+func hmacMD5(key []byte, data ...[]byte) []byte {
+	m := hmac.New(md5.New, key)
+	for _, d := range data {
+		m.Write(d)
+	}
+	return m.Sum(nil)
+}
+
+// rc4Once is RC4K (MS-NLMP 6): a one-shot RC4 with a fresh key.
+func rc4Once(key, data []byte) []byte {
+	out := make([]byte, len(data))
+	newRC4(key).XORKeyStream(out, data)
+	return out
+}
