@@ -50,6 +50,9 @@ type Login struct {
 	Database string
 	AppName  string
 	HostName string
+	// Encrypted is set by the endpoint when the connection runs over TLS
+	// (encrypt=strict, or encrypt=true negotiated in PRELOGIN).
+	Encrypted bool
 }
 
 // Handler is the SQL Server behind the endpoint. It is asked about every login and
