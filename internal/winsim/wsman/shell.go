@@ -1,0 +1,278 @@
+package wsman
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// shells holds the WinRS shells of one endpoint, by ShellId.
+type shells struct {
+	mu     sync.Mutex
+	byID   map[string]*shell
+	closed bool
+}
+
+// shell is one WinRS shell (Create) and the commands started in it.
+type shell struct {
+	id       string
+	owner    string // the user that created it; other users cannot see it
+	commands map[string]*command
+}
+
+// command is one command (Command) running or finished in a shell.
+type command struct {
+	id     string
+	cancel context.CancelFunc
+	stdin  *stdinPipe
+
+	mu       sync.Mutex
+	stdout   []byte
+	stderr   []byte
+	finished bool
+	exitCode int
+	changed  chan struct{} // closed and replaced whenever output or state changes
+}
+
+func newShells() *shells { return &shells{byID: map[string]*shell{}} }
+
+// create registers a new shell owned by user.
+func (ss *shells) create(owner string) (*shell, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return nil, errors.New("the WS-Management endpoint is shutting down")
+	}
+	sh := &shell{id: newGUID(), owner: owner, commands: map[string]*command{}}
+	ss.byID[sh.id] = sh
+	return sh, nil
+}
+
+// lookup finds the shell id owned by owner. A shell of another user is not
+// found, as on Windows.
+func (ss *shells) lookup(id, owner string) (*shell, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	sh, ok := ss.byID[id]
+	if !ok || !sameUser(sh.owner, owner) {
+		return nil, false
+	}
+	return sh, true
+}
+
+// command finds a command of a shell.
+func (ss *shells) command(sh *shell, id string) (*command, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	c, ok := sh.commands[id]
+	return c, ok
+}
+
+// addCommand registers c in sh unless the shell was deleted meanwhile.
+func (ss *shells) addCommand(sh *shell, c *command) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, ok := ss.byID[sh.id]; !ok {
+		return false
+	}
+	sh.commands[c.id] = c
+	return true
+}
+
+// removeCommand terminates a command and forgets it (Signal terminate).
+func (ss *shells) removeCommand(sh *shell, id string) bool {
+	ss.mu.Lock()
+	c, ok := sh.commands[id]
+	delete(sh.commands, id)
+	ss.mu.Unlock()
+	if ok {
+		c.terminate()
+	}
+	return ok
+}
+
+// delete removes a shell and terminates its commands (Delete).
+func (ss *shells) delete(id, owner string) bool {
+	ss.mu.Lock()
+	sh, ok := ss.byID[id]
+	if !ok || !sameUser(sh.owner, owner) {
+		ss.mu.Unlock()
+		return false
+	}
+	delete(ss.byID, id)
+	cmds := make([]*command, 0, len(sh.commands))
+	for _, c := range sh.commands {
+		cmds = append(cmds, c)
+	}
+	ss.mu.Unlock()
+	for _, c := range cmds {
+		c.terminate()
+	}
+	return true
+}
+
+// closeAll terminates every command of every shell and refuses new shells.
+func (ss *shells) closeAll() {
+	ss.mu.Lock()
+	ss.closed = true
+	var cmds []*command
+	for _, sh := range ss.byID {
+		for _, c := range sh.commands {
+			cmds = append(cmds, c)
+		}
+	}
+	ss.byID = map[string]*shell{}
+	ss.mu.Unlock()
+	for _, c := range cmds {
+		c.terminate()
+	}
+}
+
+func newCommand(cancel context.CancelFunc) *command {
+	return &command{id: newGUID(), cancel: cancel, stdin: newStdinPipe(), changed: make(chan struct{})}
+}
+
+// terminate cancels the executor's context and ends its stdin.
+func (c *command) terminate() {
+	c.cancel()
+	c.stdin.abort()
+}
+
+// notifyLocked wakes every Receive waiting on c. c.mu must be held.
+func (c *command) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// finish records the exit code once the executor returned.
+func (c *command) finish(code int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finished = true
+	c.exitCode = code
+	c.notifyLocked()
+}
+
+// streamWriter is the stdout or stderr an executor writes to.
+type streamWriter struct {
+	c      *command
+	stderr bool
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if w.c.finished {
+		return 0, errors.New("write to a WinRS stream after the command returned")
+	}
+	if w.stderr {
+		w.c.stderr = append(w.c.stderr, p...)
+	} else {
+		w.c.stdout = append(w.c.stdout, p...)
+	}
+	w.c.notifyLocked()
+	return len(p), nil
+}
+
+// receive waits until output is available or the command finished, at most
+// timeout, and takes up to limit bytes of output. ok is false on timeout or when
+// ctx ends first.
+func (c *command) receive(ctx context.Context, timeout time.Duration, limit int) (out output, ok bool) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		if len(c.stdout) > 0 || len(c.stderr) > 0 || c.finished {
+			out = c.takeLocked(limit)
+			c.mu.Unlock()
+			return out, true
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timer.C:
+			return output{}, false
+		case <-ctx.Done():
+			return output{}, false
+		}
+	}
+}
+
+// takeLocked removes up to limit bytes of pending output, stdout first. The
+// result is marked done only when the command finished and nothing is left.
+func (c *command) takeLocked(limit int) output {
+	var out output
+	n := min(len(c.stdout), limit)
+	out.stdout = bytes.Clone(c.stdout[:n])
+	c.stdout = c.stdout[n:]
+	limit -= n
+	n = min(len(c.stderr), limit)
+	out.stderr = bytes.Clone(c.stderr[:n])
+	c.stderr = c.stderr[n:]
+	if c.finished && len(c.stdout) == 0 && len(c.stderr) == 0 {
+		out.done = true
+		out.exitCode = c.exitCode
+	}
+	return out
+}
+
+// stdinPipe buffers what the client sends on stdin until the command reads it,
+// so Send never waits for the command (Windows buffers it too).
+type stdinPipe struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	buf     bytes.Buffer
+	ended   bool // the client sent End="true"
+	aborted bool // the command was terminated
+}
+
+var errStdinTerminated = errors.New("read stdin: the command was terminated by the client (Signal or shell Delete)")
+
+func newStdinPipe() *stdinPipe {
+	p := &stdinPipe{}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// write appends data; end marks the last chunk.
+func (p *stdinPipe) write(data []byte, end bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended && len(data) > 0 {
+		return fmt.Errorf("stdin already ended with End=\"true\"; %d more bytes refused", len(data))
+	}
+	p.buf.Write(data)
+	if end {
+		p.ended = true
+	}
+	p.cond.Broadcast()
+	return nil
+}
+
+func (p *stdinPipe) abort() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.aborted = true
+	p.cond.Broadcast()
+}
+
+// Read blocks until data arrives, returns io.EOF after the End chunk was read.
+func (p *stdinPipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.buf.Len() == 0 && !p.ended && !p.aborted {
+		p.cond.Wait()
+	}
+	if p.buf.Len() > 0 {
+		return p.buf.Read(b)
+	}
+	if p.aborted && !p.ended {
+		return 0, errStdinTerminated
+	}
+	return 0, io.EOF
+}
