@@ -1,0 +1,405 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HostConfig is the JSON configuration of one simulated Windows host. The simulator's
+// configuration file holds a list of them (internal/winsim embeds it). Every field
+// except "name" and "address" is optional; the comments give the defaults.
+//
+// Accounts may be named or given as SIDs wherever a list of principals is expected
+// ("administrators", "rights", "group_policy.rights"): a name is resolved through
+// the well-known names (BUILTIN\Administrators, NT AUTHORITY\SYSTEM, ...), the
+// per-service names NT SERVICE\<service> (computed with the real SHA-1 algorithm),
+// the "accounts" table and the WinRM users.
+type HostConfig struct {
+	// Name is the simulator's name of the host, e.g. "sql01".
+	Name string `json:"name"`
+	// Address is the host's own loopback address, e.g. "127.0.0.2" (used by the
+	// simulator's listeners; the model only reports it).
+	Address string `json:"address"`
+	// ComputerName is the Windows NetBIOS computer name. Default: Name upper-cased.
+	ComputerName string `json:"computer_name,omitempty"`
+	// Domain is the NetBIOS domain name, e.g. "CONTOSO"; "" for a workgroup host.
+	Domain string `json:"domain,omitempty"`
+	// DomainSID is the domain's SID prefix (S-1-5-21-x-y-z), used to give SIDs to
+	// domain WinRM users missing from Accounts. Default: derived from Domain.
+	DomainSID string `json:"domain_sid,omitempty"`
+	// UTCOffsetMinutes is the host's time zone: error log timestamps and the DMV's
+	// last_startup_time use it. Default 0 (UTC).
+	UTCOffsetMinutes int `json:"utc_offset_minutes,omitempty"`
+
+	// WinRM configures the WS-Management listeners and who may log on.
+	WinRM WinRMConfig `json:"winrm"`
+
+	// Accounts maps account names to SIDs for domain and local accounts, e.g.
+	// {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"}. Names are case-insensitive. An
+	// account missing here cannot be translated: a service running as it reports
+	// start_account_sid "" and its SID cannot be matched against right holders (as
+	// on a host whose domain trust is broken).
+	Accounts map[string]string `json:"accounts,omitempty"`
+	// Administrators lists the direct members of BUILTIN\Administrators
+	// (S-1-5-32-544), as SIDs or names. Default: the local Administrator account
+	// (<machine SID>-500). WinRM users with "administrator": true are always added.
+	Administrators []string `json:"administrators,omitempty"`
+	// Rights is the initial local holder list of each user right, right name →
+	// SIDs or names. Rights not named keep Windows' defaults; the only default the
+	// model has is SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows'
+	// default for "Perform volume maintenance tasks", FACTS.md). Naming
+	// SeManageVolumePrivilege here replaces that default (an empty list: nobody).
+	Rights map[string][]string `json:"rights,omitempty"`
+	// GroupPolicy is the domain Group Policy as far as user rights go.
+	GroupPolicy GroupPolicyConfig `json:"group_policy"`
+
+	// Services are extra services besides the instances' own, e.g. PolyBase or
+	// Launchpad depending on an Engine.
+	Services []ServiceConfig `json:"services,omitempty"`
+	// Instances are the SQL Server instances installed on the host.
+	Instances []InstanceConfig `json:"instances,omitempty"`
+}
+
+// WinRMConfig is the host's WinRM service.
+type WinRMConfig struct {
+	// HTTPPort is the WinRM HTTP listener's port; 0 picks a free one.
+	HTTPPort int `json:"http_port,omitempty"`
+	// HTTPSPort is the WinRM HTTPS listener's port; 0 picks a free one.
+	HTTPSPort int `json:"https_port,omitempty"`
+	// Basic enables Basic authentication. Default true.
+	Basic *bool `json:"basic,omitempty"`
+	// NTLM enables NTLM (Negotiate) authentication. Default true.
+	NTLM *bool `json:"ntlm,omitempty"`
+	// Users may log on over WinRM.
+	Users []UserConfig `json:"users,omitempty"`
+}
+
+// BasicEnabled reports whether Basic authentication is on (default true).
+func (w WinRMConfig) BasicEnabled() bool { return w.Basic == nil || *w.Basic }
+
+// NTLMEnabled reports whether NTLM authentication is on (default true).
+func (w WinRMConfig) NTLMEnabled() bool { return w.NTLM == nil || *w.NTLM }
+
+// UserConfig is one account that may use WinRM.
+type UserConfig struct {
+	// Name is "Administrator" (a local account) or "CONTOSO\\admin" (a domain
+	// account). A local user logs on with or without the computer name as domain.
+	Name     string `json:"name"`
+	Password string `json:"password"`
+	// Administrator: the user is a member of BUILTIN\Administrators. Default true.
+	// A non-administrator gets "Access is denied" from the LSA (the operations
+	// answer a ScriptError "lsa_error", exit 1), as Windows refuses LsaOpenPolicy.
+	Administrator *bool `json:"administrator,omitempty"`
+}
+
+// IsAdministrator reports the Administrator flag (default true).
+func (u UserConfig) IsAdministrator() bool { return u.Administrator == nil || *u.Administrator }
+
+// GroupPolicyConfig is the domain Group Policy's user-rights part.
+type GroupPolicyConfig struct {
+	// RSoPAvailable: Resultant Set of Policy can be read (WMI root\rsop\computer).
+	// Default true. When false, read_instance answers group_policy.known = false.
+	RSoPAvailable *bool `json:"rsop_available,omitempty"`
+	// Rights are the rights a GPO defines, right → SIDs or names. A policy-defined
+	// right's local holder list is overwritten by the policy's at every refresh
+	// (FACTS.md), and once when the host is built (the host has already processed
+	// its policy when the simulation begins).
+	Rights map[string][]string `json:"rights,omitempty"`
+}
+
+// RSoP reports the RSoPAvailable flag (default true).
+func (g GroupPolicyConfig) RSoP() bool { return g.RSoPAvailable == nil || *g.RSoPAvailable }
+
+// ServiceConfig is an extra Windows service.
+type ServiceConfig struct {
+	Name        string `json:"name"`                   // e.g. "MSSQLLaunchpad"
+	DisplayName string `json:"display_name,omitempty"` // default: Name
+	// DependsOn names the services this one needs running, e.g. ["MSSQLSERVER"].
+	DependsOn []string `json:"depends_on,omitempty"`
+	// StartAccount is the service's start account. Default NT Service\<name>.
+	StartAccount string `json:"start_account,omitempty"`
+	// ServiceSIDType: 0 none, 1 unrestricted, 3 restricted. Default 1.
+	ServiceSIDType *int `json:"service_sid_type,omitempty"`
+	StartMS        int  `json:"start_ms,omitempty"`   // Start Pending duration, ms
+	StopMS         int  `json:"stop_ms,omitempty"`    // Stop Pending duration, ms
+	FailStart      bool `json:"fail_start,omitempty"` // every start fails (error 1067)
+	Stopped        bool `json:"stopped,omitempty"`    // the service is stopped when the host is built
+}
+
+// InstanceConfig is one installed SQL Server instance.
+type InstanceConfig struct {
+	// Name is MSSQLSERVER for the default instance, else the named instance's name.
+	Name string `json:"name"`
+	// Version is the build, major.minor.build.revision. Default "16.0.4135.4".
+	Version string `json:"version,omitempty"`
+	// ProductLevel is SERVERPROPERTY('ProductLevel'). Default: derived from the
+	// build (RTM, SP1, ...).
+	ProductLevel string `json:"product_level,omitempty"`
+	// Edition is SERVERPROPERTY('Edition'). Default "Developer Edition (64-bit)".
+	Edition string `json:"edition,omitempty"`
+	// ServiceAccount is the Engine's start account. Default NT Service\<service>.
+	ServiceAccount string `json:"service_account,omitempty"`
+	// ServiceSIDType of the Engine: 0 none, 1 unrestricted (what Setup sets), 3
+	// restricted. Default 1.
+	ServiceSIDType *int `json:"service_sid_type,omitempty"`
+	// SQLPort is the TCP port the instance listens on; 0 lets the simulator pick
+	// one (it reports it to the model with Instance.SetTCPPort).
+	SQLPort int `json:"sql_port,omitempty"`
+	// Logins are the SQL logins that can connect over TDS.
+	Logins []LoginConfig `json:"logins,omitempty"`
+	// TDEDatabases are the user databases encrypted with TDE (encryption_state 3).
+	TDEDatabases []string `json:"tde_databases,omitempty"`
+	// StartupTraceFlags are -T startup parameters, e.g. [1806] (which disables IFI).
+	StartupTraceFlags []int `json:"startup_trace_flags,omitempty"`
+	// Clustered marks a failover cluster instance: restart_instance refuses it.
+	Clustered bool `json:"clustered,omitempty"`
+	// Agent installs SQL Server Agent (SQLSERVERAGENT / SQLAgent$NAME), which depends
+	// on the Engine. Default true.
+	Agent *bool `json:"agent,omitempty"`
+	// StartMS and StopMS are the Start Pending and Stop Pending durations of the
+	// Engine (and of its Agent), in milliseconds. Default 0.
+	StartMS int `json:"start_ms,omitempty"`
+	StopMS  int `json:"stop_ms,omitempty"`
+	// ReadyMS is the delay between the Engine reaching Running and accepting SQL
+	// connections. Default 0.
+	ReadyMS int `json:"ready_ms,omitempty"`
+	// FailStart makes every Engine start fail (error 1067).
+	FailStart bool `json:"fail_start,omitempty"`
+	// Stopped: the Engine (and Agent) are stopped when the host is built.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// HasAgent reports whether the instance has SQL Server Agent (default true).
+func (c InstanceConfig) HasAgent() bool { return c.Agent == nil || *c.Agent }
+
+// LoginConfig is one SQL login.
+type LoginConfig struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+	// ViewServerState grants VIEW SERVER STATE (needed for the DMVs). Default true.
+	ViewServerState *bool `json:"view_server_state,omitempty"`
+}
+
+// CanViewServerState reports the ViewServerState flag (default true).
+func (l LoginConfig) CanViewServerState() bool { return l.ViewServerState == nil || *l.ViewServerState }
+
+// DefaultVersion is the build an instance gets when its config names none
+// (SQL Server 2022 CU12).
+const DefaultVersion = "16.0.4135.4"
+
+// DefaultEdition is SERVERPROPERTY('Edition') when the config names none.
+const DefaultEdition = "Developer Edition (64-bit)"
+
+// ComputerNameOrDefault returns the configured computer name, else Name upper-cased.
+func (c HostConfig) ComputerNameOrDefault() string {
+	if c.ComputerName != "" {
+		return strings.ToUpper(c.ComputerName)
+	}
+	return strings.ToUpper(c.Name)
+}
+
+// IsDefaultInstance reports whether name is the default instance's.
+func IsDefaultInstance(name string) bool { return strings.EqualFold(name, "MSSQLSERVER") }
+
+// EngineServiceName returns MSSQLSERVER or MSSQL$NAME (FACTS.md: service names).
+func EngineServiceName(instance string) string {
+	if IsDefaultInstance(instance) {
+		return "MSSQLSERVER"
+	}
+	return "MSSQL$" + strings.ToUpper(instance)
+}
+
+// AgentServiceName returns SQLSERVERAGENT or SQLAgent$NAME (FACTS.md: service names).
+func AgentServiceName(instance string) string {
+	if IsDefaultInstance(instance) {
+		return "SQLSERVERAGENT"
+	}
+	return "SQLAgent$" + strings.ToUpper(instance)
+}
+
+// version is a parsed SQL Server build number.
+type version struct {
+	Major, Minor, Build, Revision int
+}
+
+func parseVersion(s string) (version, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return version{}, fmt.Errorf("version %q is not major.minor.build.revision such as %q", s, DefaultVersion)
+	}
+	var n [4]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 {
+			return version{}, fmt.Errorf("version %q: part %q is not a number; use a build such as %q", s, p, DefaultVersion)
+		}
+		n[i] = v
+	}
+	if n[0] < 9 || n[0] > 17 {
+		return version{}, fmt.Errorf("version %q: major version %d is not a SQL Server the simulator knows (9 to 17)", s, n[0])
+	}
+	if n[0] > 255 || n[1] > 255 || n[2] > 65535 {
+		return version{}, fmt.Errorf("version %q does not fit the TDS LOGINACK version fields", s)
+	}
+	return version{n[0], n[1], n[2], n[3]}, nil
+}
+
+func (v version) String() string {
+	return fmt.Sprintf("%d.%d.%d.%d", v.Major, v.Minor, v.Build, v.Revision)
+}
+
+// atLeast compares major.minor.build.
+func (v version) atLeast(major, minor, build int) bool {
+	if v.Major != major {
+		return v.Major > major
+	}
+	if v.Minor != minor {
+		return v.Minor > minor
+	}
+	return v.Build >= build
+}
+
+// hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on
+// 2012 SP4 (11.0.7001) and 2016 SP1 (13.0.4001) and later majors. FACTS.md: 2014 is
+// not documented (unverified), so the model leaves it out there: the provider must
+// then treat IFI as unknown.
+func (v version) hasIFIColumn() bool {
+	switch v.Major {
+	case 11:
+		return v.atLeast(11, 0, 7001)
+	case 12:
+		return false
+	case 13:
+		return v.atLeast(13, 0, 4001)
+	}
+	return v.Major >= 14
+}
+
+// writesIFILogLine: the startup line "Database Instant File Initialization:
+// enabled|disabled" appears from 2012 SP4, 2014 SP2 and 2016 (FACTS.md).
+func (v version) writesIFILogLine() bool {
+	switch v.Major {
+	case 11:
+		return v.atLeast(11, 0, 7001)
+	case 12:
+		return v.atLeast(12, 0, 5000)
+	}
+	return v.Major >= 13
+}
+
+// productLevel derives SERVERPROPERTY('ProductLevel') from the build: service pack
+// baselines of 2012-2016; later versions ship only cumulative updates and say RTM.
+func (v version) productLevel() string {
+	type sp struct {
+		build int
+		level string
+	}
+	table := map[int][]sp{
+		11: {{7001, "SP4"}, {6020, "SP3"}, {5058, "SP2"}, {3000, "SP1"}},
+		12: {{6024, "SP3"}, {5000, "SP2"}, {4100, "SP1"}},
+		13: {{6300, "SP3"}, {5026, "SP2"}, {4001, "SP1"}},
+	}
+	for _, e := range table[v.Major] {
+		if v.Build >= e.build {
+			return e.level
+		}
+	}
+	return "RTM"
+}
+
+// productName is the marketing name written at the top of the error log.
+func (v version) productName() string {
+	switch v.Major {
+	case 9:
+		return "Microsoft SQL Server 2005"
+	case 10:
+		if v.Minor >= 50 {
+			return "Microsoft SQL Server 2008 R2"
+		}
+		return "Microsoft SQL Server 2008"
+	case 11:
+		return "Microsoft SQL Server 2012"
+	case 12:
+		return "Microsoft SQL Server 2014"
+	case 13:
+		return "Microsoft SQL Server 2016"
+	case 14:
+		return "Microsoft SQL Server 2017"
+	case 15:
+		return "Microsoft SQL Server 2019"
+	case 16:
+		return "Microsoft SQL Server 2022"
+	}
+	return "Microsoft SQL Server 2025"
+}
+
+// validate checks what can be checked on the config alone.
+func (c HostConfig) validate() error {
+	var errs []error
+	if strings.TrimSpace(c.Name) == "" {
+		errs = append(errs, errors.New(`host "name" is empty: give the host a name such as "sql01"`))
+	}
+	if c.UTCOffsetMinutes < -14*60 || c.UTCOffsetMinutes > 14*60 {
+		errs = append(errs, fmt.Errorf(`"utc_offset_minutes" %d is outside -840..840`, c.UTCOffsetMinutes))
+	}
+	seen := map[string]bool{}
+	for i, ic := range c.Instances {
+		where := fmt.Sprintf("instances[%d] (%q)", i, ic.Name)
+		if ic.Name == "" {
+			errs = append(errs, fmt.Errorf(`%s: "name" is empty: use MSSQLSERVER for the default instance or a name such as REPORTING`, where))
+			continue
+		}
+		if !validInstanceName(ic.Name) {
+			errs = append(errs, fmt.Errorf("%s: not a valid instance name: at most 16 letters, digits, $ or _, starting with a letter", where))
+		}
+		key := strings.ToUpper(ic.Name)
+		if seen[key] {
+			errs = append(errs, fmt.Errorf("%s: the instance is configured twice on this host", where))
+		}
+		seen[key] = true
+		if ic.Version != "" {
+			if _, err := parseVersion(ic.Version); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+		}
+		if ic.ServiceSIDType != nil && !validSIDType(*ic.ServiceSIDType) {
+			errs = append(errs, fmt.Errorf(`%s: "service_sid_type" %d is not 0 (none), 1 (unrestricted) or 3 (restricted)`, where, *ic.ServiceSIDType))
+		}
+		for _, tf := range ic.StartupTraceFlags {
+			if tf <= 0 || tf > 65535 {
+				errs = append(errs, fmt.Errorf(`%s: trace flag %d is not a trace flag number`, where, tf))
+			}
+		}
+		if ic.StartMS < 0 || ic.StopMS < 0 || ic.ReadyMS < 0 {
+			errs = append(errs, fmt.Errorf(`%s: "start_ms", "stop_ms" and "ready_ms" must not be negative`, where))
+		}
+		if ic.SQLPort < 0 || ic.SQLPort > 65535 {
+			errs = append(errs, fmt.Errorf(`%s: "sql_port" %d is not a TCP port`, where, ic.SQLPort))
+		}
+	}
+	for i, sc := range c.Services {
+		where := fmt.Sprintf("services[%d] (%q)", i, sc.Name)
+		if sc.Name == "" {
+			errs = append(errs, fmt.Errorf(`%s: "name" is empty`, where))
+		}
+		if sc.ServiceSIDType != nil && !validSIDType(*sc.ServiceSIDType) {
+			errs = append(errs, fmt.Errorf(`%s: "service_sid_type" %d is not 0, 1 or 3`, where, *sc.ServiceSIDType))
+		}
+		if sc.StartMS < 0 || sc.StopMS < 0 {
+			errs = append(errs, fmt.Errorf(`%s: "start_ms" and "stop_ms" must not be negative`, where))
+		}
+	}
+	for i, u := range c.WinRM.Users {
+		if strings.TrimSpace(u.Name) == "" {
+			errs = append(errs, fmt.Errorf(`winrm.users[%d]: "name" is empty`, i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validSIDType(t int) bool { return t == 0 || t == 1 || t == 3 }
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

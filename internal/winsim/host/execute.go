@@ -1,0 +1,491 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
+)
+
+// Execute runs one command a WinRM client started (wsman.Executor). It accepts the
+// provider's shape only (FACTS.md: a short bootstrap on the command line, the script
+// on stdin): powershell.exe with exactly contract.CommandArgs(), stdin =
+// contract.EncodeInput(...). The operation's result is printed as JSON on stdout,
+// exit 0; a failure the script foresees prints a contract.ScriptError on stdout and
+// exits with the contract's code; anything else fails as powershell.exe would (exit
+// 1, a CLIXML error record on stderr). Other programs answer as cmd.exe would.
+//
+// Validation, as the operations' scripts (internal/contract/scripts) do it:
+//   - instance: ^[A-Za-z_][A-Za-z0-9_$]{0,15}$ (case-insensitive) → else
+//     invalid_parameters (exit 2);
+//   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters; a
+//     name Windows does not know fails in the LSA (STATUS_NO_SUCH_PRIVILEGE);
+//   - sid: S-1-<authority>-<sub>... that SecurityIdentifier accepts → else
+//     invalid_parameters;
+//   - timeout_seconds: 1..86400 → else invalid_parameters.
+//
+// LSA failures (a WinRM user who is not an administrator: LsaOpenPolicy answers
+// Access is denied; an unknown privilege) surface as the scripts let them: from
+// read_instance as a terminating error (CLIXML, exit 1), from set_right as a
+// ScriptError "lsa_error" (exit 1). restart_instance by a non-administrator fails
+// with a CLIXML error (the SCM refuses to open the service).
+func (h *Host) Execute(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
+	start := h.now()
+	entry := AuditEntry{Time: start.UTC(), User: cmd.User}
+	tokens := splitCommandLine(cmd.Command)
+	tokens = append(tokens, cmd.Arguments...)
+	entry.Command = summarizeCommand(tokens)
+	code := h.executeTokens(ctx, cmd, tokens, stdout, stderr, &entry)
+	entry.ExitCode = code
+	entry.Duration = h.now().Sub(start).String()
+	h.addAudit(entry)
+	return code
+}
+
+func (h *Host) executeTokens(ctx context.Context, cmd wsman.Command, tokens []string, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if len(tokens) == 0 {
+		entry.Error = "empty command"
+		fmt.Fprint(stderr, "The syntax of the command is incorrect.\r\n")
+		return 1
+	}
+	prog := programName(tokens[0])
+	switch prog {
+	case "powershell", "powershell.exe":
+		return h.runPowerShell(ctx, cmd, tokens[1:], stdout, stderr, entry)
+	case "cmd", "cmd.exe":
+		rest := tokens[1:]
+		if len(rest) > 0 && (strings.EqualFold(rest[0], "/c") || strings.EqualFold(rest[0], "/k")) {
+			inner := rest[1:]
+			if len(inner) == 1 {
+				inner = splitCommandLine(inner[0])
+			}
+			return h.executeTokens(ctx, cmd, inner, stdout, stderr, entry)
+		}
+		entry.Error = "interactive cmd.exe is not modelled"
+		fmt.Fprint(stderr, "winsim does not model an interactive cmd.exe: use cmd /c <command>\r\n")
+		return 1
+	case "hostname", "hostname.exe":
+		fmt.Fprintf(stdout, "%s\r\n", h.computer)
+		return 0
+	case "echo":
+		fmt.Fprintf(stdout, "%s\r\n", strings.Join(tokens[1:], " "))
+		return 0
+	}
+	entry.Error = "unrecognised program " + tokens[0]
+	// cmd.exe's answer for a program it cannot find.
+	fmt.Fprintf(stderr, "'%s' is not recognized as an internal or external command,\r\noperable program or batch file.\r\n", tokens[0])
+	return 1
+}
+
+func programName(tok string) string {
+	tok = strings.Trim(tok, `"`)
+	if i := strings.LastIndexAny(tok, `\/`); i >= 0 {
+		tok = tok[i+1:]
+	}
+	return strings.ToLower(tok)
+}
+
+// splitCommandLine splits a Windows command line on blanks, honouring double quotes.
+func splitCommandLine(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inQuote, have := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			inQuote = !inQuote
+			have = true
+		case (r == ' ' || r == '\t') && !inQuote:
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteRune(r)
+			have = true
+		}
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func summarizeCommand(tokens []string) string {
+	parts := make([]string, len(tokens))
+	for i, t := range tokens {
+		if i > 0 && strings.EqualFold(tokens[i-1], "-EncodedCommand") {
+			if dec, err := contract.DecodeCommand(t); err == nil && dec == contract.Bootstrap() {
+				t = fmt.Sprintf("<mssqlifi bootstrap, %d characters>", len(t))
+			} else if len(t) > 60 {
+				t = t[:60] + fmt.Sprintf("...<%d characters>", len(t))
+			}
+		} else if len(t) > 200 {
+			t = t[:200] + "..."
+		}
+		parts[i] = t
+	}
+	return strings.Join(parts, " ")
+}
+
+// psFailure is a terminating PowerShell error: CLIXML on stderr, exit 1.
+func psFailure(stderr io.Writer, entry *AuditEntry, message, category, errorID string) int {
+	entry.Error = message
+	io.WriteString(stderr, clixmlError(message, category, errorID))
+	return contract.ExitFailure
+}
+
+func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []string, stdout, stderr io.Writer, entry *AuditEntry) int {
+	want := contract.CommandArgs()
+	if len(args) != len(want) {
+		return psFailure(stderr, entry, "winsim does not model this PowerShell command line: it runs only "+contract.Shell+" "+strings.Join(want[:5], " ")+" <the mssqlifi bootstrap> (contract.CommandArgs)",
+			"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledCommand")
+	}
+	for i := range want {
+		if i == len(want)-1 {
+			dec, err := contract.DecodeCommand(args[i])
+			if err != nil {
+				// powershell.exe's own message for an undecodable -EncodedCommand.
+				return psFailure(stderr, entry, "Cannot process the command because the value specified with -EncodedCommand is not properly encoded. The value must be Base64 encoded.",
+					"InvalidArgument: (:) [], ParameterBindingException", "EncodedCommandNotBase64")
+			}
+			if dec != contract.Bootstrap() {
+				return psFailure(stderr, entry, "winsim does not model this script: the -EncodedCommand is not the mssqlifi bootstrap of this build (contract.Bootstrap); the simulator does not interpret PowerShell",
+					"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledScript")
+			}
+			continue
+		}
+		if !strings.EqualFold(args[i], want[i]) {
+			return psFailure(stderr, entry, fmt.Sprintf("winsim does not model this PowerShell command line: argument %d is %q where the provider sends %q", i+1, args[i], want[i]),
+				"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledCommand")
+		}
+	}
+
+	stdin, err := readAllContext(ctx, cmd.Stdin)
+	if err != nil {
+		return psFailure(stderr, entry, "The pipeline has been stopped.", "OperationStopped: (:) [], PipelineStoppedException", "PipelineStopped")
+	}
+	// What the bootstrap does, in its order: split at the first newline, base64,
+	// JSON, then run the script.
+	text := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	nl := strings.IndexByte(text, '\n')
+	if nl < 0 {
+		return psFailure(stderr, entry, "Exception calling \"Substring\" with \"2\" argument(s): \"Length cannot be less than zero.\r\nParameter name: length\"",
+			"NotSpecified: (:) [], MethodInvocationException", "ArgumentOutOfRangeException")
+	}
+	if _, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text[:nl])); err != nil {
+		return psFailure(stderr, entry, "Exception calling \"FromBase64String\" with \"1\" argument(s): \"The input is not a valid Base-64 string as it contains a non-base 64 character, more than two padding characters, or an illegal character among the padding characters. \"",
+			"NotSpecified: (:) [], MethodInvocationException", "FormatException")
+	}
+	op, raw, err := contract.DecodeInput(stdin)
+	if err != nil {
+		if strings.Contains(err.Error(), "not JSON") {
+			return psFailure(stderr, entry, "ConvertFrom-Json : Invalid JSON primitive.",
+				"NotSpecified: (:) [ConvertFrom-Json], ArgumentException", "System.ArgumentException,Microsoft.PowerShell.Commands.ConvertFromJsonCommand")
+		}
+		return psFailure(stderr, entry, "winsim does not model this script: stdin does not carry one of the contract's operation scripts verbatim (was it altered, or built from another version of internal/contract?); the simulator does not interpret PowerShell",
+			"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledScript")
+	}
+	entry.Operation = string(op)
+	entry.Params = raw
+	params := contract.Params(op)
+	if err := json.Unmarshal(raw, params); err != nil {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("the %s parameters do not have the contract's shape: %v", op, err))
+	}
+	user, known := h.findUser("", cmd.User)
+	admin := known && user.admin
+	switch p := params.(type) {
+	case *contract.ReadInstanceParams:
+		return h.opReadInstance(p, admin, stdout, stderr, entry)
+	case *contract.SetRightParams:
+		return h.opSetRight(p, admin, stdout, entry)
+	case *contract.RestartInstanceParams:
+		return h.opRestartInstance(ctx, p, admin, stdout, stderr, entry)
+	}
+	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
+}
+
+func readAllContext(ctx context.Context, r io.Reader) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		ch <- result{b, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.b, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func writeJSON(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"error":"internal","message":%q}`, err.Error()))
+	}
+	w.Write(b) //nolint:errcheck // the client is gone if this fails
+}
+
+func (h *Host) scriptError(stdout io.Writer, entry *AuditEntry, code int, name, message string) int {
+	entry.Error = name + ": " + message
+	writeJSON(stdout, contract.ScriptError{Error: name, Message: message})
+	return code
+}
+
+// The LSA failures, worded as lsa.ps1's Failure() formats them.
+const (
+	lsaAccessDenied = "LsaOpenPolicy failed: Access is denied. (NTSTATUS 0xC0000022)"
+	lsaNoPrivilege  = "LsaEnumerateAccountsWithUserRight failed: A specified privilege does not exist. (NTSTATUS 0xC0000060)"
+)
+
+// lsaTerminating is an LSA exception escaping read_instance: PowerShell reports
+// the .NET method call that threw.
+func lsaTerminating(stderr io.Writer, entry *AuditEntry, lsaMessage string) int {
+	return psFailure(stderr, entry, `Exception calling "GetAccountsWithRight" with "1" argument(s): "`+lsaMessage+`"`,
+		"NotSpecified: (:) [], MethodInvocationException", "Win32Exception")
+}
+
+func (h *Host) checkInstanceParam(name string, stdout io.Writer, entry *AuditEntry) (int, bool) {
+	if !opInstancePattern.MatchString(name) {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("'%s' is not a SQL Server instance name (MSSQLSERVER, or 1-16 letters, digits, _ or $ starting with a letter or _).", name)), false
+	}
+	return 0, true
+}
+
+func (h *Host) checkRightParam(right string, stdout io.Writer, entry *AuditEntry) (int, bool) {
+	if !rightNamePattern.MatchString(right) {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("'%s' is not a user right name (Se...Privilege).", right)), false
+	}
+	return 0, true
+}
+
+func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
+		return code
+	}
+	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
+		return code
+	}
+	inst, found := h.Instance(p.Instance)
+	installed := make([]string, 0, len(h.instances))
+	for _, i := range h.instances {
+		installed = append(installed, i.name)
+	}
+	if !found {
+		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: installed})
+		return contract.ExitOK
+	}
+	if !admin {
+		return lsaTerminating(stderr, entry, lsaAccessDenied)
+	}
+	right, ok := canonicalRight(p.Right)
+	if !ok {
+		return lsaTerminating(stderr, entry, lsaNoPrivilege)
+	}
+	h.mu.Lock()
+	res := h.readInstanceLocked(inst, right)
+	h.mu.Unlock()
+	res.InstalledInstances = installed
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
+
+func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadInstanceResult {
+	e := inst.engine
+	res := contract.ReadInstanceResult{
+		ComputerName:          h.computer,
+		Found:                 true,
+		Instance:              inst.name,
+		InstanceID:            inst.id,
+		Version:               inst.ver.String(),
+		ServiceName:           e.name,
+		ServiceState:          e.state,
+		ProcessID:             e.pid,
+		StartAccount:          e.account,
+		StartAccountSID:       e.accountSID,
+		ServiceSIDType:        e.sidType,
+		TCPPort:               inst.port,
+		StartupParameters:     inst.startupParameters(),
+		Clustered:             inst.cfg.Clustered,
+		RightHolders:          h.principals(h.rights[right]),
+		AdministratorsMembers: h.principals(h.admins),
+		GroupPolicy:           h.groupPolicyInfo(right),
+		ErrorLog:              inst.findIFILineLocked(),
+		Dependents:            []contract.ServiceInfo{},
+	}
+	if e.pid != 0 {
+		t := e.started.UTC()
+		res.ProcessStartTime = &t
+	}
+	deps := allDependents(e)
+	for _, s := range h.services {
+		if slices.Contains(deps, s) {
+			res.Dependents = append(res.Dependents, contract.ServiceInfo{Name: s.name, State: s.state})
+		}
+	}
+	return res
+}
+
+func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
+		return code
+	}
+	sid, err := ParseSID(p.SID)
+	if err != nil {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a SID (S-1-...).", p.SID))
+	}
+	lsaFailed := func(msg string) int {
+		return h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error", fmt.Sprintf("Changing %s for %s on %s failed: %s", p.Right, sid, h.computer, msg))
+	}
+	if !admin {
+		return lsaFailed(lsaAccessDenied)
+	}
+	if _, ok := canonicalRight(p.Right); !ok {
+		return lsaFailed(lsaNoPrivilege)
+	}
+	var changed bool
+	if p.Grant {
+		changed, err = h.GrantRight(p.Right, sid)
+	} else {
+		changed, err = h.RevokeRight(p.Right, sid)
+	}
+	if err != nil {
+		return lsaFailed(err.Error())
+	}
+	right, _ := canonicalRight(p.Right)
+	h.mu.Lock()
+	holders := h.principals(h.rights[right])
+	h.mu.Unlock()
+	writeJSON(stdout, contract.SetRightResult{Changed: changed, Holders: holders})
+	return contract.ExitOK
+}
+
+func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
+		return code
+	}
+	if p.TimeoutSeconds < 1 || p.TimeoutSeconds > 86400 {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("timeout_seconds %d is outside 1..86400", p.TimeoutSeconds))
+	}
+	inst, found := h.Instance(p.Instance)
+	if !found {
+		names := make([]string, 0, len(h.instances))
+		for _, i := range h.instances {
+			names = append(names, i.name)
+		}
+		return h.scriptError(stdout, entry, contract.ExitNotFound, "not_found",
+			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
+	}
+	if inst.cfg.Clustered {
+		// FACTS.md: never stop a clustered SQL Server through the SCM.
+		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
+			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
+	}
+	if !admin {
+		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
+			"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(p.TimeoutSeconds)*time.Second)
+	defer cancel()
+	rep, err := h.restart(wctx, inst.engine.name)
+	if err != nil {
+		var to *errRestartTimeout
+		var stop *errRestartStop
+		switch {
+		case errors.As(err, &stop):
+			return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: %v", inst.engine.display, inst.engine.name, stop.err),
+				"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
+		case ctx.Err() != nil:
+			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+		case errors.As(err, &to):
+			name := to.service
+			state, _ := h.ServiceState(name)
+			return h.scriptError(stdout, entry, contract.ExitTimeout, "timeout",
+				fmt.Sprintf("%s on %s did not reach Running within %d seconds (it is %s). Look at the service's event log and the SQL Server error log.", name, h.computer, p.TimeoutSeconds, state))
+		}
+		return psFailure(stderr, entry, fmt.Sprintf("Failed to start service '%s (%s)'. %v", inst.engine.display, inst.engine.name, err),
+			"OpenError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "StartServiceFailed,Microsoft.PowerShell.Commands.RestartServiceCommand")
+	}
+	h.mu.Lock()
+	res := contract.RestartInstanceResult{
+		ServiceName:  inst.engine.name,
+		Stopped:      rep.stopped,
+		Started:      rep.started,
+		ServiceState: inst.engine.state,
+		StartedAt:    rep.startedAt.UTC(),
+		FinishedAt:   rep.finishedAt.UTC(),
+	}
+	if inst.engine.pid != 0 {
+		t := inst.engine.started.UTC()
+		res.ProcessStartTime = &t
+	}
+	h.mu.Unlock()
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
+
+// clixmlError renders an error record the way powershell.exe writes it to stderr
+// when its output is redirected (FACTS.md: only S="Error" records are errors).
+func clixmlError(message, category, errorID string) string {
+	var sb strings.Builder
+	sb.WriteString("#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">")
+	lines := strings.Split(strings.ReplaceAll(message, "\r\n", "\n"), "\n")
+	if category != "" {
+		lines = append(lines, "    + CategoryInfo          : "+category)
+	}
+	if errorID != "" {
+		lines = append(lines, "    + FullyQualifiedErrorId : "+errorID)
+	}
+	lines = append(lines, " ")
+	for _, l := range lines {
+		sb.WriteString(`<S S="Error">`)
+		sb.WriteString(clixmlEscape(l + "\r\n"))
+		sb.WriteString(`</S>`)
+	}
+	sb.WriteString("</Objs>")
+	return sb.String()
+}
+
+// clixmlEscape escapes text for a CLIXML string: XML entities, control characters
+// as _xHHHH_, and an underscore that would read as such an escape as _x005F_.
+func clixmlEscape(s string) string {
+	var sb strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		switch {
+		case r == '&':
+			sb.WriteString("&amp;")
+		case r == '<':
+			sb.WriteString("&lt;")
+		case r == '>':
+			sb.WriteString("&gt;")
+		case r == '_' && i+1 < len(rs) && (rs[i+1] == 'x' || rs[i+1] == 'X'):
+			sb.WriteString("_x005F_")
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&sb, "_x%04X_", r)
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
+}

@@ -1,0 +1,492 @@
+package host
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+)
+
+// Instance is one SQL Server instance of a host. Its mutable state is guarded by
+// the host's mutex.
+type Instance struct {
+	h          *Host
+	cfg        InstanceConfig
+	name       string // MSSQLSERVER or the upper-cased instance name
+	id         string // MSSQL16.MSSQLSERVER
+	ver        version
+	level      string
+	edition    string
+	engine     *service
+	agent      *service // nil without Agent
+	traceFlags []int
+	tde        []string
+
+	port       int
+	proc       *Process // the running Engine process; nil when stopped
+	ready      bool     // accepting SQL connections
+	readyTimer *time.Timer
+	errorlog   []string   // current ERRORLOG, line by line
+	archives   [][]string // ERRORLOG.1, ERRORLOG.2, ... (six kept, as SQL Server does by default)
+
+	hookMu    sync.Mutex // serialises listener hook calls
+	open      func() error
+	close     func()
+	listening bool
+}
+
+// Process is what a running Engine captured when it started.
+type Process struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// TokenSIDs are the SIDs of the process token (FACTS.md: rights are read into
+	// the token when the process starts).
+	TokenSIDs []string `json:"token_sids"`
+	// ManageVolume: the token holds SeManageVolumePrivilege.
+	ManageVolume bool `json:"manage_volume_privilege"`
+	// TraceFlags are the -T startup flags the process runs with.
+	TraceFlags []int `json:"trace_flags"`
+	// IFI is what the DMV and the error log report: the privilege, and trace flag
+	// 1806 off (FACTS.md: 1806 disables IFI).
+	IFI bool `json:"instant_file_initialization"`
+}
+
+const maxArchivedLogs = 6
+
+func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
+	name := strings.ToUpper(strings.TrimSpace(ic.Name))
+	vs := ic.Version
+	if vs == "" {
+		vs = DefaultVersion
+	}
+	ver, err := parseVersion(vs)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", ic.Name, err)
+	}
+	inst := &Instance{
+		h: h, cfg: ic, name: name, ver: ver,
+		level:      orDefault(ic.ProductLevel, ver.productLevel()),
+		edition:    orDefault(ic.Edition, DefaultEdition),
+		traceFlags: slices.Clone(ic.StartupTraceFlags),
+		tde:        slices.Clone(ic.TDEDatabases),
+		port:       ic.SQLPort,
+	}
+	// Registry instance id: MSSQL<major>.<NAME>; 2008 R2 is MSSQL10_50.
+	major := strconv.Itoa(ver.Major)
+	if ver.Major == 10 && ver.Minor == 50 {
+		major = "10_50"
+	}
+	inst.id = "MSSQL" + major + "." + name
+	sidType := 1 // SQL Server Setup sets UNRESTRICTED (FACTS.md)
+	if ic.ServiceSIDType != nil {
+		sidType = *ic.ServiceSIDType
+	}
+	engName := EngineServiceName(name)
+	if _, dup := h.svcByName[strings.ToUpper(engName)]; dup {
+		return nil, fmt.Errorf("instance %s: service %s is configured twice", ic.Name, engName)
+	}
+	inst.engine = &service{
+		name: engName, display: "SQL Server (" + name + ")",
+		account: orDefault(ic.ServiceAccount, `NT Service\`+engName), sidType: sidType,
+		startDur: ms(ic.StartMS), stopDur: ms(ic.StopMS), failStart: ic.FailStart,
+		initiallyStopped: ic.Stopped, inst: inst,
+	}
+	h.addService(inst.engine)
+	if ic.HasAgent() {
+		agName := AgentServiceName(name)
+		inst.agent = &service{
+			name: agName, display: "SQL Server Agent (" + name + ")",
+			account: `NT Service\` + agName, sidType: 1,
+			startDur: ms(ic.StartMS), stopDur: ms(ic.StopMS),
+			dependsOnNames: []string{engName}, initiallyStopped: ic.Stopped,
+		}
+		h.addService(inst.agent)
+	}
+	return inst, nil
+}
+
+// Name is MSSQLSERVER for the default instance, else the instance name (upper case).
+func (i *Instance) Name() string { return i.name }
+
+// ServiceName is the Engine's service name (MSSQLSERVER or MSSQL$NAME).
+func (i *Instance) ServiceName() string { return i.engine.name }
+
+// AgentServiceName is the Agent's service name, "" when the instance has no Agent.
+func (i *Instance) AgentServiceName() string {
+	if i.agent == nil {
+		return ""
+	}
+	return i.agent.name
+}
+
+// Host returns the host the instance belongs to.
+func (i *Instance) Host() *Host { return i.h }
+
+// SetTCPPort records the TCP port the instance's listener really uses (when the
+// configuration said 0). read_instance and the error log report it.
+func (i *Instance) SetTCPPort(port int) {
+	i.h.mu.Lock()
+	i.port = port
+	i.h.mu.Unlock()
+}
+
+// TCPPort returns the instance's TCP port (0 when unknown).
+func (i *Instance) TCPPort() int {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	return i.port
+}
+
+// Running reports whether the Engine's service is Running.
+func (i *Instance) Running() bool {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	return i.engine.state == contract.StateRunning
+}
+
+// Ready reports whether the Engine accepts SQL connections (Running and ready_ms
+// passed).
+func (i *Instance) Ready() bool {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	return i.ready
+}
+
+// Process returns a copy of the running Engine's process, or nil when it is not
+// running.
+func (i *Instance) Process() *Process {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	if i.proc == nil {
+		return nil
+	}
+	p := *i.proc
+	p.TokenSIDs = slices.Clone(p.TokenSIDs)
+	p.TraceFlags = slices.Clone(p.TraceFlags)
+	return &p
+}
+
+// ErrorLog returns the current error log (ERRORLOG) as text, CRLF line ends.
+func (i *Instance) ErrorLog() string {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	return joinLog(i.errorlog)
+}
+
+// ArchivedErrorLog returns ERRORLOG.n (n from 1, the previous start's log), and
+// false when there is none.
+func (i *Instance) ArchivedErrorLog(n int) (string, bool) {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	if n < 1 || n > len(i.archives) {
+		return "", false
+	}
+	return joinLog(i.archives[n-1]), true
+}
+
+func joinLog(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\r\n") + "\r\n"
+}
+
+// SetSQLListener installs the hooks that open and close the instance's SQL
+// listener. The model calls open when the Engine becomes ready and close when it
+// stops, so a stopped Engine refuses connections. SetSQLListener itself calls one
+// of them at once to match the Engine's current state.
+func (i *Instance) SetSQLListener(open func() error, close func()) {
+	i.hookMu.Lock()
+	i.open, i.close = open, close
+	i.listening = false
+	ready := i.Ready()
+	if ready && open != nil {
+		if err := open(); err != nil {
+			i.h.logf("instance %s: opening the SQL listener: %v", i.name, err)
+		} else {
+			i.listening = true
+		}
+	} else if !ready && close != nil {
+		close()
+	}
+	i.hookMu.Unlock()
+}
+
+// syncListener brings the listener to the Engine's state. Called without h.mu.
+func (i *Instance) syncListener() {
+	i.hookMu.Lock()
+	defer i.hookMu.Unlock()
+	ready := i.Ready()
+	switch {
+	case ready && !i.listening && i.open != nil:
+		if err := i.open(); err != nil {
+			i.h.logf("instance %s: opening the SQL listener: %v", i.name, err)
+			return
+		}
+		i.listening = true
+	case !ready && i.listening:
+		if i.close != nil {
+			i.close()
+		}
+		i.listening = false
+	}
+}
+
+func (h *Host) syncListeners() {
+	for _, i := range h.instances {
+		i.syncListener()
+	}
+}
+
+// isAdministratorsMember: the SID is a direct member of BUILTIN\Administrators.
+func (h *Host) isAdministratorsMember(sid string) bool {
+	return slices.Contains(h.admins, sid)
+}
+
+// captureTokenLocked builds the token of a process started under the service's
+// account, the way the SCM logs a service on: the account's SID, the per-service SID
+// when the SID type is unrestricted or restricted (FACTS.md), Administrators when the
+// account is a member (LocalSystem always is), and the groups every service logon
+// gets. The token holds SeManageVolumePrivilege iff one of its SIDs is a direct
+// holder at this moment, or it is LocalSystem (FACTS.md).
+func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool) {
+	localSystem := s.accountSID == winsid.LocalSystem
+	if s.accountSID != "" {
+		sids = append(sids, s.accountSID)
+	}
+	if s.sidType == 1 || s.sidType == 3 {
+		sids = appendUnique(sids, serviceSIDOf(s))
+	}
+	if localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID)) {
+		sids = append(sids, winsid.Administrators)
+	}
+	for _, g := range []string{winsid.Everyone, winsid.AuthenticatedUs, winsid.ServiceLogon, winsid.Users} {
+		sids = appendUnique(sids, g)
+	}
+	if localSystem {
+		return sids, true
+	}
+	holders := h.rights[contract.RightManageVolume]
+	for _, sid := range sids {
+		if slices.Contains(holders, sid) {
+			return sids, true
+		}
+	}
+	return sids, false
+}
+
+// processStartedLocked: the Engine's process was created. It captures its token,
+// archives the previous error log and writes the startup lines.
+func (i *Instance) processStartedLocked() {
+	h := i.h
+	sids, mv := h.captureTokenLocked(i.engine)
+	tf := slices.Clone(i.traceFlags)
+	i.proc = &Process{
+		PID: i.engine.pid, Started: i.engine.started, TokenSIDs: sids, ManageVolume: mv,
+		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806),
+	}
+	i.ready = false
+	if len(i.errorlog) > 0 {
+		i.archives = append([][]string{i.errorlog}, i.archives...)
+		if len(i.archives) > maxArchivedLogs {
+			i.archives = i.archives[:maxArchivedLogs]
+		}
+	}
+	i.errorlog = i.startupLog()
+}
+
+// engineRunningLocked: the service reached Running; SQL connections are accepted
+// after ready_ms.
+func (i *Instance) engineRunningLocked() {
+	h := i.h
+	if i.readyTimer != nil {
+		i.readyTimer.Stop()
+		i.readyTimer = nil
+	}
+	d := ms(i.cfg.ReadyMS)
+	if d <= 0 || h.booting {
+		i.becomeReadyLocked()
+		return
+	}
+	gen := i.engine.gen
+	i.readyTimer = time.AfterFunc(d, func() {
+		h.mu.Lock()
+		if h.closed || i.engine.gen != gen || i.engine.state != contract.StateRunning {
+			h.mu.Unlock()
+			return
+		}
+		i.becomeReadyLocked()
+		h.notifyLocked()
+		h.mu.Unlock()
+		i.syncListener()
+	})
+}
+
+func (i *Instance) becomeReadyLocked() {
+	i.ready = true
+	port := i.port
+	if port == 0 {
+		port = 1433
+	}
+	at := i.h.now()
+	i.logLine(at, "spid30s", fmt.Sprintf("Server is listening on [ 'any' <ipv4> %d].", port))
+	i.logLine(at, "spid30s", "SQL Server is now ready for client connections. This is an informational message; no user action is required.")
+}
+
+// engineStoppingLocked: Stop Pending; connections are refused from now on.
+func (i *Instance) engineStoppingLocked() {
+	i.ready = false
+	if i.readyTimer != nil {
+		i.readyTimer.Stop()
+		i.readyTimer = nil
+	}
+	at := i.h.now()
+	i.logLine(at, "spid30s", "SQL Server is terminating in response to a 'stop' request from Service Control Manager. This is an informational message only. No user action is required.")
+	i.logLine(at, "spid30s", "SQL Server shutdown has been initiated")
+}
+
+// processEndedLocked: the process exited (stopped, or its start failed).
+func (i *Instance) processEndedLocked(failed bool) {
+	i.proc = nil
+	i.ready = false
+	if failed {
+		i.logLine(i.h.now(), "Server", "Error: 17058, Severity: 16, State: 1. SQL Server could not start (winsim: the instance is configured with fail_start).")
+	}
+}
+
+func (i *Instance) logLine(at time.Time, source, text string) {
+	i.errorlog = append(i.errorlog, i.logPrefix(at, source)+text)
+}
+
+// logPrefix is an error log line's timestamp (host local time, centiseconds) and
+// source column, as SQL Server writes them.
+func (i *Instance) logPrefix(at time.Time, source string) string {
+	return at.In(i.h.loc).Format("2006-01-02 15:04:05.00") + " " + fmt.Sprintf("%-12s", source)
+}
+
+// programRoot is the instance's folder under Program Files.
+func (i *Instance) programRoot() string {
+	return `C:\Program Files\Microsoft SQL Server\` + i.id + `\MSSQL`
+}
+
+// startupParameters are the registry's SQLArg0..N: -d, -e, -l, then -T flags.
+func (i *Instance) startupParameters() []string {
+	root := i.programRoot()
+	p := []string{
+		`-d` + root + `\DATA\master.mdf`,
+		`-e` + root + `\Log\ERRORLOG`,
+		`-l` + root + `\DATA\mastlog.ldf`,
+	}
+	for _, tf := range i.traceFlags {
+		p = append(p, "-T"+strconv.Itoa(tf))
+	}
+	return p
+}
+
+// errorLogPath is the -e startup parameter.
+func (i *Instance) errorLogPath() string {
+	for _, p := range i.startupParameters() {
+		if rest, ok := strings.CutPrefix(p, "-e"); ok {
+			return rest
+		}
+	}
+	return ""
+}
+
+// ifiLineText is the startup message SQL Server writes (FACTS.md: 2012 SP4, 2014
+// SP2, 2016+).
+func ifiLineText(enabled bool) string {
+	state := "disabled"
+	if enabled {
+		state = "enabled"
+	}
+	return "Database Instant File Initialization: " + state + ". For security and performance considerations see the topic 'Database Instant File Initialization' in SQL Server Books Online. This is an informational message only. No user action is required."
+}
+
+// startupLog writes the first lines of a new error log.
+func (i *Instance) startupLog() []string {
+	h := i.h
+	at := i.engine.started
+	var lines []string
+	add := func(source, text string) { lines = append(lines, i.logPrefix(at, source)+text) }
+	cont := func(text string) { lines = append(lines, "\t"+text) }
+	add("Server", fmt.Sprintf("%s (%s) - %s (X64) ", i.ver.productName(), i.level, i.ver))
+	cont(fmt.Sprintf("%s on Windows Server 2022 Datacenter 10.0 <X64> (Build 20348: ) (Hypervisor)", i.edition))
+	_, offset := at.In(h.loc).Zone()
+	add("Server", fmt.Sprintf("UTC adjustment: %d:%02d", offset/3600, abs(offset%3600)/60))
+	add("Server", "(c) Microsoft Corporation.")
+	add("Server", "All rights reserved.")
+	add("Server", fmt.Sprintf("Server process ID is %d.", i.engine.pid))
+	add("Server", "System Manufacturer: 'winsim', System Model: 'simulated Windows host'.")
+	add("Server", "Authentication mode is MIXED.")
+	add("Server", fmt.Sprintf("Logging SQL Server messages in file '%s'.", i.errorLogPath()))
+	add("Server", fmt.Sprintf("The service account is '%s'. This is an informational message; no user action is required.", i.engine.account))
+	add("Server", "Registry startup parameters: ")
+	for _, p := range i.startupParameters() {
+		cont(" " + p[:2] + " " + p[2:])
+	}
+	add("Server", "Command Line Startup Parameters:")
+	cont(fmt.Sprintf(` -s "%s"`, i.name))
+	add("Server", "SQL Server detected 1 sockets with 2 cores per socket and 2 logical processors per socket, 2 total logical processors; using 2 logical processors based on SQL Server licensing. This is an informational message; no user action is required.")
+	for _, tf := range i.traceFlags {
+		add("Server", fmt.Sprintf("DBCC TRACEON %d, server process ID (SPID) 0. This is an informational message only; no user action is required.", tf))
+	}
+	if i.ver.writesIFILogLine() {
+		add("Server", ifiLineText(i.proc.IFI))
+	}
+	add("spid8s", "Starting up database 'master'.")
+	add("spid8s", "Starting up database 'msdb'.")
+	add("spid8s", "Starting up database 'model'.")
+	add("spid8s", "Clearing tempdb database.")
+	for _, db := range i.tde {
+		add("spid20s", fmt.Sprintf("Starting up database '%s'.", db))
+	}
+	return lines
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// findIFILine returns the IFI line of the current error log.
+func (i *Instance) findIFILineLocked() contract.ErrorLogInfo {
+	info := contract.ErrorLogInfo{Path: i.errorLogPath()}
+	for _, l := range i.errorlog {
+		idx := strings.Index(l, "Database Instant File Initialization: ")
+		if idx < 0 {
+			continue
+		}
+		info.Found = true
+		info.Line = l
+		enabled := strings.HasPrefix(l[idx+len("Database Instant File Initialization: "):], "enabled")
+		info.Enabled = &enabled
+		break
+	}
+	return info
+}
+
+// database is one database of the instance, for the DMV and the snapshot.
+type database struct {
+	ID   int
+	Name string
+	TDE  bool
+}
+
+// databases lists the system databases and the TDE databases. tempdb is encrypted as
+// soon as any database uses TDE (FACTS.md via contract.QueryEncryptedDatabases).
+func (i *Instance) databases() []database {
+	anyTDE := len(i.tde) > 0
+	dbs := []database{{1, "master", false}, {2, "tempdb", anyTDE}, {3, "model", false}, {4, "msdb", false}}
+	for n, name := range i.tde {
+		dbs = append(dbs, database{5 + n, name, true})
+	}
+	return dbs
+}
