@@ -1,0 +1,243 @@
+package winsim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// Config is the simulator's configuration file: the hosts of the fleet and a few
+// settings of the simulator itself. README.md documents every field;
+// examples/fleet.json is a complete example.
+//
+// Keys starting with "//" are comments: they are removed, at any depth, before the
+// file is decoded, so an example can explain itself. Every other unknown key is an
+// error, so a typo never passes silently.
+type Config struct {
+	// Hosts are the simulated Windows hosts, each on its own loopback address.
+	Hosts []host.HostConfig `json:"hosts"`
+	// CertValidity is how long the generated CA and host certificates are valid, as a
+	// Go duration ("8760h"). Default 8760h (one year).
+	CertValidity string `json:"cert_validity,omitempty"`
+}
+
+const defaultCertValidity = 365 * 24 * time.Hour
+
+func (c *Config) certValidity() time.Duration {
+	if d, err := time.ParseDuration(c.CertValidity); err == nil && d > 0 {
+		return d
+	}
+	return defaultCertValidity
+}
+
+// LoadConfig reads and validates a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the simulator configuration: %w (pass an existing file with --config; see internal/winsim/examples/fleet.json)", err)
+	}
+	cfg, err := ParseConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("configuration %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig decodes and validates a configuration from JSON.
+func ParseConfig(raw []byte) (*Config, error) {
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return nil, describeJSONError(raw, err)
+	}
+	if _, ok := tree.(map[string]any); !ok {
+		return nil, errors.New(`the file must hold one JSON object with a "hosts" list`)
+	}
+	clean, err := json.Marshal(stripComments(tree))
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding the configuration without comments: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(clean))
+	dec.DisallowUnknownFields()
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, describeJSONError(nil, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// stripComments removes every object key starting with "//".
+func stripComments(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if strings.HasPrefix(k, "//") {
+				delete(t, k)
+				continue
+			}
+			t[k] = stripComments(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = stripComments(e)
+		}
+	}
+	return v
+}
+
+// describeJSONError turns a decoding error into a sentence that says where.
+func describeJSONError(raw []byte, err error) error {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) && raw != nil {
+		line, col := lineCol(raw, syn.Offset)
+		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, err)
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		return fmt.Errorf("field %q holds a JSON %s where %s is expected", typ.Field, typ.Value, typ.Type)
+	}
+	if msg := err.Error(); strings.Contains(msg, "unknown field") {
+		return fmt.Errorf("%s: check the spelling against internal/winsim/README.md (keys starting with \"//\" are comments)", strings.TrimPrefix(msg, "json: "))
+	}
+	return fmt.Errorf("decoding the configuration: %w", err)
+}
+
+func lineCol(raw []byte, offset int64) (int, int) {
+	if offset > int64(len(raw)) {
+		offset = int64(len(raw))
+	}
+	before := raw[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(offset) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// Validate checks what the simulator itself needs: distinct host names and
+// addresses, loopback addresses only, sensible ports, well-formed instance names.
+// The host model checks the rest when it is built.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.Hosts) == 0 {
+		bad(`"hosts" is empty: configure at least one host (see internal/winsim/examples/fleet.json)`)
+	}
+	if c.CertValidity != "" {
+		if d, err := time.ParseDuration(c.CertValidity); err != nil || d <= 0 {
+			bad(`"cert_validity" %q is not a positive Go duration such as "8760h"`, c.CertValidity)
+		}
+	}
+	names := map[string]int{}
+	addrs := map[string]int{}
+	for i, hc := range c.Hosts {
+		where := fmt.Sprintf("hosts[%d]", i)
+		name := strings.TrimSpace(hc.Name)
+		if name == "" {
+			bad(`%s: "name" is empty: give every host a name such as "sql01"`, where)
+		} else {
+			where = fmt.Sprintf("host %q (hosts[%d])", name, i)
+			if !validHostName(name) {
+				bad(`%s: the name may hold only letters, digits and hyphens, at most 63 characters, as a DNS label (it goes into the host's TLS certificate)`, where)
+			}
+			if j, dup := names[strings.ToLower(name)]; dup {
+				bad(`%s: the name is already used by hosts[%d]; host names must be unique (case-insensitive)`, where, j)
+			} else {
+				names[strings.ToLower(name)] = i
+			}
+		}
+		ip := net.ParseIP(strings.TrimSpace(hc.Address))
+		switch {
+		case hc.Address == "":
+			bad(`%s: "address" is empty: give the host its own loopback address such as "127.0.0.2"`, where)
+		case ip == nil || ip.To4() == nil:
+			bad(`%s: "address" %q is not an IPv4 address; use one in 127.0.0.0/8 such as "127.0.0.2"`, where, hc.Address)
+		case !ip.IsLoopback():
+			bad(`%s: "address" %s is outside 127.0.0.0/8: the simulator binds only loopback addresses; use one such as "127.0.0.2"`, where, hc.Address)
+		default:
+			key := ip.To4().String()
+			if j, dup := addrs[key]; dup {
+				bad(`%s: "address" %s is already used by hosts[%d]; each host needs its own address so it looks like a separate machine`, where, key, j)
+			} else {
+				addrs[key] = i
+			}
+		}
+		ports := map[int]string{}
+		usePort := func(field string, p int) {
+			if p < 0 || p > 65535 {
+				bad(`%s: %s %d is not a TCP port (0-65535; 0 picks a free one)`, where, field, p)
+				return
+			}
+			if p == 0 {
+				return
+			}
+			if other, dup := ports[p]; dup {
+				bad(`%s: %s %d is also %s; give each listener its own port or 0`, where, field, p, other)
+				return
+			}
+			ports[p] = field
+		}
+		usePort(`"http_port"`, hostHTTPPort(hc))
+		usePort(`"https_port"`, hostHTTPSPort(hc))
+		instNames := map[string]bool{}
+		for _, in := range hostInstances(hc) {
+			iwhere := fmt.Sprintf("%s, instance %q", where, in.name)
+			if err := validInstanceName(in.name); err != nil {
+				bad("%s: %v", iwhere, err)
+			}
+			if instNames[strings.ToUpper(in.name)] {
+				bad(`%s: the instance name is used twice on this host; instance names are unique per host (case-insensitive)`, iwhere)
+			}
+			instNames[strings.ToUpper(in.name)] = true
+			usePort(fmt.Sprintf(`instance %s "sql_port"`, in.name), in.sqlPort)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validHostName(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))) {
+			return false
+		}
+	}
+	return true
+}
+
+// validInstanceName applies SQL Server Setup's rules for instance names: MSSQLSERVER
+// is the default instance; a named instance has at most 16 characters, starts with a
+// letter, and continues with letters, digits, "$" or "_"; "DEFAULT" is reserved.
+func validInstanceName(name string) error {
+	if strings.EqualFold(name, "MSSQLSERVER") {
+		return nil
+	}
+	if name == "" {
+		return errors.New(`the instance "name" is empty: use MSSQLSERVER for the default instance or a name such as REPORTING`)
+	}
+	if len([]rune(name)) > 16 {
+		return errors.New("a named instance's name has at most 16 characters (SQL Server Setup's rule)")
+	}
+	if strings.EqualFold(name, "DEFAULT") {
+		return errors.New(`"DEFAULT" is reserved by SQL Server Setup; use MSSQLSERVER for the default instance`)
+	}
+	for i, r := range name {
+		if i == 0 && !unicode.IsLetter(r) {
+			return errors.New("a named instance's name must start with a letter (SQL Server Setup's rule)")
+		}
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$' || r == '_') {
+			return fmt.Errorf("the character %q is not allowed in an instance name: use letters, digits, $ and _ only (SQL Server Setup's rule)", r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package winsim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// Action is one control-plane action, the JSON body of POST /v1/hosts/{host}/actions.
+//
+//	{"action":"grant_right","right":"SeManageVolumePrivilege","sid":"S-1-5-80-..."}
+//	{"action":"revoke_right","right":"SeManageVolumePrivilege","sid":"S-1-5-80-..."}
+//	{"action":"restart_service","service":"MSSQLSERVER"}
+//	{"action":"stop_service","service":"MSSQLSERVER","force":true}
+//	{"action":"start_service","service":"MSSQLSERVER"}
+//	{"action":"set_group_policy_right","right":"SeManageVolumePrivilege","sids":["S-1-5-32-544"]}
+//	{"action":"refresh_group_policy"}
+//
+// Service actions wait until the service reaches its target state (Running, or
+// Stopped for stop_service) unless "wait" is false; "timeout_seconds" bounds the wait
+// (default 60).
+type Action struct {
+	Action         string   `json:"action"`
+	Right          string   `json:"right,omitempty"`
+	SID            string   `json:"sid,omitempty"`
+	SIDs           []string `json:"sids,omitempty"`
+	Service        string   `json:"service,omitempty"`
+	Force          bool     `json:"force,omitempty"`
+	Wait           *bool    `json:"wait,omitempty"`
+	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
+}
+
+// Action names.
+const (
+	ActionGrantRight           = "grant_right"
+	ActionRevokeRight          = "revoke_right"
+	ActionRestartService       = "restart_service"
+	ActionStopService          = "stop_service"
+	ActionStartService         = "start_service"
+	ActionSetGroupPolicyRight  = "set_group_policy_right"
+	ActionRefreshGroupPolicy   = "refresh_group_policy"
+	defaultActionWaitTimeout   = 60 * time.Second
+	maxControlRequestBodyBytes = 1 << 20
+)
+
+// ActionResult is what the control plane answers to an action.
+type ActionResult struct {
+	Host    string `json:"host"`
+	Action  string `json:"action"`
+	Changed *bool  `json:"changed,omitempty"` // grant_right / revoke_right: did the holder list change
+	Service string `json:"service,omitempty"`
+	State   string `json:"state,omitempty"` // service actions: the service's state when the answer was sent
+}
+
+// ErrUnknownHost is returned (wrapped) for a host name not in the configuration.
+var ErrUnknownHost = errors.New("unknown host")
+
+// ErrBadAction is returned (wrapped) for an action that is malformed: unknown name or
+// missing fields.
+var ErrBadAction = errors.New("bad action")
+
+// Do applies one action to one host, as POST /v1/hosts/{host}/actions does.
+func (s *Sim) Do(hostName string, a Action) error {
+	_, err := s.apply(context.Background(), hostName, a)
+	return err
+}
+
+// Apply is Do that also returns the action's result.
+func (s *Sim) Apply(ctx context.Context, hostName string, a Action) (ActionResult, error) {
+	return s.apply(ctx, hostName, a)
+}
+
+func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResult, error) {
+	h, err := s.Host(hostName)
+	if err != nil {
+		return ActionResult{}, err
+	}
+	res := ActionResult{Host: h.Name(), Action: a.Action}
+	need := func(field, value string) error {
+		if strings.TrimSpace(value) == "" {
+			return fmt.Errorf("%w: %q needs the field %q; see internal/winsim/README.md", ErrBadAction, a.Action, field)
+		}
+		return nil
+	}
+	switch a.Action {
+	case ActionGrantRight, ActionRevokeRight:
+		if err := need("right", a.Right); err != nil {
+			return res, err
+		}
+		if err := need("sid", a.SID); err != nil {
+			return res, err
+		}
+		if _, err := host.ParseSID(a.SID); err != nil {
+			return res, fmt.Errorf("%w: %s: %v", ErrBadAction, a.Action, err)
+		}
+		var changed bool
+		if a.Action == ActionGrantRight {
+			changed, err = h.GrantRight(a.Right, a.SID)
+		} else {
+			changed, err = h.RevokeRight(a.Right, a.SID)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s %s for %s on host %s: %w", a.Action, a.Right, a.SID, hostName, err)
+		}
+		res.Changed = &changed
+		return res, nil
+
+	case ActionRestartService, ActionStopService, ActionStartService:
+		if err := need("service", a.Service); err != nil {
+			return res, err
+		}
+		res.Service = a.Service
+		target := contract.StateRunning
+		switch a.Action {
+		case ActionRestartService:
+			err = h.RestartService(a.Service)
+		case ActionStopService:
+			target = contract.StateStopped
+			err = h.StopService(a.Service, a.Force)
+		case ActionStartService:
+			err = h.StartService(a.Service)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+		}
+		if a.Wait == nil || *a.Wait {
+			timeout := defaultActionWaitTimeout
+			if a.TimeoutSeconds > 0 {
+				timeout = time.Duration(a.TimeoutSeconds) * time.Second
+			}
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if err := h.WaitServiceState(wctx, a.Service, target); err != nil {
+				return res, fmt.Errorf("%s %s on host %s: the service did not reach %s within %s (raise timeout_seconds, or check the service's configured start failure): %w",
+					a.Action, a.Service, hostName, target, timeout, err)
+			}
+			res.State = target
+		}
+		return res, nil
+
+	case ActionSetGroupPolicyRight:
+		if err := need("right", a.Right); err != nil {
+			return res, err
+		}
+		if a.SIDs == nil {
+			return res, fmt.Errorf("%w: %q needs the field \"sids\" (a list, [] for a policy that defines the right with no holders)", ErrBadAction, a.Action)
+		}
+		if err := h.SetGroupPolicyRight(a.Right, a.SIDs); err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Right, hostName, err)
+		}
+		return res, nil
+
+	case ActionRefreshGroupPolicy:
+		h.RefreshGroupPolicy()
+		return res, nil
+
+	case "":
+		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
+	default:
+		return res, fmt.Errorf("%w: unknown action %q; use one of %s", ErrBadAction, a.Action, strings.Join(actionNames, ", "))
+	}
+}
+
+var actionNames = []string{
+	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
+	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy,
+}
+
+// controlHandler serves the HTTP JSON control plane.
+func (s *Sim) controlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Info().Hosts)
+	})
+	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Info())
+	})
+	mux.HandleFunc("GET /v1/hosts/{host}", func(w http.ResponseWriter, r *http.Request) {
+		h, err := s.Host(r.PathValue("host"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h.Snapshot())
+	})
+	mux.HandleFunc("GET /v1/hosts/{host}/audit", func(w http.ResponseWriter, r *http.Request) {
+		h, err := s.Host(r.PathValue("host"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h.Audit())
+	})
+	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.Host(r.PathValue("host")); err != nil {
+			writeError(w, err)
+			return
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
+		dec.DisallowUnknownFields()
+		var a Action
+		if err := dec.Decode(&a); err != nil {
+			writeError(w, fmt.Errorf("%w: the body is not an action object: %v; see internal/winsim/README.md", ErrBadAction, err))
+			return
+		}
+		res, err := s.apply(r.Context(), r.PathValue("host"), a)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+		})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusConflict // the model refused the action (e.g. unknown service, start failure)
+	switch {
+	case errors.Is(err, ErrUnknownHost):
+		status = http.StatusNotFound
+	case errors.Is(err, host.ErrNoSuchService):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrBadAction), errors.Is(err, host.ErrNoSuchPrivilege):
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
