@@ -56,11 +56,11 @@ func pythonWith(t *testing.T, module, pkg string) string {
 const pywinrmScript = `
 import sys, json, base64, xmltodict
 from winrm.protocol import Protocol
-url, user, password, ca, args, infile = sys.argv[1:7]
+url, user, password, ca, command, args, infile = sys.argv[1:8]
 p = Protocol(endpoint=url, transport="ntlm", username=user, password=password,
              server_cert_validation="validate", ca_trust_path=ca)
 shell = p.open_shell()
-cmd = p.run_command(shell, args)
+cmd = p.run_command(shell, command, [args])
 data = open(infile, "rb").read()
 req = {"env:Envelope": p._get_soap_header(
     resource_uri="http://schemas.microsoft.com/wbem/wsman/1/windows/shell/cmd",
@@ -87,10 +87,11 @@ func TestPywinrmNTLMOverVerifiedHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	infile := filepath.Join(dir, "stdin")
-	// The whole command line as rsp:Command, as masterzen/winrm sends it too.
-	// (pywinrm's run_command(shell, "powershell.exe", [args]) sends the arguments as
-	// one space-joined rsp:Arguments element; see the report on host.Execute.)
-	args := contract.CommandLine()
+	// pywinrm's run_command(shell, "powershell.exe", [args]) sends the program as
+	// rsp:Command and the arguments as one space-joined rsp:Arguments element, where
+	// masterzen sends the whole line as rsp:Command: WinRS joins both into one command
+	// line, and the host must start the same process either way.
+	args := strings.Join(contract.CommandArgs(), " ")
 	for name, body := range map[string][]byte{conf: []byte(legacyOpenSSLConf), infile: input} {
 		if err := os.WriteFile(name, body, 0o600); err != nil {
 			t.Fatal(err)
@@ -99,7 +100,7 @@ func TestPywinrmNTLMOverVerifiedHTTPS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-c", pywinrmScript,
-		"https://"+h.WinRMHTTPS+"/wsman", adminUser, adminPassword, sim.Info().CACert, args, infile)
+		"https://"+h.WinRMHTTPS+"/wsman", adminUser, adminPassword, sim.Info().CACert, contract.Shell, args, infile)
 	cmd.Env = append(os.Environ(), "OPENSSL_CONF="+conf)
 	out, err := cmd.Output()
 	if err != nil {

@@ -156,11 +156,10 @@ func TestWinRMReadInstanceBasicAndNTLMOverVerifiedHTTPS(t *testing.T) {
 		ntlm                 bool
 	}{
 		{"basic local admin", adminUser, adminPassword, false},
-		{"ntlm local admin", adminUser, adminPassword, true},
-		// NTLM for a domain user needs the challenge to carry the host's domain as
-		// TargetName (Azure/go-ntlmssp computes the NTLMv2 hash with it); see the
-		// FIDELITY.md note on wsman.Config.DomainName.
+		// NTLM for a domain user: the challenge carries the host's domain as its
+		// TargetName, which Azure/go-ntlmssp uses in the NTLMv2 hash.
 		{"basic domain admin", domainUser, domainPass, false},
+		{"ntlm domain admin", domainUser, domainPass, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := winrmClient(t, sim, "sql01", tc.user, tc.password, tc.ntlm)
@@ -185,6 +184,20 @@ func TestWinRMReadInstanceBasicAndNTLMOverVerifiedHTTPS(t *testing.T) {
 			}
 		})
 	}
+
+	// On a domain-joined host the NTLM challenge names the domain, and
+	// Azure/go-ntlmssp (masterzen's NTLM) always answers for the challenge's target,
+	// even for "SQL01\\Administrator": a local account's logon goes to the domain and
+	// fails there, as it would against a real domain member.
+	t.Run("local account over NTLM on a domain host is refused", func(t *testing.T) {
+		c := winrmClient(t, sim, "sql01", `SQL01\`+adminUser, adminPassword, true)
+		input, _ := contract.EncodeInput(contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := c.RunWithContextWithInput(ctx, contract.CommandLine(), io.Discard, io.Discard, bytes.NewReader(input)); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("NTLM as bare %q on a CONTOSO host: err %v; want a 401 (the logon goes to CONTOSO\\%s)", adminUser, err, adminUser)
+		}
+	})
 
 	t.Run("wrong password is refused", func(t *testing.T) {
 		for _, ntlm := range []bool{false, true} {
@@ -285,7 +298,7 @@ func waitIFI(t *testing.T, db *sql.DB) string {
 
 func TestRestartRuleEndToEnd(t *testing.T) {
 	sim := startFleet(t)
-	c := winrmClient(t, sim, "sql01", adminUser, adminPassword, true)
+	c := winrmClient(t, sim, "sql01", domainUser, domainPass, true)
 	db := openDB(t, sqlAddr(t, sim, "sql01", "MSSQLSERVER"))
 
 	if got := waitIFI(t, db); got != "N" {
@@ -335,8 +348,8 @@ func TestRestartRuleEndToEnd(t *testing.T) {
 	var ops []string
 	for _, e := range h.Audit() {
 		ops = append(ops, e.Operation)
-		if e.ExitCode != 0 || !strings.Contains(strings.ToLower(e.User), "administrator") {
-			t.Errorf("audit entry %+v; want exit 0 by Administrator", e)
+		if e.ExitCode != 0 || !strings.EqualFold(e.User, domainUser) {
+			t.Errorf("audit entry %+v; want exit 0 by %s", e, domainUser)
 		}
 	}
 	want := []string{"set_right", "set_right", "read_instance", "restart_instance", "read_instance"}

@@ -299,6 +299,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 
 	sh.wsman = wsman.NewServer(wsman.Config{
 		ComputerName: computer,
+		DomainName:   hc.Domain,
 		Lookup:       model.Lookup,
 		AllowBasic:   hostAllowBasic(hc),
 		AllowNTLM:    hostAllowNTLM(hc),

@@ -40,8 +40,10 @@ import (
 func (h *Host) Execute(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 	start := h.now()
 	entry := AuditEntry{Time: start.UTC(), User: cmd.User}
-	tokens := splitCommandLine(cmd.Command)
-	tokens = append(tokens, cmd.Arguments...)
+	// WinRS joins the command and its arguments with blanks into one command line for
+	// CreateProcess, so clients that pass the arguments as one element (pywinrm) and
+	// clients that pass them one by one (masterzen) start the same process.
+	tokens := splitCommandLine(strings.Join(append([]string{cmd.Command}, cmd.Arguments...), " "))
 	entry.Command = summarizeCommand(tokens)
 	code := h.executeTokens(ctx, cmd, tokens, stdout, stderr, &entry)
 	entry.ExitCode = code

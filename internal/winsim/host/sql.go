@@ -75,6 +75,9 @@ func (s sqlHandler) Batch(_ context.Context, l tds.Login, query string) ([]tds.R
 			return nil, viewServerStateDenied()
 		}
 		return i.serverServices()
+	case "select 1":
+		// database/sql's Ping in go-mssqldb sends this batch; every SQL Server answers it.
+		return []tds.ResultSet{{Columns: []tds.Column{{Name: "", Type: tds.TypeInt}}, Rows: [][]any{{int32(1)}}}}, nil
 	case normalizeSQL(contract.QueryEncryptedDatabases):
 		if !lc.CanViewServerState() {
 			return nil, viewServerStateDenied()

@@ -25,6 +25,7 @@ import (
 // Config configures a Server.
 type Config struct {
 	ComputerName string      // NetBIOS name used for NTLM target info and fault Machine attributes
+	DomainName   string      // NetBIOS domain of a domain-joined host, the NTLM target; "" for a workgroup host
 	Lookup       ntlm.Lookup // users and passwords (Basic and NTLM)
 	AllowBasic   bool
 	AllowNTLM    bool
@@ -73,7 +74,7 @@ func NewServer(cfg Config) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		cfg:    cfg,
-		ntlm:   &ntlm.Server{ComputerName: cfg.ComputerName, Lookup: cfg.Lookup},
+		ntlm:   &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, Lookup: cfg.Lookup},
 		shells: newShells(),
 		ctx:    ctx,
 		cancel: cancel,
