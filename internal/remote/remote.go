@@ -60,7 +60,15 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	msg := fmt.Sprintf("%s on %s: %s", e.Op, e.Host, e.Message)
+	var msg string
+	switch {
+	case e.Op != "":
+		msg = fmt.Sprintf("%s on %s: %s", e.Op, e.Host, e.Message)
+	case e.Host != "":
+		msg = fmt.Sprintf("WinRM host %s: %s", e.Host, e.Message)
+	default:
+		msg = e.Message
+	}
 	if e.Hint != "" {
 		msg += ". " + e.Hint
 	}

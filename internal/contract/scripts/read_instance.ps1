@@ -1,1 +1,198 @@
-# placeholder: read_instance (written by the host-access work)
+# read_instance: everything the provider needs about one SQL Server instance, in one
+# call. Reads only. Parameters: $Params.instance, $Params.right.
+$instanceName = [string]$Params.instance
+$right = [string]$Params.right
+if (-not (Test-SqlInstanceName -Name $instanceName)) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$instanceName' is not a SQL Server instance name (MSSQLSERVER, or 1-16 letters, digits, _ or `$ starting with a letter or _)."
+}
+if (-not (Test-RightName -Name $right)) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$right' is not a user right name (Se...Privilege)."
+}
+
+$computerName = $env:COMPUTERNAME
+$instance = Find-SqlInstance -Name $instanceName
+if (-not $instance.Name) {
+    Write-Result -Value ([ordered]@{
+            computer_name       = $computerName
+            found               = $false
+            installed_instances = $instance.Installed
+        })
+}
+
+$root = $instance.Root
+$serviceName = $instance.ServiceName
+
+$version = Get-RegistryValue -Path "$root\Setup" -Name 'PatchLevel'
+if (-not $version) {
+    $version = Get-RegistryValue -Path "$root\Setup" -Name 'Version'
+}
+
+# IPAll: a static port wins over a dynamic one; either may be empty or a list.
+$tcpPort = 0
+foreach ($valueName in @('TcpPort', 'TcpDynamicPorts')) {
+    $value = [string](Get-RegistryValue -Path "$root\MSSQLServer\SuperSocketNetLib\Tcp\IPAll" -Name $valueName)
+    $first = ($value -split ',')[0].Trim()
+    $port = 0
+    if ($tcpPort -eq 0 -and [int]::TryParse($first, [ref]$port) -and $port -gt 0) {
+        $tcpPort = $port
+    }
+}
+
+# Startup parameters SQLArg0..N in numeric order; -e names the error log.
+$startupParameters = New-Object System.Collections.Generic.List[string]
+$errorLogPath = ''
+$parametersPath = "$root\MSSQLServer\Parameters"
+if (Test-Path -LiteralPath $parametersPath) {
+    $parametersKey = Get-Item -LiteralPath $parametersPath
+    $argNames = @($parametersKey.GetValueNames() | Where-Object { $_ -match '^SQLArg\d+\z' } | Sort-Object { [int]($_.Substring(6)) })
+    foreach ($argName in $argNames) {
+        $value = [string]$parametersKey.GetValue($argName)
+        $startupParameters.Add($value)
+        if ($value.StartsWith('-e')) {
+            $errorLogPath = $value.Substring(2)
+        }
+    }
+}
+
+$clustered = Test-Path -LiteralPath "$root\Cluster"
+
+# The service, filtered in PowerShell: no WQL is built from input.
+$service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $serviceName } | Select-Object -First 1
+if (-not $service) {
+    Exit-WithError -Code 5 -ErrorName 'not_found' -Message "Instance $($instance.Name) is registered ($($instance.Id)) but its service $serviceName does not exist on $computerName."
+}
+$processId = [int]$service.ProcessId
+$processStart = Get-ServiceProcessStart -ProcessId $processId
+$startAccount = [string]$service.StartName
+
+$startAccountSid = ''
+if ($startAccount -ieq 'LocalSystem') {
+    $startAccountSid = 'S-1-5-18'
+}
+else {
+    $accountName = $startAccount
+    if ($accountName.StartsWith('.\')) {
+        $accountName = $computerName + $accountName.Substring(1)
+    }
+    try {
+        $account = New-Object System.Security.Principal.NTAccount($accountName)
+        $startAccountSid = $account.Translate([System.Security.Principal.SecurityIdentifier]).Value
+    }
+    catch {
+        $startAccountSid = ''
+    }
+}
+
+$sidType = Get-RegistryValue -Path "HKLM:\SYSTEM\CurrentControlSet\Services\$serviceName" -Name 'ServiceSidType'
+if ($null -eq $sidType) {
+    $sidType = 0
+}
+
+$holders = Get-RightHolder -Right $right
+
+# Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
+# orphaned SIDs and is missing before WMF 5.1: fall back to ADSI.
+$administrators = New-Object System.Collections.Generic.List[object]
+try {
+    foreach ($member in @(Get-LocalGroupMember -SID 'S-1-5-32-544')) {
+        $administrators.Add((New-Principal -Sid $member.SID.Value -Name ([string]$member.Name)))
+    }
+}
+catch {
+    $administrators.Clear()
+    $groupSid = New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')
+    $groupName = $groupSid.Translate([System.Security.Principal.NTAccount]).Value.Split('\')[-1]
+    $group = [ADSI]"WinNT://$computerName/$groupName,group"
+    foreach ($member in @($group.Invoke('Members'))) {
+        $sidBytes = $member.GetType().InvokeMember('objectSid', 'GetProperty', $null, $member, $null)
+        $memberSid = New-Object System.Security.Principal.SecurityIdentifier($sidBytes, 0)
+        $administrators.Add((New-Principal -Sid $memberSid.Value))
+    }
+}
+
+# Group Policy: the winning (precedence 1) RSoP setting for the right, if any.
+$policyHolders = New-Object System.Collections.Generic.List[object]
+$groupPolicy = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
+try {
+    $settings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1' | Where-Object { $_.UserRight -eq $right })
+    $groupPolicy.known = $true
+    if ($settings.Count -gt 0) {
+        $groupPolicy.defined = $true
+        foreach ($entry in @($settings[0].AccountList)) {
+            $text = ([string]$entry).TrimStart('*')
+            if ($text -match '^S-1-\d+(-\d+)+\z') {
+                $policyHolders.Add((New-Principal -Sid $text))
+            }
+            else {
+                try {
+                    $sid = (New-Object System.Security.Principal.NTAccount($text)).Translate([System.Security.Principal.SecurityIdentifier]).Value
+                    $policyHolders.Add((New-Principal -Sid $sid -Name $text))
+                }
+                catch {
+                    $policyHolders.Add([ordered]@{ sid = ''; name = $text })
+                }
+            }
+        }
+    }
+    else {
+        $groupPolicy.detail = 'No winning Group Policy setting defines the right (an empty RSoP can also mean RSoP logging is off).'
+    }
+}
+catch {
+    $groupPolicy.detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
+}
+$groupPolicy.holders = $policyHolders.ToArray()
+
+# The current error log's startup line about Instant File Initialization.
+$errorLog = [ordered]@{ path = $errorLogPath; found = $false }
+if ($errorLogPath -and (Test-Path -LiteralPath $errorLogPath)) {
+    try {
+        $stream = New-Object System.IO.FileStream($errorLogPath, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
+        try {
+            $reader = New-Object System.IO.StreamReader($stream, $true)
+            while ($null -ne ($line = $reader.ReadLine())) {
+                if ($line -match 'Database Instant File Initialization: (enabled|disabled)') {
+                    $errorLog.found = $true
+                    $errorLog.line = $line.Trim()
+                    $errorLog.enabled = ($Matches[1] -eq 'enabled')
+                    break
+                }
+            }
+        }
+        finally {
+            $stream.Dispose()
+        }
+    }
+    catch {
+        $errorLog.found = $false
+    }
+}
+
+$dependents = New-Object System.Collections.Generic.List[object]
+foreach ($dependent in @((Get-Service -Name $serviceName).DependentServices)) {
+    $dependents.Add([ordered]@{ name = $dependent.Name; state = (ConvertTo-ServiceState -Status $dependent.Status) })
+}
+
+Write-Result -Value ([ordered]@{
+        computer_name          = $computerName
+        found                  = $true
+        installed_instances    = $instance.Installed
+        instance               = $instance.Name
+        instance_id            = $instance.Id
+        version                = [string]$version
+        service_name           = $serviceName
+        service_state          = [string]$service.State
+        process_id             = $processId
+        process_start_time     = $processStart
+        start_account          = $startAccount
+        start_account_sid      = $startAccountSid
+        service_sid_type       = [int]$sidType
+        tcp_port               = $tcpPort
+        startup_parameters     = $startupParameters.ToArray()
+        clustered              = $clustered
+        right_holders          = $holders.ToArray()
+        administrators_members = $administrators.ToArray()
+        group_policy           = $groupPolicy
+        errorlog               = $errorLog
+        dependents             = $dependents.ToArray()
+    })

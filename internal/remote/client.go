@@ -1,0 +1,254 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"github.com/masterzen/winrm"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
+const DefaultTimeout = 60 * time.Second
+
+// winrmHost is a Host reached through masterzen/winrm. It holds one client (and so one
+// HTTP transport with its connections) per configured host; nothing is global.
+type winrmHost struct {
+	cfg    Config
+	port   int
+	client *winrm.Client
+}
+
+// New checks cfg and returns a Host for it. It does not connect: the first operation
+// does.
+func New(cfg Config) (Host, error) {
+	if strings.TrimSpace(cfg.Host) == "" {
+		return nil, configError(cfg, "no host given", "Set the host's DNS name or IP address.")
+	}
+	auth := strings.ToLower(cfg.Auth)
+	if auth == "" {
+		auth = "ntlm"
+	}
+	if auth != "ntlm" && auth != "basic" {
+		return nil, configError(cfg, fmt.Sprintf("auth %q is not supported", cfg.Auth), `Use auth = "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled).`)
+	}
+	if cfg.Username == "" {
+		return nil, configError(cfg, "no WinRM username given", "Set winrm.username (or MSSQLIFI_WINRM_USERNAME) to a local Administrator of the host.")
+	}
+	port := cfg.Port
+	if port == 0 {
+		port = 5985
+		if cfg.HTTPS {
+			port = 5986
+		}
+	}
+	if port < 1 || port > 65535 {
+		return nil, configError(cfg, fmt.Sprintf("port %d is out of range", port), "Use the WinRM listener's port: 5985 for HTTP, 5986 for HTTPS.")
+	}
+	if len(cfg.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(cfg.CACert) {
+		e := configError(cfg, "ca_cert holds no PEM certificate", "Give the CA certificate that signed the WinRM listener's certificate, PEM encoded (-----BEGIN CERTIFICATE-----).")
+		e.Kind = KindTLS
+		return nil, e
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	// The operation timeout bounds each Receive's long poll; the HTTP response header
+	// timeout must outlast it or every idle poll would look like a dead server.
+	endpoint := &winrm.Endpoint{
+		Host:          cfg.Host,
+		Port:          port,
+		HTTPS:         cfg.HTTPS,
+		Insecure:      cfg.Insecure,
+		TLSServerName: cfg.TLSServerName,
+		CACert:        cfg.CACert,
+		Timeout:       timeout + 30*time.Second,
+	}
+	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
+	if auth == "ntlm" {
+		params.TransportDecorator = func() winrm.Transporter { return &winrm.ClientNTLM{} }
+	}
+	client, err := winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
+	if err != nil {
+		return nil, configError(cfg, "cannot set up the WinRM client: "+err.Error(), "Check ca_cert.")
+	}
+	c := cfg
+	c.Auth = auth
+	c.Timeout = timeout
+	return &winrmHost{cfg: c, port: port, client: client}, nil
+}
+
+func configError(cfg Config, msg, hint string) *Error {
+	return &Error{Host: cfg.Host, Kind: KindUnknown, Message: "invalid WinRM configuration: " + msg, Hint: hint}
+}
+
+func isoSeconds(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return "PT" + strconv.FormatInt(s, 10) + "S"
+}
+
+func (h *winrmHost) ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error) {
+	var r contract.ReadInstanceResult
+	if err := h.run(ctx, contract.OpReadInstance, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (h *winrmHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	var r contract.SetRightResult
+	if err := h.run(ctx, contract.OpSetRight, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (h *winrmHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	var r contract.RestartInstanceResult
+	if err := h.run(ctx, contract.OpRestartInstance, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+type runOutcome struct {
+	exitCode       int
+	err            error
+	stdout, stderr []byte
+}
+
+// run sends one operation and decodes its answer into result.
+func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, result any) error {
+	stdin, err := contract.EncodeInput(op, params)
+	if err != nil {
+		return &Error{Host: h.cfg.Host, Op: op, Kind: KindUnknown, Message: err.Error(), Err: err}
+	}
+	start := time.Now()
+	done := make(chan runOutcome, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		code, err := h.client.RunWithContextWithInput(ctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
+		done <- runOutcome{exitCode: code, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	}()
+	var out runOutcome
+	select {
+	case out = <-done:
+	case <-ctx.Done():
+		// masterzen notices the context only between requests, so a long poll could
+		// hold us for the operation timeout: answer now and let it clean up (it
+		// signals the command to terminate) in the background.
+		select {
+		case out = <-done:
+		default:
+			out = runOutcome{exitCode: -1, err: ctx.Err()}
+		}
+	}
+	fields := map[string]any{
+		"operation":   string(op),
+		"host":        h.cfg.Host,
+		"port":        h.port,
+		"auth":        h.cfg.Auth,
+		"https":       h.cfg.HTTPS,
+		"duration_ms": time.Since(start).Milliseconds(),
+		"exit_code":   out.exitCode,
+		"params":      params,
+	}
+	if out.err != nil {
+		fields["error"] = out.err.Error()
+	}
+	tflog.Debug(ctx, "WinRM operation finished", fields)
+	return h.interpret(ctx, op, out, result)
+}
+
+func (h *winrmHost) interpret(ctx context.Context, op contract.Operation, out runOutcome, result any) error {
+	// The error first: a context deadline ends a run with an error and exit code 0.
+	if out.err != nil {
+		e := h.classify(out.err)
+		e.Op = op
+		return e
+	}
+	if err := ctx.Err(); err != nil {
+		e := h.classify(err)
+		e.Op = op
+		return e
+	}
+	stdout := bytes.TrimSpace(bytes.TrimPrefix(out.stdout, []byte("\xef\xbb\xbf")))
+	if out.exitCode == contract.ExitOK {
+		if len(stdout) == 0 {
+			return h.protocolError(op, out, "the script exited 0 but printed nothing")
+		}
+		if err := json.Unmarshal(stdout, result); err != nil {
+			return h.protocolError(op, out, fmt.Sprintf("the script's output is not the expected JSON (%v): %s", err, excerpt(string(stdout))))
+		}
+		return nil
+	}
+	var se contract.ScriptError
+	if len(stdout) > 0 && json.Unmarshal(stdout, &se) == nil && se.Error != "" {
+		msg := se.Message
+		if msg == "" {
+			msg = "the script failed with " + se.Error
+		}
+		return &Error{Host: h.cfg.Host, Op: op, Kind: KindScript, Code: se.Error, ExitCode: out.exitCode, Message: msg, Hint: scriptHint(se.Error)}
+	}
+	text := DecodeCLIXML(string(out.stderr))
+	if text == "" && len(stdout) > 0 {
+		text = excerpt(string(stdout))
+	}
+	if text == "" {
+		text = "no error output"
+	}
+	return &Error{
+		Host: h.cfg.Host, Op: op, Kind: KindScript, ExitCode: out.exitCode,
+		Message: fmt.Sprintf("PowerShell failed with exit code %d: %s", out.exitCode, text),
+		Hint:    "This is an error the script did not foresee; the text above is PowerShell's. The WinRM user must be a local Administrator, and Windows PowerShell 5.1 must be installed",
+	}
+}
+
+func (h *winrmHost) protocolError(op contract.Operation, out runOutcome, msg string) *Error {
+	if text := DecodeCLIXML(string(out.stderr)); text != "" {
+		msg += "; stderr: " + excerpt(text)
+	}
+	return &Error{
+		Host: h.cfg.Host, Op: op, Kind: KindProtocol, ExitCode: out.exitCode,
+		Message: msg,
+		Hint:    "Check that the endpoint is a Windows host running Windows PowerShell 5.1 (powershell.exe), not another service on this port",
+	}
+}
+
+func excerpt(s string) string {
+	s = strings.TrimSpace(s)
+	const max = 400
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
+func scriptHint(code string) string {
+	switch code {
+	case "invalid_parameters":
+		return "The provider validates its input before sending it, so this is likely a bug: please report it"
+	case "clustered":
+		return "Restart the instance through the cluster (Failover Cluster Manager), and grant the right on every node"
+	case "timeout":
+		return "Raise the timeout, or look at the Windows event log and the SQL Server error log on the host for why the service does not start"
+	case "not_found":
+		return "Check the instance name (MSSQLSERVER for the default instance) and that SQL Server is installed on this host"
+	case "lsa_error":
+		return "Changing user rights needs a local Administrator; check the WinRM user's group membership"
+	}
+	return ""
+}

@@ -1,0 +1,203 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// httpStatusRe finds the status masterzen puts in its messages:
+// "http response error: 401 - invalid content type" or "http error 500: <body>".
+var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
+
+// classify turns an error from masterzen/winrm into an *Error that says what failed
+// and what to do next.
+func (h *winrmHost) classify(err error) *Error {
+	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
+	e := &Error{Host: h.cfg.Host, Err: err}
+	msg := err.Error()
+
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		e.Kind = KindTimeout
+		if errors.Is(err, context.Canceled) {
+			e.Message = fmt.Sprintf("the operation on %s was cancelled", where)
+			return e
+		}
+		e.Message = fmt.Sprintf("the operation on %s did not finish before the deadline", where)
+		e.Hint = "Raise the resource's timeouts, or check why the host answers slowly"
+		return e
+	}
+
+	if m := httpStatusRe.FindStringSubmatch(msg); m != nil {
+		status, _ := strconv.Atoi(m[1])
+		switch {
+		case status == 401:
+			e.Kind = KindAuth
+			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
+			e.Hint = authHint(h.cfg.Auth)
+			return e
+		case status == 400 && h.cfg.HTTPS == false:
+			e.Kind = KindProtocol
+			e.Message = fmt.Sprintf("%s rejected the request (HTTP 400)", where)
+			e.Hint = "The port may be an HTTPS listener: set https = true (WinRM uses 5985 for HTTP and 5986 for HTTPS)"
+			return e
+		default:
+			e.Kind = KindProtocol
+			fault := soapFault(msg)
+			if fault == "" {
+				fault = excerpt(msg)
+			}
+			e.Message = fmt.Sprintf("WinRM at %s answered HTTP %d: %s", where, status, fault)
+			if strings.Contains(strings.ToLower(fault), "access is denied") {
+				e.Kind = KindAuth
+				e.Hint = fmt.Sprintf("%s logged in but may not use WinRM: make the user a local Administrator of the host", h.cfg.Username)
+			} else {
+				e.Hint = "Check the WinRM service on the host (winrm get winrm/config) and its event log"
+			}
+			return e
+		}
+	}
+
+	var certErrs = []any{new(x509.UnknownAuthorityError), new(x509.HostnameError), new(x509.CertificateInvalidError), new(*tls.CertificateVerificationError)}
+	for _, target := range certErrs {
+		if errors.As(err, target) {
+			return h.tlsError(e, where, err)
+		}
+	}
+	if strings.Contains(msg, "x509:") || strings.Contains(msg, "tls: failed to verify") {
+		return h.tlsError(e, where, err)
+	}
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) || strings.Contains(msg, "first record does not look like a TLS handshake") {
+		e.Kind = KindTLS
+		e.Message = fmt.Sprintf("%s does not speak TLS", where)
+		e.Hint = "The port is probably an HTTP listener: set https = false, or use the HTTPS listener's port (5986)"
+		return e
+	}
+	if strings.Contains(msg, "server gave HTTP response to HTTPS client") {
+		e.Kind = KindTLS
+		e.Message = fmt.Sprintf("%s answered plain HTTP to an HTTPS request", where)
+		e.Hint = "Set https = false, or use the HTTPS listener's port (5986)"
+		return e
+	}
+
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &dnsErr):
+		e.Kind = KindUnreachable
+		e.Message = fmt.Sprintf("cannot resolve the host name %q: %v", h.cfg.Host, dnsErr.Err)
+		e.Hint = "Check the host name and DNS, or use the host's IP address"
+		return e
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.As(err, &opErr) && opErr.Op == "dial":
+		e.Kind = KindUnreachable
+		e.Message = fmt.Sprintf("cannot connect to the WinRM listener at %s: %s", where, rootCause(err))
+		e.Hint = unreachableHint
+		return e
+	}
+
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() {
+		e.Kind = KindTimeout
+		e.Message = fmt.Sprintf("WinRM at %s did not answer in time: %s", where, rootCause(err))
+		e.Hint = "Raise the winrm timeout, or check the host's load and network"
+		return e
+	}
+	if strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") {
+		e.Kind = KindUnreachable
+		e.Message = fmt.Sprintf("the connection to %s was closed: %s", where, rootCause(err))
+		e.Hint = unreachableHint
+		return e
+	}
+	e.Kind = KindProtocol
+	e.Message = fmt.Sprintf("WinRM at %s failed: %s", where, excerpt(msg))
+	e.Hint = "Check that the port is a WinRM listener (winrm enumerate winrm/config/listener)"
+	return e
+}
+
+const unreachableHint = "Check that the host is up and that a WinRM listener runs there (winrm quickconfig; winrm enumerate winrm/config/listener), " +
+	"and that the firewall allows TCP 5985 (HTTP) or 5986 (HTTPS) from here"
+
+func authHint(auth string) string {
+	h := "Check the WinRM username and password"
+	if auth == "basic" {
+		h += `; with auth = "basic" the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); auth = "ntlm" works for local and domain accounts`
+	} else {
+		h += `; domain users as DOMAIN\user; auth = "basic" only works for local accounts on a listener with Basic enabled`
+	}
+	return h + ". The user must be a local Administrator of the host"
+}
+
+func (h *winrmHost) tlsError(e *Error, where string, err error) *Error {
+	e.Kind = KindTLS
+	e.Message = fmt.Sprintf("the TLS certificate of %s could not be verified: %s", where, rootCause(err))
+	e.Hint = "Set ca_cert to the CA that signed the listener's certificate, set tls_server_name when the certificate names another host, " +
+		"or (only for testing) insecure = true"
+	return e
+}
+
+// rootCause is the innermost error's text, without masterzen's and net/http's prefixes.
+func rootCause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		return opErr.Err.Error()
+	}
+	return err.Error()
+}
+
+// soapFault extracts the readable text of a WS-Management fault in an error message
+// ("http error 500: <s:Envelope>..."): f:Message, else s:Text.
+func soapFault(msg string) string {
+	i := strings.Index(msg, "<")
+	if i < 0 {
+		return ""
+	}
+	d := xml.NewDecoder(strings.NewReader(msg[i:]))
+	d.Strict = false
+	var in, text, message string
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			break
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			in = t.Name.Local
+		case xml.EndElement:
+			in = ""
+		case xml.CharData:
+			s := strings.TrimSpace(string(t))
+			if s == "" {
+				continue
+			}
+			switch in {
+			case "Message":
+				if message == "" {
+					message = s
+				}
+			case "Text":
+				if text == "" {
+					text = s
+				}
+			}
+		}
+	}
+	if message != "" {
+		return message
+	}
+	return text
+}

@@ -1,0 +1,184 @@
+package remote
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
+)
+
+const (
+	testUser     = "Administrator"
+	testPassword = "Pa55w.rd-for-tests"
+)
+
+// answer is what the test host prints for one operation.
+type answer struct {
+	stdout, stderr string
+	code           int
+	wait           <-chan struct{} // when set, the command blocks until it closes or its context ends
+}
+
+// opHandler answers one decoded operation.
+type opHandler func(op contract.Operation, params json.RawMessage) answer
+
+// testHost is a real WS-Management endpoint (internal/winsim/wsman) on loopback whose
+// executor accepts only the contract's command line and scripts, like the simulator.
+type testHost struct {
+	srv   *wsman.Server
+	port  int
+	caPEM []byte
+
+	mu    sync.Mutex
+	calls []call
+}
+
+type call struct {
+	user   string
+	op     contract.Operation
+	params json.RawMessage
+}
+
+func newTestHost(t testing.TB, useTLS bool, handle opHandler) *testHost {
+	t.Helper()
+	h := &testHost{}
+	h.srv = wsman.NewServer(wsman.Config{
+		ComputerName: "SQL01",
+		Lookup: func(domain, user string) (string, bool) {
+			if strings.EqualFold(user, testUser) {
+				return testPassword, true
+			}
+			return "", false
+		},
+		AllowBasic: true,
+		AllowNTLM:  true,
+		Executor: wsman.ExecutorFunc(func(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
+			line := strings.TrimSpace(cmd.Command + " " + strings.Join(cmd.Arguments, " "))
+			if line != contract.CommandLine() {
+				io.WriteString(stderr, "unexpected command line: "+line)
+				return 1
+			}
+			in, err := io.ReadAll(cmd.Stdin)
+			if err != nil {
+				io.WriteString(stderr, err.Error())
+				return 1
+			}
+			op, params, err := contract.DecodeInput(in)
+			if err != nil {
+				io.WriteString(stderr, "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\"><S S=\"Error\">"+err.Error()+"_x000D__x000A_</S></Objs>")
+				return 1
+			}
+			h.mu.Lock()
+			h.calls = append(h.calls, call{user: cmd.User, op: op, params: params})
+			h.mu.Unlock()
+			a := handle(op, params)
+			if a.wait != nil {
+				select {
+				case <-a.wait:
+				case <-ctx.Done():
+					return 1
+				}
+			}
+			io.WriteString(stdout, a.stdout)
+			io.WriteString(stderr, a.stderr)
+			return a.code
+		}),
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on loopback: %v", err)
+	}
+	h.port = l.Addr().(*net.TCPAddr).Port
+	served := make(chan error, 1)
+	if useTLS {
+		var cert tls.Certificate
+		h.caPEM, cert = testCertificates(t, "sql01.example.test")
+		go func() { served <- h.srv.ServeTLS(l, &tls.Config{Certificates: []tls.Certificate{cert}}) }()
+	} else {
+		go func() { served <- h.srv.Serve(l) }()
+	}
+	t.Cleanup(func() {
+		h.srv.Close()
+		<-served
+	})
+	return h
+}
+
+func (h *testHost) config(auth string) Config {
+	return Config{Host: "127.0.0.1", Port: h.port, Auth: auth, Username: testUser, Password: testPassword, Timeout: 20 * time.Second}
+}
+
+func (h *testHost) recorded() []call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]call(nil), h.calls...)
+}
+
+// testCertificates makes a CA and a server certificate for 127.0.0.1 and dnsName.
+func testCertificates(t testing.TB, dnsName string) (caPEM []byte, cert tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "mssqlifi test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: dnsName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		DNSNames:     []string{dnsName},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// jsonOf is what a host printing the contract types through Go's json.Marshal sends
+// (the simulator does so).
+func jsonOf(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,253 @@
+package remote
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
+)
+
+const (
+	simLogin    = "ifi_check"
+	simLoginPwd = "Sql-p@ss:word/1"
+)
+
+// simHost is one simulated Windows host (internal/winsim/host) behind a real
+// WS-Management endpoint, with a real TDS endpoint per instance that listens only
+// while the model says the Engine accepts connections.
+type simHost struct {
+	model    *host.Host
+	port     int
+	sqlPorts map[string]int
+}
+
+func newSimHost(t testing.TB, cfg host.HostConfig) *simHost {
+	t.Helper()
+	model, err := host.New(cfg, host.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("host.New: %v", err)
+	}
+	s := &simHost{model: model, sqlPorts: map[string]int{}}
+	srv := wsman.NewServer(wsman.Config{
+		ComputerName: model.ComputerName(), Lookup: model.Lookup,
+		AllowBasic: true, AllowNTLM: true, Executor: model,
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.port = l.Addr().(*net.TCPAddr).Port
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	var closers []func()
+	for _, inst := range model.Instances() {
+		closers = append(closers, s.sqlListener(t, inst))
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+		for _, c := range closers {
+			c()
+		}
+		model.Close()
+	})
+	return s
+}
+
+// sqlListener binds a port for the instance and (re)opens it when the model says so.
+func (s *simHost) sqlListener(t testing.TB, inst *host.Instance) (closeAll func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s.sqlPorts[inst.Name()] = port
+	inst.SetTCPPort(port)
+	srv := tds.NewServer(inst.TDSHandler(), tds.Options{})
+	var mu sync.Mutex
+	var cur net.Listener
+	var wg sync.WaitGroup
+	open := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if cur != nil {
+			return nil
+		}
+		nl, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return err
+		}
+		cur = nl
+		wg.Add(1)
+		go func() { defer wg.Done(); srv.Serve(nl) }()
+		return nil
+	}
+	stop := func() {
+		mu.Lock()
+		if cur != nil {
+			cur.Close()
+			cur = nil
+		}
+		mu.Unlock()
+		srv.CloseConnections()
+	}
+	inst.SetSQLListener(open, stop)
+	return func() { inst.SetSQLListener(nil, nil); stop(); wg.Wait() }
+}
+
+func (s *simHost) remote(t testing.TB, user, password string) Host {
+	t.Helper()
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "ntlm", Username: user, Password: password, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func simConfig() host.HostConfig {
+	no := false
+	return host.HostConfig{
+		Name: "sql01", Address: "127.0.0.1",
+		WinRM: host.WinRMConfig{Users: []host.UserConfig{
+			{Name: testUser, Password: testPassword},
+			{Name: "operator", Password: testPassword, Administrator: &no},
+		}},
+		Instances: []host.InstanceConfig{
+			{Name: "MSSQLSERVER", Logins: []host.LoginConfig{{Name: simLogin, Password: simLoginPwd}}},
+			{Name: "FCI", Clustered: true},
+		},
+	}
+}
+
+func hasSID(ps []contract.Principal, sid string) bool {
+	return slices.ContainsFunc(ps, func(p contract.Principal) bool { return p.SID == sid })
+}
+
+// The provider's whole apply path against the simulator: read, grant, verify that the
+// running Engine does not have IFI yet, restart, wait, verify it has.
+func TestAgainstSimulatorGrantRestartVerify(t *testing.T) {
+	sim := newSimHost(t, simConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h := sim.remote(t, testUser, testPassword)
+	check := sqlcheck.New(sqlcheck.Config{Username: simLogin, Password: simLoginPwd, Encrypt: "disable"})
+	target := sqlcheck.Target{Host: "127.0.0.1", Port: sim.sqlPorts["MSSQLSERVER"], Instance: "MSSQLSERVER"}
+	serviceSID := winsid.ServiceSID("MSSQLSERVER")
+
+	before, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.Found || before.ServiceName != "MSSQLSERVER" || before.ServiceState != contract.StateRunning || before.ProcessStartTime == nil ||
+		before.TCPPort != target.Port || hasSID(before.RightHolders, serviceSID) || before.Clustered {
+		t.Fatalf("read_instance before = %+v", before)
+	}
+	if !slices.ContainsFunc(before.Dependents, func(s contract.ServiceInfo) bool { return s.State == contract.StateRunning }) {
+		t.Fatalf("dependents = %+v, want the running Agent", before.Dependents)
+	}
+	r, err := check.Check(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IFIEnabled == nil || *r.IFIEnabled {
+		t.Fatalf("IFI before the grant = %v", show(r.IFIEnabled))
+	}
+
+	set, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: serviceSID, Grant: true})
+	if err != nil || !set.Changed || !hasSID(set.Holders, serviceSID) {
+		t.Fatalf("set_right = %+v, %v", set, err)
+	}
+	again, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: serviceSID, Grant: true})
+	if err != nil || again.Changed {
+		t.Fatalf("a second grant = %+v, %v; want unchanged", again, err)
+	}
+	if r, err = check.Check(ctx, target); err != nil || r.IFIEnabled == nil || *r.IFIEnabled {
+		t.Fatalf("IFI after the grant, before a restart = %v, %v; want false", r, err)
+	}
+
+	rr, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rr.Stopped, "MSSQLSERVER") || len(rr.Started) < 2 || rr.Started[0] != "MSSQLSERVER" || rr.ServiceState != contract.StateRunning {
+		t.Fatalf("restart_instance = %+v", rr)
+	}
+	if err := check.WaitReady(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = check.Check(ctx, target); err != nil || r.IFIEnabled == nil || !*r.IFIEnabled {
+		t.Fatalf("IFI after the restart = %+v, %v; want true", r, err)
+	}
+	after, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasSID(after.RightHolders, serviceSID) || after.ErrorLog.Enabled == nil || !*after.ErrorLog.Enabled ||
+		after.ProcessStartTime == nil || !after.ProcessStartTime.After(*before.ProcessStartTime) {
+		t.Fatalf("read_instance after = %+v (errorlog %+v)", after, after.ErrorLog)
+	}
+}
+
+func TestAgainstSimulatorRefusals(t *testing.T) {
+	sim := newSimHost(t, simConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := sim.remote(t, testUser, testPassword)
+
+	missing, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "NOPE", Right: contract.RightManageVolume})
+	if err != nil || missing.Found || !slices.Contains(missing.InstalledInstances, "FCI") {
+		t.Fatalf("read_instance of a missing instance = %+v, %v", missing, err)
+	}
+	// read_instance by a non-administrator: LsaOpenPolicy throws, a terminating
+	// PowerShell error (CLIXML on stderr) that must arrive readable.
+	_, err = sim.remote(t, "operator", testPassword).ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if e := asError(t, err); e.Kind != KindScript || e.Code != "" || !strings.Contains(e.Message, "Access is denied") || strings.Contains(e.Message, "_x000D_") {
+		t.Fatalf("read_instance as a non-administrator: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(Host) error
+		code string
+		exit int
+	}{
+		{"hostile instance name", func(h Host) error {
+			_, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "x'; Remove-Item C:\\ -Recurse; '", Right: contract.RightManageVolume})
+			return err
+		}, "invalid_parameters", contract.ExitInvalidParams},
+		{"clustered", func(h Host) error {
+			_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: "FCI", TimeoutSeconds: 30})
+			return err
+		}, "clustered", contract.ExitRefused},
+		{"non-administrator", func(Host) error {
+			_, err := sim.remote(t, "operator", testPassword).SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: "S-1-5-32-545", Grant: true})
+			return err
+		}, "lsa_error", contract.ExitFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run(h)
+			e := asError(t, err)
+			if e.Kind != KindScript || e.Code != tc.code || e.ExitCode != tc.exit || e.Message == "" {
+				t.Fatalf("error = %v (%+v)", err, e)
+			}
+		})
+	}
+}
+
+func show(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return strconv.FormatBool(*b)
+}

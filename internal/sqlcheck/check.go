@@ -1,0 +1,295 @@
+package sqlcheck
+
+import (
+	"context"
+	"crypto/x509"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/microsoft/go-mssqldb/msdsn"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// checker is a Checker over go-mssqldb. It keeps no connections: every Check opens
+// one and closes it.
+type checker struct {
+	cfg Config
+}
+
+// New returns a Checker for cfg. Configuration mistakes surface from Validate, and
+// from every Check as a KindConfig *Error.
+func New(cfg Config) Checker { return &checker{cfg: cfg} }
+
+// Validate reports a configuration the checker cannot use.
+func (c Config) Validate() error {
+	var msgs []string
+	if c.Username == "" {
+		msgs = append(msgs, "no SQL username given: set sql.username (or MSSQLIFI_SQL_USERNAME) to a login with VIEW SERVER STATE")
+	}
+	switch strings.ToLower(c.Encrypt) {
+	case "", "strict", "true", "disable":
+	default:
+		msgs = append(msgs, fmt.Sprintf("encrypt %q is not one of strict, true, disable", c.Encrypt))
+	}
+	if len(c.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CACert) {
+		msgs = append(msgs, "sql.ca_cert holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+	}
+	if len(msgs) > 0 {
+		return &Error{Kind: KindConfig, Message: "invalid SQL configuration: " + strings.Join(msgs, "; ")}
+	}
+	return nil
+}
+
+func (c Config) encrypt() string {
+	if c.Encrypt == "" {
+		return "true"
+	}
+	return strings.ToLower(c.Encrypt)
+}
+
+// connector builds the driver's configuration through a URL (the password escaped by
+// url.UserPassword), then puts the CA certificate into its TLS configuration, so no
+// file is needed.
+func (c *checker) connector(t Target) (*mssql.Connector, error) {
+	if err := c.cfg.Validate(); err != nil {
+		e := err.(*Error)
+		e.Target = t
+		return nil, e
+	}
+	port := t.Port
+	if port == 0 {
+		port = 1433
+	}
+	q := url.Values{}
+	q.Set("encrypt", c.cfg.encrypt())
+	if c.cfg.TrustServerCertificate {
+		q.Set("trustservercertificate", "true")
+	}
+	if c.cfg.TLSServerName != "" {
+		q.Set("hostnameincertificate", c.cfg.TLSServerName)
+	}
+	q.Set("app name", "terraform-provider-mssqlifi")
+	u := &url.URL{
+		Scheme:   "sqlserver",
+		User:     url.UserPassword(c.cfg.Username, c.cfg.Password),
+		Host:     net.JoinHostPort(t.Host, strconv.Itoa(port)),
+		RawQuery: q.Encode(),
+	}
+	dsn, err := msdsn.Parse(u.String())
+	if err != nil {
+		return nil, &Error{Target: t, Kind: KindConfig, Message: "invalid SQL connection settings: " + err.Error(), Err: err}
+	}
+	if len(c.cfg.CACert) > 0 && dsn.TLSConfig != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(c.cfg.CACert)
+		dsn.TLSConfig.RootCAs = pool
+	}
+	return mssql.NewConnectorConfig(dsn), nil
+}
+
+// open logs in once and returns the connection (and the pool to close with it).
+func (c *checker) open(ctx context.Context, t Target) (*sql.DB, *sql.Conn, error) {
+	connector, err := c.connector(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, c.classify(ctx, t, err)
+	}
+	return db, conn, nil
+}
+
+func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
+	start := time.Now()
+	r, err := c.check(ctx, t)
+	fields := map[string]any{
+		"host": t.Host, "port": t.Port, "instance": t.Instance, "user": c.cfg.Username,
+		"encrypt": c.cfg.encrypt(), "duration_ms": time.Since(start).Milliseconds(),
+	}
+	if err != nil {
+		fields["error"] = err.Error()
+	} else {
+		fields["ifi_column_present"] = r.IFIColumnPresent
+		if r.IFIEnabled != nil {
+			fields["ifi_enabled"] = *r.IFIEnabled
+		}
+	}
+	tflog.Debug(ctx, "SQL check finished", fields)
+	return r, err
+}
+
+func (c *checker) check(ctx context.Context, t Target) (*Report, error) {
+	db, conn, err := c.open(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	defer conn.Close()
+
+	r := &Report{}
+	var version, level, edition, instance sql.NullString
+	var clustered sql.NullInt64
+	if err := conn.QueryRowContext(ctx, contract.QueryServerProperties).Scan(&version, &level, &edition, &clustered, &instance); err != nil {
+		return nil, c.classify(ctx, t, err)
+	}
+	r.ProductVersion, r.ProductLevel, r.Edition = version.String, level.String, edition.String
+	r.Clustered = clustered.Valid && clustered.Int64 == 1
+
+	if err := c.services(ctx, t, conn, r); err != nil {
+		return nil, err
+	}
+	if err := c.encrypted(ctx, t, conn, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// services reads the Engine's row of sys.dm_server_services.
+func (c *checker) services(ctx context.Context, t Target, conn *sql.Conn, r *Report) error {
+	rows, err := conn.QueryContext(ctx, contract.QueryServerServices)
+	if err != nil {
+		if sqlNumber(err) == contract.SQLErrInvalidColumn {
+			// Builds before 2012 SP4 / 2016 SP1 lack the column: IFI is unknown here.
+			r.IFIColumnPresent = false
+			return nil
+		}
+		return c.classify(ctx, t, err)
+	}
+	defer rows.Close()
+	r.IFIColumnPresent = true
+	for rows.Next() {
+		var name, account, clustered, ifi sql.NullString
+		var pid sql.NullInt64
+		var started sql.NullTime
+		if err := rows.Scan(&name, &pid, &started, &account, &clustered, &ifi); err != nil {
+			return c.classify(ctx, t, err)
+		}
+		if !isEngine(name.String) {
+			continue
+		}
+		r.ServiceAccount = account.String
+		if started.Valid {
+			ts := started.Time.UTC()
+			r.LastStartup = &ts
+		}
+		if clustered.String == "Y" {
+			r.Clustered = true
+		}
+		r.IFIEnabled = yesNo(ifi)
+	}
+	if err := rows.Err(); err != nil {
+		if sqlNumber(err) == contract.SQLErrInvalidColumn {
+			r.IFIColumnPresent = false
+			return nil
+		}
+		return c.classify(ctx, t, err)
+	}
+	return nil
+}
+
+// isEngine tells the Database Engine's row ("SQL Server (MSSQLSERVER)") from the
+// Agent's ("SQL Server Agent (MSSQLSERVER)") and other services'.
+func isEngine(serviceName string) bool {
+	return strings.HasPrefix(serviceName, "SQL Server (") && !strings.HasPrefix(serviceName, "SQL Server Agent")
+}
+
+func yesNo(v sql.NullString) *bool {
+	if !v.Valid {
+		return nil
+	}
+	var b bool
+	switch strings.ToUpper(strings.TrimSpace(v.String)) {
+	case "Y":
+		b = true
+	case "N":
+		b = false
+	default:
+		return nil
+	}
+	return &b
+}
+
+// encrypted lists the TDE databases: encryption in progress (2) or encrypted (3),
+// tempdb (database_id 2) left out since it follows any TDE database.
+func (c *checker) encrypted(ctx context.Context, t Target, conn *sql.Conn, r *Report) error {
+	rows, err := conn.QueryContext(ctx, contract.QueryEncryptedDatabases)
+	if err != nil {
+		return c.classify(ctx, t, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, state sql.NullInt64
+		var name sql.NullString
+		if err := rows.Scan(&id, &name, &state); err != nil {
+			return c.classify(ctx, t, err)
+		}
+		if id.Int64 == 2 || (state.Int64 != 2 && state.Int64 != 3) {
+			continue
+		}
+		n := name.String
+		if !name.Valid || n == "" {
+			n = "database_id " + strconv.FormatInt(id.Int64, 10)
+		}
+		r.EncryptedDatabases = append(r.EncryptedDatabases, n)
+	}
+	if err := rows.Err(); err != nil {
+		return c.classify(ctx, t, err)
+	}
+	return nil
+}
+
+// WaitReady polls a login with a bounded backoff (250 ms doubling to 5 s) until one
+// succeeds or ctx ends. A wrong password ends the wait at once: waiting cannot fix it.
+func (c *checker) WaitReady(ctx context.Context, t Target) error {
+	delay := 250 * time.Millisecond
+	var last error
+	for attempt := 1; ; attempt++ {
+		db, conn, err := c.open(ctx, t)
+		if err == nil {
+			conn.Close()
+			db.Close()
+			tflog.Debug(ctx, "SQL Server accepts logins", map[string]any{"host": t.Host, "port": t.Port, "instance": t.Instance, "attempts": attempt})
+			return nil
+		}
+		var e *Error
+		if errors.As(err, &e) && (e.Kind == KindAuth || e.Kind == KindConfig || e.Kind == KindTLS) {
+			return err
+		}
+		last = err
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return &Error{
+				Target: t, Kind: KindTimeout, Err: errors.Join(ctx.Err(), last),
+				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts); last error: %s", attempt, messageOf(last)),
+				Hint:    "The service may still be recovering databases: raise the timeout, or look at the SQL Server error log",
+			}
+		case <-timer.C:
+		}
+		if delay *= 2; delay > 5*time.Second {
+			delay = 5 * time.Second
+		}
+	}
+}
+
+func messageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,392 @@
+package sqlcheck
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+)
+
+const (
+	testLogin = "ifi_check"
+	// Every character url.UserPassword must escape, and some that ODBC strings choke on.
+	testPassword = "p@ss:w/o?r#d%20;{x}=ü"
+)
+
+var lastStart = time.Date(2026, 4, 1, 8, 30, 1, 123456700, time.FixedZone("", 2*3600))
+
+// sqlServer is a test tds.Handler: one login, the contract's three queries.
+type sqlServer struct {
+	servicesErr *tds.SQLError // answer the services query with this error
+	engineIFI   any           // "Y", "N" or nil
+	clustered   string
+
+	mu      sync.Mutex
+	batches []string
+}
+
+func (s *sqlServer) ServerName() string              { return "SQL01" }
+func (s *sqlServer) Version() (uint8, uint8, uint16) { return 16, 0, 4135 }
+func (s *sqlServer) Login(_ context.Context, l tds.Login) *tds.SQLError {
+	if strings.EqualFold(l.User, testLogin) && l.Password == testPassword {
+		return nil
+	}
+	return &tds.SQLError{Number: 18456, State: 1, Class: 14, Message: fmt.Sprintf("Login failed for user '%s'.", l.User)}
+}
+
+func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.ResultSet, *tds.SQLError) {
+	s.mu.Lock()
+	s.batches = append(s.batches, text)
+	s.mu.Unlock()
+	nv := func(name string, size int, nullable bool) tds.Column {
+		return tds.Column{Name: name, Type: tds.TypeNVarChar, Size: size, Nullable: nullable}
+	}
+	switch text {
+	case contract.QueryServerProperties:
+		return []tds.ResultSet{{
+			Columns: []tds.Column{nv("product_version", 128, true), nv("product_level", 128, true), nv("edition", 128, true),
+				{Name: "is_clustered", Type: tds.TypeInt, Nullable: true}, nv("instance_name", 128, true)},
+			Rows: [][]any{{"16.0.4135.4", "RTM", "Developer Edition (64-bit)", int32(0), nil}},
+		}}, nil
+	case contract.QueryServerServices:
+		if s.servicesErr != nil {
+			return nil, s.servicesErr
+		}
+		cols := []tds.Column{nv("servicename", 256, false), {Name: "process_id", Type: tds.TypeInt, Nullable: true},
+			{Name: "last_startup_time", Type: tds.TypeDateTimeOffset, Scale: 7, Nullable: true}, nv("service_account", 256, false),
+			nv("is_clustered", 1, false), nv("instant_file_initialization_enabled", 1, true)}
+		clustered := s.clustered
+		if clustered == "" {
+			clustered = "N"
+		}
+		return []tds.ResultSet{{Columns: cols, Rows: [][]any{
+			// The Agent first, with a value the Engine's must not be confused with.
+			{"SQL Server Agent (MSSQLSERVER)", int32(5150), lastStart, `NT Service\SQLSERVERAGENT`, clustered, "N"},
+			{"SQL Server (MSSQLSERVER)", int32(4242), lastStart, `NT Service\MSSQLSERVER`, clustered, s.engineIFI},
+			{"SQL Full-text Filter Daemon Launcher (MSSQLSERVER)", nil, nil, `NT Service\MSSQLFDLauncher`, clustered, nil},
+		}}}, nil
+	case contract.QueryEncryptedDatabases:
+		return []tds.ResultSet{{
+			Columns: []tds.Column{{Name: "database_id", Type: tds.TypeInt}, nv("database_name", 128, true), {Name: "encryption_state", Type: tds.TypeInt}},
+			Rows: [][]any{
+				{int32(2), "tempdb", int32(3)},
+				{int32(5), "Sales", int32(3)},
+				{int32(6), "Staging", int32(2)},
+				{int32(7), "Archive", int32(1)}, // unencrypted, key present
+				{int32(8), nil, int32(3)},       // DB_NAME not visible
+			},
+		}}, nil
+	}
+	return nil, &tds.SQLError{Number: 208, State: 1, Class: 16, Line: 1, Message: "Invalid object name."}
+}
+
+type endpoint struct {
+	srv  *tds.Server
+	l    net.Listener
+	port int
+}
+
+// serve starts a TDS endpoint for h on a free loopback port; l wraps the listener.
+func serve(t testing.TB, h tds.Handler, opts tds.Options, wrap func(net.Listener) net.Listener) *endpoint {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on loopback: %v", err)
+	}
+	ep := &endpoint{srv: tds.NewServer(h, opts), l: l, port: l.Addr().(*net.TCPAddr).Port}
+	served := l
+	if wrap != nil {
+		served = wrap(l)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ep.srv.Serve(served) }()
+	t.Cleanup(func() {
+		l.Close()
+		ep.srv.CloseConnections()
+		<-done
+	})
+	return ep
+}
+
+func (ep *endpoint) target() Target {
+	return Target{Host: "127.0.0.1", Port: ep.port, Instance: "MSSQLSERVER"}
+}
+
+func plainConfig() Config {
+	return Config{Username: testLogin, Password: testPassword, Encrypt: "disable"}
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestCheckReadsEngineRowAndTDE(t *testing.T) {
+	for _, tc := range []struct {
+		ifi  any
+		want *bool
+	}{{"Y", ptr(true)}, {"N", ptr(false)}, {nil, nil}} {
+		t.Run(fmt.Sprint(tc.ifi), func(t *testing.T) {
+			h := &sqlServer{engineIFI: tc.ifi}
+			ep := serve(t, h, tds.Options{}, nil)
+			r, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.IFIColumnPresent || !equalPtr(r.IFIEnabled, tc.want) {
+				t.Fatalf("IFI = present %v, enabled %v; want present, %v", r.IFIColumnPresent, show(r.IFIEnabled), show(tc.want))
+			}
+			if r.ProductVersion != "16.0.4135.4" || r.ProductLevel != "RTM" || r.Clustered || r.ServiceAccount != `NT Service\MSSQLSERVER` {
+				t.Fatalf("report = %+v", r)
+			}
+			if r.LastStartup == nil || !r.LastStartup.Equal(lastStart) || r.LastStartup.Location() != time.UTC {
+				t.Fatalf("LastStartup = %v, want %v in UTC", r.LastStartup, lastStart)
+			}
+			if got := strings.Join(r.EncryptedDatabases, ","); got != "Sales,Staging,database_id 8" {
+				t.Fatalf("EncryptedDatabases = %q", got)
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if len(h.batches) != 3 {
+				t.Fatalf("batches = %q", h.batches)
+			}
+		})
+	}
+}
+
+func TestCheckClusteredFromDMV(t *testing.T) {
+	ep := serve(t, &sqlServer{engineIFI: "Y", clustered: "Y"}, tds.Options{}, nil)
+	r, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
+	if err != nil || !r.Clustered {
+		t.Fatalf("report %+v, %v; want clustered", r, err)
+	}
+}
+
+func TestCheckWithoutIFIColumn(t *testing.T) {
+	h := &sqlServer{servicesErr: &tds.SQLError{Number: 207, State: 1, Class: 16, Line: 1, Message: "Invalid column name 'instant_file_initialization_enabled'."}}
+	ep := serve(t, h, tds.Options{}, nil)
+	r, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
+	if err != nil {
+		t.Fatalf("a missing column must not be an error: %v", err)
+	}
+	if r.IFIColumnPresent || r.IFIEnabled != nil {
+		t.Fatalf("IFI = present %v, enabled %v; want unknown", r.IFIColumnPresent, show(r.IFIEnabled))
+	}
+	if len(r.EncryptedDatabases) != 3 {
+		t.Fatalf("TDE databases after a 207: %v", r.EncryptedDatabases)
+	}
+}
+
+func TestCheckWithoutViewServerState(t *testing.T) {
+	h := &sqlServer{servicesErr: &tds.SQLError{Number: 300, State: 1, Class: 14, Line: 1,
+		Message: "VIEW SERVER STATE permission was denied on object 'server', database 'master'."}}
+	ep := serve(t, h, tds.Options{}, nil)
+	_, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
+	e := asError(t, err)
+	if e.Kind != KindPermission || e.Number != 300 || !strings.Contains(err.Error(), "GRANT VIEW SERVER STATE TO [ifi_check]") ||
+		!strings.Contains(err.Error(), "SQL Server instance MSSQLSERVER at 127.0.0.1:") {
+		t.Fatalf("error = %v (kind %d)", err, e.Kind)
+	}
+}
+
+func TestCheckWrongPassword(t *testing.T) {
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{}, nil)
+	cfg := plainConfig()
+	cfg.Password = "not-it"
+	_, err := New(cfg).Check(ctxFor(t, 20*time.Second), ep.target())
+	e := asError(t, err)
+	if e.Kind != KindAuth || e.Number != 18456 || !strings.Contains(err.Error(), "login failed for ifi_check") ||
+		!strings.Contains(err.Error(), "instance MSSQLSERVER") || strings.Contains(err.Error(), "not-it") {
+		t.Fatalf("error = %v (kind %d)", err, e.Kind)
+	}
+}
+
+func TestCheckUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	_, err = New(plainConfig()).Check(ctxFor(t, 20*time.Second), Target{Host: "127.0.0.1", Port: port, Instance: "MSSQLSERVER"})
+	e := asError(t, err)
+	if e.Kind != KindUnreachable || !strings.Contains(e.Hint, "SQL Server service is running") {
+		t.Fatalf("error = %v (kind %d)", err, e.Kind)
+	}
+}
+
+func TestCheckTLS(t *testing.T) {
+	caPEM, cert := testCertificates(t, "sql01.example.test")
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}, nil)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		kind ErrorKind // KindUnknown: must succeed
+	}{
+		{"strict with ca_cert", Config{Encrypt: "strict", CACert: caPEM}, KindUnknown},
+		{"true with ca_cert", Config{Encrypt: "true", CACert: caPEM}, KindUnknown},
+		{"strict with tls_server_name", Config{Encrypt: "strict", CACert: caPEM, TLSServerName: "sql01.example.test"}, KindUnknown},
+		{"strict naming another host", Config{Encrypt: "strict", CACert: caPEM, TLSServerName: "sql02.example.test"}, KindTLS},
+		{"strict without the CA", Config{Encrypt: "strict"}, KindTLS},
+		{"true trusting the server", Config{Encrypt: "true", TrustServerCertificate: true}, KindUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Username, cfg.Password = testLogin, testPassword
+			r, err := New(cfg).Check(ctxFor(t, 20*time.Second), ep.target())
+			if tc.kind == KindUnknown {
+				if err != nil || r.IFIEnabled == nil || !*r.IFIEnabled {
+					t.Fatalf("Check = %+v, %v", r, err)
+				}
+				return
+			}
+			if e := asError(t, err); e.Kind != tc.kind || !strings.Contains(e.Hint, "ca_cert") {
+				t.Fatalf("error = %v (kind %d)", err, e.Kind)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	_, err := New(Config{Username: "u", Encrypt: "maybe", CACert: []byte("nope")}).Check(ctxFor(t, 5*time.Second), Target{Host: "127.0.0.1", Port: 1})
+	e := asError(t, err)
+	if e.Kind != KindConfig || !strings.Contains(err.Error(), `encrypt "maybe"`) || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Fatalf("error = %v", err)
+	}
+	if err := (Config{Username: "u", Encrypt: "strict"}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flakyListener drops the first n connections at once, like an Engine that listens
+// but is still starting.
+type flakyListener struct {
+	net.Listener
+	drop     int32
+	accepted atomic.Int32
+}
+
+func (f *flakyListener) Accept() (net.Conn, error) {
+	for {
+		c, err := f.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if f.accepted.Add(1) <= f.drop {
+			c.Close()
+			continue
+		}
+		return c, nil
+	}
+}
+
+func TestWaitReadyRetriesUntilLogin(t *testing.T) {
+	var fl *flakyListener
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{}, func(l net.Listener) net.Listener {
+		fl = &flakyListener{Listener: l, drop: 2}
+		return fl
+	})
+	if err := New(plainConfig()).WaitReady(ctxFor(t, 20*time.Second), ep.target()); err != nil {
+		t.Fatal(err)
+	}
+	if n := fl.accepted.Load(); n != 3 {
+		t.Fatalf("WaitReady connected %d times, want 3 (two dropped, one login)", n)
+	}
+}
+
+func TestWaitReadyStopsAtDeadline(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	begin := time.Now()
+	err = New(plainConfig()).WaitReady(ctxFor(t, 1200*time.Millisecond), Target{Host: "127.0.0.1", Port: port, Instance: "MSSQLSERVER"})
+	e := asError(t, err)
+	if e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("error = %v (kind %d)", err, e.Kind)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("WaitReady returned %v after its deadline", d)
+	}
+}
+
+func TestWaitReadyGivesUpOnWrongPassword(t *testing.T) {
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{}, nil)
+	cfg := plainConfig()
+	cfg.Password = "wrong"
+	begin := time.Now()
+	err := New(cfg).WaitReady(ctxFor(t, 30*time.Second), ep.target())
+	if e := asError(t, err); e.Kind != KindAuth {
+		t.Fatalf("error = %v", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("a wrong password kept WaitReady polling for %v", d)
+	}
+}
+
+func asError(t *testing.T, err error) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *sqlcheck.Error", err, err)
+	}
+	return e
+}
+
+func ptr(b bool) *bool { return &b }
+
+func equalPtr(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func show(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*b)
+}
+
+// testCertificates makes a CA and a server certificate for 127.0.0.1 and dnsName.
+func testCertificates(t testing.TB, dnsName string) (caPEM []byte, cert tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mssqlifi test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{dnsName},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
