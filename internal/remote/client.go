@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -23,9 +24,41 @@ const DefaultTimeout = 60 * time.Second
 // winrmHost is a Host reached through masterzen/winrm. It holds one client (and so one
 // HTTP transport with its connections) per configured host; nothing is global.
 type winrmHost struct {
-	cfg    Config
-	port   int
-	client *winrm.Client
+	cfg  Config
+	port int
+	// newClient makes a masterzen client with its own HTTP transport. NTLM
+	// authenticates a TCP connection through a three-leg handshake, and masterzen's
+	// NTLM transport does not pin the legs to one connection: two operations sharing
+	// a transport can interleave their legs on pooled connections and both fail
+	// with 401 (on Windows as on the simulator). So an operation borrows a client that
+	// no other operation uses meanwhile; idle clients are kept, so sequential
+	// operations reuse their authenticated connections.
+	newClient func() (*winrm.Client, error)
+	mu        sync.Mutex
+	idle      []*winrm.Client
+}
+
+// maxIdleClients bounds the clients kept for reuse per host.
+const maxIdleClients = 4
+
+func (h *winrmHost) borrow() (*winrm.Client, error) {
+	h.mu.Lock()
+	if n := len(h.idle); n > 0 {
+		c := h.idle[n-1]
+		h.idle = h.idle[:n-1]
+		h.mu.Unlock()
+		return c, nil
+	}
+	h.mu.Unlock()
+	return h.newClient()
+}
+
+func (h *winrmHost) giveBack(c *winrm.Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.idle) < maxIdleClients {
+		h.idle = append(h.idle, c)
+	}
 }
 
 // New checks cfg and returns a Host for it. It does not connect: the first operation
@@ -78,14 +111,17 @@ func New(cfg Config) (Host, error) {
 	if auth == "ntlm" {
 		params.TransportDecorator = func() winrm.Transporter { return &winrm.ClientNTLM{} }
 	}
-	client, err := winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
+	newClient := func() (*winrm.Client, error) {
+		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
+	}
+	client, err := newClient()
 	if err != nil {
 		return nil, configError(cfg, "cannot set up the WinRM client: "+err.Error(), "Check ca_cert.")
 	}
 	c := cfg
 	c.Auth = auth
 	c.Timeout = timeout
-	return &winrmHost{cfg: c, port: port, client: client}, nil
+	return &winrmHost{cfg: c, port: port, newClient: newClient, idle: []*winrm.Client{client}}, nil
 }
 
 func configError(cfg Config, msg, hint string) *Error {
@@ -136,11 +172,17 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	if err != nil {
 		return &Error{Host: h.cfg.Host, Op: op, Kind: KindUnknown, Message: err.Error(), Err: err}
 	}
+	client, err := h.borrow()
+	if err != nil {
+		return &Error{Host: h.cfg.Host, Op: op, Kind: KindUnknown, Message: "cannot set up the WinRM client: " + err.Error(), Hint: "Check ca_cert.", Err: err}
+	}
 	start := time.Now()
 	done := make(chan runOutcome, 1)
 	go func() {
 		var stdout, stderr bytes.Buffer
-		code, err := h.client.RunWithContextWithInput(ctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
+		code, err := client.RunWithContextWithInput(ctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
+		// Only now is the client free: after a cancellation masterzen still cleans up.
+		h.giveBack(client)
 		done <- runOutcome{exitCode: code, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
 	}()
 	var out runOutcome

@@ -131,9 +131,10 @@ const unreachableHint = "Check that the host is up and that a WinRM listener run
 func authHint(auth string) string {
 	h := "Check the WinRM username and password"
 	if auth == "basic" {
-		h += `; with auth = "basic" the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); auth = "ntlm" works for local and domain accounts`
+		h += `; with auth = "basic" the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); auth = "ntlm" works for domain accounts`
 	} else {
-		h += `; domain users as DOMAIN\user; auth = "basic" only works for local accounts on a listener with Basic enabled`
+		h += `; domain users as DOMAIN\user. On a domain-joined host the NTLM client logs on to the host's domain whatever prefix the user name has, ` +
+			`so a local account fails there: use a domain account, or auth = "basic" over HTTPS for a local account (the listener must allow Basic)`
 	}
 	return h + ". The user must be a local Administrator of the host"
 }

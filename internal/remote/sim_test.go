@@ -251,3 +251,46 @@ func show(b *bool) string {
 	}
 	return strconv.FormatBool(*b)
 }
+
+// Terraform refreshes and applies resources in parallel, so one Host runs several
+// operations at once. Over NTLM each needs its own authenticated connection: the
+// operations must all succeed, and each must get its own answer.
+func TestAgainstSimulatorConcurrentOperationsOverNTLM(t *testing.T) {
+	cfg := simConfig()
+	cfg.Instances = append(cfg.Instances, host.InstanceConfig{Name: "REPORTING"})
+	s := newSimHost(t, cfg)
+	h := s.remote(t, testUser, testPassword)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	got := make([]string, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			name := "MSSQLSERVER"
+			if i%2 == 1 {
+				name = "REPORTING"
+			}
+			r, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: name, Right: contract.RightManageVolume})
+			errs[i] = err
+			if err == nil {
+				got[i] = r.Instance
+			}
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		want := "MSSQLSERVER"
+		if i%2 == 1 {
+			want = "REPORTING"
+		}
+		if err != nil {
+			t.Errorf("operation %d: %v", i, err)
+		} else if got[i] != want {
+			t.Errorf("operation %d read %q; want %q (answers crossed)", i, got[i], want)
+		}
+	}
+}
