@@ -1,0 +1,303 @@
+// Package provider is the mssqlifi Terraform provider: it manages SQL Server Instant
+// File Initialization (the Windows right SeManageVolumePrivilege) over WinRM and
+// verifies it through SQL Server itself.
+package provider
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// Environment variables the provider reads when the configuration leaves a value out.
+const (
+	EnvWinRMUsername = "MSSQLIFI_WINRM_USERNAME"
+	EnvWinRMPassword = "MSSQLIFI_WINRM_PASSWORD"
+	EnvSQLUsername   = "MSSQLIFI_SQL_USERNAME"
+	EnvSQLPassword   = "MSSQLIFI_SQL_PASSWORD"
+)
+
+const defaultWinRMTimeout = 60 * time.Second
+
+var _ provider.Provider = &mssqlifiProvider{}
+
+// mssqlifiProvider is the provider; openHost and openChecker make the real clients
+// (tests may substitute their own constructors, never the protocols).
+type mssqlifiProvider struct {
+	version     string
+	openHost    hostOpener
+	openChecker checkerOpener
+}
+
+type providerModel struct {
+	WinRM *winrmModel `tfsdk:"winrm"`
+	SQL   *sqlModel   `tfsdk:"sql"`
+}
+
+type winrmModel struct {
+	Username      types.String `tfsdk:"username"`
+	Password      types.String `tfsdk:"password"`
+	Auth          types.String `tfsdk:"auth"`
+	HTTPS         types.Bool   `tfsdk:"https"`
+	Port          types.Int64  `tfsdk:"port"`
+	Insecure      types.Bool   `tfsdk:"insecure"`
+	CACert        types.String `tfsdk:"ca_cert"`
+	TLSServerName types.String `tfsdk:"tls_server_name"`
+	Timeout       types.String `tfsdk:"timeout"`
+}
+
+type sqlModel struct {
+	Username               types.String `tfsdk:"username"`
+	Password               types.String `tfsdk:"password"`
+	Encrypt                types.String `tfsdk:"encrypt"`
+	CACert                 types.String `tfsdk:"ca_cert"`
+	TrustServerCertificate types.Bool   `tfsdk:"trust_server_certificate"`
+}
+
+// New returns the provider factory used by main and the tests.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider {
+		return &mssqlifiProvider{
+			version:     version,
+			openHost:    remote.New,
+			openChecker: func(c sqlcheck.Config) (sqlcheck.Checker, error) { return sqlcheck.New(c), nil },
+		}
+	}
+}
+
+func (p *mssqlifiProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "mssqlifi"
+	resp.Version = p.version
+}
+
+func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Manages SQL Server **Instant File Initialization** (IFI) on Windows hosts over WinRM: " +
+			"grants or revokes the right *Perform volume maintenance tasks* (`SeManageVolumePrivilege`) through the LSA API, " +
+			"restarts the Database Engine when that is needed and allowed, and verifies the result through SQL Server itself " +
+			"(`sys.dm_server_services`) or its error log.",
+		Blocks: map[string]schema.Block{
+			"winrm": schema.SingleNestedBlock{
+				MarkdownDescription: "How to reach the hosts' WinRM service. The account must be a local administrator of each host.",
+				Attributes: map[string]schema.Attribute{
+					"username": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "WinRM user, `Administrator` or `DOMAIN\\user`. Defaults to the environment variable `" +
+							EnvWinRMUsername + "`.",
+					},
+					"password": schema.StringAttribute{
+						Optional:            true,
+						Sensitive:           true,
+						MarkdownDescription: "WinRM password. Defaults to the environment variable `" + EnvWinRMPassword + "`.",
+					},
+					"auth": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Authentication: `ntlm` (default) or `basic` (Basic sends the password in every request; use it only over HTTPS).",
+						Validators:          []validator.String{stringvalidator.OneOf("ntlm", "basic")},
+					},
+					"https": schema.BoolAttribute{
+						Optional:            true,
+						MarkdownDescription: "Use the HTTPS listener. Default `true`.",
+					},
+					"port": schema.Int64Attribute{
+						Optional:            true,
+						MarkdownDescription: "WinRM port. Default `5986` with HTTPS, `5985` without. A resource's `port` overrides it.",
+						Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+					},
+					"insecure": schema.BoolAttribute{
+						Optional:            true,
+						MarkdownDescription: "Skip verification of the hosts' TLS certificates. Default `false`; use only for tests.",
+					},
+					"ca_cert": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "PEM certificate(s) of the CA that signed the hosts' WinRM certificates, for example `file(\"ca.pem\")`. Default: the system's roots.",
+						Validators:          []validator.String{pemValidator},
+					},
+					"tls_server_name": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Name to check in the hosts' certificates instead of the `host` argument (useful when connecting by IP address).",
+						Validators:          []validator.String{hostValidator},
+					},
+					"timeout": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Timeout of one WinRM request, as a duration such as `60s` (the default). Restarts are bounded by the resource's timeouts instead.",
+						Validators:          []validator.String{durationValidator},
+					},
+				},
+			},
+			"sql": schema.SingleNestedBlock{
+				MarkdownDescription: "Optional SQL login used to verify IFI through `sys.dm_server_services` and to find TDE databases. " +
+					"It needs `VIEW SERVER STATE`. Without it, verification falls back to the SQL Server error log.",
+				Attributes: map[string]schema.Attribute{
+					"username": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "SQL login. Defaults to the environment variable `" + EnvSQLUsername + "`.",
+					},
+					"password": schema.StringAttribute{
+						Optional:            true,
+						Sensitive:           true,
+						MarkdownDescription: "SQL password. Defaults to the environment variable `" + EnvSQLPassword + "`.",
+					},
+					"encrypt": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "TDS encryption: `strict` (TDS 8.0, TLS first), `true` (default) or `disable`.",
+						Validators:          []validator.String{stringvalidator.OneOf("strict", "true", "disable")},
+					},
+					"ca_cert": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "PEM certificate(s) of the CA that signed the instances' certificates. Default: the system's roots.",
+						Validators:          []validator.String{pemValidator},
+					},
+					"trust_server_certificate": schema.BoolAttribute{
+						Optional:            true,
+						MarkdownDescription: "Accept any certificate from SQL Server. Default `false`.",
+					},
+				},
+			},
+		},
+	}
+}
+
+func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	ctx = maskSecrets(ctx)
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	w := cfg.WinRM
+	if w == nil {
+		w = &winrmModel{}
+	}
+	for name, v := range map[string]interface{ IsUnknown() bool }{
+		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
+		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
+	} {
+		if v.IsUnknown() {
+			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
+				"winrm."+name+" depends on a value known only after apply; the provider needs it to plan. Use a value known at plan time.")
+		}
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	rc := remote.Config{
+		HTTPS:         boolOr(w.HTTPS, true),
+		Insecure:      boolOr(w.Insecure, false),
+		CACert:        []byte(w.CACert.ValueString()),
+		TLSServerName: w.TLSServerName.ValueString(),
+		Auth:          stringOr(w.Auth, "ntlm"),
+		Username:      stringOrEnv(w.Username, EnvWinRMUsername),
+		Password:      stringOrEnv(w.Password, EnvWinRMPassword),
+		Port:          int(w.Port.ValueInt64()),
+		Timeout:       defaultWinRMTimeout,
+	}
+	if len(rc.CACert) == 0 {
+		rc.CACert = nil
+	}
+	if !w.Timeout.IsNull() {
+		d, err := time.ParseDuration(w.Timeout.ValueString())
+		if err != nil || d <= 0 {
+			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("timeout"), "Invalid WinRM timeout",
+				"winrm.timeout must be a positive duration such as \"60s\".")
+		}
+		rc.Timeout = d
+	}
+	if rc.Username == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
+			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
+				" to a local administrator of the hosts.")
+	}
+	if rc.Password == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
+			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
+	}
+
+	var sc *sqlcheck.Config
+	s := cfg.SQL
+	if s == nil {
+		s = &sqlModel{}
+	}
+	sqlUser := stringOrEnv(s.Username, EnvSQLUsername)
+	if sqlUser != "" {
+		sc = &sqlcheck.Config{
+			Username:               sqlUser,
+			Password:               stringOrEnv(s.Password, EnvSQLPassword),
+			Encrypt:                stringOr(s.Encrypt, "true"),
+			CACert:                 []byte(s.CACert.ValueString()),
+			TrustServerCertificate: boolOr(s.TrustServerCertificate, false),
+		}
+		if len(sc.CACert) == 0 {
+			sc.CACert = nil
+		}
+		if sc.Password == "" {
+			resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("password"), "Missing SQL password",
+				"The sql block names the login "+sqlUser+" but no password: set sql.password or the environment variable "+
+					EnvSQLPassword+", or remove the sql block to verify through the error log instead.")
+		}
+	} else if cfg.SQL != nil && (!s.Password.IsNull() || !s.Encrypt.IsNull()) {
+		resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("username"), "Missing SQL username",
+			"The sql block has no username: set sql.username or the environment variable "+EnvSQLUsername+
+				", or remove the sql block to verify through the error log instead.")
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	tflog.Debug(ctx, "configured mssqlifi", map[string]any{
+		"winrm_username": rc.Username, "winrm_password": rc.Password, "winrm_auth": rc.Auth,
+		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil,
+	})
+	c := newClients(rc, sc, p.openHost, p.openChecker)
+	resp.ResourceData = c
+	resp.DataSourceData = c
+}
+
+func (p *mssqlifiProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{NewInstantFileInitializationResource}
+}
+
+func (p *mssqlifiProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{NewInstantFileInitializationDataSource}
+}
+
+// maskSecrets hides password values in every log line written with ctx.
+func maskSecrets(ctx context.Context) context.Context {
+	return tflog.MaskFieldValuesWithFieldKeys(ctx, "password", "winrm_password", "sql_password")
+}
+
+func stringOr(v types.String, def string) string {
+	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
+		return def
+	}
+	return v.ValueString()
+}
+
+func stringOrEnv(v types.String, env string) string {
+	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
+		return os.Getenv(env)
+	}
+	return v.ValueString()
+}
+
+func boolOr(v types.Bool, def bool) bool {
+	if v.IsNull() || v.IsUnknown() {
+		return def
+	}
+	return v.ValueBool()
+}

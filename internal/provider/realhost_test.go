@@ -1,0 +1,69 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+)
+
+// TestAccRealHost runs against a real Windows host with SQL Server. It is skipped
+// unless MSSQLIFI_ACC_HOST is set; it also needs TF_ACC=1 and the credentials in
+// MSSQLIFI_WINRM_USERNAME / MSSQLIFI_WINRM_PASSWORD (and optionally
+// MSSQLIFI_SQL_USERNAME / MSSQLIFI_SQL_PASSWORD for DMV verification).
+//
+// Optional: MSSQLIFI_ACC_INSTANCE (default MSSQLSERVER), MSSQLIFI_ACC_HTTPS=false for
+// the HTTP listener, MSSQLIFI_ACC_INSECURE=true to skip certificate checks,
+// MSSQLIFI_ACC_CA_CERT=path of the CA's PEM. By default the test only reads (the
+// data source). With MSSQLIFI_ACC_APPLY=1 it also creates the resource with
+// restart = "never" and destroys it: that grants and then revokes the right for the
+// service SID, so run it only on a test host.
+func TestAccRealHost(t *testing.T) {
+	h := os.Getenv("MSSQLIFI_ACC_HOST")
+	if h == "" {
+		t.Skip("set MSSQLIFI_ACC_HOST (and MSSQLIFI_WINRM_USERNAME, MSSQLIFI_WINRM_PASSWORD) to test against a real Windows host")
+	}
+	if os.Getenv(EnvWinRMUsername) == "" || os.Getenv(EnvWinRMPassword) == "" {
+		t.Fatalf("MSSQLIFI_ACC_HOST is set but %s / %s are not", EnvWinRMUsername, EnvWinRMPassword)
+	}
+	inst := os.Getenv("MSSQLIFI_ACC_INSTANCE")
+	if inst == "" {
+		inst = DefaultInstance
+	}
+	winrm := ""
+	if os.Getenv("MSSQLIFI_ACC_HTTPS") == "false" {
+		winrm += "    https = false\n"
+	}
+	if os.Getenv("MSSQLIFI_ACC_INSECURE") == "true" {
+		winrm += "    insecure = true\n"
+	}
+	if p := os.Getenv("MSSQLIFI_ACC_CA_CERT"); p != "" {
+		winrm += fmt.Sprintf("    ca_cert = file(%q)\n", p)
+	}
+	prov := fmt.Sprintf("provider \"mssqlifi\" {\n  winrm {\n%s  }\n}\n", winrm)
+	steps := []resource.TestStep{{
+		Config: prov + fmt.Sprintf(`
+data "mssqlifi_instant_file_initialization" "this" {
+  host     = %q
+  instance = %q
+}`, h, inst),
+		Check: resource.ComposeAggregateTestCheckFunc(
+			resource.TestCheckResourceAttrSet("data.mssqlifi_instant_file_initialization.this", "service_sid"),
+			resource.TestCheckResourceAttrSet("data.mssqlifi_instant_file_initialization.this", "privilege_granted"),
+			resource.TestCheckResourceAttrSet("data.mssqlifi_instant_file_initialization.this", "verified_by"),
+		),
+	}}
+	if os.Getenv("MSSQLIFI_ACC_APPLY") == "1" {
+		steps = append(steps, resource.TestStep{
+			Config: prov + fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "this" {
+  host     = %q
+  instance = %q
+  restart  = "never"
+}`, h, inst),
+			Check: resource.TestCheckResourceAttr(resName, "privilege_granted", "true"),
+		})
+	}
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Factories, Steps: steps})
+}

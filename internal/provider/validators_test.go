@@ -1,0 +1,149 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+)
+
+func TestCheckInstanceName(t *testing.T) {
+	good := []string{"MSSQLSERVER", "mssqlserver", "REPORTING", "Sql2022_A", "_staging", "A$B", "ABCDEFGHIJKLMNOP", "Prüfung"}
+	bad := map[string]string{
+		"":                  "1 to 16",
+		"ABCDEFGHIJKLMNOPQ": "1 to 16",
+		"DEFAULT":           "reserved",
+		"select":            "reserved",
+		"1SQL":              "starts with",
+		"$SQL":              "starts with",
+		"SQL-01":            "not allowed",
+		"SQL 01":            "not allowed",
+		"SQL';DROP":         "not allowed",
+		`SQL\X`:             "not allowed",
+		"SQL\"x":            "not allowed",
+		"a;b":               "not allowed",
+	}
+	for _, n := range good {
+		if err := checkInstanceName(n); err != nil {
+			t.Errorf("checkInstanceName(%q) = %v, want ok", n, err)
+		}
+	}
+	for n, want := range bad {
+		err := checkInstanceName(n)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkInstanceName(%q) = %v, want an error containing %q", n, err, want)
+		}
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	good := []string{"sql01", "sql01.corp.example.com", "sql01.corp.example.com.", "127.0.0.10", "::1", "fe80::1", "SQL_01.corp"}
+	bad := []string{"", "sql 01", "sql01;whoami", `corp\sql01`, "'sql01'", `"sql01"`, "https://sql01", "sql01:5986",
+		"-sql01", "sql01-.corp", "sql01..corp", "$(calc)", "sql01`", strings.Repeat("a", 64) + ".corp", "a\nb"}
+	for _, h := range good {
+		if err := checkHost(h); err != nil {
+			t.Errorf("checkHost(%q) = %v, want ok", h, err)
+		}
+	}
+	for _, h := range bad {
+		if err := checkHost(h); err == nil {
+			t.Errorf("checkHost(%q) accepted, want an error", h)
+		}
+	}
+}
+
+func TestCheckDurationAndPEM(t *testing.T) {
+	for _, s := range []string{"60s", "2m", "1h30m"} {
+		if err := checkDuration(s); err != nil {
+			t.Errorf("checkDuration(%q) = %v", s, err)
+		}
+	}
+	for _, s := range []string{"", "60", "-5s", "0s", "soon"} {
+		if err := checkDuration(s); err == nil {
+			t.Errorf("checkDuration(%q) accepted", s)
+		}
+	}
+	if err := checkPEM("not a certificate"); err == nil || !strings.Contains(err.Error(), "BEGIN CERTIFICATE") {
+		t.Errorf("checkPEM(garbage) = %v", err)
+	}
+	if err := checkPEM("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"); err == nil {
+		t.Error("checkPEM accepted a certificate that does not parse")
+	}
+}
+
+func TestParseImportID(t *testing.T) {
+	h, i, err := parseImportID("sql01.corp.example.com/REPORTING")
+	if err != nil || h != "sql01.corp.example.com" || i != "REPORTING" {
+		t.Fatalf("parseImportID = %q %q %v", h, i, err)
+	}
+	for id, want := range map[string]string{
+		"sql01":                "HOST/INSTANCE",
+		"sql01/":               "HOST/INSTANCE",
+		"/MSSQLSERVER":         "HOST/INSTANCE",
+		"sql01/A/B":            "HOST/INSTANCE",
+		`sql01\MSSQLSERVER`:    "HOST/INSTANCE",
+		"sql 01/MSSQLSERVER":   "host:",
+		"sql01/DEFAULT":        "instance:",
+		"sql01/MSSQL;shutdown": "instance:",
+	} {
+		_, _, err := parseImportID(id)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseImportID(%q) = %v, want an error containing %q", id, err, want)
+		}
+	}
+}
+
+// TestSchemasValid checks every schema the way the framework does when serving, and
+// that every attribute documents itself.
+func TestSchemasValid(t *testing.T) {
+	ctx := context.Background()
+	p := New("test")()
+	var ps provider.SchemaResponse
+	p.Schema(ctx, provider.SchemaRequest{}, &ps)
+	if ps.Diagnostics.HasError() {
+		t.Fatal(ps.Diagnostics)
+	}
+	if d := ps.Schema.ValidateImplementation(ctx); d.HasError() {
+		t.Fatalf("provider schema: %v", d)
+	}
+	for name, b := range ps.Schema.Blocks {
+		for an, a := range b.GetNestedObject().GetAttributes() {
+			if a.GetMarkdownDescription() == "" {
+				t.Errorf("provider %s.%s has no MarkdownDescription", name, an)
+			}
+		}
+	}
+
+	var rs resource.SchemaResponse
+	NewInstantFileInitializationResource().Schema(ctx, resource.SchemaRequest{}, &rs)
+	if d := rs.Schema.ValidateImplementation(ctx); d.HasError() {
+		t.Fatalf("resource schema: %v", d)
+	}
+	for an, a := range rs.Schema.Attributes {
+		if a.GetMarkdownDescription() == "" {
+			t.Errorf("resource attribute %s has no MarkdownDescription", an)
+		}
+	}
+	var ds datasource.SchemaResponse
+	NewInstantFileInitializationDataSource().Schema(ctx, datasource.SchemaRequest{}, &ds)
+	if d := ds.Schema.ValidateImplementation(ctx); d.HasError() {
+		t.Fatalf("data source schema: %v", d)
+	}
+	for an, a := range ds.Schema.Attributes {
+		if a.GetMarkdownDescription() == "" {
+			t.Errorf("data source attribute %s has no MarkdownDescription", an)
+		}
+		if _, ok := rs.Schema.Attributes[an]; !ok {
+			t.Errorf("data source attribute %s is not in the resource", an)
+		}
+	}
+	for _, want := range []string{"service_name", "service_account", "service_sid", "grantee_sid", "privilege_granted",
+		"ifi_enabled", "restart_pending", "verified_by", "sql_version", "group_policy_managed", "tde_databases", "clustered"} {
+		if _, ok := ds.Schema.Attributes[want]; !ok {
+			t.Errorf("data source lacks %s", want)
+		}
+	}
+}
