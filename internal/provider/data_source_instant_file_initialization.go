@@ -81,16 +81,9 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 }
 
 func (d *ifiDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
+	if c := configuredClients(req.ProviderData, &resp.Diagnostics); c != nil {
+		d.c = c
 	}
-	c, ok := req.ProviderData.(*clients)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data",
-			fmt.Sprintf("Expected *clients, got %T. This is a bug in the provider; please report it.", req.ProviderData))
-		return
-	}
-	d.c = c
 }
 
 func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -240,16 +240,25 @@ func computedResourceAttributes() map[string]schema.Attribute {
 }
 
 func (r *ifiResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
+	if c := configuredClients(req.ProviderData, &resp.Diagnostics); c != nil {
+		r.c = c
 	}
-	c, ok := req.ProviderData.(*clients)
+}
+
+// configuredClients is what the provider's Configure handed to a resource or data
+// source: nil before the provider is configured, or (with an error) if it is not
+// *clients.
+func configuredClients(providerData any, diags *diag.Diagnostics) *clients {
+	if providerData == nil {
+		return nil
+	}
+	c, ok := providerData.(*clients)
 	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data",
-			fmt.Sprintf("Expected *clients, got %T. This is a bug in the provider; please report it.", req.ProviderData))
-		return
+		diags.AddError("Unexpected provider data",
+			fmt.Sprintf("Expected *clients, got %T. This is a bug in the provider; please report it.", providerData))
+		return nil
 	}
-	r.c = c
+	return c
 }
 
 func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -259,12 +268,10 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, ok := withTimeout(ctx, plan.Timeouts.Create, defaultCreateTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	plan.ID = types.StringValue(plan.Host.ValueString() + "/" + plan.Instance.ValueString())
@@ -284,12 +291,10 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, ok := withTimeout(ctx, plan.Timeouts.Update, defaultUpdateTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	desired := plan.desired()
@@ -453,6 +458,20 @@ func (r *ifiResource) refreshAfterFailure(ctx context.Context, plan ifiResourceM
 	return &st, diags
 }
 
+// withTimeout bounds ctx by an operation's timeout: the one set in the timeouts
+// block, read by timeout, or def. ok is false when the block cannot be read; diags
+// then say why.
+func withTimeout(ctx context.Context, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics),
+	def time.Duration, diags *diag.Diagnostics) (_ context.Context, cancel context.CancelFunc, ok bool) {
+	d, ds := timeout(ctx, def)
+	diags.Append(ds...)
+	if diags.HasError() {
+		return ctx, func() {}, false
+	}
+	ctx, cancel = context.WithTimeout(ctx, d)
+	return ctx, cancel, true
+}
+
 // restartSeconds is the time left for restart_instance: the context's deadline minus
 // a margin for reading back, at least 30 seconds.
 func restartSeconds(ctx context.Context) int {
@@ -474,12 +493,10 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := state.Timeouts.Read(ctx, defaultReadTimeout)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, ok := withTimeout(ctx, state.Timeouts.Read, defaultReadTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	t := state.target()
@@ -538,12 +555,10 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, ok := withTimeout(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	t := state.target()
@@ -576,7 +591,8 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 			return
 		}
 	}
-	addWarnings(&resp.Diagnostics, ws)
+	// The stays-on warning was given by ModifyPlan when the destroy was planned.
+	addWarnings(&resp.Diagnostics, ws, ifi.WarnStaysOnDestroy)
 }
 
 func (r *ifiResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
@@ -621,7 +637,8 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	if req.Plan.Raw.IsNull() {
 		if !state.IFIEnabled.Equal(types.BoolValue(false)) {
 			resp.Diagnostics.AddWarning("IFI stays on until the next restart",
-				fmt.Sprintf("Destroying the resource revokes the grant on %s but never restarts SQL Server; the running service %s keeps IFI until its next restart.",
+				fmt.Sprintf("Destroying the resource revokes the grant on %s but never restarts SQL Server; the running service %s keeps IFI until its next restart. "+
+					"Restart the service in a maintenance window for the revoke to take effect.",
 					t, state.ServiceName.ValueString()))
 		}
 		return

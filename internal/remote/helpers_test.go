@@ -2,16 +2,9 @@ package remote
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -19,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
 )
 
@@ -107,7 +101,7 @@ func newTestHost(t testing.TB, useTLS bool, handle opHandler) *testHost {
 	served := make(chan error, 1)
 	if useTLS {
 		var cert tls.Certificate
-		h.caPEM, cert = testCertificates(t, "sql01.example.test")
+		h.caPEM, cert = certs.ForLoopback(t, "sql01.example.test")
 		go func() { served <- h.srv.ServeTLS(l, &tls.Config{Certificates: []tls.Certificate{cert}}) }()
 	} else {
 		go func() { served <- h.srv.Serve(l) }()
@@ -127,49 +121,6 @@ func (h *testHost) recorded() []call {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]call(nil), h.calls...)
-}
-
-// testCertificates makes a CA and a server certificate for 127.0.0.1 and dnsName.
-func testCertificates(t testing.TB, dnsName string) (caPEM []byte, cert tls.Certificate) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "mssqlifi test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: dnsName},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		DNSNames:     []string{dnsName},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // jsonOf is what a host printing the contract types through Go's json.Marshal sends

@@ -13,9 +13,8 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
 )
 
 const (
@@ -23,88 +22,45 @@ const (
 	simLoginPwd = "Sql-p@ss:word/1"
 )
 
-// simHost is one simulated Windows host (internal/winsim/host) behind a real
-// WS-Management endpoint, with a real TDS endpoint per instance that listens only
+// simHost is one simulated Windows host run by the simulator (internal/winsim): a
+// real WS-Management endpoint, and a real TDS endpoint per instance that listens only
 // while the model says the Engine accepts connections.
 type simHost struct {
-	model    *host.Host
-	port     int
-	sqlPorts map[string]int
+	port     int            // WinRM over HTTP
+	sqlPorts map[string]int // by instance name
 }
 
 func newSimHost(t testing.TB, cfg host.HostConfig) *simHost {
 	t.Helper()
-	model, err := host.New(cfg, host.Options{Logf: t.Logf})
+	sim, err := winsim.Start(&winsim.Config{Hosts: []host.HostConfig{cfg}}, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
 	if err != nil {
-		t.Fatalf("host.New: %v", err)
-	}
-	s := &simHost{model: model, sqlPorts: map[string]int{}}
-	srv := wsman.NewServer(wsman.Config{
-		ComputerName: model.ComputerName(), Lookup: model.Lookup,
-		AllowBasic: true, AllowNTLM: true, Executor: model,
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = l.Addr().(*net.TCPAddr).Port
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	var closers []func()
-	for _, inst := range model.Instances() {
-		closers = append(closers, s.sqlListener(t, inst))
+		t.Fatalf("winsim.Start: %v", err)
 	}
 	t.Cleanup(func() {
-		srv.Close()
-		<-served
-		for _, c := range closers {
-			c()
+		if err := sim.Close(); err != nil {
+			t.Errorf("closing the simulator: %v", err)
 		}
-		model.Close()
 	})
+	info := sim.Info().Hosts[0]
+	s := &simHost{port: portOf(t, info.WinRM), sqlPorts: map[string]int{}}
+	for _, inst := range info.Instances {
+		s.sqlPorts[inst.Name] = portOf(t, inst.SQL)
+	}
 	return s
 }
 
-// sqlListener binds a port for the instance and (re)opens it when the model says so.
-func (s *simHost) sqlListener(t testing.TB, inst *host.Instance) (closeAll func()) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// portOf is the port of a host:port address the simulator reports.
+func portOf(t testing.TB, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the simulator reported the address %q: %v", addr, err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s.sqlPorts[inst.Name()] = port
-	inst.SetTCPPort(port)
-	srv := tds.NewServer(inst.TDSHandler(), tds.Options{})
-	var mu sync.Mutex
-	var cur net.Listener
-	var wg sync.WaitGroup
-	open := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if cur != nil {
-			return nil
-		}
-		nl, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			return err
-		}
-		cur = nl
-		wg.Add(1)
-		go func() { defer wg.Done(); srv.Serve(nl) }()
-		return nil
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("the simulator reported the address %q: %v", addr, err)
 	}
-	stop := func() {
-		mu.Lock()
-		if cur != nil {
-			cur.Close()
-			cur = nil
-		}
-		mu.Unlock()
-		srv.CloseConnections()
-	}
-	inst.SetSQLListener(open, stop)
-	return func() { inst.SetSQLListener(nil, nil); stop(); wg.Wait() }
+	return port
 }
 
 func (s *simHost) remote(t testing.TB, user, password string) Host {

@@ -17,37 +17,11 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/pytest"
 )
 
 // Clients we did not write: pywinrm (Debian python3-winrm) and pytds (python3-tds)
 // / tsql (freetds-bin), against the whole simulator.
-
-// legacyOpenSSLConf activates OpenSSL 3's legacy provider, which holds MD4: pywinrm's
-// NTLM needs it (FACTS.md).
-const legacyOpenSSLConf = `openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-legacy = legacy_sect
-[default_sect]
-activate = 1
-[legacy_sect]
-activate = 1
-`
-
-// pythonWith finds a python3 that can import module (Debian's packages install for
-// /usr/bin/python3, which another python3 earlier on PATH may hide).
-func pythonWith(t *testing.T, module, pkg string) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import "+module).Run() == nil {
-			return p
-		}
-	}
-	t.Skipf("no python3 can import %s: install the Debian package %s", module, pkg)
-	return ""
-}
 
 // pywinrmScript runs one contract operation the way the provider does: powershell.exe
 // with the bootstrap, then the input on stdin. pywinrm 0.3.0 has no API for stdin, so
@@ -77,11 +51,10 @@ print(json.dumps({"code": code, "stdout": out.decode(), "stderr": err.decode()})
 `
 
 func TestPywinrmNTLMOverVerifiedHTTPS(t *testing.T) {
-	python := pythonWith(t, "winrm", "python3-winrm")
+	python := pytest.PythonWith(t, "winrm", "python3-winrm")
 	sim := startFleet(t)
 	h := hostInfo(t, sim, "sql01")
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "openssl-legacy.cnf")
 	input, err := contract.EncodeInput(contract.OpReadInstance, contract.ReadInstanceParams{Instance: "REPORTING", Right: contract.RightManageVolume})
 	if err != nil {
 		t.Fatal(err)
@@ -92,16 +65,14 @@ func TestPywinrmNTLMOverVerifiedHTTPS(t *testing.T) {
 	// masterzen sends the whole line as rsp:Command: WinRS joins both into one command
 	// line, and the host must start the same process either way.
 	args := strings.Join(contract.CommandArgs(), " ")
-	for name, body := range map[string][]byte{conf: []byte(legacyOpenSSLConf), infile: input} {
-		if err := os.WriteFile(name, body, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(infile, input, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-c", pywinrmScript,
 		"https://"+h.WinRMHTTPS+"/wsman", adminUser, adminPassword, sim.Info().CACert, contract.Shell, args, infile)
-	cmd.Env = append(os.Environ(), "OPENSSL_CONF="+conf)
+	cmd.Env = append(os.Environ(), pytest.LegacyOpenSSLEnv(t))
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
@@ -144,7 +115,7 @@ with pytds.connect(server=host, port=port, user=user, password=password, databas
 `
 
 func TestPytdsServerProperties(t *testing.T) {
-	python := pythonWith(t, "pytds", "python3-tds")
+	python := pytest.PythonWith(t, "pytds", "python3-tds")
 	sim := startFleet(t)
 	for _, tc := range []struct {
 		instance, version string

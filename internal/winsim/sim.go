@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
@@ -65,7 +66,7 @@ type InstanceInfo struct {
 // Sim is a running simulator.
 type Sim struct {
 	logf      func(format string, args ...any)
-	ca        *certAuthority
+	ca        *certs.CA
 	caPath    string
 	removeDir string // a temporary CertDir to remove on Close
 
@@ -227,7 +228,7 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 	}()
 
 	validity := cfg.certValidity()
-	if s.ca, err = newCertAuthority(validity); err != nil {
+	if s.ca, err = certs.NewCA("winsim test CA", validity); err != nil {
 		return nil, err
 	}
 	certDir := opts.CertDir
@@ -243,7 +244,7 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 	if abs, err := filepath.Abs(s.caPath); err == nil {
 		s.caPath = abs
 	}
-	if err := os.WriteFile(s.caPath, s.ca.certPEM, 0o644); err != nil {
+	if err := os.WriteFile(s.caPath, s.ca.CertPEM(), 0o644); err != nil {
 		return nil, fmt.Errorf("writing the simulator CA certificate to %s: %w", s.caPath, err)
 	}
 
@@ -291,7 +292,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 
 	computer := hostComputerName(hc)
 	dnsNames := uniqueStrings([]string{name, computer, strings.ToLower(computer)})
-	cert, err := s.ca.issue(name, dnsNames, []net.IP{ip}, validity)
+	cert, err := s.ca.Issue(name, dnsNames, []net.IP{ip}, validity)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", name, err)
 	}
@@ -403,7 +404,7 @@ func (s *Sim) Info() Info {
 }
 
 // CACertPEM returns the CA certificate that signed every host's certificate.
-func (s *Sim) CACertPEM() []byte { return append([]byte(nil), s.ca.certPEM...) }
+func (s *Sim) CACertPEM() []byte { return s.ca.CertPEM() }
 
 // CACertPath is the file the CA certificate was written to.
 func (s *Sim) CACertPath() string { return s.caPath }

@@ -10,10 +10,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/pytest"
 )
 
 // pythonClient drives ntlm_auth's NtlmContext, the NTLM library of Debian's
@@ -41,36 +42,6 @@ for i in range(rounds):
     send(ctx._session_security.unwrap(sealed, sig))
 `
 
-// legacyOpenSSLConf activates OpenSSL 3's legacy provider, which holds MD4 (FACTS.md).
-const legacyOpenSSLConf = `openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-legacy = legacy_sect
-[default_sect]
-activate = 1
-[legacy_sect]
-activate = 1
-`
-
-// findPython returns a python3 that can import ntlm_auth (python3-winrm's NTLM
-// library); the one first on PATH may be a separate installation without it.
-func findPython(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append([]string{p}, candidates...)
-	}
-	for _, p := range candidates {
-		if exec.Command(p, "-c", "import ntlm_auth").Run() == nil {
-			return p
-		}
-	}
-	t.Skip("no python3 with the ntlm_auth module: install Debian's python3-winrm (it pulls in python3-ntlm-auth) to run the pywinrm NTLM check")
-	return ""
-}
-
 type pyClient struct {
 	t    *testing.T
 	in   io.WriteCloser
@@ -80,15 +51,11 @@ type pyClient struct {
 }
 
 func startPython(t *testing.T, user, password, domain string, rounds int) *pyClient {
-	python := findPython(t)
-	conf := filepath.Join(t.TempDir(), "openssl-legacy.cnf")
-	if err := os.WriteFile(conf, []byte(legacyOpenSSLConf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	python := pytest.PythonWith(t, "ntlm_auth", "python3-winrm")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, python, "-c", pythonClient, user, password, domain, fmt.Sprint(rounds))
-	cmd.Env = append(os.Environ(), "OPENSSL_CONF="+conf)
+	cmd.Env = append(os.Environ(), pytest.LegacyOpenSSLEnv(t))
 	errb := &bytes.Buffer{}
 	cmd.Stderr = errb
 	in, err := cmd.StdinPipe()

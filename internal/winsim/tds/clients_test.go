@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/pytest"
 )
 
 // The endpoint must also satisfy TDS clients written independently of go-mssqldb:
@@ -86,7 +88,7 @@ try:
 except pytds.Error as e:
     print("login", getattr(e, "msg_no", None), e)
 `
-	out, err := runClient(t, "", nil, pythonWithPytds(t), "-c", script, strconv.Itoa(ts.port), testUser, testPassword)
+	out, err := runClient(t, "", nil, pytest.PythonWith(t, "pytds", "python3-tds"), "-c", script, strconv.Itoa(ts.port), testUser, testPassword)
 	t.Logf("pytds output:\n%s", out)
 	if err != nil {
 		t.Fatalf("pytds: %v", err)
@@ -103,19 +105,6 @@ except pytds.Error as e:
 			t.Errorf("pytds output lacks %q", want)
 		}
 	}
-}
-
-// pythonWithPytds finds a Python that can import pytds: Debian's python3-tds installs
-// it for /usr/bin/python3, which a pyenv shim earlier on PATH may hide.
-func pythonWithPytds(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import pytds").Run() == nil {
-			return p
-		}
-	}
-	t.Skip("no python3 with pytds (Debian package python3-tds)")
-	return ""
 }
 
 func TestFreeTDSTsqlEncrypted(t *testing.T) {

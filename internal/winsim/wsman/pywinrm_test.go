@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/pytest"
 )
 
 // pywinrmScript runs one command with Debian's python3-winrm (pywinrm 0.3.0)
@@ -49,30 +51,13 @@ type pyResult struct {
 	Error     string `json:"error"`
 }
 
-// runPywinrm runs the script with /usr/bin/python3 and an OpenSSL config that
-// enables the legacy provider, which NTLM needs for MD4.
+// runPywinrm runs the script with a python3 that has Debian's python3-winrm and an
+// OpenSSL config that enables the legacy provider, which NTLM needs for MD4.
 func runPywinrm(t *testing.T, args map[string]any) pyResult {
 	t.Helper()
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-c", "import winrm, requests_ntlm").Run(); err != nil {
-		t.Skipf("Debian python3-winrm is not installed (%v): apt-get install python3-winrm", err)
-	}
+	python := pytest.PythonWith(t, "winrm, requests_ntlm", "python3-winrm")
 	dir := t.TempDir()
-	env := os.Environ()
-	modules, err := exec.Command("openssl", "version", "-m").Output()
-	if err == nil {
-		// MODULESDIR: "/usr/lib/x86_64-linux-gnu/ossl-modules"
-		_, path, _ := strings.Cut(string(modules), `"`)
-		path, _, _ = strings.Cut(path, `"`)
-		conf := filepath.Join(dir, "openssl.cnf")
-		text := "openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n" +
-			"[provider_sect]\ndefault = default_sect\nlegacy = legacy_sect\n" +
-			"[default_sect]\nactivate = 1\n[legacy_sect]\nactivate = 1\nmodule = " + filepath.Join(path, "legacy.so") + "\n"
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		env = append(env, "OPENSSL_CONF="+conf)
-	}
+	env := append(os.Environ(), pytest.LegacyOpenSSLEnv(t))
 	if ca, ok := args["ca"].([]byte); ok {
 		path := filepath.Join(dir, "ca.pem")
 		if err := os.WriteFile(path, ca, 0o600); err != nil {

@@ -2,17 +2,10 @@ package wsman
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"strconv"
@@ -22,6 +15,8 @@ import (
 	"time"
 
 	"github.com/masterzen/winrm"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
 )
 
 const (
@@ -86,7 +81,7 @@ func newEnv(t *testing.T, useTLS bool, tweak func(*Config)) *testEnv {
 	env.port = l.Addr().(*net.TCPAddr).Port
 	served := make(chan error, 1)
 	if useTLS {
-		caPEM, cert := testCertificates(t)
+		caPEM, cert := certs.ForLoopback(t, "localhost")
 		env.caPEM = caPEM
 		go func() { served <- env.srv.ServeTLS(l, &tls.Config{Certificates: []tls.Certificate{cert}}) }()
 	} else {
@@ -392,56 +387,4 @@ func waitFor(t *testing.T, ch <-chan string, want string) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("timed out waiting for %q", want)
 	}
-}
-
-// testCertificates makes a CA and a server certificate for 127.0.0.1 and localhost.
-func testCertificates(t *testing.T) (caPEM []byte, cert tls.Certificate) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "wsman test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err = tls.X509KeyPair(
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), cert
 }
