@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Small JSON helper for demo/run.sh (so the demo needs no jq).
+
+  fleetctl.py control   WINSIM_JSON              print the control plane's address
+  fleetctl.py listeners WINSIM_JSON              print each host's listeners
+  fleetctl.py tfvars    WINSIM_JSON FLEET_JSON   print terraform.tfvars.json for demo/main.tf
+  fleetctl.py credentials FLEET_JSON             print shell assignments of the MSSQLIFI_* credentials
+  fleetctl.py first-key TFVARS_JSON              print the first HOST/INSTANCE key
+  fleetctl.py show      CONTROL                  print every instance as the simulator sees it
+  fleetctl.py revoke    CONTROL HOST SID         revoke SeManageVolumePrivilege from SID on HOST
+"""
+import json
+import shlex
+import sys
+import urllib.error
+import urllib.request
+
+RIGHT = "SeManageVolumePrivilege"
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def port_of(hostport):
+    return int(hostport.rsplit(":", 1)[1])
+
+
+def http(control, method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        "http://%s%s" % (control, path), data=data, method=method,
+        headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as e:
+        sys.exit("control API %s %s answered %s: %s" % (method, path, e.code, e.read().decode(errors="replace")))
+    except urllib.error.URLError as e:
+        sys.exit("control API %s %s failed: %s (is winsim still running?)" % (method, path, e.reason))
+
+
+def cmd_control(info_path):
+    print(load(info_path)["control"])
+
+
+def cmd_listeners(info_path):
+    for h in load(info_path)["hosts"]:
+        inst = ", ".join("%s sql=%s" % (i["name"], i["sql"]) for i in h["instances"])
+        print("  %-6s %-10s winrm-https=%s  %s" % (h["name"], h["address"], h["winrm_https"], inst))
+
+
+def cmd_tfvars(info_path, fleet_path):
+    info = load(info_path)
+    hosts = {}
+    for h in info["hosts"]:
+        hosts[h["name"]] = {
+            "address": h["address"],
+            "winrm_port": port_of(h["winrm_https"]),
+            "instances": [i["name"] for i in h["instances"]],
+        }
+    json.dump({"ca_cert_file": info["ca_cert"], "hosts": hosts}, sys.stdout, indent=2)
+    print()
+
+
+def cmd_credentials(fleet_path):
+    fleet = load(fleet_path)
+    host = fleet["hosts"][0]
+    user = host["winrm"]["users"][0]
+    login = host["instances"][0]["logins"][0]
+    for k, v in (("MSSQLIFI_WINRM_USERNAME", user["name"]),
+                 ("MSSQLIFI_WINRM_PASSWORD", user["password"]),
+                 ("MSSQLIFI_SQL_USERNAME", login["name"]),
+                 ("MSSQLIFI_SQL_PASSWORD", login["password"])):
+        print("%s=%s" % (k, shlex.quote(v)))
+
+
+def cmd_first_key(tfvars_path):
+    hosts = load(tfvars_path)["hosts"]
+    name = sorted(hosts)[0]
+    # The default instance of the first host: its address is what the resource's
+    # "host" holds, but the keys are the simulator's names.
+    print("%s/%s" % (name, hosts[name]["instances"][0]))
+
+
+def yn(v):
+    return {True: "on", False: "off", None: "?"}.get(v, str(v))
+
+
+def cmd_show(control):
+    hosts = http(control, "GET", "/v1/hosts")
+    print("  %-22s %-9s %-19s %-14s %-12s %s" % (
+        "HOST/INSTANCE", "SERVICE", "STARTED (UTC)", "RIGHT HELD BY", "IFI RUNNING", "NOTES"))
+    for h in hosts:
+        snap = http(control, "GET", "/v1/hosts/%s" % h["name"])
+        for row in describe(h["name"], snap):
+            print("  %-22s %-9s %-19s %-14s %-12s %s" % row)
+
+
+def describe(hostname, snap):
+    """Rows of (key, state, started, holder, ifi, notes) from GET /v1/hosts/{host}."""
+    holders = {p["sid"] for p in (snap.get("rights") or {}).get(RIGHT) or []}
+    services = {s["name"]: s for s in snap.get("services") or []}
+    rows = []
+    for inst in snap.get("instances") or []:
+        svc = services.get(inst.get("service_name"), {})
+        sid = svc.get("service_sid")
+        started = (svc.get("process_start_time") or "-")[:19].replace("T", " ")
+        if sid and sid in holders:
+            holder = "service SID"
+        elif svc.get("start_account_sid") in holders:
+            holder = "start account"
+        elif "S-1-5-32-544" in holders:
+            holder = "Admins only"
+        else:
+            holder = "nobody"
+        ifi = inst.get("instant_file_initialization")
+        notes = []
+        tde = [d["name"] for d in inst.get("databases") or [] if d.get("tde") and d["name"] != "tempdb"]
+        if tde:
+            notes.append("TDE (never instant): " + ", ".join(tde))
+        if holder in ("service SID", "start account") and ifi is False:
+            notes.append("granted, restart pending")
+        if holder not in ("service SID", "start account") and ifi is True:
+            notes.append("revoked, on until restart")
+        rows.append(("%s/%s" % (hostname, inst.get("name")), svc.get("state", "?"), started,
+                     holder, yn(ifi), "; ".join(notes)))
+    return rows
+
+
+def cmd_revoke(control, host, sid):
+    res = http(control, "POST", "/v1/hosts/%s/actions" % host,
+               {"action": "revoke_right", "right": RIGHT, "sid": sid})
+    print("  POST /v1/hosts/%s/actions revoke_right %s %s -> changed=%s" % (host, RIGHT, sid, res.get("changed")))
+
+
+def main(argv):
+    cmds = {
+        "control": cmd_control, "listeners": cmd_listeners, "tfvars": cmd_tfvars,
+        "credentials": cmd_credentials, "first-key": cmd_first_key, "show": cmd_show,
+        "revoke": cmd_revoke,
+    }
+    if len(argv) < 2 or argv[1] not in cmds:
+        sys.exit(__doc__)
+    cmds[argv[1]](*argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,80 @@
+# The demo fleet: one mssqlifi_instant_file_initialization per simulated instance.
+# demo/run.sh writes terraform.tfvars.json from the simulator's listener addresses and
+# sets the credentials through MSSQLIFI_WINRM_* and MSSQLIFI_SQL_* variables.
+terraform {
+  required_providers {
+    mssqlifi = {
+      source = "mssqlifi/mssqlifi"
+    }
+  }
+}
+
+variable "ca_cert_file" {
+  description = "PEM file of the CA that signed the simulated hosts' certificates."
+  type        = string
+}
+
+variable "hosts" {
+  description = "host => its address, WinRM HTTPS port and SQL Server instances."
+  type = map(object({
+    address    = string
+    winrm_port = number
+    instances  = list(string)
+  }))
+}
+
+provider "mssqlifi" {
+  winrm {
+    auth    = "ntlm"
+    https   = true
+    ca_cert = file(var.ca_cert_file) # verify the hosts' certificates, no "insecure"
+  }
+  sql {
+    encrypt = "strict" # TDS 8: TLS from the first byte, verified against the same CA
+    ca_cert = file(var.ca_cert_file)
+  }
+}
+
+locals {
+  instances = merge([
+    for name, h in var.hosts : {
+      for inst in h.instances : "${name}/${inst}" => {
+        address    = h.address
+        winrm_port = h.winrm_port
+        instance   = inst
+      }
+    }
+  ]...)
+}
+
+resource "mssqlifi_instant_file_initialization" "fleet" {
+  for_each = local.instances
+
+  host     = each.value.address
+  port     = each.value.winrm_port
+  instance = each.value.instance
+
+  # The simulated Engines restart in about two seconds; real ones may take minutes.
+  timeouts {
+    create = "2m"
+    update = "2m"
+  }
+}
+
+output "ifi" {
+  description = "What each running Engine really has, as SQL Server reports it."
+  value = {
+    for k, r in mssqlifi_instant_file_initialization.fleet : k => {
+      ifi_enabled       = r.ifi_enabled
+      verified_by       = r.verified_by
+      privilege_granted = r.privilege_granted
+      restart_pending   = r.restart_pending
+      tde_databases     = r.tde_databases
+    }
+  }
+}
+
+output "grantee_sids" {
+  description = "The SID each instance's right was granted to (the per-service SID)."
+  value       = { for k, r in mssqlifi_instant_file_initialization.fleet : k => r.grantee_sid }
+}

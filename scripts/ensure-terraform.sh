@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Prints the path of a Terraform-compatible CLI on stdout; progress goes to stderr.
+#
+#   terraform on PATH, unless MSSQLIFI_TF=tofu asks for OpenTofu;
+#   otherwise OpenTofu v1.12.6 built from the Go module proxy (Terraform itself cannot
+#   be built from the proxy), cached under ${XDG_CACHE_HOME:-$HOME/.cache}/mssqlifi.
+#
+# The build takes about four minutes on two cores, once; later calls reuse it.
+set -euo pipefail
+
+TOFU_VERSION="${MSSQLIFI_TOFU_VERSION:-1.12.6}"
+CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/mssqlifi/tofu-${TOFU_VERSION}"
+TOFU_BIN="$CACHE_DIR/tofu"
+
+log() { printf 'ensure-terraform: %s\n' "$*" >&2; }
+
+if [[ "${MSSQLIFI_TF:-}" != "tofu" ]]; then
+	if tf="$(command -v terraform 2>/dev/null)"; then
+		printf '%s\n' "$tf"
+		exit 0
+	fi
+	log "terraform is not on PATH; using OpenTofu v${TOFU_VERSION} instead"
+fi
+
+# A cached build counts only if it is the release version asked for (not a -dev build).
+cached_ok() {
+	[[ -x "$TOFU_BIN" ]] || return 1
+	local v
+	v="$(TF_CLI_CONFIG_FILE=/dev/null "$TOFU_BIN" -version 2>/dev/null | head -n1)" || return 1
+	[[ "$v" == "OpenTofu v${TOFU_VERSION}" ]]
+}
+
+if cached_ok; then
+	printf '%s\n' "$TOFU_BIN"
+	exit 0
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+	log "go is not on PATH: install Go 1.26 or put terraform on PATH, then run this again"
+	exit 1
+fi
+
+mkdir -p "$CACHE_DIR"
+# Serialise concurrent builds (two make targets at once) on a lock file.
+exec 9>"$CACHE_DIR/.lock"
+if command -v flock >/dev/null 2>&1; then
+	flock 9
+fi
+if cached_ok; then
+	printf '%s\n' "$TOFU_BIN"
+	exit 0
+fi
+
+start=$SECONDS
+log "downloading github.com/opentofu/opentofu@v${TOFU_VERSION} from the Go module proxy"
+# Run outside any module so the download never touches a go.mod.
+workdir="$(mktemp -d)"
+trap 'rm -rf "$workdir"' EXIT
+modinfo="$(cd "$workdir" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "github.com/opentofu/opentofu@v${TOFU_VERSION}")" || {
+	log "go mod download of OpenTofu v${TOFU_VERSION} failed: check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY))"
+	exit 1
+}
+moddir="$(printf '%s\n' "$modinfo" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)"
+if [[ -z "$moddir" || ! -d "$moddir" ]]; then
+	log "could not find the OpenTofu module folder in go mod download's answer:"
+	printf '%s\n' "$modinfo" >&2
+	exit 1
+fi
+
+log "building tofu from $moddir into $CACHE_DIR (about 4 minutes on 2 cores)"
+# The module folder is read-only; the build writes only to -o and the build cache.
+if ! (cd "$moddir" && GOFLAGS=-buildvcs=false go build -trimpath \
+	-ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
+	-o "$TOFU_BIN.tmp" ./cmd/tofu); then
+	rm -f "$TOFU_BIN.tmp"
+	log "building OpenTofu failed (see above); install terraform on PATH as an alternative"
+	exit 1
+fi
+mv -f "$TOFU_BIN.tmp" "$TOFU_BIN"
+log "built $(TF_CLI_CONFIG_FILE=/dev/null "$TOFU_BIN" -version | head -n1) in $((SECONDS - start))s"
+printf '%s\n' "$TOFU_BIN"
