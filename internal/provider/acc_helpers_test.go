@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 			}
 		}
 		code := m.Run()
+		removeCLIBuild()
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}
@@ -149,7 +150,18 @@ func (e *accEnv) providerConfig(withSQL bool) string {
 }
 
 func (e *accEnv) providerConfigWith(password string, withSQL bool) string {
+	// The full source address: OpenTofu reads an unqualified "hashicorp/mssqlifi" as
+	// registry.opentofu.org/..., which is not the provider the test framework
+	// reattaches (an import-only first step then tries to download it).
 	s := fmt.Sprintf(`
+terraform {
+  required_providers {
+    mssqlifi = {
+      source = "registry.terraform.io/hashicorp/mssqlifi"
+    }
+  }
+}
+
 provider "mssqlifi" {
   winrm {
     username = %q
