@@ -26,13 +26,11 @@ const DefaultTimeout = 60 * time.Second
 type winrmHost struct {
 	cfg  Config
 	port int
-	// newClient makes a masterzen client with its own HTTP transport. NTLM
-	// authenticates a TCP connection through a three-leg handshake, and masterzen's
-	// NTLM transport does not pin the legs to one connection: two operations sharing
-	// a transport can interleave their legs on pooled connections and both fail
-	// with 401 (on Windows as on the simulator). So an operation borrows a client that
-	// no other operation uses meanwhile; idle clients are kept, so sequential
-	// operations reuse their authenticated connections.
+	// newClient makes a masterzen client with its own transport (transport.go), which
+	// keeps each NTLM handshake on one connection. An operation still borrows a
+	// client that no other operation uses meanwhile, so operations never wait for each
+	// other's connections; idle clients are kept, so sequential operations reuse
+	// their authenticated connections.
 	newClient func() (*winrm.Client, error)
 	mu        sync.Mutex
 	idle      []*winrm.Client
@@ -108,9 +106,9 @@ func New(cfg Config) (Host, error) {
 		Timeout:       timeout + 30*time.Second,
 	}
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
-	if auth == "ntlm" {
-		params.TransportDecorator = func() winrm.Transporter { return &winrm.ClientNTLM{} }
-	}
+	// Our own transport for both kinds: it keeps every NTLM handshake on one
+	// connection (see transport.go). It ignores HTTP proxies.
+	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
 	newClient := func() (*winrm.Client, error) {
 		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
 	}

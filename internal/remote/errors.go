@@ -15,7 +15,8 @@ import (
 	"syscall"
 )
 
-// httpStatusRe finds the status masterzen puts in its messages:
+// httpStatusRe finds the status masterzen's own transports put in their messages
+// (ours returns an *httpStatusError with the same text):
 // "http response error: 401 - invalid content type" or "http error 500: <body>".
 var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 
@@ -37,8 +38,17 @@ func (h *winrmHost) classify(err error) *Error {
 		return e
 	}
 
-	if m := httpStatusRe.FindStringSubmatch(msg); m != nil {
-		status, _ := strconv.Atoi(m[1])
+	status := 0
+	var se *httpStatusError
+	if errors.As(err, &se) {
+		status = se.Status
+		if se.SOAP {
+			msg = se.Error()
+		}
+	} else if m := httpStatusRe.FindStringSubmatch(msg); m != nil {
+		status, _ = strconv.Atoi(m[1])
+	}
+	if status != 0 {
 		switch {
 		case status == 401:
 			e.Kind = KindAuth
@@ -107,7 +117,8 @@ func (h *winrmHost) classify(err error) *Error {
 	}
 
 	var ue *url.Error
-	if errors.As(err, &ue) && ue.Timeout() {
+	var ne net.Error
+	if errors.As(err, &ue) && ue.Timeout() || errors.As(err, &ne) && ne.Timeout() {
 		e.Kind = KindTimeout
 		e.Message = fmt.Sprintf("WinRM at %s did not answer in time: %s", where, rootCause(err))
 		e.Hint = "Raise the winrm timeout, or check the host's load and network"
@@ -150,8 +161,11 @@ func (h *winrmHost) tlsError(e *Error, where string, err error) *Error {
 // rootCause is the innermost error's text, without masterzen's and net/http's prefixes.
 func rootCause(err error) string {
 	var ue *url.Error
+	var te *transportError
 	if errors.As(err, &ue) {
 		err = ue.Err
+	} else if errors.As(err, &te) {
+		err = te.Err
 	}
 	var opErr *net.OpError
 	if errors.As(err, &opErr) && opErr.Err != nil {

@@ -3,6 +3,9 @@ package remote
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"strings"
 	"testing"
 )
@@ -27,6 +30,12 @@ func TestClassifyMasterzenTexts(t *testing.T) {
 		{errors.New(accessDenied), KindAuth, "answered HTTP 500: Access is denied.", "local Administrator"},
 		{errors.New(quota), KindProtocol, "maximum number of 5 concurrent shells", "winrm get winrm/config"},
 		{errors.New("unknown error Post \"https://sql01.example.test:5986/wsman\": unexpected EOF"), KindUnreachable, "connection to sql01.example.test:5986 was closed", "winrm quickconfig"},
+		// Our transport's errors (transport.go).
+		{&httpStatusError{Status: 401}, KindAuth, `authentication failed for CONTOSO\deploy at sql01.example.test:5986`, "local Administrator"},
+		{fmt.Errorf("creating the shell: %w", &httpStatusError{Status: 500, SOAP: true, Body: strings.TrimPrefix(accessDenied, "http error 500: ")}), KindAuth, "answered HTTP 500: Access is denied.", "local Administrator"},
+		{&transportError{URL: "https://sql01.example.test:5986/wsman", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}, KindTimeout,
+			"sql01.example.test:5986 did not answer in time: i/o timeout", "Raise the winrm timeout"},
+		{&transportError{URL: "https://sql01.example.test:5986/wsman", Err: io.ErrUnexpectedEOF}, KindUnreachable, "connection to sql01.example.test:5986 was closed: unexpected EOF", "winrm quickconfig"},
 	} {
 		e := h.classify(tc.err)
 		if e.Kind != tc.kind || !strings.Contains(e.Message, tc.contains) || !strings.Contains(e.Hint, tc.hint) {

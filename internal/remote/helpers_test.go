@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,22 @@ type call struct {
 
 func newTestHost(t testing.TB, useTLS bool, handle opHandler) *testHost {
 	t.Helper()
+	return newTestHostWith(t, hostOptions{tls: useTLS}, handle)
+}
+
+// hostOptions changes how a test host serves, to watch or disturb the connections.
+type hostOptions struct {
+	tls bool
+	// listener, when set, wraps the loopback listener (to count connections).
+	listener func(net.Listener) net.Listener
+	// handler, when set, wraps the WS-Management handler (to change answers).
+	handler func(http.Handler) http.Handler
+	// logf receives the endpoint's log.
+	logf func(format string, args ...any)
+}
+
+func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
+	t.Helper()
 	h := &testHost{}
 	h.srv = wsman.NewServer(wsman.Config{
 		ComputerName: "SQL01",
@@ -61,6 +78,7 @@ func newTestHost(t testing.TB, useTLS bool, handle opHandler) *testHost {
 		},
 		AllowBasic: true,
 		AllowNTLM:  true,
+		Logf:       o.logf,
 		Executor: wsman.ExecutorFunc(func(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 			line := strings.TrimSpace(cmd.Command + " " + strings.Join(cmd.Arguments, " "))
 			if line != contract.CommandLine() {
@@ -98,12 +116,26 @@ func newTestHost(t testing.TB, useTLS bool, handle opHandler) *testHost {
 		t.Fatalf("listen on loopback: %v", err)
 	}
 	h.port = l.Addr().(*net.TCPAddr).Port
+	if o.listener != nil {
+		l = o.listener(l)
+	}
 	served := make(chan error, 1)
-	if useTLS {
+	switch {
+	case o.handler != nil:
+		// Served like wsman.Server.Serve does, with the handler wrapped.
+		hs := &http.Server{Handler: o.handler(h.srv.Handler()), ConnContext: h.srv.ConnContext}
+		go func() { served <- hs.Serve(l) }()
+		t.Cleanup(func() {
+			h.srv.Close()
+			hs.Close()
+			<-served
+		})
+		return h
+	case o.tls:
 		var cert tls.Certificate
 		h.caPEM, cert = certs.ForLoopback(t, "sql01.example.test")
 		go func() { served <- h.srv.ServeTLS(l, &tls.Config{Certificates: []tls.Certificate{cert}}) }()
-	} else {
+	default:
 		go func() { served <- h.srv.Serve(l) }()
 	}
 	t.Cleanup(func() {

@@ -18,7 +18,8 @@ type Host interface {
 	RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
 }
 
-// Config says how to reach one host's WinRM listener.
+// Config says how to reach one host's WinRM listener. Connections go straight to the
+// host: HTTP proxies (HTTP_PROXY, HTTPS_PROXY) are not used.
 type Config struct {
 	Host          string // DNS name or IP address
 	Port          int    // 0: 5986 with HTTPS, 5985 without
