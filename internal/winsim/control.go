@@ -22,6 +22,7 @@ import (
 //	{"action":"start_service","service":"MSSQLSERVER"}
 //	{"action":"set_group_policy_right","right":"SeManageVolumePrivilege","sids":["S-1-5-32-544"]}
 //	{"action":"refresh_group_policy"}
+//	{"action":"uninstall_instance","instance":"REPORTING"}
 //
 // Service actions wait until the service reaches its target state (Running, or
 // Stopped for stop_service) unless "wait" is false; "timeout_seconds" bounds the wait
@@ -32,6 +33,7 @@ type Action struct {
 	SID            string   `json:"sid,omitempty"`
 	SIDs           []string `json:"sids,omitempty"`
 	Service        string   `json:"service,omitempty"`
+	Instance       string   `json:"instance,omitempty"`
 	Force          bool     `json:"force,omitempty"`
 	Wait           *bool    `json:"wait,omitempty"`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
@@ -46,6 +48,7 @@ const (
 	ActionStartService         = "start_service"
 	ActionSetGroupPolicyRight  = "set_group_policy_right"
 	ActionRefreshGroupPolicy   = "refresh_group_policy"
+	ActionUninstallInstance    = "uninstall_instance"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -161,6 +164,23 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		h.RefreshGroupPolicy()
 		return res, nil
 
+	case ActionUninstallInstance:
+		if err := need("instance", a.Instance); err != nil {
+			return res, err
+		}
+		if err := h.UninstallInstance(a.Instance); err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+		}
+		// The model closed the TDS listener; make sure nothing opens it again.
+		if sh, ok := s.byName[strings.ToLower(hostName)]; ok {
+			for _, ep := range sh.instances {
+				if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
+					ep.shutdown()
+				}
+			}
+		}
+		return res, nil
+
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
 	default:
@@ -170,7 +190,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
-	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy,
+	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 }
 
 // controlHandler serves the HTTP JSON control plane.
@@ -238,7 +258,7 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrUnknownHost):
 		status = http.StatusNotFound
-	case errors.Is(err, host.ErrNoSuchService):
+	case errors.Is(err, host.ErrNoSuchService), errors.Is(err, host.ErrNoSuchInstance):
 		status = http.StatusNotFound
 	case errors.Is(err, ErrBadAction), errors.Is(err, host.ErrNoSuchPrivilege):
 		status = http.StatusBadRequest

@@ -288,10 +288,7 @@ func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout
 		return code
 	}
 	inst, found := h.Instance(p.Instance)
-	installed := make([]string, 0, len(h.instances))
-	for _, i := range h.instances {
-		installed = append(installed, i.name)
-	}
+	installed := h.installedNames()
 	if !found {
 		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: installed})
 		return contract.ExitOK
@@ -304,6 +301,12 @@ func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout
 		return lsaTerminating(stderr, entry, lsaNoPrivilege)
 	}
 	h.mu.Lock()
+	if !slices.Contains(h.instances, inst) {
+		// Uninstalled since the lookup: answer as the registry now does.
+		h.mu.Unlock()
+		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: h.installedNames()})
+		return contract.ExitOK
+	}
 	res := h.readInstanceLocked(inst, right)
 	h.mu.Unlock()
 	res.InstalledInstances = installed
@@ -391,10 +394,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	}
 	inst, found := h.Instance(p.Instance)
 	if !found {
-		names := make([]string, 0, len(h.instances))
-		for _, i := range h.instances {
-			names = append(names, i.name)
-		}
+		names := h.installedNames()
 		return h.scriptError(stdout, entry, contract.ExitNotFound, "not_found",
 			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
 	}

@@ -420,11 +420,23 @@ func (h *Host) findUser(domain, user string) (winrmUser, bool) {
 	return winrmUser{}, false
 }
 
-// Instances returns the host's SQL Server instances, in configuration order.
-func (h *Host) Instances() []*Instance { return slices.Clone(h.instances) }
+// Instances returns the host's installed SQL Server instances, in configuration
+// order (UninstallInstance removes one).
+func (h *Host) Instances() []*Instance {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.instances)
+}
 
-// Instance finds an instance by name (case-insensitive; MSSQLSERVER is the default).
+// Instance finds an installed instance by name (case-insensitive; MSSQLSERVER is
+// the default).
 func (h *Host) Instance(name string) (*Instance, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.instanceLocked(name)
+}
+
+func (h *Host) instanceLocked(name string) (*Instance, bool) {
 	for _, i := range h.instances {
 		if strings.EqualFold(i.name, name) {
 			return i, true

@@ -238,7 +238,7 @@ func (i *Instance) syncListener() {
 }
 
 func (h *Host) syncListeners() {
-	for _, i := range h.instances {
+	for _, i := range h.Instances() {
 		i.syncListener()
 	}
 }

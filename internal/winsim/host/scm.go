@@ -27,6 +27,7 @@ type service struct {
 	failStart        bool
 	initiallyStopped bool
 	inst             *Instance // set for an Engine
+	deleted          bool      // removed from the SCM (UninstallInstance)
 
 	state     string // contract.State*
 	pending   string // "start": waiting for its dependencies; "stop": waiting for its dependents
@@ -146,6 +147,15 @@ func (h *Host) startLocked(s *service) error {
 		return nil
 	case s.state == contract.StateStopPending || s.pending == pendingStop:
 		return fmt.Errorf("cannot start service '%s (%s)': it is stopping (%s); wait until it is Stopped, then start it", s.display, s.name, contract.StateStopPending)
+	}
+	if s.deleted {
+		return fmt.Errorf("%w: %s was uninstalled", ErrNoSuchService, s.name)
+	}
+	for _, d := range s.dependsOn {
+		if d.deleted {
+			// ERROR_SERVICE_DEPENDENCY_DELETED: the dependency was uninstalled.
+			return fmt.Errorf("cannot start service '%s (%s)': the dependency service does not exist or has been marked for deletion (1075): %s was uninstalled", s.display, s.name, d.name)
+		}
 	}
 	s.pending = pendingStart
 	s.failed = false
@@ -352,6 +362,9 @@ func (h *Host) WaitServiceState(ctx context.Context, name, state string) error {
 		return fmt.Errorf("%q is not a service state: use %q, %q, %q or %q", state, contract.StateRunning, contract.StateStopped, contract.StateStartPending, contract.StateStopPending)
 	}
 	err = h.waitFor(ctx, func() (bool, error) {
+		if s.deleted {
+			return false, fmt.Errorf("%w: %s was uninstalled while waiting for it to be %s", ErrNoSuchService, s.name, state)
+		}
 		if s.state == state {
 			return true, nil
 		}

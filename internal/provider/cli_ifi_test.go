@@ -1,0 +1,271 @@
+package provider
+
+import (
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// What a user reads in terraform's output, through the real CLI (see cli_test.go).
+
+// opsSince returns the operations the host ran from index n of its audit log on.
+func (e *accEnv) opsSince(n int) []string { return e.operations()[n:] }
+
+func countOp(ops []string, op contract.Operation) int {
+	n := 0
+	for _, o := range ops {
+		if o == string(op) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCLI_TDEWarningNamesTheDatabase(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Instances = []host.InstanceConfig{{
+			Name:         "REPORTING",
+			TDEDatabases: []string{"ReportServer"},
+			Logins:       []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}},
+		}}
+	})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `instance = "REPORTING"`))
+	r := w.mustApply()
+	d := r.wantDiag(t, "warning", `^IFI does not apply to TDE-encrypted databases$`, `databases ReportServer use Transparent Data Encryption`)
+	if !regexp.MustCompile(`instance REPORTING on ` + regexp.QuoteMeta(e.addr)).MatchString(d.Detail) {
+		t.Errorf("the TDE warning does not name the instance and host: %q", d.Detail)
+	}
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	p.wantDiag(t, "warning", `TDE`, `ReportServer`)
+}
+
+// restart = "never" after a grant: the apply warns that a restart is pending, the
+// next plan is empty (exit 0) and warns again, the state says restart_pending.
+func TestCLI_restartNeverPendingWarning(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	before := e.serviceStart("MSSQLSERVER")
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+	r := w.mustApply()
+	const detail = `restart of the service MSSQLSERVER is pending for IFI to be on(.|\n)*restart = "never"`
+	r.wantDiag(t, "warning", `^A restart of SQL Server is pending$`, detail)
+	if !e.holds(defaultSvcSID) {
+		t.Fatal("the apply did not grant the right")
+	}
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	p.wantDiag(t, "warning", `^A restart of SQL Server is pending$`, detail)
+	a := w.attrs(resName)
+	if a["restart_pending"] != true || a["ifi_enabled"] != false || a["privilege_granted"] != true || a["enabled"] != true {
+		t.Errorf("state: restart_pending %v, ifi_enabled %v, privilege_granted %v, enabled %v; want true, false, true, true",
+			a["restart_pending"], a["ifi_enabled"], a["privilege_granted"], a["enabled"])
+	}
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+		t.Errorf("restart = never restarted the Engine: started %v, was %v", s, before)
+	}
+}
+
+// Destroy revokes, never restarts, and says IFI stays on until the next restart.
+func TestCLI_destroyWarnsIFIStaysOn(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	started := e.serviceStart("MSSQLSERVER")
+	if in := e.instance("MSSQLSERVER"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+		t.Fatalf("after the apply the Engine does not have IFI: %+v", in)
+	}
+	pd := w.run("plan", "-destroy", "-json", "-no-color")
+	pd.wantDiag(t, "warning", `^IFI stays on until the next restart$`, `MSSQLSERVER(.|\n)*maintenance window`)
+	n := len(e.operations())
+	r := w.destroy()
+	if r.Exit != 0 {
+		t.Fatalf("terraform destroy failed (exit %d):\n%s", r.Exit, r.describe())
+	}
+	r.wantDiag(t, "warning", `^IFI stays on until the next restart$`, `MSSQLSERVER(.|\n)*maintenance window`)
+	if got := len(r.find("warning", `^IFI stays on until the next restart$`, "")); got != 1 {
+		t.Errorf("destroy shows the stays-on warning %d times, want once:\n%s", got, r.describe())
+	}
+	if e.holds(defaultSvcSID) {
+		t.Error("destroy left the grant in place")
+	}
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(started) {
+		t.Errorf("destroy restarted the Engine: started %v, was %v", s, started)
+	}
+	if in := e.instance("MSSQLSERVER"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+		t.Errorf("the running Engine lost IFI without a restart: %+v", in)
+	}
+	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("destroy ran restart_instance: %v", ops)
+	}
+}
+
+// An Engine run by an administrator keeps IFI: enabled = false warns why, and the
+// next plan is empty.
+func TestCLI_administratorStaysOnThenEmptyPlan(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Administrators = []string{accSvcAcct}
+		hc.Instances[0].ServiceAccount = accSvcAcct
+	})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = false"))
+	r := w.mustApply()
+	r.wantDiag(t, "warning", `^IFI stays on although enabled = false$`,
+		regexp.QuoteMeta(accSvcAcct)+` is a member of Administrators(.|\n)*non-administrator`)
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	p.wantDiag(t, "warning", `^IFI stays on although enabled = false$`, `Administrators`)
+	if a := w.attrs(resName); a["enabled"] != false || a["ifi_enabled"] != true {
+		t.Errorf("state: enabled %v, ifi_enabled %v; want false, true", a["enabled"], a["ifi_enabled"])
+	}
+}
+
+// No sql block and an error log without the IFI line (SQL Server 2014 SP1 does not
+// write it): verified_by = none and a warning says how to make it verifiable.
+func TestCLI_unverifiableWarns(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Instances[0].Version = "12.0.4100.1"
+	})
+	if e.instance("MSSQLSERVER").ErrorLog.Found {
+		t.Fatal("the simulated 2014 SP1 error log has an IFI line; the test needs one without")
+	}
+	w.write(e.providerConfig(false) + resourceConfig(e.addr, ""))
+	r := w.mustApply()
+	r.wantDiag(t, "warning", `^IFI could not be verified$`, `MSSQLSERVER(.|\n)*sql block`)
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	p.wantDiag(t, "warning", `^IFI could not be verified$`, `sql block`)
+	a := w.attrs(resName)
+	if a["verified_by"] != string(ifi.SourceNone) || a["ifi_enabled"] != nil || a["restart_pending"] != nil {
+		t.Errorf("state: verified_by %v, ifi_enabled %v, restart_pending %v; want none, null, null",
+			a["verified_by"], a["ifi_enabled"], a["restart_pending"])
+	}
+}
+
+// Group Policy takes over the right after a first apply: the plan warns (ModifyPlan),
+// the apply refuses naming the GPO setting, and nothing is changed on the host.
+func TestCLI_groupPolicyWarnsAtPlanAndRefusesApply(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = false"))
+	w.mustApply()
+	for _, a := range []winsim.Action{
+		{Action: winsim.ActionSetGroupPolicyRight, Right: contract.RightManageVolume, SIDs: []string{winsid.Administrators}},
+		{Action: winsim.ActionRefreshGroupPolicy},
+	} {
+		if err := e.sim.Do(e.name, a); err != nil {
+			t.Fatalf("%s: %v", a.Action, err)
+		}
+	}
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = true"))
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", `^Group Policy owns the right$`, regexp.QuoteMeta(ifi.GPOSetting))
+	if !slices.Contains(p.Changes, tfChange{resName, "update"}) {
+		t.Errorf("the plan does not update %s: %v", resName, p.Changes)
+	}
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("the apply succeeded against Group Policy:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^Group Policy owns the right and does not grant it$`,
+		`Nothing was changed(.|\n)*`+regexp.QuoteMeta(ifi.GPOSetting))
+	if ops := e.operations(); countOp(ops, contract.OpSetRight) != 0 {
+		t.Errorf("the provider changed a policy-owned right: %v", ops)
+	}
+	if e.holds(defaultSvcSID) {
+		t.Error("the service SID holds the right although the policy does not list it")
+	}
+}
+
+// A failover cluster instance: with if_needed a grant that needs a restart is
+// refused before any change; with never the grant is made and a restart is pending.
+func TestCLI_clusteredInstance(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].Clustered = true })
+	before := e.serviceStart("MSSQLSERVER")
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed"`))
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("the apply restarted a clustered instance:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `Clustered`, `failover cluster instance(.|\n)*Nothing was changed(.|\n)*restart = "never"`)
+	ops := e.operations()
+	if countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("the refused apply changed the host: %v", ops)
+	}
+	if e.holds(defaultSvcSID) {
+		t.Error("the refused apply granted the right")
+	}
+
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+	w.mustApply()
+	if !e.holds(defaultSvcSID) {
+		t.Error("restart = never did not grant the right")
+	}
+	a := w.attrs(resName)
+	if a["restart_pending"] != true || a["clustered"] != true {
+		t.Errorf("state: restart_pending %v, clustered %v; want true, true", a["restart_pending"], a["clustered"])
+	}
+	if ops := e.operations(); countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("a clustered instance was restarted: %v", ops)
+	}
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+		t.Errorf("the clustered Engine restarted: %v, was %v", s, before)
+	}
+	w.plan().wantPlanExit(t, 0)
+}
+
+// The instance is uninstalled after an apply: the plan warns that it was removed
+// from the state and plans to create it again; the refresh only read the host.
+func TestCLI_instanceUninstalled(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionUninstallInstance, Instance: "MSSQLSERVER"}); err != nil {
+		t.Fatalf("uninstalling through the control API: %v", err)
+	}
+	n := len(e.operations())
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", `removed from the state`, `"MSSQLSERVER" is not installed`)
+	if !slices.Contains(p.Changes, tfChange{resName, "create"}) {
+		t.Errorf("the plan does not create %s again: changes %v", resName, p.Changes)
+	}
+	ops := e.opsSince(n)
+	if len(ops) == 0 {
+		t.Fatal("the plan did not read the host")
+	}
+	for _, op := range ops {
+		if op != string(contract.OpReadInstance) {
+			t.Errorf("the plan ran %s on the host (want only read_instance): %v", op, ops)
+		}
+	}
+	// The orphaned service SID stays in the holder list, without a name.
+	for _, p := range e.host().Snapshot().Rights[contract.RightManageVolume] {
+		if p.SID == defaultSvcSID && p.Name != "" {
+			t.Errorf("the orphaned service SID still has a name: %+v", p)
+		}
+	}
+	if !e.holds(defaultSvcSID) {
+		t.Error("uninstalling removed the service SID from the holder list; LSA keeps it")
+	}
+}
