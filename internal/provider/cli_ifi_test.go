@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -267,5 +269,34 @@ func TestCLI_instanceUninstalled(t *testing.T) {
 	}
 	if !e.holds(defaultSvcSID) {
 		t.Error("uninstalling removed the service SID from the holder list; LSA keeps it")
+	}
+}
+
+// Passwords never reach the logs: a whole apply, plan and a failed logon at TF_LOG=TRACE
+// write neither the WinRM nor the SQL password anywhere in the log.
+func TestCLI_passwordsNeverLogged(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	logPath := w.dir + "/trace.log"
+	w.env = append(w.env, "TF_LOG=TRACE", "TF_LOG_PATH="+logPath)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	w.plan().wantPlanExit(t, 0)
+	// A wrong password is logged as a failure, never as itself.
+	const wrong = "Wr0ng-Pa55word-Never-Logged"
+	w.write(e.providerConfigWith(wrong, true) + resourceConfig(e.addr, ""))
+	w.plan().wantDiag(t, "error", "", `authentication failed`)
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("no trace log: %v", err)
+	}
+	if len(log) < 10000 || !strings.Contains(string(log), "mssqlifi") {
+		t.Fatalf("the trace log (%d bytes) does not look like the provider's", len(log))
+	}
+	for _, secret := range []string{accPassword, accSQLPass, wrong} {
+		if strings.Contains(string(log), secret) {
+			t.Errorf("the trace log contains a password (%d characters)", len(secret))
+		}
 	}
 }

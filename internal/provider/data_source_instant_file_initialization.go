@@ -87,7 +87,7 @@ func (d *ifiDataSource) Configure(_ context.Context, req datasource.ConfigureReq
 }
 
 func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	ctx = maskSecrets(ctx)
+	ctx = maskSecrets(ctx, d.c)
 	var m ifiDataSourceModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {

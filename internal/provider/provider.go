@@ -173,7 +173,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 }
 
 func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
-	ctx = maskSecrets(ctx)
+	ctx = maskSecrets(ctx, nil)
 	var cfg providerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
 	if resp.Diagnostics.HasError() {
@@ -276,9 +276,26 @@ func (p *mssqlifiProvider) DataSources(context.Context) []func() datasource.Data
 	return []func() datasource.DataSource{NewInstantFileInitializationDataSource}
 }
 
-// maskSecrets hides password values in every log line written with ctx.
-func maskSecrets(ctx context.Context) context.Context {
-	return tflog.MaskFieldValuesWithFieldKeys(ctx, "password", "winrm_password", "sql_password")
+// maskSecrets keeps passwords out of the logs: fields named like one, and the
+// configured passwords' values wherever they would appear (in a message or any field,
+// for example inside an error text from a library).
+func maskSecrets(ctx context.Context, c *clients) context.Context {
+	ctx = tflog.MaskFieldValuesWithFieldKeys(ctx, "password", "winrm_password", "sql_password")
+	if c == nil {
+		return ctx
+	}
+	var secrets []string
+	if c.winrm.Password != "" {
+		secrets = append(secrets, c.winrm.Password)
+	}
+	if c.sql != nil && c.sql.Password != "" {
+		secrets = append(secrets, c.sql.Password)
+	}
+	if len(secrets) > 0 {
+		ctx = tflog.MaskMessageStrings(ctx, secrets...)
+		ctx = tflog.MaskAllFieldValuesStrings(ctx, secrets...)
+	}
+	return ctx
 }
 
 func stringOr(v types.String, def string) string {

@@ -262,7 +262,7 @@ func configuredClients(providerData any, diags *diag.Diagnostics) *clients {
 }
 
 func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	ctx = maskSecrets(ctx)
+	ctx = maskSecrets(ctx, r.c)
 	var plan ifiResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -284,7 +284,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	ctx = maskSecrets(ctx)
+	ctx = maskSecrets(ctx, r.c)
 	var plan, prior ifiResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
@@ -487,7 +487,7 @@ func restartSeconds(ctx context.Context) int {
 }
 
 func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	ctx = maskSecrets(ctx)
+	ctx = maskSecrets(ctx, r.c)
 	var state ifiResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -549,7 +549,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 }
 
 func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	ctx = maskSecrets(ctx)
+	ctx = maskSecrets(ctx, r.c)
 	var state ifiResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
