@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -297,6 +298,50 @@ func TestCLI_passwordsNeverLogged(t *testing.T) {
 	for _, secret := range []string{accPassword, accSQLPass, wrong} {
 		if strings.Contains(string(log), secret) {
 			t.Errorf("the trace log contains a password (%d characters)", len(secret))
+		}
+	}
+}
+
+// A refresh costs one WinRM command (read_instance) and at most one SQL connection per
+// resource: terraform plan over two instances of one host runs read_instance twice and
+// logs in to each instance once.
+func TestCLI_refreshCostsOneCommandAndOneConnectionPerResource(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Instances = append(hc.Instances, host.InstanceConfig{
+			Name:   "REPORTING",
+			Logins: []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}},
+		})
+	})
+	w.write(e.providerConfig(true) + fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "default" {
+  host = %[1]q
+}
+resource "mssqlifi_instant_file_initialization" "reporting" {
+  host     = %[1]q
+  instance = "REPORTING"
+}
+`, e.addr))
+	w.mustApply()
+	connections := func() map[string]int64 {
+		m := map[string]int64{}
+		for _, i := range e.host().Snapshot().Instances {
+			if i.Process != nil {
+				m[i.Name] = i.Process.Connections
+			}
+		}
+		return m
+	}
+	n, before := len(e.operations()), connections()
+	w.plan().wantPlanExit(t, 0)
+	ops, after := e.opsSince(n), connections()
+	if len(ops) != 2 || countOp(ops, contract.OpReadInstance) != 2 {
+		t.Errorf("terraform plan over 2 resources ran %v over WinRM; want read_instance twice and nothing else", ops)
+	}
+	for _, name := range []string{"MSSQLSERVER", "REPORTING"} {
+		if d := after[name] - before[name]; d != 1 {
+			t.Errorf("terraform plan opened %d SQL connections to %s; want exactly 1", d, name)
 		}
 	}
 }

@@ -54,6 +54,9 @@ type Process struct {
 	// IFI is what the DMV and the error log report: the privilege, and trace flag
 	// 1806 off (FACTS.md: 1806 disables IFI).
 	IFI bool `json:"instant_file_initialization"`
+	// Connections counts the login attempts since the process started, successful
+	// or not, as SQL Server's @@CONNECTIONS does.
+	Connections int64 `json:"connections"`
 }
 
 const maxArchivedLogs = 6
@@ -151,6 +154,15 @@ func (i *Instance) Running() bool {
 
 // Ready reports whether the Engine accepts SQL connections (Running and ready_ms
 // passed).
+// countConnection records a login attempt on the running process (@@CONNECTIONS).
+func (i *Instance) countConnection() {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	if i.proc != nil {
+		i.proc.Connections++
+	}
+}
+
 func (i *Instance) Ready() bool {
 	i.h.mu.Lock()
 	defer i.h.mu.Unlock()
