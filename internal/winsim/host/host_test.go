@@ -287,23 +287,7 @@ func TestListenerHooksFollowEngine(t *testing.T) {
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS, cfg.Instances[0].ReadyMS = 10, 10, 40
 	h := newHost(t, cfg)
 	inst, _ := h.Instance("MSSQLSERVER")
-	var mu sync.Mutex
-	var calls []string
-	inst.SetSQLListener(func() error {
-		mu.Lock()
-		calls = append(calls, "open")
-		mu.Unlock()
-		return nil
-	}, func() {
-		mu.Lock()
-		calls = append(calls, "close")
-		mu.Unlock()
-	})
-	got := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Join(calls, ",")
-	}
+	got := recordListenerHooks(inst)
 	// New waits for nothing, so the Engine may still be within ready_ms: wait for it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -491,5 +475,23 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// recordListenerHooks installs SQL listener hooks on inst that record each call, and
+// returns the calls so far as "open,close,...".
+func recordListenerHooks(inst *Instance) func() string {
+	var mu sync.Mutex
+	var calls []string
+	record := func(call string) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, call)
+	}
+	inst.SetSQLListener(func() error { record("open"); return nil }, func() { record("close") })
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(calls, ",")
 	}
 }

@@ -3,7 +3,6 @@ package host
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -20,25 +19,12 @@ func TestUninstallInstance(t *testing.T) {
 	cfg.Rights = map[string][]string{contract.RightManageVolume: {`BUILTIN\Administrators`, engineSID}}
 	h := newHost(t, cfg)
 	inst, _ := h.Instance("MSSQLSERVER")
-	var mu sync.Mutex
-	var calls []string
-	inst.SetSQLListener(func() error {
-		mu.Lock()
-		calls = append(calls, "open")
-		mu.Unlock()
-		return nil
-	}, func() {
-		mu.Lock()
-		calls = append(calls, "close")
-		mu.Unlock()
-	})
+	calls := recordListenerHooks(inst)
 
 	if err := h.UninstallInstance("mssqlserver"); err != nil {
 		t.Fatalf("UninstallInstance: %v", err)
 	}
-	mu.Lock()
-	got := strings.Join(calls, ",")
-	mu.Unlock()
+	got := calls()
 	if got != "open,close" {
 		t.Errorf("listener hooks %q, want open,close (the endpoint closes at uninstall)", got)
 	}
