@@ -345,3 +345,24 @@ resource "mssqlifi_instant_file_initialization" "reporting" {
 		}
 	}
 }
+
+// Trace flag 1806 turns IFI off whatever the right says: the apply grants, does not
+// restart (a restart would not help), warns about the flag, and the next plan is empty.
+func TestCLI_traceFlag1806(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartupTraceFlags = []int{1806} })
+	before := e.serviceStart("MSSQLSERVER")
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	r := w.mustApply()
+	r.wantDiag(t, "warning", `^Trace flag 1806 disables IFI$`, `-T1806`)
+	a := w.attrs(resName)
+	if a["privilege_granted"] != true || a["ifi_enabled"] != false || a["restart_pending"] != false {
+		t.Errorf("state: privilege_granted %v, ifi_enabled %v, restart_pending %v; want true, false, false",
+			a["privilege_granted"], a["ifi_enabled"], a["restart_pending"])
+	}
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+		t.Errorf("the Engine was restarted (started %v, was %v) although trace flag 1806 keeps IFI off", s, before)
+	}
+	w.plan().wantPlanExit(t, 0)
+}
