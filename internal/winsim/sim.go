@@ -396,6 +396,9 @@ func (s *Sim) Info() Info {
 		hi := HostInfo{Name: sh.name, Address: sh.address, WinRM: sh.httpAddr, WinRMHTTPS: sh.httpsAddr, Instances: []InstanceInfo{}}
 		for _, ep := range sh.instances {
 			_, inst, _ := strings.Cut(ep.instance, `\`)
+			if _, installed := sh.model.Instance(inst); !installed {
+				continue // uninstalled through the control plane
+			}
 			hi.Instances = append(hi.Instances, InstanceInfo{Name: inst, SQL: ep.addr})
 		}
 		info.Hosts = append(info.Hosts, hi)

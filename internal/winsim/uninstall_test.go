@@ -27,6 +27,13 @@ func TestUninstallInstanceAction(t *testing.T) {
 	if open, _ := sim.SQLListening("sql01", "MSSQLSERVER"); open {
 		t.Error("SQLListening reports the uninstalled instance's endpoint open")
 	}
+	for _, h := range sim.Info().Hosts {
+		for _, i := range h.Instances {
+			if h.Name == "sql01" && i.Name == "MSSQLSERVER" {
+				t.Errorf("Info still lists the uninstalled instance sql01\\MSSQLSERVER at %s", i.SQL)
+			}
+		}
+	}
 	c := winrmClient(t, sim, "sql01", adminUser, adminPassword, false)
 	if r := readInstance(t, c, "MSSQLSERVER"); r.Found || slices.Contains(r.InstalledInstances, "MSSQLSERVER") {
 		t.Errorf("read_instance after the uninstall: found %v, installed %v", r.Found, r.InstalledInstances)
