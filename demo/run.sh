@@ -109,6 +109,18 @@ run_tf() {
 	return "$rc"
 }
 
+# expect_plan CODE WHEN MEANING: plan with -detailed-exitcode and insist on CODE
+# (0 = no changes, 2 = changes).
+expect_plan() {
+	local want=$1 when=$2 meaning=$3 rc
+	set +e
+	run_tf plan -detailed-exitcode -compact-warnings
+	rc=$?
+	set -e
+	[[ $rc -eq $want ]] || die "$tfname plan exited $rc $when; expected $want ($meaning)"
+	echo "plan exit code: $rc ($meaning)"
+}
+
 # --- 2. before ---------------------------------------------------------------------
 step "Before: what each host's service control manager and LSA say"
 python3 demo/fleetctl.py show "$control"
@@ -130,24 +142,14 @@ python3 demo/fleetctl.py revoke "$control" "$drift_host" "$drift_sid"
 python3 demo/fleetctl.py show "$control"
 
 step "$tfname plan notices (exit code 2 = changes)"
-set +e
-run_tf plan -detailed-exitcode -compact-warnings
-plan_rc=$?
-set -e
-[[ $plan_rc -eq 2 ]] || die "$tfname plan exited $plan_rc after the revoke; expected 2 (changes)"
-echo "plan exit code: $plan_rc (drift detected)"
+expect_plan 2 "after the revoke" "drift detected"
 
 # --- 5. repair ---------------------------------------------------------------------
 step "$tfname apply puts it back"
 run_tf apply -auto-approve -compact-warnings
 
 step "$tfname plan is empty again (exit code 0)"
-set +e
-run_tf plan -detailed-exitcode -compact-warnings
-plan_rc=$?
-set -e
-[[ $plan_rc -eq 0 ]] || die "$tfname plan exited $plan_rc after the repair; expected 0 (no changes)"
-echo "plan exit code: $plan_rc (no changes)"
+expect_plan 0 "after the repair" "no changes"
 python3 demo/fleetctl.py show "$control"
 
 # --- 6. destroy --------------------------------------------------------------------
