@@ -585,3 +585,20 @@ func capitalize(s string) string {
 func HasWarning(ws []Warning, code string) bool {
 	return slices.ContainsFunc(ws, func(w Warning) bool { return w.Code == code })
 }
+
+// Verify says how the running Engine's IFI state is known. dmv is what
+// sys.dm_server_services reported (nil when SQL Server was not asked, did not answer,
+// or has no such column). SQL Server's own answer wins; else the current error log's
+// startup line, which speaks for the running process only while the Engine runs;
+// else nothing is known.
+func Verify(ri *contract.ReadInstanceResult, dmv *bool) (Source, *bool) {
+	if dmv != nil {
+		v := *dmv
+		return SourceSQLDMV, &v
+	}
+	if ri != nil && ri.ServiceState == contract.StateRunning && ri.ErrorLog.Found && ri.ErrorLog.Enabled != nil {
+		v := *ri.ErrorLog.Enabled
+		return SourceErrorLog, &v
+	}
+	return SourceNone, nil
+}

@@ -451,3 +451,31 @@ func TestCheckAfterRestart(t *testing.T) {
 		})
 	}
 }
+
+func TestVerify(t *testing.T) {
+	on, off := true, false
+	running := func(log *bool) *contract.ReadInstanceResult {
+		return &contract.ReadInstanceResult{Found: true, ServiceState: contract.StateRunning,
+			ErrorLog: contract.ErrorLogInfo{Found: log != nil, Enabled: log}}
+	}
+	stopped := running(&on)
+	stopped.ServiceState = contract.StateStopped
+	cases := []struct {
+		name   string
+		ri     *contract.ReadInstanceResult
+		dmv    *bool
+		source Source
+		want   *bool
+	}{
+		{"the DMV wins over the error log", running(&on), &off, SourceSQLDMV, &off},
+		{"error log when SQL Server was not asked", running(&on), nil, SourceErrorLog, &on},
+		{"no error-log line", running(nil), nil, SourceNone, nil},
+		{"a stopped Engine's old log says nothing", stopped, nil, SourceNone, nil},
+	}
+	for _, c := range cases {
+		src, got := Verify(c.ri, c.dmv)
+		if src != c.source || (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%s: Verify = %s, %v; want %s, %v", c.name, src, got, c.source, c.want)
+		}
+	}
+}

@@ -135,6 +135,7 @@ func (c *clients) observe(ctx context.Context, t target) (*observation, diag.Dia
 		return o, diags
 	}
 	v := ifi.Verification{Source: ifi.SourceNone}
+	var dmv *bool // what sys.dm_server_services says, when SQL Server answered
 	running := ri.ServiceState == contract.StateRunning
 
 	checker, err := c.sqlChecker()
@@ -168,19 +169,14 @@ func (c *clients) observe(ctx context.Context, t target) (*observation, diag.Dia
 					} else {
 						v.TDEDatabases = []string{}
 					}
-					if rep.IFIColumnPresent && rep.IFIEnabled != nil {
-						v.Source = ifi.SourceSQLDMV
-						v.Enabled = rep.IFIEnabled
+					if rep.IFIColumnPresent {
+						dmv = rep.IFIEnabled
 					}
 				}
 			}
 		}
 	}
-	// The error log's startup line speaks for the current run only while the Engine runs.
-	if v.Source == ifi.SourceNone && running && ri.ErrorLog.Found && ri.ErrorLog.Enabled != nil {
-		v.Source = ifi.SourceErrorLog
-		v.Enabled = ri.ErrorLog.Enabled
-	}
+	v.Source, v.Enabled = ifi.Verify(ri, dmv)
 	o.Observed.Verification = v
 	return o, diags
 }
