@@ -11,60 +11,16 @@ import (
 	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
 // DefaultInstance is the name of SQL Server's default instance.
-const DefaultInstance = "MSSQLSERVER"
+const DefaultInstance = contract.DefaultInstance
 
-// reservedInstanceNames are words SQL Server Setup refuses as instance names:
-// "Default" and the Transact-SQL reserved keywords.
-var reservedInstanceNames = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`DEFAULT ADD ALL ALTER AND ANY AS ASC AUTHORIZATION BACKUP BEGIN BETWEEN BREAK BROWSE
-		BULK BY CASCADE CASE CHECK CHECKPOINT CLOSE CLUSTERED COALESCE COLLATE COLUMN COMMIT COMPUTE CONSTRAINT
-		CONTAINS CONTAINSTABLE CONTINUE CONVERT CREATE CROSS CURRENT CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP
-		CURRENT_USER CURSOR DATABASE DBCC DEALLOCATE DECLARE DELETE DENY DESC DISK DISTINCT DISTRIBUTED DOUBLE
-		DROP DUMP ELSE END ERRLVL ESCAPE EXCEPT EXEC EXECUTE EXISTS EXIT EXTERNAL FETCH FILE FILLFACTOR FOR
-		FOREIGN FREETEXT FREETEXTTABLE FROM FULL FUNCTION GOTO GRANT GROUP HAVING HOLDLOCK IDENTITY
-		IDENTITY_INSERT IDENTITYCOL IF IN INDEX INNER INSERT INTERSECT INTO IS JOIN KEY KILL LEFT LIKE LINENO
-		LOAD MERGE NATIONAL NOCHECK NONCLUSTERED NOT NULL NULLIF OF OFF OFFSETS ON OPEN OPENDATASOURCE
-		OPENQUERY OPENROWSET OPENXML OPTION OR ORDER OUTER OVER PERCENT PIVOT PLAN PRECISION PRIMARY PRINT PROC
-		PROCEDURE PUBLIC RAISERROR READ READTEXT RECONFIGURE REFERENCES REPLICATION RESTORE RESTRICT RETURN
-		REVERT REVOKE RIGHT ROLLBACK ROWCOUNT ROWGUIDCOL RULE SAVE SCHEMA SECURITYAUDIT SELECT
-		SEMANTICKEYPHRASETABLE SEMANTICSIMILARITYDETAILSTABLE SEMANTICSIMILARITYTABLE SESSION_USER SET SETUSER
-		SHUTDOWN SOME STATISTICS SYSTEM_USER TABLE TABLESAMPLE TEXTSIZE THEN TO TOP TRAN TRANSACTION TRIGGER
-		TRUNCATE TRY_CONVERT TSEQUAL UNION UNIQUE UNPIVOT UPDATE UPDATETEXT USE USER VALUES VARYING VIEW
-		WAITFOR WHEN WHERE WHILE WITH WITHIN WRITETEXT`) {
-		reservedInstanceNames[w] = true
-	}
-}
-
-// checkInstanceName applies SQL Server Setup's rules: MSSQLSERVER (the default
-// instance), or a named instance of 1 to 16 characters that starts with a letter or
-// "_" and continues with letters, digits, "_" or "$", and is not a reserved word.
+// checkInstanceName applies the one instance-name rule (contract.ValidateInstanceName).
 func checkInstanceName(name string) error {
-	if strings.EqualFold(name, DefaultInstance) {
-		return nil
-	}
-	n := len([]rune(name))
-	if n == 0 || n > 16 {
-		return fmt.Errorf("a named instance has 1 to 16 characters; %q has %d (use %q for the default instance)", name, n, DefaultInstance)
-	}
-	if reservedInstanceNames[strings.ToUpper(name)] {
-		return fmt.Errorf("%q is a reserved word that SQL Server Setup refuses as an instance name; for the default instance use %q", name, DefaultInstance)
-	}
-	for i, r := range name {
-		switch {
-		case unicode.IsLetter(r) || r == '_':
-		case i > 0 && (unicode.IsDigit(r) || r == '$'):
-		case i == 0:
-			return fmt.Errorf("an instance name starts with a letter or \"_\", not %q", r)
-		default:
-			return fmt.Errorf("the character %q is not allowed in an instance name: use letters, digits, \"_\" and \"$\" only", r)
-		}
-	}
-	return nil
+	return contract.ValidateInstanceName(name)
 }
 
 // checkHost accepts a DNS name (letters, digits, "-" and "_" in dot-separated labels
@@ -140,7 +96,7 @@ type stringCheck struct {
 var (
 	_ validator.String = stringCheck{}
 
-	instanceNameValidator = stringCheck{"a SQL Server instance name: MSSQLSERVER, or 1-16 letters, digits, _ or $ starting with a letter or _", checkInstanceName}
+	instanceNameValidator = stringCheck{"a SQL Server instance name: " + contract.InstanceNameRule, checkInstanceName}
 	hostValidator         = stringCheck{"a DNS name or an IP address", checkHost}
 	durationValidator     = stringCheck{"a positive duration such as \"60s\"", checkDuration}
 	pemValidator          = stringCheck{"PEM-encoded certificates", checkPEM}

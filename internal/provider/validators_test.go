@@ -11,7 +11,7 @@ import (
 )
 
 func TestCheckInstanceName(t *testing.T) {
-	good := []string{"MSSQLSERVER", "mssqlserver", "REPORTING", "Sql2022_A", "_staging", "A$B", "ABCDEFGHIJKLMNOP", "Prüfung"}
+	good := []string{"MSSQLSERVER", "mssqlserver", "REPORTING", "Sql2022_A", "_staging", "A$B", "ABCDEFGHIJKLMNOP", "_ETL"}
 	bad := map[string]string{
 		"":                  "1 to 16",
 		"ABCDEFGHIJKLMNOPQ": "1 to 16",
@@ -25,6 +25,9 @@ func TestCheckInstanceName(t *testing.T) {
 		`SQL\X`:             "not allowed",
 		"SQL\"x":            "not allowed",
 		"a;b":               "not allowed",
+		"Δ1":                "non-ASCII",
+		"Prüfung":           "non-ASCII",
+		"İNST":              "non-ASCII",
 	}
 	for _, n := range good {
 		if err := checkInstanceName(n); err != nil {

@@ -30,11 +30,13 @@ function Exit-WithError {
     exit $Code
 }
 
-# SQL Server's instance-name rule, the same as the provider's: MSSQLSERVER or 1-16 of
-# letters, digits, _ and $, starting with a letter or _.
+# The syntax of an instance name: contract.InstanceNamePattern in Go, the same text
+# (a Go test holds the two together). MSSQLSERVER or 1-16 ASCII letters, digits, _
+# and $, starting with a letter or _. -cmatch, because a case-insensitive match folds
+# the Kelvin sign and the Turkish dotted I into ASCII letters.
 function Test-SqlInstanceName {
     param([string] $Name)
-    return ($Name -match '^[A-Za-z_][A-Za-z0-9_$]{0,15}\z')
+    return ($Name -cmatch '^[A-Za-z_][A-Za-z0-9_$]{0,15}\z')
 }
 
 function Test-RightName {
