@@ -122,9 +122,11 @@ func lineCol(raw []byte, offset int64) (int, int) {
 	return line, col
 }
 
-// Validate checks what the simulator itself needs: distinct host names and
-// addresses, loopback addresses only, sensible ports, well-formed instance names.
-// The host model checks the rest when it is built.
+// Validate checks the whole configuration once, and reports every problem. Each
+// host's own settings (instance names, versions, ports' ranges, services) are
+// checked by the host model, host.HostConfig.Validate, the same check host.New runs;
+// this adds only what concerns the fleet: distinct host names and addresses,
+// loopback addresses, listeners that do not share a port, the certificates' validity.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -140,10 +142,7 @@ func (c *Config) Validate() error {
 	addrs := map[string]int{}
 	for i, hc := range c.Hosts {
 		where := fmt.Sprintf("hosts[%d]", i)
-		name := strings.TrimSpace(hc.Name)
-		if name == "" {
-			bad(`%s: "name" is empty: give every host a name such as "sql01"`, where)
-		} else {
+		if name := strings.TrimSpace(hc.Name); name != "" {
 			where = fmt.Sprintf("host %q (hosts[%d])", name, i)
 			if !validHostName(name) {
 				bad(`%s: the name may hold only letters, digits and hyphens, at most 63 characters, as a DNS label (it goes into the host's TLS certificate)`, where)
@@ -152,6 +151,11 @@ func (c *Config) Validate() error {
 				bad(`%s: the name is already used by hosts[%d]; host names must be unique (case-insensitive)`, where, j)
 			} else {
 				names[strings.ToLower(name)] = i
+			}
+		}
+		if err := hc.Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				bad("%s: %v", where, e)
 			}
 		}
 		ip := net.ParseIP(strings.TrimSpace(hc.Address))
@@ -170,13 +174,11 @@ func (c *Config) Validate() error {
 				addrs[key] = i
 			}
 		}
+		// One host's listeners share its address: no two may share a port. (The
+		// host model has checked each port's range.)
 		ports := map[int]string{}
 		usePort := func(field string, p int) {
-			if p < 0 || p > 65535 {
-				bad(`%s: %s %d is not a TCP port (0-65535; 0 picks a free one)`, where, field, p)
-				return
-			}
-			if p == 0 {
+			if p <= 0 || p > 65535 {
 				return
 			}
 			if other, dup := ports[p]; dup {
@@ -187,20 +189,19 @@ func (c *Config) Validate() error {
 		}
 		usePort(`"http_port"`, hostHTTPPort(hc))
 		usePort(`"https_port"`, hostHTTPSPort(hc))
-		instNames := map[string]bool{}
 		for _, in := range hostInstances(hc) {
-			iwhere := fmt.Sprintf("%s, instance %q", where, in.name)
-			if err := validInstanceName(in.name); err != nil {
-				bad("%s: %v", iwhere, err)
-			}
-			if instNames[strings.ToUpper(in.name)] {
-				bad(`%s: the instance name is used twice on this host; instance names are unique per host (case-insensitive)`, iwhere)
-			}
-			instNames[strings.ToUpper(in.name)] = true
 			usePort(fmt.Sprintf(`instance %s "sql_port"`, in.name), in.sqlPort)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unjoin lists the errors an errors.Join made, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func validHostName(s string) bool {
@@ -213,31 +214,4 @@ func validHostName(s string) bool {
 		}
 	}
 	return true
-}
-
-// validInstanceName applies SQL Server Setup's rules for instance names: MSSQLSERVER
-// is the default instance; a named instance has at most 16 characters, starts with a
-// letter, and continues with letters, digits, "$" or "_"; "DEFAULT" is reserved.
-func validInstanceName(name string) error {
-	if strings.EqualFold(name, "MSSQLSERVER") {
-		return nil
-	}
-	if name == "" {
-		return errors.New(`the instance "name" is empty: use MSSQLSERVER for the default instance or a name such as REPORTING`)
-	}
-	if len([]rune(name)) > 16 {
-		return errors.New("a named instance's name has at most 16 characters (SQL Server Setup's rule)")
-	}
-	if strings.EqualFold(name, "DEFAULT") {
-		return errors.New(`"DEFAULT" is reserved by SQL Server Setup; use MSSQLSERVER for the default instance`)
-	}
-	for i, r := range name {
-		if i == 0 && !unicode.IsLetter(r) {
-			return errors.New("a named instance's name must start with a letter (SQL Server Setup's rule)")
-		}
-		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$' || r == '_') {
-			return fmt.Errorf("the character %q is not allowed in an instance name: use letters, digits, $ and _ only (SQL Server Setup's rule)", r)
-		}
-	}
-	return nil
 }

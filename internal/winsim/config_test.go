@@ -59,13 +59,21 @@ func TestConfigValidationErrors(t *testing.T) {
 		{"ipv6", `{"hosts":[` + host("a", "::1", "") + `]}`, []string{`"::1" is not an IPv4 address`}},
 		{"missing address", `{"hosts":[{"name":"a"}]}`, []string{`"address" is empty`}},
 		{"bad instance name", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"1BAD"}]`) + `]}`,
-			[]string{`instance "1BAD": a named instance's name must start with a letter`}},
+			[]string{`instances[0] ("1BAD"): not a SQL Server instance name: "1BAD" starts with '1'`}},
 		{"instance name too long", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"ABCDEFGHIJKLMNOPQ"}]`) + `]}`,
-			[]string{`at most 16 characters`}},
+			[]string{`1 to 16 characters`}},
 		{"instance name hyphen", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"MY-INST"}]`) + `]}`,
-			[]string{`the character '-' is not allowed`}},
+			[]string{`the character '-' in "MY-INST" is not allowed`}},
+		{"instance name not ASCII", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"Δ1"}]`) + `]}`,
+			[]string{`non-ASCII character 'Δ'`}},
+		{"reserved instance name", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"select"}]`) + `]}`,
+			[]string{`"select" is a reserved word`}},
+		{"winrm port range", `{"hosts":[` + host("a", "127.0.0.2", `,"winrm":{"http_port":70000}`) + `]}`,
+			[]string{`host "a" (hosts[0]): winrm: "http_port" 70000 is not a TCP port`}},
+		{"empty host name", `{"hosts":[{"name":"","address":"127.0.0.2"}]}`,
+			[]string{`hosts[0]: host "name" is empty`}},
 		{"duplicate instance", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"X"},{"name":"x"}]`) + `]}`,
-			[]string{`used twice on this host`}},
+			[]string{`the instance is configured twice on this host`}},
 		{"port clash", `{"hosts":[` + host("a", "127.0.0.2", `,"winrm":{"http_port":5985,"https_port":5985}`) + `]}`,
 			[]string{`"https_port" 5985 is also "http_port"`}},
 		{"port range", `{"hosts":[` + host("a", "127.0.0.2", `,"instances":[{"name":"MSSQLSERVER","sql_port":70000}]`) + `]}`,
@@ -121,5 +129,16 @@ func TestConfigCommentsAreIgnoredAtAnyDepth(t *testing.T) {
 	}
 	if cfg.Hosts[0].WinRM.Users[0].Name != "Administrator" {
 		t.Errorf("users %+v; want Administrator", cfg.Hosts[0].WinRM.Users)
+	}
+}
+
+func TestConfigAcceptsUnderscoreInstance(t *testing.T) {
+	body := `{"hosts":[{"name":"a","address":"127.0.0.9","instances":[{"name":"_ETL"},{"name":"MSSQLSERVER"}]}]}`
+	cfg, err := winsim.ParseConfig([]byte(body))
+	if err != nil {
+		t.Fatalf("ParseConfig with instance _ETL: %v", err)
+	}
+	if cfg.Hosts[0].Instances[0].Name != "_ETL" {
+		t.Errorf("instances %+v; want _ETL first", cfg.Hosts[0].Instances)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
 // HostConfig is the JSON configuration of one simulated Windows host. The simulator's
@@ -201,25 +203,6 @@ func (c HostConfig) ComputerNameOrDefault() string {
 	return strings.ToUpper(c.Name)
 }
 
-// IsDefaultInstance reports whether name is the default instance's.
-func IsDefaultInstance(name string) bool { return strings.EqualFold(name, "MSSQLSERVER") }
-
-// EngineServiceName returns MSSQLSERVER or MSSQL$NAME (FACTS.md: service names).
-func EngineServiceName(instance string) string {
-	if IsDefaultInstance(instance) {
-		return "MSSQLSERVER"
-	}
-	return "MSSQL$" + strings.ToUpper(instance)
-}
-
-// AgentServiceName returns SQLSERVERAGENT or SQLAgent$NAME (FACTS.md: service names).
-func AgentServiceName(instance string) string {
-	if IsDefaultInstance(instance) {
-		return "SQLSERVERAGENT"
-	}
-	return "SQLAgent$" + strings.ToUpper(instance)
-}
-
 // version is a parsed SQL Server build number.
 type version struct {
 	Major, Minor, Build, Revision int
@@ -336,8 +319,10 @@ func (v version) productName() string {
 	return "Microsoft SQL Server 2025"
 }
 
-// validate checks what can be checked on the config alone.
-func (c HostConfig) validate() error {
+// Validate checks one host's configuration on its own and reports every problem:
+// the one check of a host's settings, run by New and by the simulator's
+// configuration loader.
+func (c HostConfig) Validate() error {
 	var errs []error
 	if strings.TrimSpace(c.Name) == "" {
 		errs = append(errs, errors.New(`host "name" is empty: give the host a name such as "sql01"`))
@@ -352,8 +337,8 @@ func (c HostConfig) validate() error {
 			errs = append(errs, fmt.Errorf(`%s: "name" is empty: use MSSQLSERVER for the default instance or a name such as REPORTING`, where))
 			continue
 		}
-		if !validInstanceName(ic.Name) {
-			errs = append(errs, fmt.Errorf("%s: not a valid instance name: at most 16 letters, digits, $ or _, starting with a letter", where))
+		if err := contract.ValidateInstanceName(ic.Name); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 		key := strings.ToUpper(ic.Name)
 		if seen[key] {
@@ -377,7 +362,7 @@ func (c HostConfig) validate() error {
 			errs = append(errs, fmt.Errorf(`%s: "start_ms", "stop_ms" and "ready_ms" must not be negative`, where))
 		}
 		if ic.SQLPort < 0 || ic.SQLPort > 65535 {
-			errs = append(errs, fmt.Errorf(`%s: "sql_port" %d is not a TCP port`, where, ic.SQLPort))
+			errs = append(errs, fmt.Errorf(`%s: "sql_port" %d is not a TCP port (0-65535; 0 picks a free one)`, where, ic.SQLPort))
 		}
 	}
 	for i, sc := range c.Services {
@@ -390,6 +375,14 @@ func (c HostConfig) validate() error {
 		}
 		if sc.StartMS < 0 || sc.StopMS < 0 {
 			errs = append(errs, fmt.Errorf(`%s: "start_ms" and "stop_ms" must not be negative`, where))
+		}
+	}
+	for _, l := range []struct {
+		field string
+		port  int
+	}{{"http_port", c.WinRM.HTTPPort}, {"https_port", c.WinRM.HTTPSPort}} {
+		if l.port < 0 || l.port > 65535 {
+			errs = append(errs, fmt.Errorf(`winrm: "%s" %d is not a TCP port (0-65535; 0 picks a free one)`, l.field, l.port))
 		}
 	}
 	for i, u := range c.WinRM.Users {

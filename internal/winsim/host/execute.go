@@ -24,8 +24,8 @@ import (
 // 1, a CLIXML error record on stderr). Other programs answer as cmd.exe would.
 //
 // Validation, as the operations' scripts (internal/contract/scripts) do it:
-//   - instance: ^[A-Za-z_][A-Za-z0-9_$]{0,15}$ (case-insensitive) → else
-//     invalid_parameters (exit 2);
+//   - instance: contract.InstanceNameSyntaxValid (common.ps1 Test-SqlInstanceName,
+//     case-sensitive) → else invalid_parameters (exit 2);
 //   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters; a
 //     name Windows does not know fails in the LSA (STATUS_NO_SUCH_PRIVILEGE);
 //   - sid: S-1-<authority>-<sub>... that SecurityIdentifier accepts → else
@@ -265,7 +265,7 @@ func lsaTerminating(stderr io.Writer, entry *AuditEntry, lsaMessage string) int 
 }
 
 func (h *Host) checkInstanceParam(name string, stdout io.Writer, entry *AuditEntry) (int, bool) {
-	if !opInstancePattern.MatchString(name) {
+	if !contract.InstanceNameSyntaxValid(name) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			fmt.Sprintf("'%s' is not a SQL Server instance name (MSSQLSERVER, or 1-16 letters, digits, _ or $ starting with a letter or _).", name)), false
 	}

@@ -326,3 +326,28 @@ func TestAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An instance whose name starts with "_" (older Setup allowed it, and it survives
+// upgrades) is modelled like any other; names outside the rule never reach it.
+func TestExecuteUnderscoreInstanceAndHostileNames(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "_ETL"})
+	h := newHost(t, cfg)
+	r := execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "_etl", Right: contract.RightManageVolume})
+	if r.code != 0 {
+		t.Fatalf("read_instance _etl: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	res := decode[contract.ReadInstanceResult](t, r)
+	if !res.Found || res.ServiceName != "MSSQL$_ETL" || res.StartAccount != `NT Service\MSSQL$_ETL` {
+		t.Fatalf("_ETL: found %v, service %q, start account %q; want MSSQL$_ETL", res.Found, res.ServiceName, res.StartAccount)
+	}
+	if _, err := h.ServiceState("SQLAgent$_ETL"); err != nil {
+		t.Errorf("the Agent of _ETL: %v", err)
+	}
+	for _, name := range []string{"Δ1", "\u212AELVIN", "ſql", "İNST", "SQL٣", "ＳＱＬ", "SQL-01"} {
+		r := execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: name, Right: contract.RightManageVolume})
+		if r.code != contract.ExitInvalidParams || !strings.Contains(r.stdout, "invalid_parameters") {
+			t.Errorf("read_instance %q: exit %d, stdout %s; want invalid_parameters (exit 2)", name, r.code, r.stdout)
+		}
+	}
+}

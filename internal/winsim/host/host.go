@@ -86,7 +86,7 @@ type serviceEvent struct {
 // "stopped" are Running (and Engines ready) when it returns, whatever their
 // durations; their Engines captured their tokens from the initial rights.
 func New(cfg HostConfig, opts Options) (*Host, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Now == nil {

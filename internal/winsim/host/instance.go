@@ -89,7 +89,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 	if ic.ServiceSIDType != nil {
 		sidType = *ic.ServiceSIDType
 	}
-	engName := EngineServiceName(name)
+	engName := contract.EngineServiceName(name)
 	if _, dup := h.svcByName[strings.ToUpper(engName)]; dup {
 		return nil, fmt.Errorf("instance %s: service %s is configured twice", ic.Name, engName)
 	}
@@ -101,7 +101,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 	}
 	h.addService(inst.engine)
 	if ic.HasAgent() {
-		agName := AgentServiceName(name)
+		agName := contract.AgentServiceName(name)
 		inst.agent = &service{
 			name: agName, display: "SQL Server Agent (" + name + ")",
 			account: `NT Service\` + agName, sidType: 1,

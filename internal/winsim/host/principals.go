@@ -52,17 +52,6 @@ func ParseSID(s string) (string, error) {
 	return "S" + s[1:], nil
 }
 
-// instanceNamePattern is SQL Server Setup's rule for instance names: MSSQLSERVER, or
-// at most 16 characters, a letter first, then letters, digits, $ or _.
-var instanceNamePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_$]{0,15}$`)
-
-func validInstanceName(name string) bool {
-	if IsDefaultInstance(name) {
-		return true
-	}
-	return instanceNamePattern.MatchString(name) && !strings.EqualFold(name, "DEFAULT")
-}
-
 // derivedSID returns a stable S-1-5-21-x-y-z prefix for a machine or domain name, so
 // the same configuration always yields the same SIDs.
 func derivedSID(seed string) string {
@@ -103,10 +92,6 @@ var rightNames = func() map[string]string {
 // rightNamePattern is the syntax the operations' scripts accept for a right name
 // before the LSA is asked about it (common.ps1 Test-RightName, case-sensitive).
 var rightNamePattern = regexp.MustCompile(`^Se[A-Za-z]+Privilege$`)
-
-// opInstancePattern is the scripts' instance-name check (common.ps1
-// Test-SqlInstanceName, case-insensitive).
-var opInstancePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,15}$`)
 
 // canonicalRight returns the right's canonical spelling, or false when Windows does
 // not know it.

@@ -17,7 +17,7 @@ type sqlHandler struct{ i *Instance }
 
 // ServerName is COMPUTER for the default instance, COMPUTER\NAME for a named one.
 func (s sqlHandler) ServerName() string {
-	if IsDefaultInstance(s.i.name) {
+	if contract.IsDefaultInstance(s.i.name) {
 		return s.i.h.computer
 	}
 	return s.i.h.computer + `\` + s.i.name
@@ -106,7 +106,7 @@ func (i *Instance) serverProperties() []tds.ResultSet {
 		clustered = 1
 	}
 	var instName any
-	if !IsDefaultInstance(i.name) {
+	if !contract.IsDefaultInstance(i.name) {
 		instName = i.name
 	}
 	return []tds.ResultSet{{
