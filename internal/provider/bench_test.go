@@ -75,7 +75,7 @@ func startBenchFleet(b *testing.B, hosts, perHost int) *benchFleet {
 	f := &benchFleet{
 		sim: sim,
 		winrm: remote.Config{HTTPS: true, CACert: sim.CACertPEM(), Auth: "ntlm", Username: accUser, Password: accPassword,
-			Timeout: defaultWinRMTimeout},
+			Timeout: remote.DefaultTimeout},
 		sql: sqlcheck.Config{Username: accSQLUser, Password: accSQLPass, Encrypt: "true", CACert: sim.CACertPEM()},
 	}
 	for _, hi := range sim.Info().Hosts {

@@ -45,17 +45,15 @@ func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOp
 	return &clients{winrm: w, sql: s, openHost: oh, openChecker: oc, hosts: map[hostKey]remote.Host{}}
 }
 
-// port is the WinRM port used for a resource whose port argument is p (0: unset).
+// port is the WinRM port used for a resource whose port argument is p (0: unset):
+// p, else the provider's, else remote's default for the scheme.
 func (c *clients) port(p int) int {
-	switch {
-	case p != 0:
-		return p
-	case c.winrm.Port != 0:
-		return c.winrm.Port
-	case c.winrm.HTTPS:
-		return 5986
+	cfg := c.winrm
+	if p != 0 {
+		cfg.Port = p
 	}
-	return 5985
+	cfg.SetDefaults()
+	return cfg.Port
 }
 
 // host returns the client of host:port, creating it on first use.
@@ -159,8 +157,8 @@ func (c *clients) observe(ctx context.Context, t target) (*observation, diag.Dia
 				rep, err := checker.Check(ctx, *o.SQLTarget)
 				if err != nil {
 					o.Warnings.AddWarning("IFI could not be verified through SQL Server",
-						fmt.Sprintf("Asking SQL Server for %s at %s:%d failed: %v. Check the sql block's login (it needs VIEW SERVER STATE), "+
-							"encryption settings and sql_port; verification falls back to the error log.", t, t.Host, port, err))
+						fmt.Sprintf("Asking SQL Server for %s at %s:%d failed: %s. Check the sql block's login (it needs VIEW SERVER STATE), "+
+							"encryption settings and sql_port; verification falls back to the error log.", t, t.Host, port, sqlErrorDetail(err)))
 				} else {
 					v.SQLVersion = rep.ProductVersion
 					v.Clustered = rep.Clustered
@@ -186,19 +184,15 @@ func hostErrorDetail(t target, err error, user string) string {
 	var re *remote.Error
 	if errors.As(err, &re) {
 		msg := re.Error()
-		switch re.Kind {
-		case remote.KindAuth:
-			if !strings.Contains(strings.ToLower(msg), "authentication failed") {
-				msg = fmt.Sprintf("WinRM authentication failed for %s at %s: %s", user, t.Host, msg)
-			}
-			if re.Hint == "" {
-				msg += ". Check winrm.username and winrm.password (or " + EnvWinRMUsername + " and " + EnvWinRMPassword +
-					"), and winrm.auth"
-			}
-		case remote.KindUnreachable, remote.KindTimeout:
-			if re.Hint == "" {
-				msg += ". Check that the host is up, WinRM listens on the configured port and no firewall blocks it; the Terraform state was not changed"
-			}
+		if re.Kind == remote.KindAuth && !strings.Contains(strings.ToLower(msg), "authentication failed") {
+			msg = fmt.Sprintf("WinRM authentication failed for %s at %s: %s", user, t.Host, msg)
+		}
+		// remote says what failed and what to check on the host; the provider's
+		// arguments to change are ours to name.
+		if adv := winrmAdvice(re); adv != "" {
+			msg += ". " + adv
+		} else if re.Hint == "" && (re.Kind == remote.KindUnreachable || re.Kind == remote.KindTimeout) {
+			msg += ". Check that the host is up, WinRM listens on the configured port and no firewall blocks it; the Terraform state was not changed"
 		}
 		return fmt.Sprintf("%s (%s).", msg, t)
 	}

@@ -31,8 +31,6 @@ const (
 	EnvSQLPassword   = "MSSQLIFI_SQL_PASSWORD"
 )
 
-const defaultWinRMTimeout = 60 * time.Second
-
 var _ provider.Provider = &mssqlifiProvider{}
 
 // mssqlifiProvider is the provider; openHost and openChecker make the real clients
@@ -201,16 +199,15 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		Insecure:      boolOr(w.Insecure, false),
 		CACert:        []byte(w.CACert.ValueString()),
 		TLSServerName: w.TLSServerName.ValueString(),
-		Auth:          stringOr(w.Auth, "ntlm"),
+		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults below)
 		Username:      stringOrEnv(w.Username, EnvWinRMUsername),
 		Password:      stringOrEnv(w.Password, EnvWinRMPassword),
-		Port:          int(w.Port.ValueInt64()),
-		Timeout:       defaultWinRMTimeout,
+		Port:          int(w.Port.ValueInt64()), // 0: each resource's port, else remote's default for the scheme
 	}
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}
-	if !w.Timeout.IsNull() {
+	if !w.Timeout.IsNull() && !w.Timeout.IsUnknown() {
 		d, err := time.ParseDuration(w.Timeout.ValueString())
 		if err != nil || d <= 0 {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("timeout"), "Invalid WinRM timeout",

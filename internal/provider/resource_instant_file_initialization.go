@@ -386,8 +386,8 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 		if checker, _ := r.c.sqlChecker(); checker != nil && obs.SQLTarget != nil {
 			if err := checker.WaitReady(ctx, *obs.SQLTarget); err != nil {
 				return failed(fmt.Sprintf("SQL Server %s on %s did not accept connections after the restart", t.Instance, t.Host),
-					fmt.Sprintf("Waiting for %s at %s:%d: %v. Check the service and its error log on the host; raise the timeouts "+
-						"if recovery takes long, then run terraform apply again.", t, t.Host, obs.SQLTarget.Port, err))
+					fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the timeouts "+
+						"if recovery takes long, then run terraform apply again.", t, t.Host, obs.SQLTarget.Port, sqlErrorDetail(err)))
 			}
 		}
 	}

@@ -3,8 +3,8 @@ package remote
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"encoding/json"
+	"errors"
 
 	"fmt"
 	"strconv"
@@ -17,9 +17,6 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
-
-// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
-const DefaultTimeout = 60 * time.Second
 
 // winrmHost is a Host reached through masterzen/winrm. It holds one client (and so one
 // HTTP transport with its connections) per configured host; nothing is global.
@@ -62,38 +59,11 @@ func (h *winrmHost) giveBack(c *winrm.Client) {
 // New checks cfg and returns a Host for it. It does not connect: the first operation
 // does.
 func New(cfg Config) (Host, error) {
-	if strings.TrimSpace(cfg.Host) == "" {
-		return nil, configError(cfg, "no host given", "Set the host's DNS name or IP address.")
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, configError(cfg, err)
 	}
-	auth := strings.ToLower(cfg.Auth)
-	if auth == "" {
-		auth = "ntlm"
-	}
-	if auth != "ntlm" && auth != "basic" {
-		return nil, configError(cfg, fmt.Sprintf("auth %q is not supported", cfg.Auth), `Use auth = "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled).`)
-	}
-	if cfg.Username == "" {
-		return nil, configError(cfg, "no WinRM username given", "Set winrm.username (or MSSQLIFI_WINRM_USERNAME) to a local Administrator of the host.")
-	}
-	port := cfg.Port
-	if port == 0 {
-		port = 5985
-		if cfg.HTTPS {
-			port = 5986
-		}
-	}
-	if port < 1 || port > 65535 {
-		return nil, configError(cfg, fmt.Sprintf("port %d is out of range", port), "Use the WinRM listener's port: 5985 for HTTP, 5986 for HTTPS.")
-	}
-	if len(cfg.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(cfg.CACert) {
-		e := configError(cfg, "ca_cert holds no PEM certificate", "Give the CA certificate that signed the WinRM listener's certificate, PEM encoded (-----BEGIN CERTIFICATE-----).")
-		e.Kind = KindTLS
-		return nil, e
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	port, auth, timeout := cfg.Port, cfg.Auth, cfg.Timeout
 	// The operation timeout bounds each Receive's long poll; the HTTP response header
 	// timeout must outlast it or every idle poll would look like a dead server.
 	endpoint := &winrm.Endpoint{
@@ -114,16 +84,26 @@ func New(cfg Config) (Host, error) {
 	}
 	client, err := newClient()
 	if err != nil {
-		return nil, configError(cfg, "cannot set up the WinRM client: "+err.Error(), "Check ca_cert.")
+		return nil, configError(cfg, &ConfigError{Setting: SettingCACert, Err: fmt.Errorf("cannot set up the WinRM client: %w", err)})
 	}
-	c := cfg
-	c.Auth = auth
-	c.Timeout = timeout
-	return &winrmHost{cfg: c, port: port, newClient: newClient, idle: []*winrm.Client{client}}, nil
+	return &winrmHost{cfg: cfg, port: port, newClient: newClient, idle: []*winrm.Client{client}}, nil
 }
 
-func configError(cfg Config, msg, hint string) *Error {
-	return &Error{Host: cfg.Host, Kind: KindUnknown, Message: "invalid WinRM configuration: " + msg, Hint: hint}
+// configError reports what Validate (or the client's set-up) refused; the Setting is
+// the first problem's.
+func configError(cfg Config, err error) *Error {
+	e := &Error{Host: cfg.Host, Kind: KindConfig, Message: "invalid WinRM configuration: " + strings.ReplaceAll(err.Error(), "\n", "; "),
+		Err: err, Port: cfg.Port, HTTPS: cfg.HTTPS, Auth: cfg.Auth, User: cfg.Username}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		e.Setting = ce.Setting
+	}
+	return e
+}
+
+// newError starts an *Error with the host's connection facts.
+func (h *winrmHost) newError(op contract.Operation, kind ErrorKind) *Error {
+	return &Error{Host: h.cfg.Host, Op: op, Kind: kind, Port: h.port, HTTPS: h.cfg.HTTPS, Auth: h.cfg.Auth, User: h.cfg.Username}
 }
 
 func isoSeconds(d time.Duration) string {
@@ -172,7 +152,9 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	}
 	client, err := h.borrow()
 	if err != nil {
-		return &Error{Host: h.cfg.Host, Op: op, Kind: KindUnknown, Message: "cannot set up the WinRM client: " + err.Error(), Hint: "Check ca_cert.", Err: err}
+		e := h.newError(op, KindConfig)
+		e.Setting, e.Message, e.Err = SettingCACert, "cannot set up the WinRM client: "+err.Error(), err
+		return e
 	}
 	start := time.Now()
 	done := make(chan runOutcome, 1)
@@ -284,7 +266,7 @@ func scriptHint(code string) string {
 	case "clustered":
 		return "Restart the instance through the cluster (Failover Cluster Manager), and grant the right on every node"
 	case "timeout":
-		return "Raise the timeout, or look at the Windows event log and the SQL Server error log on the host for why the service does not start"
+		return "The service did not reach the wanted state in time: look at the Windows event log and the SQL Server error log on the host for why"
 	case "not_found":
 		return "Check the instance name (MSSQLSERVER for the default instance) and that SQL Server is installed on this host"
 	case "lsa_error":

@@ -20,11 +20,12 @@ import (
 // "http response error: 401 - invalid content type" or "http error 500: <body>".
 var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 
-// classify turns an error from masterzen/winrm into an *Error that says what failed
-// and what to do next.
+// classify turns an error from masterzen/winrm into an *Error that says what failed,
+// which setting is likely at fault, and what to check on the host.
 func (h *winrmHost) classify(err error) *Error {
 	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
-	e := &Error{Host: h.cfg.Host, Err: err}
+	e := h.newError("", KindUnknown)
+	e.Err = err
 	msg := err.Error()
 
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -34,7 +35,7 @@ func (h *winrmHost) classify(err error) *Error {
 			return e
 		}
 		e.Message = fmt.Sprintf("the operation on %s did not finish before the deadline", where)
-		e.Hint = "Raise the resource's timeouts, or check why the host answers slowly"
+		e.Hint = "Check why the host answers slowly"
 		return e
 	}
 
@@ -53,12 +54,14 @@ func (h *winrmHost) classify(err error) *Error {
 		case status == 401:
 			e.Kind = KindAuth
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
+			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
 			return e
 		case status == 400 && h.cfg.HTTPS == false:
 			e.Kind = KindProtocol
 			e.Message = fmt.Sprintf("%s rejected the request (HTTP 400)", where)
-			e.Hint = "The port may be an HTTPS listener: set https = true (WinRM uses 5985 for HTTP and 5986 for HTTPS)"
+			e.Setting = SettingHTTPS
+			e.Hint = fmt.Sprintf("The port may be an HTTPS listener (WinRM uses %d for HTTP and %d for HTTPS)", DefaultHTTPPort, DefaultHTTPSPort)
 			return e
 		default:
 			e.Kind = KindProtocol
@@ -69,6 +72,7 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("WinRM at %s answered HTTP %d: %s", where, status, fault)
 			if strings.Contains(strings.ToLower(fault), "access is denied") {
 				e.Kind = KindAuth
+				e.Setting = SettingUsername
 				e.Hint = fmt.Sprintf("%s logged in but may not use WinRM: make the user a local Administrator of the host", h.cfg.Username)
 			} else {
 				e.Hint = "Check the WinRM service on the host (winrm get winrm/config) and its event log"
@@ -90,13 +94,15 @@ func (h *winrmHost) classify(err error) *Error {
 	if errors.As(err, &rh) || strings.Contains(msg, "first record does not look like a TLS handshake") {
 		e.Kind = KindTLS
 		e.Message = fmt.Sprintf("%s does not speak TLS", where)
-		e.Hint = "The port is probably an HTTP listener: set https = false, or use the HTTPS listener's port (5986)"
+		e.Setting = SettingHTTPS
+		e.Hint = fmt.Sprintf("The port is probably an HTTP listener; the HTTPS listener's port is usually %d", DefaultHTTPSPort)
 		return e
 	}
 	if strings.Contains(msg, "server gave HTTP response to HTTPS client") {
 		e.Kind = KindTLS
 		e.Message = fmt.Sprintf("%s answered plain HTTP to an HTTPS request", where)
-		e.Hint = "Set https = false, or use the HTTPS listener's port (5986)"
+		e.Setting = SettingHTTPS
+		e.Hint = fmt.Sprintf("The port is an HTTP listener; the HTTPS listener's port is usually %d", DefaultHTTPSPort)
 		return e
 	}
 
@@ -106,6 +112,7 @@ func (h *winrmHost) classify(err error) *Error {
 	case errors.As(err, &dnsErr):
 		e.Kind = KindUnreachable
 		e.Message = fmt.Sprintf("cannot resolve the host name %q: %v", h.cfg.Host, dnsErr.Err)
+		e.Setting = SettingHost
 		e.Hint = "Check the host name and DNS, or use the host's IP address"
 		return e
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
@@ -121,7 +128,8 @@ func (h *winrmHost) classify(err error) *Error {
 	if errors.As(err, &ue) && ue.Timeout() || errors.As(err, &ne) && ne.Timeout() {
 		e.Kind = KindTimeout
 		e.Message = fmt.Sprintf("WinRM at %s did not answer in time: %s", where, rootCause(err))
-		e.Hint = "Raise the winrm timeout, or check the host's load and network"
+		e.Setting = SettingTimeout
+		e.Hint = "Check the host's load and network"
 		return e
 	}
 	if strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") {
@@ -140,12 +148,12 @@ const unreachableHint = "Check that the host is up and that a WinRM listener run
 	"and that the firewall allows TCP 5985 (HTTP) or 5986 (HTTPS) from here"
 
 func authHint(auth string) string {
-	h := "Check the WinRM username and password"
-	if auth == "basic" {
-		h += `; with auth = "basic" the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); auth = "ntlm" works for domain accounts`
+	h := "Check the WinRM user name and password"
+	if auth == AuthBasic {
+		h += `; with Basic authentication the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); NTLM works for domain accounts`
 	} else {
 		h += `; domain users as DOMAIN\user. On a domain-joined host the NTLM client logs on to the host's domain whatever prefix the user name has, ` +
-			`so a local account fails there: use a domain account, or auth = "basic" over HTTPS for a local account (the listener must allow Basic)`
+			`so a local account fails there: use a domain account, or Basic authentication over HTTPS for a local account (the listener must allow Basic)`
 	}
 	return h + ". The user must be a local Administrator of the host"
 }
@@ -153,8 +161,9 @@ func authHint(auth string) string {
 func (h *winrmHost) tlsError(e *Error, where string, err error) *Error {
 	e.Kind = KindTLS
 	e.Message = fmt.Sprintf("the TLS certificate of %s could not be verified: %s", where, rootCause(err))
-	e.Hint = "Set ca_cert to the CA that signed the listener's certificate, set tls_server_name when the certificate names another host, " +
-		"or (only for testing) insecure = true"
+	e.Setting = SettingCACert
+	e.Hint = "Trust the CA that signed the listener's certificate, check the name the certificate is issued to, " +
+		"or (only for testing) skip verification"
 	return e
 }
 

@@ -34,7 +34,7 @@ func TestClassifyMasterzenTexts(t *testing.T) {
 		{&httpStatusError{Status: 401}, KindAuth, `authentication failed for CONTOSO\deploy at sql01.example.test:5986`, "local Administrator"},
 		{fmt.Errorf("creating the shell: %w", &httpStatusError{Status: 500, SOAP: true, Body: strings.TrimPrefix(accessDenied, "http error 500: ")}), KindAuth, "answered HTTP 500: Access is denied.", "local Administrator"},
 		{&transportError{URL: "https://sql01.example.test:5986/wsman", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}, KindTimeout,
-			"sql01.example.test:5986 did not answer in time: i/o timeout", "Raise the winrm timeout"},
+			"sql01.example.test:5986 did not answer in time: i/o timeout", "load and network"},
 		{&transportError{URL: "https://sql01.example.test:5986/wsman", Err: io.ErrUnexpectedEOF}, KindUnreachable, "connection to sql01.example.test:5986 was closed: unexpected EOF", "winrm quickconfig"},
 	} {
 		e := h.classify(tc.err)

@@ -22,15 +22,15 @@ type Host interface {
 // host: HTTP proxies (HTTP_PROXY, HTTPS_PROXY) are not used.
 type Config struct {
 	Host          string // DNS name or IP address
-	Port          int    // 0: 5986 with HTTPS, 5985 without
+	Port          int    // 0: DefaultHTTPSPort with HTTPS, DefaultHTTPPort without (SetDefaults)
 	HTTPS         bool
 	Insecure      bool   // skip TLS verification (only when the user asked)
 	CACert        []byte // PEM; empty: system roots
 	TLSServerName string // overrides the name checked in the host's certificate
-	Auth          string // "ntlm" or "basic"
+	Auth          string // AuthNTLM or AuthBasic; "": DefaultAuth
 	Username      string
 	Password      string
-	Timeout       time.Duration // per WinRM request (operation timeout); 0: 60s
+	Timeout       time.Duration // per WinRM request (operation timeout); 0: DefaultTimeout
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.
@@ -44,19 +44,29 @@ const (
 	KindTimeout               // the context deadline or the operation timeout passed
 	KindProtocol              // the endpoint answered something that is not WS-Management
 	KindScript                // the operation's script failed on the host (see Code)
+	KindConfig                // the Config cannot work (see Setting); nothing was sent
 )
 
-// Error is every error a Host returns.
+// Error is every error a Host returns. It states facts and host-side remedies only;
+// which of the caller's own settings to change is the caller's to say, from Kind,
+// Setting and the facts below.
 type Error struct {
 	Host string
 	Op   contract.Operation
 	Kind ErrorKind
+	// Setting is the Config field most likely at fault (SettingNone: none, or unknown).
+	Setting Setting
+	// The connection's settings, as used (after SetDefaults).
+	Port  int
+	HTTPS bool
+	Auth  string
+	User  string
 	// Code is the script's error code for KindScript (contract.ScriptError.Error,
 	// e.g. "clustered", "not_found"), or "" for an unforeseen PowerShell error.
 	Code     string
 	ExitCode int
 	Message  string // what failed, readable (CLIXML already decoded)
-	Hint     string // what to do next
+	Hint     string // what to do next on the host, in this package's terms
 	Err      error  // the underlying error, if any
 }
 

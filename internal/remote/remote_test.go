@@ -229,8 +229,8 @@ func TestWrongPasswordIsAuthError(t *testing.T) {
 			if strings.Contains(err.Error(), "invalid content type") || strings.Contains(err.Error(), "wrong") {
 				t.Fatalf("error leaks transport text or the password: %v", err)
 			}
-			if !strings.Contains(e.Hint, "local Administrator") {
-				t.Fatalf("hint = %q", e.Hint)
+			if !strings.Contains(e.Hint, "local Administrator") || e.Setting != SettingPassword || e.Auth != auth || e.User != "Administrator" {
+				t.Fatalf("hint = %q, setting %s, auth %q, user %q", e.Hint, e.Setting, e.Auth, e.User)
 			}
 		})
 	}
@@ -284,7 +284,7 @@ func TestTLS(t *testing.T) {
 		cfg.TLSServerName = "sql02.example.test"
 		host, _ = New(cfg)
 		_, err := host.ReadInstance(context.Background(), params)
-		if e := asError(t, err); e.Kind != KindTLS || !strings.Contains(err.Error(), "could not be verified") || !strings.Contains(e.Hint, "tls_server_name") {
+		if e := asError(t, err); e.Kind != KindTLS || !strings.Contains(err.Error(), "could not be verified") || e.Setting != SettingCACert {
 			t.Fatalf("error = %v", err)
 		}
 	})
@@ -294,7 +294,7 @@ func TestTLS(t *testing.T) {
 		host, _ := New(cfg)
 		_, err := host.ReadInstance(context.Background(), params)
 		e := asError(t, err)
-		if e.Kind != KindTLS || !strings.Contains(e.Hint, "ca_cert") || !strings.Contains(e.Hint, "insecure") {
+		if e.Kind != KindTLS || e.Setting != SettingCACert || !strings.Contains(e.Hint, "skip verification") {
 			t.Fatalf("error = %v (kind %d)", err, e.Kind)
 		}
 	})
@@ -312,7 +312,7 @@ func TestTLS(t *testing.T) {
 		cfg.HTTPS = true
 		host, _ := New(cfg)
 		_, err := host.ReadInstance(context.Background(), params)
-		if e := asError(t, err); e.Kind != KindTLS || !strings.Contains(e.Hint, "https = false") {
+		if e := asError(t, err); e.Kind != KindTLS || e.Setting != SettingHTTPS || !e.HTTPS {
 			t.Fatalf("error = %v (kind %d)", err, e.Kind)
 		}
 	})
@@ -343,17 +343,20 @@ func TestDeadline(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  Config
-		want string
+		cfg      Config
+		sentinel error
+		setting  Setting
+		want     string
 	}{
-		{Config{Username: "u"}, "no host"},
-		{Config{Host: "h", Username: "u", Auth: "kerberos"}, `auth "kerberos" is not supported`},
-		{Config{Host: "h"}, "no WinRM username"},
-		{Config{Host: "h", Username: "u", HTTPS: true, CACert: []byte("not a pem")}, "ca_cert holds no PEM certificate"},
+		{Config{Username: "u"}, ErrNoHost, SettingHost, "no host"},
+		{Config{Host: "h", Username: "u", Auth: "kerberos"}, ErrUnsupportedAuth, SettingAuth, `not supported: "kerberos"`},
+		{Config{Host: "h"}, ErrNoUsername, SettingUsername, "no WinRM username"},
+		{Config{Host: "h", Username: "u", HTTPS: true, CACert: []byte("not a pem")}, ErrCACert, SettingCACert, "holds no PEM certificate"},
 	} {
 		_, err := New(tc.cfg)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		e := asError(t, err)
+		if e.Kind != KindConfig || e.Setting != tc.setting || !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v (kind %d, setting %s); want KindConfig, %s, %v, %q", tc.cfg, err, e.Kind, e.Setting, tc.setting, tc.sentinel, tc.want)
 		}
 	}
 }

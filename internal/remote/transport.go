@@ -96,7 +96,7 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 		if len(ep.CACert) > 0 {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(ep.CACert) {
-				return errors.New("ca_cert holds no PEM certificate")
+				return ErrCACert
 			}
 			t.tlsConf.RootCAs = pool
 		}

@@ -29,22 +29,30 @@ type checker struct {
 // from every Check as a KindConfig *Error.
 func New(cfg Config) Checker { return &checker{cfg: cfg} }
 
-// Validate reports a configuration the checker cannot use.
+// Validate reports a configuration the checker cannot use. Setting is the first
+// problem's.
 func (c Config) Validate() error {
 	var msgs []string
+	setting := SettingNone
+	bad := func(s Setting, msg string) {
+		if setting == SettingNone {
+			setting = s
+		}
+		msgs = append(msgs, msg)
+	}
 	if c.Username == "" {
-		msgs = append(msgs, "no SQL username given: set sql.username (or MSSQLIFI_SQL_USERNAME) to a login with VIEW SERVER STATE")
+		bad(SettingUsername, "no SQL username given: give a login with VIEW SERVER STATE")
 	}
 	switch strings.ToLower(c.Encrypt) {
 	case "", "strict", "true", "disable":
 	default:
-		msgs = append(msgs, fmt.Sprintf("encrypt %q is not one of strict, true, disable", c.Encrypt))
+		bad(SettingEncrypt, fmt.Sprintf("encryption mode %q is not one of strict, true, disable", c.Encrypt))
 	}
 	if len(c.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CACert) {
-		msgs = append(msgs, "sql.ca_cert holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+		bad(SettingCACert, "the CA certificate holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
 	}
 	if len(msgs) > 0 {
-		return &Error{Kind: KindConfig, Message: "invalid SQL configuration: " + strings.Join(msgs, "; ")}
+		return &Error{Kind: KindConfig, Setting: setting, Encrypt: c.Encrypt, Message: "invalid SQL configuration: " + strings.Join(msgs, "; ")}
 	}
 	return nil
 }
@@ -276,7 +284,7 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 			return &Error{
 				Target: t, Kind: KindTimeout, Err: errors.Join(ctx.Err(), last),
 				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts); last error: %s", attempt, messageOf(last)),
-				Hint:    "The service may still be recovering databases: raise the timeout, or look at the SQL Server error log",
+				Hint:    "The service may still be recovering databases: look at the SQL Server error log",
 			}
 		case <-timer.C:
 		}

@@ -221,7 +221,7 @@ func TestCheckUnreachable(t *testing.T) {
 	l.Close()
 	_, err = New(plainConfig()).Check(ctxFor(t, 20*time.Second), Target{Host: "127.0.0.1", Port: port, Instance: "MSSQLSERVER"})
 	e := asError(t, err)
-	if e.Kind != KindUnreachable || !strings.Contains(e.Hint, "SQL Server service is running") {
+	if e.Kind != KindUnreachable || e.Setting != SettingPort || !strings.Contains(e.Hint, "SQL Server service is running") {
 		t.Fatalf("error = %v (kind %d)", err, e.Kind)
 	}
 }
@@ -251,8 +251,9 @@ func TestCheckTLS(t *testing.T) {
 				}
 				return
 			}
-			if e := asError(t, err); e.Kind != tc.kind || !strings.Contains(e.Hint, "ca_cert") {
-				t.Fatalf("error = %v (kind %d)", err, e.Kind)
+			e := asError(t, err)
+			if e.Kind != tc.kind || e.Setting != SettingCACert || e.Encrypt != "strict" || !strings.Contains(e.Hint, "must name the host") {
+				t.Fatalf("error = %v (kind %d, setting %d, encrypt %q)", err, e.Kind, e.Setting, e.Encrypt)
 			}
 		})
 	}
@@ -261,7 +262,7 @@ func TestCheckTLS(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	_, err := New(Config{Username: "u", Encrypt: "maybe", CACert: []byte("nope")}).Check(ctxFor(t, 5*time.Second), Target{Host: "127.0.0.1", Port: 1})
 	e := asError(t, err)
-	if e.Kind != KindConfig || !strings.Contains(err.Error(), `encrypt "maybe"`) || !strings.Contains(err.Error(), "no PEM certificate") {
+	if e.Kind != KindConfig || e.Setting != SettingEncrypt || !strings.Contains(err.Error(), `encryption mode "maybe"`) || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("error = %v", err)
 	}
 	if err := (Config{Username: "u", Encrypt: "strict"}).Validate(); err != nil {

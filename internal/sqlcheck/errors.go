@@ -29,10 +29,30 @@ const (
 	KindQuery                 // another SQL error
 )
 
-// Error is every error a Checker returns.
+// Setting names a Config field (or the Target's port), so the caller can tell its
+// user which of its own settings to change; this package does not know how the
+// caller spells them.
+type Setting int
+
+const (
+	SettingNone Setting = iota
+	SettingUsername
+	SettingPassword
+	SettingEncrypt
+	SettingCACert
+	SettingTrustServerCertificate
+	SettingPort // Target.Port
+)
+
+// Error is every error a Checker returns. It states facts and remedies on the SQL
+// Server side; which setting of the caller's to change follows from Kind and Setting.
 type Error struct {
-	Target  Target
-	Kind    ErrorKind
+	Target Target
+	Kind   ErrorKind
+	// Setting is the setting most likely at fault (SettingNone: none, or unknown).
+	Setting Setting
+	// Encrypt is the encryption mode the connection used ("strict", "true", "disable").
+	Encrypt string
 	Number  int32 // SQL Server error number, when the server sent one
 	Message string
 	Hint    string
@@ -82,17 +102,19 @@ func sqlMessage(err error) string {
 }
 
 func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
-	e := &Error{Target: t, Err: err, Number: sqlNumber(err)}
+	e := &Error{Target: t, Err: err, Number: sqlNumber(err), Encrypt: c.cfg.encrypt()}
 	switch e.Number {
 	case contract.SQLErrLoginFailed:
 		e.Kind = KindAuth
 		e.Message = fmt.Sprintf("login failed for %s (error 18456)", c.cfg.Username)
-		e.Hint = "Check sql.username and sql.password; the login must be a SQL Server login (Windows logins are not supported) that is enabled, " +
+		e.Setting = SettingPassword
+		e.Hint = "The login must be a SQL Server login (Windows logins are not supported) that is enabled, " +
 			"and the instance must allow SQL Server authentication (mixed mode)"
 		return e
 	case contract.SQLErrPermissionDenied:
 		e.Kind = KindPermission
 		e.Message = fmt.Sprintf("the login %s may not read sys.dm_server_services: %s", c.cfg.Username, sqlMessage(err))
+		e.Setting = SettingUsername
 		e.Hint = fmt.Sprintf("Grant it with: GRANT VIEW SERVER STATE TO [%s]", c.cfg.Username)
 		return e
 	}
@@ -104,6 +126,7 @@ func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		e.Kind = KindTimeout
 		e.Message = "no answer before the deadline"
+		e.Setting = SettingPort
 		e.Hint = "Check that the SQL Server service runs and that the port is the instance's TCP port"
 		return e
 	}
@@ -120,7 +143,8 @@ func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 	if strings.Contains(msg, "does not support encryption") {
 		e.Kind = KindTLS
 		e.Message = "the server does not support encryption"
-		e.Hint = `Install a certificate for SQL Server, or set sql.encrypt = "disable" (credentials then travel in clear text)`
+		e.Setting = SettingEncrypt
+		e.Hint = "Install a certificate for SQL Server, or connect without encryption (credentials then travel in clear text)"
 		return e
 	}
 	var dnsErr *net.DNSError
@@ -129,7 +153,8 @@ func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 		errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &opErr) && opErr.Op == "dial") || strings.Contains(msg, "unable to open tcp connection") {
 		e.Kind = KindUnreachable
 		e.Message = "cannot connect: " + msg
-		e.Hint = "Check that the SQL Server service is running, that TCP/IP is enabled for the instance, that the port is right (sql_port) and the firewall allows it"
+		e.Setting = SettingPort
+		e.Hint = "Check that the SQL Server service is running, that TCP/IP is enabled for the instance, that the port is the instance's TCP port and the firewall allows it"
 		return e
 	}
 	if strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe") {
@@ -146,7 +171,10 @@ func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 func tlsError(e *Error, err error) *Error {
 	e.Kind = KindTLS
 	e.Message = "the server's TLS certificate was not accepted: " + err.Error()
-	e.Hint = "Set sql.ca_cert to the CA that signed SQL Server's certificate, or (only for testing) sql.trust_server_certificate = true; " +
-		`with encrypt = "strict" the certificate must name the host you connect to`
+	e.Setting = SettingCACert
+	e.Hint = "Trust the CA that signed SQL Server's certificate, or (only for testing) trust the server's certificate without verification"
+	if e.Encrypt == "strict" {
+		e.Hint += "; with strict encryption (TDS 8.0) the certificate must name the host you connect to"
+	}
 	return e
 }

@@ -1,0 +1,93 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// The user-facing advice: remote and sqlcheck say what failed and which of their
+// settings is at fault (a typed Setting); only here does that become the Terraform
+// argument or environment variable to change.
+
+// winrmAdvice names the provider arguments to change for a WinRM error, or "".
+func winrmAdvice(re *remote.Error) string {
+	switch re.Setting {
+	case remote.SettingHost:
+		return "Check the resource's host argument"
+	case remote.SettingPort:
+		return fmt.Sprintf("Set the WinRM listener's port in winrm.port or the resource's port argument (%d for HTTP, %d for HTTPS)",
+			remote.DefaultHTTPPort, remote.DefaultHTTPSPort)
+	case remote.SettingHTTPS:
+		listener := "HTTP"
+		if re.HTTPS {
+			listener = "HTTPS"
+		}
+		return fmt.Sprintf("Set winrm.https = %t in the provider configuration, or set winrm.port (or the resource's port) to the "+
+			"%s listener's port", !re.HTTPS, listener)
+	case remote.SettingCACert, remote.SettingTLSServerName, remote.SettingInsecure:
+		if re.Kind == remote.KindConfig {
+			return "Set winrm.ca_cert to the PEM text of the CA certificate (for a file, use file(\"ca.pem\"))"
+		}
+		return "Set winrm.ca_cert to the CA that signed the listener's certificate, set winrm.tls_server_name when the certificate " +
+			"names another host, or (only for testing) winrm.insecure = true"
+	case remote.SettingAuth:
+		return `Set winrm.auth to "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled)`
+	case remote.SettingUsername, remote.SettingPassword:
+		adv := "Check winrm.username and winrm.password (or the environment variables " + EnvWinRMUsername + " and " + EnvWinRMPassword + ")"
+		if re.Kind == remote.KindAuth {
+			if re.Auth == remote.AuthBasic {
+				adv += `; winrm.auth = "ntlm" works for domain accounts`
+			} else {
+				adv += `; for a local account on a domain-joined host, set winrm.auth = "basic" and winrm.https = true`
+			}
+		}
+		return adv
+	case remote.SettingTimeout:
+		return "Raise winrm.timeout (the WinRM operation timeout) if the host is just slow"
+	}
+	switch {
+	case errors.Is(re, context.DeadlineExceeded):
+		return "Raise the resource's timeouts (the timeouts block) if the host is just slow"
+	case re.Kind == remote.KindScript && re.Code == "timeout":
+		return "Raise the resource's timeouts (the timeouts block) if the service is just slow to start"
+	}
+	return ""
+}
+
+// sqlErrorDetail is a SQL error with the provider arguments to change, if any.
+func sqlErrorDetail(err error) string {
+	var se *sqlcheck.Error
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	var adv string
+	switch se.Setting {
+	case sqlcheck.SettingUsername, sqlcheck.SettingPassword:
+		if se.Kind == sqlcheck.KindPermission {
+			adv = "Or set sql.username to a login that has VIEW SERVER STATE"
+		} else {
+			adv = "Check sql.username and sql.password (or the environment variables " + EnvSQLUsername + " and " + EnvSQLPassword + ")"
+		}
+	case sqlcheck.SettingEncrypt:
+		adv = `Set sql.encrypt to "strict", "true" or "disable" ("disable" sends credentials in clear text)`
+	case sqlcheck.SettingCACert, sqlcheck.SettingTrustServerCertificate:
+		if se.Kind == sqlcheck.KindConfig {
+			adv = "Set sql.ca_cert to the PEM text of the CA certificate (for a file, use file(\"ca.pem\"))"
+		} else {
+			adv = "Set sql.ca_cert to the CA that signed SQL Server's certificate, or (only for testing) sql.trust_server_certificate = true"
+		}
+	case sqlcheck.SettingPort:
+		adv = "If the host reports the wrong port, set the resource's sql_port to the instance's TCP port"
+	}
+	if se.Kind == sqlcheck.KindTimeout && se.Setting == sqlcheck.SettingNone {
+		adv = "Raise the resource's timeouts (the timeouts block) if recovery takes long"
+	}
+	if adv == "" {
+		return se.Error()
+	}
+	return se.Error() + ". " + adv
+}

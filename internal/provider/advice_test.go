@@ -1,0 +1,103 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// remote and sqlcheck return kinds and settings; the advice that names the
+// provider's arguments and environment variables is made here.
+func TestHostErrorDetailNamesTheArgument(t *testing.T) {
+	tg := target{Host: "sql01.example.test", Instance: "MSSQLSERVER"}
+	for _, tc := range []struct {
+		name string
+		err  *remote.Error
+		want []string
+	}{
+		{"auth with ntlm", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "ntlm",
+			Message: "authentication failed for admin at sql01.example.test:5986"},
+			[]string{"authentication failed", "winrm.username", "winrm.password", EnvWinRMUsername, EnvWinRMPassword, `winrm.auth = "basic"`}},
+		{"auth with basic", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "basic",
+			Message: "authentication failed for admin at sql01.example.test:5986"},
+			[]string{`winrm.auth = "ntlm" works for domain accounts`}},
+		{"access denied names the user", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingUsername, Message: "answered HTTP 500: Access is denied."},
+			[]string{"WinRM authentication failed for admin at sql01.example.test", "winrm.username"}},
+		{"http listener with https", &remote.Error{Host: tg.Host, Kind: remote.KindTLS, Setting: remote.SettingHTTPS, HTTPS: true, Message: "does not speak TLS"},
+			[]string{"winrm.https = false", "HTTPS listener's port"}},
+		{"https listener with http", &remote.Error{Host: tg.Host, Kind: remote.KindProtocol, Setting: remote.SettingHTTPS, Message: "rejected the request (HTTP 400)"},
+			[]string{"winrm.https = true"}},
+		{"unknown CA", &remote.Error{Host: tg.Host, Kind: remote.KindTLS, Setting: remote.SettingCACert, Message: "could not be verified"},
+			[]string{"winrm.ca_cert", "winrm.tls_server_name", "winrm.insecure = true"}},
+		{"CA not PEM", &remote.Error{Host: tg.Host, Kind: remote.KindConfig, Setting: remote.SettingCACert, Message: "invalid WinRM configuration"},
+			[]string{"winrm.ca_cert", `file("ca.pem")`}},
+		{"operation timeout", &remote.Error{Host: tg.Host, Kind: remote.KindTimeout, Setting: remote.SettingTimeout, Message: "did not answer in time"},
+			[]string{"winrm.timeout"}},
+		{"deadline", &remote.Error{Host: tg.Host, Kind: remote.KindTimeout, Err: context.DeadlineExceeded, Message: "did not finish before the deadline"},
+			[]string{"resource's timeouts"}},
+		{"unreachable", &remote.Error{Host: tg.Host, Kind: remote.KindUnreachable, Message: "cannot connect"},
+			[]string{"the Terraform state was not changed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := hostErrorDetail(tg, fmt.Errorf("wrapped: %w", tc.err), "admin")
+			for _, w := range append(tc.want, "instance MSSQLSERVER on sql01.example.test") {
+				if !strings.Contains(got, w) {
+					t.Errorf("hostErrorDetail = %q; lacks %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSQLErrorDetailNamesTheArgument(t *testing.T) {
+	tg := sqlcheck.Target{Host: "sql01", Port: 1433, Instance: "MSSQLSERVER"}
+	for _, tc := range []struct {
+		name string
+		err  *sqlcheck.Error
+		want []string
+	}{
+		{"login failed", &sqlcheck.Error{Target: tg, Kind: sqlcheck.KindAuth, Setting: sqlcheck.SettingPassword, Message: "login failed"},
+			[]string{"login failed", "sql.username", "sql.password", EnvSQLUsername, EnvSQLPassword}},
+		{"permission", &sqlcheck.Error{Target: tg, Kind: sqlcheck.KindPermission, Setting: sqlcheck.SettingUsername, Message: "may not read"},
+			[]string{"VIEW SERVER STATE", "sql.username"}},
+		{"certificate", &sqlcheck.Error{Target: tg, Kind: sqlcheck.KindTLS, Setting: sqlcheck.SettingCACert, Message: "not accepted"},
+			[]string{"sql.ca_cert", "sql.trust_server_certificate = true"}},
+		{"no encryption", &sqlcheck.Error{Target: tg, Kind: sqlcheck.KindTLS, Setting: sqlcheck.SettingEncrypt, Message: "does not support encryption"},
+			[]string{"sql.encrypt"}},
+		{"unreachable", &sqlcheck.Error{Target: tg, Kind: sqlcheck.KindUnreachable, Setting: sqlcheck.SettingPort, Message: "cannot connect"},
+			[]string{"sql_port"}},
+		{"recovery", &sqlcheck.Error{Target: tg, Kind: sqlcheck.KindTimeout, Message: "did not accept a login"},
+			[]string{"resource's timeouts"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sqlErrorDetail(tc.err)
+			for _, w := range append(tc.want, "SQL Server instance MSSQLSERVER at sql01:1433") {
+				if !strings.Contains(got, w) {
+					t.Errorf("sqlErrorDetail = %q; lacks %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestClientsPortUsesRemoteDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  remote.Config
+		p    int
+		want int
+	}{
+		{remote.Config{}, 0, remote.DefaultHTTPPort},
+		{remote.Config{HTTPS: true}, 0, remote.DefaultHTTPSPort},
+		{remote.Config{HTTPS: true, Port: 15986}, 0, 15986},
+		{remote.Config{HTTPS: true, Port: 15986}, 25986, 25986},
+	} {
+		c := newClients(tc.cfg, nil, nil, nil)
+		if got := c.port(tc.p); got != tc.want {
+			t.Errorf("port(%d) with %+v = %d; want %d", tc.p, tc.cfg, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package remote
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// WinRM's defaults, the only place they are decided: New applies them through
+// SetDefaults, and callers that need the effective port or timeout call SetDefaults
+// on a copy of their Config.
+const (
+	// DefaultHTTPPort and DefaultHTTPSPort are WinRM's listener ports ("winrm
+	// quickconfig" makes the HTTP one; an HTTPS listener is made by hand).
+	DefaultHTTPPort  = 5985
+	DefaultHTTPSPort = 5986
+	// DefaultAuth is NTLM: it works for local and domain accounts, while Basic is off
+	// in a WinRM service's defaults and works for local accounts only.
+	DefaultAuth = AuthNTLM
+	// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
+	DefaultTimeout = 60 * time.Second
+)
+
+// Authentication schemes Config.Auth accepts.
+const (
+	AuthNTLM  = "ntlm"
+	AuthBasic = "basic"
+)
+
+// Sentinel errors of Validate; each error Validate returns wraps one of them (and is a
+// *ConfigError naming the setting).
+var (
+	ErrNoHost          = errors.New("no host given")
+	ErrNoUsername      = errors.New("no WinRM username given")
+	ErrUnsupportedAuth = errors.New("authentication scheme not supported")
+	ErrPortRange       = errors.New("port out of range")
+	ErrTimeout         = errors.New("timeout is negative")
+	ErrCACert          = errors.New("the CA certificate holds no PEM certificate")
+)
+
+// Setting names a Config field, so a caller can tell its user which of its own
+// settings to change without this package knowing how the caller spells them.
+type Setting int
+
+const (
+	SettingNone Setting = iota
+	SettingHost
+	SettingPort
+	SettingHTTPS
+	SettingInsecure
+	SettingCACert
+	SettingTLSServerName
+	SettingAuth
+	SettingUsername
+	SettingPassword
+	SettingTimeout
+)
+
+// String is the Config field's name.
+func (s Setting) String() string {
+	switch s {
+	case SettingHost:
+		return "Host"
+	case SettingPort:
+		return "Port"
+	case SettingHTTPS:
+		return "HTTPS"
+	case SettingInsecure:
+		return "Insecure"
+	case SettingCACert:
+		return "CACert"
+	case SettingTLSServerName:
+		return "TLSServerName"
+	case SettingAuth:
+		return "Auth"
+	case SettingUsername:
+		return "Username"
+	case SettingPassword:
+		return "Password"
+	case SettingTimeout:
+		return "Timeout"
+	}
+	return "none"
+}
+
+// ConfigError is one problem Validate found: which setting, and what (wrapping one of
+// the Err* sentinels).
+type ConfigError struct {
+	Setting Setting
+	Err     error
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// SetDefaults fills what is unset: the port from HTTPS (5986, else 5985), the
+// authentication scheme (NTLM; a given one is lower-cased) and the operation timeout.
+func (c *Config) SetDefaults() {
+	if c.Port == 0 {
+		c.Port = DefaultHTTPPort
+		if c.HTTPS {
+			c.Port = DefaultHTTPSPort
+		}
+	}
+	c.Auth = strings.ToLower(strings.TrimSpace(c.Auth))
+	if c.Auth == "" {
+		c.Auth = DefaultAuth
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+}
+
+// Validate checks a Config after SetDefaults and returns every problem, each a
+// *ConfigError wrapping one of the Err* sentinels (use errors.Is and errors.As).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(s Setting, sentinel error, format string, args ...any) {
+		errs = append(errs, &ConfigError{Setting: s, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
+	}
+	if strings.TrimSpace(c.Host) == "" {
+		bad(SettingHost, ErrNoHost, "give the host's DNS name or IP address")
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		bad(SettingPort, ErrPortRange, "%d; WinRM listens on %d (HTTP) or %d (HTTPS)", c.Port, DefaultHTTPPort, DefaultHTTPSPort)
+	}
+	if c.Auth != AuthNTLM && c.Auth != AuthBasic {
+		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (local and domain accounts) and %q (local accounts, listener with Basic enabled)",
+			c.Auth, AuthNTLM, AuthBasic)
+	}
+	if c.Username == "" {
+		bad(SettingUsername, ErrNoUsername, "give a local Administrator of the host")
+	}
+	if c.Timeout < 0 {
+		bad(SettingTimeout, ErrTimeout, "%s", c.Timeout)
+	}
+	if len(c.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CACert) {
+		bad(SettingCACert, ErrCACert, "give the CA certificate that signed the WinRM listener's certificate, PEM encoded (-----BEGIN CERTIFICATE-----)")
+	}
+	return errors.Join(errs...)
+}
