@@ -22,7 +22,7 @@ const (
 	Administrators  = "S-1-5-32-544"
 	Users           = "S-1-5-32-545"
 	Everyone        = "S-1-1-0"
-	AuthenticatedUs = "S-1-5-11"
+	AuthenticatedUsers = "S-1-5-11"
 	ServiceLogon    = "S-1-5-6"
 )
 

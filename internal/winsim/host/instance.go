@@ -277,7 +277,7 @@ func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool)
 	if localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID)) {
 		sids = append(sids, winsid.Administrators)
 	}
-	for _, g := range []string{winsid.Everyone, winsid.AuthenticatedUs, winsid.ServiceLogon, winsid.Users} {
+	for _, g := range []string{winsid.Everyone, winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users} {
 		sids = appendUnique(sids, g)
 	}
 	if localSystem {

@@ -22,7 +22,7 @@ var wellKnownNames = map[string]string{
 	winsid.LocalService:    `NT AUTHORITY\LOCAL SERVICE`,
 	winsid.NetworkService:  `NT AUTHORITY\NETWORK SERVICE`,
 	winsid.Everyone:        `Everyone`,
-	winsid.AuthenticatedUs: `NT AUTHORITY\Authenticated Users`,
+	winsid.AuthenticatedUsers: `NT AUTHORITY\Authenticated Users`,
 	winsid.ServiceLogon:    `NT AUTHORITY\SERVICE`,
 	"S-1-5-80-0":           `NT SERVICE\ALL SERVICES`,
 }

@@ -1,0 +1,187 @@
+package ifi
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+)
+
+// Assess compares what the user asked for with what the host reports.
+func Assess(d Desired, o Observed) (*Assessment, error) {
+	ri := o.Instance
+	if ri == nil || !ri.Found {
+		return nil, fmt.Errorf("instance %q is not installed on %s", instanceName(o), o.Host)
+	}
+	if d.Grantee == "" {
+		d.Grantee = GranteeServiceSID
+	}
+	if d.Restart == "" {
+		d.Restart = RestartIfNeeded
+	}
+	a := &Assessment{
+		Host:           o.Host,
+		Instance:       ri.Instance,
+		ServiceName:    ri.ServiceName,
+		ServiceAccount: ri.StartAccount,
+		ServiceSID:     winsid.ServiceSID(ri.ServiceName),
+		VerifiedBy:     o.Verification.Source,
+		SQLVersion:     o.Verification.SQLVersion,
+		TDEDatabases:   o.Verification.TDEDatabases,
+		Clustered:      ri.Clustered || o.Verification.Clustered,
+		desired:        d,
+		observed:       o,
+	}
+	if a.SQLVersion == "" {
+		a.SQLVersion = ri.Version
+	}
+	if a.VerifiedBy == "" {
+		a.VerifiedBy = SourceNone
+	}
+	a.ServiceAccountSID = ri.StartAccountSID
+	if a.ServiceAccountSID == "" {
+		if sid, ok := winsid.WellKnownAccountSID(ri.StartAccount); ok {
+			a.ServiceAccountSID = sid
+		}
+	}
+	switch d.Grantee {
+	case GranteeServiceSID:
+		a.GranteeSID = a.ServiceSID
+	case GranteeServiceAccount:
+		if a.ServiceAccountSID == "" {
+			return nil, fmt.Errorf("cannot resolve the start account %q of %s on %s (instance %s) to a SID; "+
+				"use grantee = \"service_sid\", or fix the account's name resolution on the host",
+				ri.StartAccount, ri.ServiceName, o.Host, ri.Instance)
+		}
+		a.GranteeSID = a.ServiceAccountSID
+	default:
+		return nil, fmt.Errorf("unknown grantee %q: use \"service_sid\" or \"service_account\"", d.Grantee)
+	}
+
+	holders := sidSet(ri.RightHolders)
+	a.PrivilegeGranted = holders[a.GranteeSID]
+	a.EffectiveAtNextStart, a.EffectiveVia, a.EffectiveViaOther = a.effective(holders)
+	if !d.Enabled {
+		// What stays effective once the grantee's own grant is gone.
+		rest := sidSet(ri.RightHolders)
+		delete(rest, a.GranteeSID)
+		a.staysOn, a.staysOnVia, _ = a.effective(rest)
+	}
+	a.TraceFlag1806 = hasTraceFlag1806(ri.StartupParameters)
+	a.ExpectedRunning = a.EffectiveAtNextStart && !a.TraceFlag1806
+
+	if o.Verification.Source != SourceNone && o.Verification.Source != "" && o.Verification.Enabled != nil {
+		v := *o.Verification.Enabled
+		a.RunningIFI = &v
+		p := v != a.ExpectedRunning
+		a.RestartPending = &p
+	} else {
+		a.VerifiedBy = SourceNone
+	}
+
+	a.GroupPolicyManaged = ri.GroupPolicy.Known && ri.GroupPolicy.Defined
+	if a.GroupPolicyManaged {
+		a.GroupPolicyHolders = ri.GroupPolicy.Holders
+	}
+
+	pendingBlocks := d.Restart != RestartNever && a.RestartPending != nil && *a.RestartPending
+	if d.Enabled {
+		a.Converged = a.PrivilegeGranted && !pendingBlocks
+	} else {
+		a.Converged = !a.PrivilegeGranted && !pendingBlocks
+	}
+
+	a.Warnings = a.warnings()
+	return a, nil
+}
+
+func instanceName(o Observed) string {
+	if o.Instance != nil && o.Instance.Instance != "" {
+		return o.Instance.Instance
+	}
+	return "(unknown)"
+}
+
+// where names the instance for messages.
+func (a *Assessment) where() string {
+	return fmt.Sprintf("instance %s on %s", a.Instance, a.Host)
+}
+
+// tokenSIDs lists the SIDs of the Engine's token at its next start, each with why.
+func (a *Assessment) tokenSIDs() []struct{ sid, why string } {
+	ri := a.observed.Instance
+	var t []struct{ sid, why string }
+	add := func(sid, why string) {
+		if sid != "" {
+			t = append(t, struct{ sid, why string }{sid, why})
+		}
+	}
+	acct := a.ServiceAccountSID
+	add(acct, fmt.Sprintf("the start account %s holds the right directly", a.ServiceAccount))
+	if ri.ServiceSIDType == 1 || ri.ServiceSIDType == 3 {
+		add(a.ServiceSID, fmt.Sprintf("the service SID %s holds the right", winsid.ServiceAccountName(a.ServiceName)))
+	}
+	admin := acct == winsid.LocalSystem
+	for _, m := range ri.AdministratorsMembers {
+		if acct != "" && strings.EqualFold(m.SID, acct) {
+			admin = true
+		}
+	}
+	if admin {
+		add(winsid.Administrators, fmt.Sprintf("the start account %s is a member of Administrators, which holds the right", a.ServiceAccount))
+	}
+	add(winsid.Everyone, "Everyone holds the right")
+	add(winsid.AuthenticatedUsers, "Authenticated Users hold the right")
+	add(winsid.ServiceLogon, "SERVICE holds the right")
+	add(winsid.Users, "Users hold the right")
+	return t
+}
+
+// effective says whether the token at the next start holds the right given holders,
+// why, and whether that is through something other than the grantee's direct grant.
+func (a *Assessment) effective(holders map[string]bool) (bool, string, bool) {
+	if holders[a.GranteeSID] {
+		for _, t := range a.tokenSIDs() {
+			if t.sid == a.GranteeSID {
+				return true, t.why, false
+			}
+		}
+	}
+	if a.ServiceAccountSID == winsid.LocalSystem {
+		return true, fmt.Sprintf("the start account %s is LocalSystem, which always has the right", a.ServiceAccount), true
+	}
+	for _, t := range a.tokenSIDs() {
+		if holders[t.sid] {
+			return true, t.why, true
+		}
+	}
+	return false, "", false
+}
+
+func sidSet(ps []contract.Principal) map[string]bool {
+	m := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		m[strings.ToUpper(p.SID)] = true
+		m[p.SID] = true
+	}
+	return m
+}
+
+func hasTraceFlag1806(params []string) bool {
+	for _, p := range params {
+		if strings.EqualFold(strings.TrimSpace(p), "-T1806") {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Assessment) policyLists(sid string) bool {
+	for _, p := range a.GroupPolicyHolders {
+		if strings.EqualFold(p.SID, sid) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,147 @@
+package ifi
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+)
+
+// PlanApply decides the steps of an apply, or refuses before anything changes.
+func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
+	a, err := Assess(d, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	d = a.desired
+	ri := o.Instance
+
+	if a.GroupPolicyManaged {
+		if r := a.policyConflict(); r != nil {
+			return a, nil, r
+		}
+	}
+
+	holders := sidSet(ri.RightHolders)
+	p := &Plan{}
+	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && holders[d.PriorGranteeSID] {
+		p.Steps = append(p.Steps, Step{Grant: false, SID: d.PriorGranteeSID,
+			Reason: "the grantee moved from " + d.PriorGranteeSID + " to " + a.GranteeSID})
+		delete(holders, d.PriorGranteeSID)
+		delete(holders, strings.ToUpper(d.PriorGranteeSID))
+	}
+	switch {
+	case d.Enabled && !a.PrivilegeGranted:
+		p.Steps = append(p.Steps, Step{Grant: true, SID: a.GranteeSID, Reason: "enabled = true and the grantee lacks the right"})
+		holders[a.GranteeSID] = true
+	case !d.Enabled && a.PrivilegeGranted:
+		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "enabled = false and the grantee holds the right"})
+		delete(holders, a.GranteeSID)
+	}
+
+	if d.Restart == RestartIfNeeded {
+		effective, _, _ := a.effective(holders)
+		expected := effective && !a.TraceFlag1806
+		switch {
+		case a.RunningIFI != nil && *a.RunningIFI != expected:
+			p.Restart = true
+			p.RestartReason = fmt.Sprintf("the running Engine has IFI %s and needs a restart to have it %s", onOff(*a.RunningIFI), onOff(expected))
+		case a.RunningIFI == nil && len(p.Steps) > 0 && ri.ServiceState == contract.StateRunning:
+			p.Restart = true
+			p.RestartReason = "the right changed and IFI cannot be verified, so the Engine restarts to be sure it takes effect"
+		}
+	}
+	if p.Restart && a.Clustered {
+		return a, nil, &Refusal{
+			Summary: "Clustered SQL Server instance: refusing to restart it",
+			Detail: fmt.Sprintf("%s is a failover cluster instance and IFI needs a restart (%s). The provider never restarts a "+
+				"clustered instance through the service manager. Nothing was changed. Set restart = \"never\", grant the right on "+
+				"every node, and restart the SQL Server role through Failover Cluster Manager.", capitalize(a.where()), p.RestartReason),
+		}
+	}
+	return a, p, nil
+}
+
+func (a *Assessment) policyConflict() *Refusal {
+	d := a.desired
+	lists := a.policyLists(a.GranteeSID)
+	grantee := fmt.Sprintf("%s (grantee = %q)", a.GranteeSID, d.Grantee)
+	if d.Grantee == GranteeServiceSID {
+		grantee = fmt.Sprintf("%s (%s)", winsid.ServiceAccountName(a.ServiceName), a.GranteeSID)
+	}
+	switch {
+	case d.Enabled && !lists:
+		detail := fmt.Sprintf("On %s a Group Policy defines who holds \"Perform volume maintenance tasks\" and does not list %s; "+
+			"a local grant would be reverted when the policy is next applied (at a policy change, and at least every 16 hours). Nothing was changed. "+
+			"Add %s to the GPO setting %s.", a.where(), grantee, grantee, GPOSetting)
+		if other := a.otherPolicyGrantee(); other != "" {
+			detail += " " + other
+		}
+		return &Refusal{Summary: "Group Policy owns the right and does not grant it", Detail: detail}
+	case !d.Enabled && lists:
+		return &Refusal{Summary: "Group Policy owns the right and grants it",
+			Detail: fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\"; a local revoke would be "+
+				"re-granted when the policy is next applied (at a policy change, and at least every 16 hours). Nothing was changed. Remove %s from the GPO setting %s.",
+				a.where(), grantee, grantee, GPOSetting)}
+	}
+	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && a.policyLists(d.PriorGranteeSID) {
+		return &Refusal{Summary: "Group Policy grants the previous grantee",
+			Detail: fmt.Sprintf("On %s a Group Policy lists the previous grantee %s; moving the grant would be reverted at the next "+
+				"policy refresh. Nothing was changed. Remove %s from the GPO setting %s first.",
+				a.where(), d.PriorGranteeSID, d.PriorGranteeSID, GPOSetting)}
+	}
+	return nil
+}
+
+// otherPolicyGrantee names a grantee choice the policy already covers, if any.
+func (a *Assessment) otherPolicyGrantee() string {
+	if a.desired.Grantee == GranteeServiceSID && a.ServiceAccountSID != "" && a.policyLists(a.ServiceAccountSID) {
+		return fmt.Sprintf("The policy already lists the start account %s: set grantee = \"service_account\".", a.ServiceAccount)
+	}
+	if a.desired.Grantee == GranteeServiceAccount && a.policyLists(a.ServiceSID) {
+		return fmt.Sprintf("The policy already lists %s: set grantee = \"service_sid\".", winsid.ServiceAccountName(a.ServiceName))
+	}
+	return ""
+}
+
+// PlanDestroy decides what removing the resource does: revoke the grantee's direct
+// grant, never restart. Warnings say what stays in effect.
+func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
+	d.Enabled = false
+	a, err := Assess(d, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := &Plan{}
+	var w []Warning
+	switch {
+	case a.PrivilegeGranted && a.GroupPolicyManaged && a.policyLists(a.GranteeSID):
+		w = append(w, Warning{WarnGroupPolicy, "Group Policy grants the right: not revoked",
+			fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\", so the provider leaves the grant "+
+				"in place (a revoke would be reverted when the policy is next applied, within 16 hours at most). Change the GPO setting %s to remove it.",
+				a.where(), a.GranteeSID, GPOSetting)})
+	case a.PrivilegeGranted:
+		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})
+	}
+	if a.RunningIFI == nil || *a.RunningIFI {
+		w = append(w, Warning{WarnStaysOnDestroy, "IFI stays on until the next restart",
+			fmt.Sprintf("On %s the running service %s keeps IFI until its next restart; destroy never restarts SQL Server. "+
+				"Restart the service in a maintenance window for the revoke to take effect.", a.where(), a.ServiceName)})
+	}
+	return a, p, w, nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,166 @@
+// Package ifi decides what Instant File Initialization needs on one SQL Server
+// instance: given what the user asked for and what the host reports, is the instance
+// where it should be, what must change (grant or revoke the right, restart the Engine),
+// what must be refused before anything changes, and what to warn about.
+//
+// It is plain Go: no Terraform, WinRM or SQL types, so every case is a table test.
+package ifi
+
+import (
+	"slices"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// Grantee says which SID receives the right.
+type Grantee string
+
+const (
+	// GranteeServiceSID grants to the per-service SID NT SERVICE\<service>, as SQL Setup does.
+	GranteeServiceSID Grantee = "service_sid"
+	// GranteeServiceAccount grants to the account the service starts as.
+	GranteeServiceAccount Grantee = "service_account"
+)
+
+// RestartPolicy says whether the Engine may be restarted to make a change effective.
+type RestartPolicy string
+
+const (
+	RestartIfNeeded RestartPolicy = "if_needed"
+	RestartNever    RestartPolicy = "never"
+)
+
+// Source says how the running Engine's IFI state was verified.
+type Source string
+
+const (
+	SourceSQLDMV   Source = "sql_dmv"  // sys.dm_server_services.instant_file_initialization_enabled
+	SourceErrorLog Source = "errorlog" // the startup line of the current error log
+	SourceNone     Source = "none"     // could not be verified
+)
+
+// GPOSetting is where an administrator changes the right in Group Policy.
+const GPOSetting = "Computer Configuration > Windows Settings > Security Settings > Local Policies > " +
+	"User Rights Assignment > Perform volume maintenance tasks"
+
+// Desired is what the user asked for.
+type Desired struct {
+	Enabled bool
+	Grantee Grantee
+	Restart RestartPolicy
+	// PriorGranteeSID is the SID granted by an earlier apply; when it differs from
+	// the grantee now asked for, the grant moves (revoke the old SID, grant the new).
+	PriorGranteeSID string
+}
+
+// Verification is what the running Engine says about itself.
+type Verification struct {
+	Source  Source
+	Enabled *bool // nil when Source is none
+	// TDEDatabases are the databases with Transparent Data Encryption; nil = unknown.
+	TDEDatabases []string
+	SQLVersion   string
+	// Clustered is true when SQL Server itself reports a failover cluster instance.
+	Clustered bool
+}
+
+// Observed is what the host reports now.
+type Observed struct {
+	Host         string // as the user wrote it, for messages
+	Instance     *contract.ReadInstanceResult
+	Verification Verification
+}
+
+// Warning is a diagnostic for the user: a short summary and a detail that names the
+// host, the instance and the next step.
+type Warning struct {
+	Code    string // stable identifier, see the Warn* constants
+	Summary string
+	Detail  string
+}
+
+// Warning codes.
+const (
+	WarnTDE            = "tde"
+	WarnStaysOn        = "stays_on"
+	WarnRestartPending = "restart_pending"
+	WarnUnverified     = "unverified"
+	WarnSIDTypeNone    = "sid_type_none"
+	WarnTraceFlag1806  = "trace_flag_1806"
+	WarnGroupPolicy    = "group_policy"
+	WarnStaysOnDestroy = "stays_on_until_restart"
+	WarnNotRunning     = "not_running"
+)
+
+// Assessment is the decision's view of one instance.
+type Assessment struct {
+	Host     string
+	Instance string
+
+	ServiceName       string
+	ServiceAccount    string
+	ServiceAccountSID string // the start account's SID, "" when unknown
+	ServiceSID        string
+	GranteeSID        string
+
+	// PrivilegeGranted: the grantee directly holds the right.
+	PrivilegeGranted bool
+	// EffectiveAtNextStart: the Engine's token will hold the right at its next start.
+	EffectiveAtNextStart bool
+	// EffectiveVia explains why EffectiveAtNextStart is true (a phrase); "" when false.
+	EffectiveVia string
+	// EffectiveViaOther is true when the right is effective through something other
+	// than a direct grant to the grantee (Administrators, LocalSystem, another SID).
+	EffectiveViaOther bool
+	TraceFlag1806     bool
+	ExpectedRunning   bool
+	RunningIFI        *bool // nil when unverifiable
+	RestartPending    *bool // nil when unverifiable
+	VerifiedBy        Source
+	SQLVersion        string
+	TDEDatabases      []string // nil when unknown
+	Clustered         bool
+
+	GroupPolicyManaged bool
+	GroupPolicyHolders []contract.Principal
+	// Converged: the instance is as asked (drives the `enabled` value a refresh stores).
+	Converged bool
+
+	Warnings []Warning
+
+	staysOn    bool
+	staysOnVia string
+	desired    Desired
+	observed   Observed
+}
+
+// Refusal is an error returned before anything changed: the asked-for change must
+// not be made here. Summary and Detail are ready for the user.
+type Refusal struct {
+	Summary string
+	Detail  string
+}
+
+func (r *Refusal) Error() string { return r.Summary + ": " + r.Detail }
+
+// Step is one change of the right's holder list.
+type Step struct {
+	Grant  bool // true: grant; false: revoke
+	SID    string
+	Reason string
+}
+
+// Plan is what an apply does, in order: the steps, then a restart if Restart.
+type Plan struct {
+	Steps         []Step
+	Restart       bool
+	RestartReason string
+}
+
+// Changes reports whether the plan changes anything.
+func (p *Plan) Changes() bool { return len(p.Steps) > 0 || p.Restart }
+
+// HasWarning reports whether ws has a warning with the code.
+func HasWarning(ws []Warning, code string) bool {
+	return slices.ContainsFunc(ws, func(w Warning) bool { return w.Code == code })
+}
