@@ -16,14 +16,14 @@ import (
 
 // Well-known SIDs the provider and the simulator reason about.
 const (
-	LocalSystem     = "S-1-5-18"
-	LocalService    = "S-1-5-19"
-	NetworkService  = "S-1-5-20"
-	Administrators  = "S-1-5-32-544"
-	Users           = "S-1-5-32-545"
-	Everyone        = "S-1-1-0"
+	LocalSystem        = "S-1-5-18"
+	LocalService       = "S-1-5-19"
+	NetworkService     = "S-1-5-20"
+	Administrators     = "S-1-5-32-544"
+	Users              = "S-1-5-32-545"
+	Everyone           = "S-1-1-0"
 	AuthenticatedUsers = "S-1-5-11"
-	ServiceLogon    = "S-1-5-6"
+	ServiceLogon       = "S-1-5-6"
 )
 
 // ServiceSID returns the per-service SID of the named service, as Windows computes it.

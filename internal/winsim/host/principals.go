@@ -13,18 +13,18 @@ import (
 
 // wellKnownNames are the SIDs every Windows host translates (LookupAccountSid).
 var wellKnownNames = map[string]string{
-	winsid.Administrators:  `BUILTIN\Administrators`,
-	winsid.Users:           `BUILTIN\Users`,
-	"S-1-5-32-551":         `BUILTIN\Backup Operators`,
-	"S-1-5-32-555":         `BUILTIN\Remote Desktop Users`,
-	"S-1-5-32-580":         `BUILTIN\Remote Management Users`,
-	winsid.LocalSystem:     `NT AUTHORITY\SYSTEM`,
-	winsid.LocalService:    `NT AUTHORITY\LOCAL SERVICE`,
-	winsid.NetworkService:  `NT AUTHORITY\NETWORK SERVICE`,
-	winsid.Everyone:        `Everyone`,
+	winsid.Administrators:     `BUILTIN\Administrators`,
+	winsid.Users:              `BUILTIN\Users`,
+	"S-1-5-32-551":            `BUILTIN\Backup Operators`,
+	"S-1-5-32-555":            `BUILTIN\Remote Desktop Users`,
+	"S-1-5-32-580":            `BUILTIN\Remote Management Users`,
+	winsid.LocalSystem:        `NT AUTHORITY\SYSTEM`,
+	winsid.LocalService:       `NT AUTHORITY\LOCAL SERVICE`,
+	winsid.NetworkService:     `NT AUTHORITY\NETWORK SERVICE`,
+	winsid.Everyone:           `Everyone`,
 	winsid.AuthenticatedUsers: `NT AUTHORITY\Authenticated Users`,
-	winsid.ServiceLogon:    `NT AUTHORITY\SERVICE`,
-	"S-1-5-80-0":           `NT SERVICE\ALL SERVICES`,
+	winsid.ServiceLogon:       `NT AUTHORITY\SERVICE`,
+	"S-1-5-80-0":              `NT SERVICE\ALL SERVICES`,
 }
 
 // sidPattern is the string form ConvertStringSidToSid accepts: S-1-<authority>
