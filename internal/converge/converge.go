@@ -77,7 +77,7 @@ const (
 type Engine struct {
 	Clients Clients
 	Log     Logger // nil: no logging
-	Clock   Clock  // nil: the system clock
+	Clock   Clock  // nil: SystemClock
 	// RecoveryTimeout bounds the read-back after a failed step; 0: DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
 }
@@ -111,11 +111,12 @@ func EnabledInState(d ifi.Desired, a *ifi.Assessment) bool {
 	return !d.Enabled
 }
 
-func (e *Engine) now() time.Time {
+// clock is the engine's Clock, SystemClock when none is set.
+func (e *Engine) clock() Clock {
 	if e.Clock == nil {
-		return time.Now()
+		return SystemClock{}
 	}
-	return e.Clock.Now()
+	return e.Clock
 }
 
 func (e *Engine) debug(ctx context.Context, msg string, fields map[string]any) {
@@ -155,6 +156,6 @@ func (e *Engine) restartSeconds(ctx context.Context) int {
 	if !ok {
 		return noDeadlineRestartSeconds
 	}
-	left := int((dl.Sub(e.now()) - readBackMargin) / time.Second)
+	left := int((dl.Sub(e.clock().Now()) - readBackMargin) / time.Second)
 	return max(left, minRestartSeconds)
 }
