@@ -120,14 +120,14 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 		w = append(w, Warning{WarnGroupPolicy, "Group Policy grants the right: not revoked",
 			fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\", so the provider leaves the grant "+
 				"in place (a revoke would be reverted when the policy is next applied, within 16 hours at most). Change the GPO setting %s to remove it.",
-				a.where(), a.GranteeSID, GPOSetting)})
+				a.where(), a.GranteeSID, GPOSetting), nil})
 	case a.PrivilegeGranted:
 		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})
 	}
 	if a.RunningIFI == nil || *a.RunningIFI {
 		w = append(w, Warning{WarnStaysOnDestroy, "IFI stays on until the next restart",
 			fmt.Sprintf("On %s the running service %s keeps IFI until its next restart; destroy never restarts SQL Server. "+
-				"Restart the service in a maintenance window for the revoke to take effect.", a.where(), a.ServiceName)})
+				"Restart the service in a maintenance window for the revoke to take effect.", a.where(), a.ServiceName), nil})
 	}
 	return a, p, w, nil
 }

@@ -76,7 +76,8 @@ type Observed struct {
 type Warning struct {
 	Code    string // stable identifier, see the Warn* constants
 	Summary string
-	Detail  string
+	Detail  string // the facts; the caller adds the advice its users act on
+	Err     error  // the underlying error, when a failure caused the warning
 }
 
 // Warning codes.

@@ -16,19 +16,19 @@ func (a *Assessment) warnings() []Warning {
 		w = append(w, Warning{WarnTDE, "IFI does not apply to TDE-encrypted databases",
 			fmt.Sprintf("On %s the databases %s use Transparent Data Encryption: SQL Server always zeroes their data files, "+
 				"so IFI does not speed up their growth or restore. Nothing to do unless you expected IFI there.",
-				a.where(), strings.Join(a.TDEDatabases, ", "))})
+				a.where(), strings.Join(a.TDEDatabases, ", ")), nil})
 	}
 	if ri.ServiceState != contract.StateRunning {
 		w = append(w, Warning{WarnNotRunning, "SQL Server is not running",
 			fmt.Sprintf("The service %s of %s is %q, so IFI cannot be verified; the right takes effect when the service starts. "+
-				"Start the service to verify.", a.ServiceName, a.where(), ri.ServiceState)})
+				"Start the service to verify.", a.ServiceName, a.where(), ri.ServiceState), nil})
 	}
 	if !d.Enabled && a.staysOn {
 		w = append(w, Warning{WarnStaysOn, "IFI stays on although enabled = false",
 			fmt.Sprintf("On %s IFI stays on because %s; revoking the direct grant cannot turn it off. "+
 				"To turn IFI off, run the service %s as a non-administrator account without the right "+
 				"(for example %s) and remove the right from that holder.",
-				a.where(), a.staysOnVia, a.ServiceName, winsid.ServiceAccountName(a.ServiceName))})
+				a.where(), a.staysOnVia, a.ServiceName, winsid.ServiceAccountName(a.ServiceName)), nil})
 	}
 	if d.Restart == RestartNever && a.RestartPending != nil && *a.RestartPending {
 		state := "off"
@@ -38,23 +38,23 @@ func (a *Assessment) warnings() []Warning {
 		w = append(w, Warning{WarnRestartPending, "A restart of SQL Server is pending",
 			fmt.Sprintf("On %s a restart of the service %s is pending for IFI to be %s (restart = \"never\", so the provider "+
 				"will not restart it). Restart the service in a maintenance window, or set restart = \"if_needed\".",
-				a.where(), a.ServiceName, state)})
+				a.where(), a.ServiceName, state), nil})
 	}
 	if a.VerifiedBy == SourceNone && ri.ServiceState == contract.StateRunning {
 		w = append(w, Warning{WarnUnverified, "IFI could not be verified",
 			fmt.Sprintf("Neither SQL Server nor its error log said whether IFI is on for %s, so ifi_enabled and restart_pending are null. "+
-				"Configure the provider's sql block (a login with VIEW SERVER STATE) so SQL Server can be asked.", a.where())})
+				"Configure the provider's sql block (a login with VIEW SERVER STATE) so SQL Server can be asked.", a.where()), nil})
 	}
 	if d.Grantee == GranteeServiceSID && ri.ServiceSIDType == 0 {
 		w = append(w, Warning{WarnSIDTypeNone, "The service SID does not count for this service",
 			fmt.Sprintf("The service %s of %s has SID type none, so a grant to %s is not in its token. "+
 				"Run `sc.exe sidtype %s unrestricted` on the host and restart the service, or use grantee = \"service_account\".",
-				a.ServiceName, a.where(), winsid.ServiceAccountName(a.ServiceName), a.ServiceName)})
+				a.ServiceName, a.where(), winsid.ServiceAccountName(a.ServiceName), a.ServiceName), nil})
 	}
 	if a.TraceFlag1806 {
 		w = append(w, Warning{WarnTraceFlag1806, "Trace flag 1806 disables IFI",
 			fmt.Sprintf("The service %s of %s starts with -T1806, which turns IFI off whatever the right says. "+
-				"Remove -T1806 from the startup parameters (SQL Server Configuration Manager) and restart.", a.ServiceName, a.where())})
+				"Remove -T1806 from the startup parameters (SQL Server Configuration Manager) and restart.", a.ServiceName, a.where()), nil})
 	}
 	if a.GroupPolicyManaged {
 		lists := "does not list " + a.GranteeSID
@@ -64,7 +64,7 @@ func (a *Assessment) warnings() []Warning {
 		w = append(w, Warning{WarnGroupPolicy, "Group Policy owns the right",
 			fmt.Sprintf("On %s a Group Policy defines %q (%s) and re-applies it whenever a policy changes and at least every 16 hours; it %s (policy holders: %s). "+
 				"Local changes that disagree are reverted; change the policy instead.",
-				a.where(), "Perform volume maintenance tasks", GPOSetting, lists, principals(a.GroupPolicyHolders))})
+				a.where(), "Perform volume maintenance tasks", GPOSetting, lists, principals(a.GroupPolicyHolders)), nil})
 	}
 	return w
 }

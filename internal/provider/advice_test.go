@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
@@ -13,7 +14,7 @@ import (
 // remote and sqlcheck return kinds and settings; the advice that names the
 // provider's arguments and environment variables is made here.
 func TestHostErrorDetailNamesTheArgument(t *testing.T) {
-	tg := target{Host: "sql01.example.test", Instance: "MSSQLSERVER"}
+	tg := converge.Target{Host: "sql01.example.test", Instance: "MSSQLSERVER"}
 	for _, tc := range []struct {
 		name string
 		err  *remote.Error

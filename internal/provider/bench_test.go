@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
@@ -43,7 +44,7 @@ type benchFleet struct {
 	sim     *winsim.Sim
 	winrm   remote.Config
 	sql     sqlcheck.Config
-	targets []target
+	targets []converge.Target
 }
 
 // startBenchFleet starts one simulator with hosts hosts of perHost instances each
@@ -85,7 +86,7 @@ func startBenchFleet(b *testing.B, hosts, perHost int) *benchFleet {
 			b.Fatalf("WinRM HTTPS listener %q: %v %v", hi.WinRMHTTPS, err, perr)
 		}
 		for _, in := range hi.Instances {
-			f.targets = append(f.targets, target{Host: hi.Address, Instance: in.Name, Port: p})
+			f.targets = append(f.targets, converge.Target{Host: hi.Address, Instance: in.Name, Port: p})
 		}
 	}
 	if len(f.targets) != hosts*perHost {
@@ -97,7 +98,7 @@ func startBenchFleet(b *testing.B, hosts, perHost int) *benchFleet {
 // refresh observes every instance with fresh clients, benchParallelism at a time, and
 // fails unless each was found and verified through the DMV.
 func (f *benchFleet) refresh(b *testing.B) {
-	c := newClients(f.winrm, &f.sql, remote.New, func(cfg sqlcheck.Config) (sqlcheck.Checker, error) { return sqlcheck.New(cfg), nil })
+	engine := newClients(f.winrm, &f.sql, remote.New, func(cfg sqlcheck.Config) (sqlcheck.Checker, error) { return sqlcheck.New(cfg), nil }).engine()
 	ctx := context.Background()
 	sem := make(chan struct{}, benchParallelism)
 	var wg sync.WaitGroup
@@ -105,13 +106,13 @@ func (f *benchFleet) refresh(b *testing.B) {
 	for _, t := range f.targets {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(t target) {
+		go func(t converge.Target) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			obs, diags := c.observe(ctx, t)
+			obs, err := engine.Observe(ctx, t)
 			switch {
-			case diags.HasError():
-				errs <- fmt.Errorf("%s: %v", t, diags)
+			case err != nil:
+				errs <- fmt.Errorf("%s: %v", t, err)
 			case !obs.Instance.Found:
 				errs <- fmt.Errorf("%s: not found", t)
 			case obs.Observed.Verification.Source != ifi.SourceSQLDMV:

@@ -15,7 +15,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
-// What a user reads in terraform's output, through the real CLI (see cli_test.go).
+// What a user reads in terraform's output, through the real CLI (see cli_harness_test.go).
 
 // opsSince returns the operations the host ran from index n of its audit log on.
 func (e *accEnv) opsSince(n int) []string { return e.operations()[n:] }

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,22 +9,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
@@ -46,88 +40,12 @@ const (
 	defaultReadTimeout   = 5 * time.Minute
 )
 
-// privateDesired is the private-state key holding what the user last applied: a
-// refresh stores `enabled` as "not converged" on drift, so the wish itself lives here.
-const privateDesired = "desired"
-
-type desiredPrivate struct {
-	Enabled bool `json:"enabled"`
-}
-
 // NewInstantFileInitializationResource is the mssqlifi_instant_file_initialization resource.
 func NewInstantFileInitializationResource() resource.Resource { return &ifiResource{} }
 
+// ifiResource is the resource; the work is the converge engine's (internal/converge).
 type ifiResource struct {
 	c *clients
-}
-
-type ifiResourceModel struct {
-	ID       types.String   `tfsdk:"id"`
-	Host     types.String   `tfsdk:"host"`
-	Instance types.String   `tfsdk:"instance"`
-	Port     types.Int64    `tfsdk:"port"`
-	SQLPort  types.Int64    `tfsdk:"sql_port"`
-	Enabled  types.Bool     `tfsdk:"enabled"`
-	Grantee  types.String   `tfsdk:"grantee"`
-	Restart  types.String   `tfsdk:"restart"`
-	Timeouts timeouts.Value `tfsdk:"timeouts"`
-	computedModel
-}
-
-// computedModel holds what the host and SQL Server report; shared with the data source.
-type computedModel struct {
-	ServiceName        types.String `tfsdk:"service_name"`
-	ServiceAccount     types.String `tfsdk:"service_account"`
-	ServiceSID         types.String `tfsdk:"service_sid"`
-	GranteeSID         types.String `tfsdk:"grantee_sid"`
-	PrivilegeGranted   types.Bool   `tfsdk:"privilege_granted"`
-	IFIEnabled         types.Bool   `tfsdk:"ifi_enabled"`
-	RestartPending     types.Bool   `tfsdk:"restart_pending"`
-	VerifiedBy         types.String `tfsdk:"verified_by"`
-	SQLVersion         types.String `tfsdk:"sql_version"`
-	GroupPolicyManaged types.Bool   `tfsdk:"group_policy_managed"`
-	TDEDatabases       types.List   `tfsdk:"tde_databases"`
-	Clustered          types.Bool   `tfsdk:"clustered"`
-}
-
-func (m *computedModel) set(a *ifi.Assessment) {
-	m.ServiceName = types.StringValue(a.ServiceName)
-	m.ServiceAccount = types.StringValue(a.ServiceAccount)
-	m.ServiceSID = types.StringValue(a.ServiceSID)
-	m.GranteeSID = types.StringValue(a.GranteeSID)
-	m.PrivilegeGranted = types.BoolValue(a.PrivilegeGranted)
-	m.IFIEnabled = types.BoolPointerValue(a.RunningIFI)
-	m.RestartPending = types.BoolPointerValue(a.RestartPending)
-	m.VerifiedBy = types.StringValue(string(a.VerifiedBy))
-	m.SQLVersion = types.StringValue(a.SQLVersion)
-	m.GroupPolicyManaged = types.BoolValue(a.GroupPolicyManaged)
-	if a.TDEDatabases == nil {
-		m.TDEDatabases = types.ListNull(types.StringType)
-	} else {
-		vals := make([]attr.Value, len(a.TDEDatabases))
-		for i, d := range a.TDEDatabases {
-			vals[i] = types.StringValue(d)
-		}
-		m.TDEDatabases = types.ListValueMust(types.StringType, vals)
-	}
-	m.Clustered = types.BoolValue(a.Clustered)
-}
-
-func (m *ifiResourceModel) target() target {
-	return target{
-		Host:     m.Host.ValueString(),
-		Instance: m.Instance.ValueString(),
-		Port:     int(m.Port.ValueInt64()),
-		SQLPort:  int(m.SQLPort.ValueInt64()),
-	}
-}
-
-func (m *ifiResourceModel) desired() ifi.Desired {
-	return ifi.Desired{
-		Enabled: m.Enabled.ValueBool(),
-		Grantee: ifi.Grantee(m.Grantee.ValueString()),
-		Restart: ifi.RestartPolicy(m.Restart.ValueString()),
-	}
 }
 
 func (r *ifiResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -206,39 +124,6 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 	}
 }
 
-// computedResourceAttributes are the attributes reported by the host.
-func computedResourceAttributes() map[string]schema.Attribute {
-	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-	keepBool := []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}
-	return map[string]schema.Attribute{
-		"service_name": schema.StringAttribute{Computed: true, PlanModifiers: keep,
-			MarkdownDescription: "Windows service of the Database Engine: `MSSQLSERVER` or `MSSQL$NAME`."},
-		"service_account": schema.StringAttribute{Computed: true, PlanModifiers: keep,
-			MarkdownDescription: "Account the Engine service starts as (`Win32_Service.StartName`)."},
-		"service_sid": schema.StringAttribute{Computed: true, PlanModifiers: keep,
-			MarkdownDescription: "Per-service SID of the Engine (`NT SERVICE\\<service>`), computed from the service name."},
-		"grantee_sid": schema.StringAttribute{Computed: true,
-			MarkdownDescription: "SID that receives the right, per `grantee`."},
-		"privilege_granted": schema.BoolAttribute{Computed: true,
-			MarkdownDescription: "The grantee directly holds *Perform volume maintenance tasks*."},
-		"ifi_enabled": schema.BoolAttribute{Computed: true,
-			MarkdownDescription: "Whether the running Engine really has IFI, as SQL Server reports it; null when it cannot be verified."},
-		"restart_pending": schema.BoolAttribute{Computed: true,
-			MarkdownDescription: "The running Engine's IFI differs from what its next start will give; null when it cannot be verified."},
-		"verified_by": schema.StringAttribute{Computed: true,
-			MarkdownDescription: "How `ifi_enabled` was verified: `sql_dmv` (`sys.dm_server_services`), `errorlog` (the startup line of the current error log) or `none`."},
-		"sql_version": schema.StringAttribute{Computed: true,
-			MarkdownDescription: "SQL Server build, e.g. `16.0.4135.4`."},
-		"group_policy_managed": schema.BoolAttribute{Computed: true, PlanModifiers: keepBool,
-			MarkdownDescription: "A domain Group Policy defines who holds the right; the provider then refuses changes the policy would revert."},
-		"tde_databases": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-			PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
-			MarkdownDescription: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
-		"clustered": schema.BoolAttribute{Computed: true, PlanModifiers: keepBool,
-			MarkdownDescription: "The instance is a failover cluster instance; the provider never restarts it."},
-	}
-}
-
 func (r *ifiResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	if c := configuredClients(req.ProviderData, &resp.Diagnostics); c != nil {
 		r.c = c
@@ -274,13 +159,8 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	}
 	defer cancel()
 
-	plan.ID = types.StringValue(plan.Host.ValueString() + "/" + plan.Instance.ValueString())
-	state, diags := r.apply(ctx, plan, plan.desired())
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-		resp.Diagnostics.Append(setDesired(ctx, resp.Private, plan.Enabled.ValueBool())...)
-	}
+	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
+	r.apply(ctx, plan, plan.desired(), &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -300,162 +180,23 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	desired := plan.desired()
 	desired.PriorGranteeSID = prior.GranteeSID.ValueString()
 	plan.ID = prior.ID
-	state, diags := r.apply(ctx, plan, desired)
-	resp.Diagnostics.Append(diags...)
-	if state != nil {
-		resp.Diagnostics.Append(resp.State.Set(ctx, state)...)
-		resp.Diagnostics.Append(setDesired(ctx, resp.Private, plan.Enabled.ValueBool())...)
-	}
+	r.apply(ctx, plan, desired, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
-// apply converges the instance to the plan. It returns the state to save (nil: keep
-// the prior state, nothing changed) and the diagnostics. When something fails after
-// a change was made, the state returned reflects what the host reports now.
-func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired) (*ifiResourceModel, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	t := plan.target()
-	obs, ds := r.c.observe(ctx, t)
-	diags.Append(ds...)
-	if diags.HasError() {
-		return nil, diags
-	}
-	if !obs.Instance.Found {
-		diags.AddAttributeError(path.Root("instance"), "SQL Server instance not found", notFoundDetail(t, obs.Instance))
-		return nil, diags
-	}
-	a, p, err := ifi.PlanApply(d, obs.Observed)
+// apply converges the instance to the plan and stores what the engine says is true
+// (after a failure too, once something changed); when nothing is known, the state
+// stays as it was.
+func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, state *tfsdk.State, private privateSetter,
+	diags *diag.Diagnostics) {
+	out, err := r.c.engine().Apply(ctx, plan.target(), d)
 	if err != nil {
-		var ref *ifi.Refusal
-		if errors.As(err, &ref) {
-			diags.AddError(ref.Summary, ref.Detail)
-		} else {
-			diags.AddError(fmt.Sprintf("Cannot decide how to apply IFI on %s", t), err.Error())
-		}
-		return nil, diags
+		addEngineError(diags, opApply, err, r.c.winrm.Username)
 	}
-	tflog.Info(ctx, "applying IFI", map[string]any{
-		"host": t.Host, "instance": t.Instance, "steps": fmt.Sprintf("%+v", p.Steps), "restart": p.Restart, "reason": p.RestartReason,
-	})
-
-	h, err := r.c.host(t.Host, t.Port)
-	if err != nil {
-		diags.AddError(fmt.Sprintf("Cannot set up WinRM for %s", t.Host), hostErrorDetail(t, err, r.c.winrm.Username))
-		return nil, diags
+	addWarnings(diags, out.Warnings)
+	if st := plan.withOutcome(out); st != nil {
+		diags.Append(state.Set(ctx, st)...)
+		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
 	}
-	changed := false
-	// failed re-reads the instance after a failure and returns the state that says
-	// what now is (or keeps the prior state when nothing changed).
-	failed := func(summary, detail string) (*ifiResourceModel, diag.Diagnostics) {
-		diags.AddError(summary, detail)
-		if !changed {
-			return nil, diags
-		}
-		st, ds := r.refreshAfterFailure(ctx, plan, d)
-		diags.Append(ds...)
-		return st, diags
-	}
-
-	for _, s := range p.Steps {
-		verb := "revoke"
-		if s.Grant {
-			verb = "grant"
-		}
-		tflog.Debug(ctx, "set_right", map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant})
-		res, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant})
-		if err != nil {
-			return failed(fmt.Sprintf("Cannot %s the right on %s", verb, t.Host),
-				fmt.Sprintf("Could not %s %s to %s: %s", verb, contract.RightManageVolume, s.SID, hostErrorDetail(t, err, r.c.winrm.Username)))
-		}
-		if res.Changed {
-			changed = true
-		}
-	}
-
-	restarted := false
-	if p.Restart {
-		secs := restartSeconds(ctx)
-		tflog.Info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs})
-		_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: secs})
-		changed = true // a failed restart may have stopped services
-		if err != nil {
-			return failed(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
-				fmt.Sprintf("The restart of %s (%s) failed: %s The right was changed as asked; run terraform apply again once the "+
-					"service can restart, or restart it yourself.", a.ServiceName, p.RestartReason, hostErrorDetail(t, err, r.c.winrm.Username)))
-		}
-		restarted = true
-		if checker, _ := r.c.sqlChecker(); checker != nil && obs.SQLTarget != nil {
-			if err := checker.WaitReady(ctx, *obs.SQLTarget); err != nil {
-				return failed(fmt.Sprintf("SQL Server %s on %s did not accept connections after the restart", t.Instance, t.Host),
-					fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the timeouts "+
-						"if recovery takes long, then run terraform apply again.", t, t.Host, obs.SQLTarget.Port, sqlErrorDetail(err)))
-			}
-		}
-	}
-
-	// Read back what now is.
-	final := plan
-	if len(p.Steps) > 0 || restarted {
-		obs2, ds := r.c.observe(ctx, t)
-		if ds.HasError() {
-			diags.Append(ds...)
-			if changed {
-				// Nothing better to save: the prior state is kept, the error says the host could not be read back.
-				diags.AddError("The change was made but could not be read back",
-					fmt.Sprintf("On %s the right was changed%s, but reading the instance back failed. Run terraform refresh once the host answers.",
-						t, map[bool]string{true: " and SQL Server restarted", false: ""}[restarted]))
-			}
-			return nil, diags
-		}
-		if !obs2.Instance.Found {
-			diags.AddError("SQL Server instance disappeared", notFoundDetail(t, obs2.Instance))
-			return nil, diags
-		}
-		obs = obs2
-		a, err = ifi.Assess(d, obs.Observed)
-		if err != nil {
-			diags.AddError(fmt.Sprintf("Cannot assess IFI on %s", t), err.Error())
-			return nil, diags
-		}
-	}
-	diags.Append(obs.Warnings...)
-	addWarnings(&diags, a.Warnings)
-	final.computedModel.set(a)
-	if restarted {
-		if err := ifi.Check(a); err != nil {
-			if !a.Converged {
-				final.Enabled = types.BoolValue(!d.Enabled)
-			}
-			diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), err.Error())
-			return &final, diags
-		}
-	}
-	return &final, diags
-}
-
-// refreshAfterFailure reads the instance after a failed step and returns the state
-// that says what now is: `enabled` holds the asked value only when converged.
-func (r *ifiResource) refreshAfterFailure(ctx context.Context, plan ifiResourceModel, d ifi.Desired) (*ifiResourceModel, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	// The operation's own context may have run out; give the read back a short one.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	t := plan.target()
-	obs, ds := r.c.observe(rctx, t)
-	if ds.HasError() || !obs.Instance.Found {
-		diags.AddWarning("State may be out of date",
-			fmt.Sprintf("After the failure, %s could not be read back; the Terraform state keeps its previous values. "+
-				"Run terraform plan once the host answers to see what changed.", t))
-		return nil, diags
-	}
-	a, err := ifi.Assess(d, obs.Observed)
-	if err != nil {
-		return nil, diags
-	}
-	st := plan
-	st.computedModel.set(a)
-	// enabled holds the asked value only when the instance is as asked.
-	st.Enabled = types.BoolValue(d.Enabled == a.Converged)
-	return &st, diags
 }
 
 // withTimeout bounds ctx by an operation's timeout: the one set in the timeouts
@@ -472,20 +213,6 @@ func withTimeout(ctx context.Context, timeout func(context.Context, time.Duratio
 	return ctx, cancel, true
 }
 
-// restartSeconds is the time left for restart_instance: the context's deadline minus
-// a margin for reading back, at least 30 seconds.
-func restartSeconds(ctx context.Context) int {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return 600
-	}
-	left := time.Until(dl) - 30*time.Second
-	if left < 30*time.Second {
-		left = 30 * time.Second
-	}
-	return int(left / time.Second)
-}
-
 func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx = maskSecrets(ctx, r.c)
 	var state ifiResourceModel
@@ -499,53 +226,42 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	defer cancel()
 
-	t := state.target()
-	obs, ds := r.c.observe(ctx, t)
-	resp.Diagnostics.Append(ds...)
-	if resp.Diagnostics.HasError() {
-		return // the state stays as it was
-	}
-	if !obs.Instance.Found {
-		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
-			notFoundDetail(t, obs.Instance)+" Terraform will plan to create the resource again; remove it from the configuration if the instance was uninstalled.")
-		resp.State.RemoveResource(ctx)
-		return
-	}
-
 	imported := state.Enabled.IsNull()
 	desired := state.desired()
 	if imported {
 		desired = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
-		state.Grantee = types.StringValue(string(ifi.GranteeServiceSID))
-		state.Restart = types.StringValue(string(ifi.RestartIfNeeded))
+		state.Grantee = types.StringValue(string(desired.Grantee))
+		state.Restart = types.StringValue(string(desired.Restart))
 	} else {
+		var ds diag.Diagnostics
 		desired.Enabled, ds = getDesired(ctx, req.Private, desired.Enabled)
 		resp.Diagnostics.Append(ds...)
 	}
-	a, err := ifi.Assess(desired, obs.Observed)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot assess IFI on %s", t), err.Error())
+	t := state.target()
+	out, err := r.c.engine().Read(ctx, t, desired)
+	if ce, ok := notFound(err); ok {
+		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
+			notFoundDetail(t, ce.Instance)+" Terraform will plan to create the resource again; remove it from the configuration if the instance was uninstalled.")
+		resp.State.RemoveResource(ctx)
 		return
 	}
-	if imported {
-		state.Enabled = types.BoolValue(a.PrivilegeGranted)
-		if state.Instance.IsNull() {
-			state.Instance = types.StringValue(a.Instance)
-		}
-		state.ID = types.StringValue(state.Host.ValueString() + "/" + state.Instance.ValueString())
-		resp.Diagnostics.Append(setDesired(ctx, resp.Private, a.PrivilegeGranted)...)
-	} else {
-		// Drift shows as a change of enabled: it holds the asked value only when converged.
-		state.Enabled = types.BoolValue(desired.Enabled == a.Converged)
+	if err != nil {
+		addEngineError(&resp.Diagnostics, opRead, err, r.c.winrm.Username)
+		return // the state stays as it was
 	}
-	tflog.Debug(ctx, "read IFI", map[string]any{
-		"host": t.Host, "instance": t.Instance, "converged": a.Converged, "privilege_granted": a.PrivilegeGranted,
-		"verified_by": string(a.VerifiedBy),
-	})
-	state.computedModel.set(a)
-	resp.Diagnostics.Append(obs.Warnings...)
-	addWarnings(&resp.Diagnostics, a.Warnings)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	a := out.Assessment
+	st := state.withOutcome(out)
+	if imported {
+		// An import adopts what the host has: enabled is whether the right is granted.
+		st.Enabled = types.BoolValue(a.PrivilegeGranted)
+		if st.Instance.IsNull() {
+			st.Instance = types.StringValue(a.Instance)
+		}
+		st.ID = types.StringValue(importID(st.Host.ValueString(), st.Instance.ValueString()))
+		resp.Diagnostics.Append(setDesired(ctx, resp.Private, a.PrivilegeGranted)...)
+	}
+	addWarnings(&resp.Diagnostics, out.Warnings)
+	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
 }
 
 func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -562,37 +278,17 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	defer cancel()
 
 	t := state.target()
-	obs, ds := r.c.observe(ctx, t)
-	resp.Diagnostics.Append(ds...)
-	if resp.Diagnostics.HasError() {
+	out, err := r.c.engine().Destroy(ctx, t, state.desired())
+	if ce, ok := notFound(err); ok {
+		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")
 		return
 	}
-	if !obs.Instance.Found {
-		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, obs.Instance)+" Nothing to revoke.")
-		return
-	}
-	desired := state.desired()
-	_, p, ws, err := ifi.PlanDestroy(desired, obs.Observed)
 	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot decide how to remove IFI from %s", t), err.Error())
+		addEngineError(&resp.Diagnostics, opDestroy, err, r.c.winrm.Username)
 		return
-	}
-	h, err := r.c.host(t.Host, t.Port)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Cannot set up WinRM for %s", t.Host), hostErrorDetail(t, err, r.c.winrm.Username))
-		return
-	}
-	for _, s := range p.Steps {
-		tflog.Debug(ctx, "set_right", map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant})
-		if _, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant}); err != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("Cannot revoke the right on %s", t.Host),
-				fmt.Sprintf("Could not revoke %s from %s: %s The resource stays in the state; run terraform destroy again.",
-					contract.RightManageVolume, s.SID, hostErrorDetail(t, err, r.c.winrm.Username)))
-			return
-		}
 	}
 	// The stays-on warning was given by ModifyPlan when the destroy was planned.
-	addWarnings(&resp.Diagnostics, ws, ifi.WarnStaysOnDestroy)
+	addWarnings(&resp.Diagnostics, out.Warnings, ifi.WarnStaysOnDestroy)
 }
 
 func (r *ifiResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
@@ -601,7 +297,7 @@ func (r *ifiResource) ImportState(ctx context.Context, req resource.ImportStateR
 		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), host+"/"+instance)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), importID(host, instance))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("instance"), instance)...)
 }
@@ -661,25 +357,4 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 			fmt.Sprintf("%s is a failover cluster instance. If the change needs a restart, the apply refuses: the provider never restarts a "+
 				"clustered instance through the service manager. Set restart = \"never\" and restart the role through Failover Cluster Manager.", t))
 	}
-}
-
-func setDesired(ctx context.Context, p interface {
-	SetKey(context.Context, string, []byte) diag.Diagnostics
-}, enabled bool) diag.Diagnostics {
-	b, _ := json.Marshal(desiredPrivate{Enabled: enabled})
-	return p.SetKey(ctx, privateDesired, b)
-}
-
-func getDesired(ctx context.Context, p interface {
-	GetKey(context.Context, string) ([]byte, diag.Diagnostics)
-}, fallback bool) (bool, diag.Diagnostics) {
-	b, ds := p.GetKey(ctx, privateDesired)
-	if ds.HasError() || len(b) == 0 {
-		return fallback, ds
-	}
-	var dp desiredPrivate
-	if err := json.Unmarshal(b, &dp); err != nil {
-		return fallback, ds
-	}
-	return dp.Enabled, ds
 }

@@ -429,38 +429,6 @@ func TestAccResource_wrongPassword(t *testing.T) {
 	})
 }
 
-func TestAccDataSource(t *testing.T) {
-	e := startSim(t, nil)
-	const ds = "data.mssqlifi_instant_file_initialization.this"
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6Factories,
-		Steps: []resource.TestStep{
-			{
-				Config: e.providerConfig(true) + fmt.Sprintf(`
-data "mssqlifi_instant_file_initialization" "this" {
-  host = %q
-}`, e.addr),
-				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(ds, "id", e.addr+"/MSSQLSERVER"),
-					resource.TestCheckResourceAttr(ds, "service_name", "MSSQLSERVER"),
-					resource.TestCheckResourceAttr(ds, "privilege_granted", "false"),
-					resource.TestCheckResourceAttr(ds, "ifi_enabled", "false"),
-					resource.TestCheckResourceAttr(ds, "restart_pending", "false"),
-					resource.TestCheckResourceAttr(ds, "verified_by", "sql_dmv"),
-					check(func() error {
-						for _, op := range e.operations() {
-							if op != string(contract.OpReadInstance) {
-								return fmt.Errorf("the data source ran %s", op)
-							}
-						}
-						return nil
-					}),
-				),
-			},
-		},
-	})
-}
-
 // The host cannot be reached: the plan fails with an error naming the host, and the
 // state stays as it was (the next plan with the right settings is empty).
 func TestAccResource_hostUnreachableKeepsState(t *testing.T) {

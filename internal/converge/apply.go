@@ -1,0 +1,231 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// Apply converges t to d: observe, decide, change the right's holders, restart the
+// Engine when the plan says so, wait for SQL Server, read back and check.
+//
+// The Outcome is never nil. Its Assessment is what to store: nil when nothing is
+// known to have changed (keep the previous state). After a failure once something
+// changed, the instance is read back and the Outcome says what is true now (or
+// carries a WarnStateStale warning when it could not be read). Errors are *Error.
+func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
+	out := &Outcome{}
+	obs, err := e.found(ctx, t)
+	if err != nil {
+		return out, err
+	}
+	a, p, err := ifi.PlanApply(d, obs.Observed)
+	if err != nil {
+		var ref *ifi.Refusal
+		if errors.As(err, &ref) {
+			return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
+		}
+		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+	}
+	e.info(ctx, "applying IFI", map[string]any{
+		"host": t.Host, "instance": t.Instance, "steps": fmt.Sprintf("%+v", p.Steps), "restart": p.Restart, "reason": p.RestartReason,
+	})
+	h, err := e.host(t)
+	if err != nil {
+		return out, err
+	}
+
+	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
+		return e.recover(ctx, t, d, out, err)
+	}
+	if p.Restart {
+		if err := e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out); err != nil {
+			return e.recover(ctx, t, d, out, err)
+		}
+		if err := e.waitReady(ctx, t, obs.SQLTarget, out); err != nil {
+			return e.recover(ctx, t, d, out, err)
+		}
+	}
+
+	if len(p.Steps) > 0 || out.Restarted {
+		obs, a, err = e.readBack(ctx, t, d, out)
+		if err != nil {
+			return out, err
+		}
+	}
+	out.Assessment = a
+	out.Enabled = d.Enabled
+	out.Warnings = append(slices.Clone(obs.Warnings), a.Warnings...)
+	if out.Restarted {
+		if err := ifi.Check(a); err != nil {
+			out.Enabled = EnabledInState(d, a)
+			return out, out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
+		}
+	}
+	return out, nil
+}
+
+// Read observes t and assesses it against d. A missing instance is a KindNotFound
+// error; the Outcome is then empty.
+func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
+	obs, err := e.found(ctx, t)
+	if err != nil {
+		return &Outcome{}, err
+	}
+	a, err := ifi.Assess(d, obs.Observed)
+	if err != nil {
+		return &Outcome{}, &Error{Kind: KindAssessFailed, Target: t, Err: err}
+	}
+	e.debug(ctx, "read IFI", map[string]any{
+		"host": t.Host, "instance": t.Instance, "converged": a.Converged, "privilege_granted": a.PrivilegeGranted,
+		"verified_by": string(a.VerifiedBy),
+	})
+	return &Outcome{
+		Assessment: a,
+		Enabled:    EnabledInState(d, a),
+		Warnings:   append(slices.Clone(obs.Warnings), a.Warnings...),
+	}, nil
+}
+
+// SetupReference is what SQL Server Setup does when asked to grant IFI: the right to
+// the service SID, no restart. Describe assesses instances against it.
+var SetupReference = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartNever}
+
+// wishWarnings are the decision's warnings about a wish, which Describe leaves out.
+var wishWarnings = []string{ifi.WarnRestartPending, ifi.WarnStaysOn, ifi.WarnSIDTypeNone}
+
+// Describe reads t without changing anything and assesses it against
+// SetupReference. Its warnings describe the instance only, not a wish.
+func (e *Engine) Describe(ctx context.Context, t Target) (*Outcome, error) {
+	out, err := e.Read(ctx, t, SetupReference)
+	if err != nil {
+		return out, err
+	}
+	out.Warnings = slices.DeleteFunc(out.Warnings, func(w ifi.Warning) bool { return slices.Contains(wishWarnings, w.Code) })
+	return out, nil
+}
+
+// Destroy removes what an apply granted: it revokes the grantee's direct grant and
+// never restarts. A missing instance is a KindNotFound error (nothing to revoke).
+// Warnings say what stays in effect.
+func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
+	out := &Outcome{}
+	obs, err := e.found(ctx, t)
+	if err != nil {
+		return out, err
+	}
+	a, p, ws, err := ifi.PlanDestroy(d, obs.Observed)
+	if err != nil {
+		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+	}
+	h, err := e.host(t)
+	if err != nil {
+		return out, err
+	}
+	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
+		return out, err
+	}
+	out.Assessment = a
+	out.Warnings = ws
+	return out, nil
+}
+
+// setRights runs the plan's steps in order; out.Changed records whether any changed
+// the host.
+func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.Step, out *Outcome) error {
+	for i := range steps {
+		s := steps[i]
+		e.debug(ctx, "set_right", map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant})
+		res, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant})
+		if err != nil {
+			return out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s})
+		}
+		if res != nil && res.Changed {
+			out.Changed = true
+		}
+	}
+	return nil
+}
+
+// restart restarts the Engine (and its running dependents) within the time the
+// context leaves, keeping a margin for reading back.
+func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, out *Outcome) error {
+	secs := e.restartSeconds(ctx)
+	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs})
+	_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: secs})
+	out.Changed = true // a failed restart may have stopped services
+	if err != nil {
+		return out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason})
+	}
+	out.Restarted = true
+	return nil
+}
+
+// waitReady waits until SQL Server accepts a login at st; without SQL credentials or
+// a known port there is nothing to wait on.
+func (e *Engine) waitReady(ctx context.Context, t Target, st *sqlcheck.Target, out *Outcome) error {
+	checker, _ := e.Clients.SQLChecker()
+	if checker == nil || st == nil {
+		return nil
+	}
+	if err := checker.WaitReady(ctx, *st); err != nil {
+		return out.fail(&Error{Kind: KindNotReady, Target: t, Err: err, SQLPort: st.Port})
+	}
+	return nil
+}
+
+// readBack observes t after a change and assesses it again.
+func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, out *Outcome) (*Observation, *ifi.Assessment, error) {
+	obs, err := e.Observe(ctx, t)
+	if err != nil {
+		return nil, nil, out.fail(&Error{Kind: KindReadBackFailed, Target: t, Err: err})
+	}
+	if !obs.Instance.Found {
+		return nil, nil, out.fail(&Error{Kind: KindVanished, Target: t, Instance: obs.Instance})
+	}
+	a, err := ifi.Assess(d, obs.Observed)
+	if err != nil {
+		return nil, nil, out.fail(&Error{Kind: KindAssessFailed, Target: t, Err: err})
+	}
+	return obs, a, nil
+}
+
+// recover is the end of an apply whose step failed: once something changed, it
+// reads the instance back (with a fresh, short deadline, since the operation's own
+// may have run out) so that the Outcome says what is true now.
+func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, out *Outcome, err error) (*Outcome, error) {
+	if !out.Changed {
+		return out, err
+	}
+	timeout := e.RecoveryTimeout
+	if timeout == 0 {
+		timeout = DefaultRecoveryTimeout
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	obs, oerr := e.Observe(rctx, t)
+	if oerr != nil || !obs.Instance.Found {
+		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date",
+			Detail: fmt.Sprintf("After the failure, %s could not be read back; what it holds now is unknown.", t)})
+		return out, err
+	}
+	a, aerr := ifi.Assess(d, obs.Observed)
+	if aerr != nil {
+		return out, err
+	}
+	out.Assessment = a
+	out.Enabled = EnabledInState(d, a)
+	return out, err
+}
+
+// fail records on err what the operation had done so far.
+func (o *Outcome) fail(err *Error) *Error {
+	err.Changed = err.Changed || o.Changed
+	err.Restarted = err.Restarted || o.Restarted
+	return err
+}

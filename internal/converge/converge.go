@@ -1,0 +1,161 @@
+// Package converge brings one SQL Server instance to what the user asked for:
+// observe the host, decide (internal/ifi), change the right's holders, restart the
+// Engine, wait for SQL Server, read back and check. It also owns the recovery after a
+// failed step and the destroy path.
+//
+// It is plain Go: no Terraform types. It talks to hosts and SQL Server through the
+// narrow interfaces below, and returns an Outcome, ifi.Warning values and typed
+// errors (*Error), which the Terraform layer turns into state and diagnostics.
+package converge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// Host runs the contract's operations on one host (remote.Host satisfies it).
+type Host interface {
+	ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error)
+	SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error)
+	RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
+}
+
+// Clients opens the clients the engine needs. Implementations may open them lazily
+// and share them between instances.
+type Clients interface {
+	// Host returns the client of one host's WinRM listener; port 0 means the
+	// configured default.
+	Host(host string, port int) (Host, error)
+	// SQLChecker returns the SQL Server checker, or (nil, nil) when no SQL
+	// credentials are configured.
+	SQLChecker() (sqlcheck.Checker, error)
+}
+
+// Logger receives what an operator needs to follow an apply. The context carries
+// whatever the caller's logging needs (for example masking of secrets).
+type Logger interface {
+	Debug(ctx context.Context, msg string, fields map[string]any)
+	Info(ctx context.Context, msg string, fields map[string]any)
+}
+
+// Clock is the engine's time: tests give a fake one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends (then it returns ctx.Err()).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Target names one instance and how to reach it.
+type Target struct {
+	Host     string
+	Instance string
+	Port     int // WinRM port override; 0: the provider's setting
+	SQLPort  int // SQL port override; 0: what the host reports
+}
+
+func (t Target) String() string { return fmt.Sprintf("instance %s on %s", t.Instance, t.Host) }
+
+// Default durations.
+const (
+	// DefaultRecoveryTimeout bounds the read-back after a failed step, which runs
+	// even when the operation's own deadline has passed.
+	DefaultRecoveryTimeout = 2 * time.Minute
+	// readBackMargin is kept from the operation's deadline for what follows a
+	// restart (wait for SQL, read back).
+	readBackMargin = 30 * time.Second
+	// minRestartSeconds and noDeadlineRestartSeconds bound restart_instance's wait.
+	minRestartSeconds        = 30
+	noDeadlineRestartSeconds = 600
+)
+
+// Engine converges instances. The zero value is not usable: set Clients.
+type Engine struct {
+	Clients Clients
+	Log     Logger // nil: no logging
+	Clock   Clock  // nil: SystemClock
+	// RecoveryTimeout bounds the read-back after a failed step; 0: DefaultRecoveryTimeout.
+	RecoveryTimeout time.Duration
+}
+
+// New returns an engine over c with the system clock and no logging.
+func New(c Clients) *Engine { return &Engine{Clients: c} }
+
+// Outcome is what an operation leaves behind.
+type Outcome struct {
+	// Assessment is what is true on the host now, for the computed attributes; nil
+	// when it is not known (the caller keeps its previous state).
+	Assessment *ifi.Assessment
+	// Enabled is the value the `enabled` argument should hold in the state: the
+	// asked value when the instance is as asked, else its opposite, so that drift
+	// shows as a diff.
+	Enabled bool
+	// Changed: the host was changed (a right was granted or revoked, or a restart
+	// was attempted). Restarted: the Engine was restarted.
+	Changed   bool
+	Restarted bool
+	// Warnings for the user, in order: the observation's, then the decision's.
+	Warnings []ifi.Warning
+}
+
+// EnabledInState is the `enabled` value that says what is true: d.Enabled when the
+// instance is as asked, else the opposite.
+func EnabledInState(d ifi.Desired, a *ifi.Assessment) bool {
+	if a.Converged {
+		return d.Enabled
+	}
+	return !d.Enabled
+}
+
+// clock is the engine's Clock, SystemClock when none is set.
+func (e *Engine) clock() Clock {
+	if e.Clock == nil {
+		return SystemClock{}
+	}
+	return e.Clock
+}
+
+func (e *Engine) debug(ctx context.Context, msg string, fields map[string]any) {
+	if e.Log != nil {
+		e.Log.Debug(ctx, msg, fields)
+	}
+}
+
+func (e *Engine) info(ctx context.Context, msg string, fields map[string]any) {
+	if e.Log != nil {
+		e.Log.Info(ctx, msg, fields)
+	}
+}
+
+// SystemClock is the real time.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx ends.
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// restartSeconds is the time left for restart_instance: the context's deadline
+// minus a margin for reading back, at least 30 seconds.
+func (e *Engine) restartSeconds(ctx context.Context) int {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return noDeadlineRestartSeconds
+	}
+	left := int((dl.Sub(e.clock().Now()) - readBackMargin) / time.Second)
+	return max(left, minRestartSeconds)
+}

@@ -1,0 +1,546 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+var enable = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
+
+// wantError checks that err is an *Error of kind k and returns it.
+func wantError(t *testing.T, err error, k Kind) *Error {
+	t.Helper()
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v (%T), want a *converge.Error of kind %s", err, err, k)
+	}
+	if ce.Kind != k {
+		t.Fatalf("error kind %s (%v), want %s", ce.Kind, err, k)
+	}
+	if ce.Target != defaultTarget {
+		t.Errorf("error names %+v, want %+v", ce.Target, defaultTarget)
+	}
+	if !strings.Contains(ce.Error(), defaultTarget.Host) {
+		t.Errorf("error %q does not name the host", ce.Error())
+	}
+	return ce
+}
+
+func codes(ws []ifi.Warning) []string {
+	var c []string
+	for _, w := range ws {
+		c = append(c, w.Code)
+	}
+	return c
+}
+
+func wantWarning(t *testing.T, ws []ifi.Warning, code string) {
+	t.Helper()
+	if !ifi.HasWarning(ws, code) {
+		t.Errorf("warnings %v, want %s", codes(ws), code)
+	}
+}
+
+// The loop's successful branches: what the user finds in the state afterwards.
+func TestApplySucceeds(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		host        *fakeHost
+		desired     ifi.Desired
+		noSQL       bool
+		wantGranted bool
+		wantIFI     *bool // nil: unverified
+		wantChanged bool
+		wantRestart bool
+		wantWarn    []string
+	}{
+		{name: "nothing to do", host: newFakeHost().granted(svcSID), desired: enable,
+			wantGranted: true, wantIFI: ptr(true)},
+		{name: "grant and restart", host: newFakeHost(), desired: enable,
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true},
+		{name: "revoke and restart", host: newFakeHost().granted(svcSID), desired: ifi.Desired{Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded},
+			wantGranted: false, wantIFI: ptr(false), wantChanged: true, wantRestart: true},
+		{name: "restart never leaves a pending restart", host: newFakeHost(),
+			desired:     ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartNever},
+			wantGranted: true, wantIFI: ptr(false), wantChanged: true, wantWarn: []string{ifi.WarnRestartPending}},
+		{name: "without SQL the error log verifies and the restart waits on nothing", host: func() *fakeHost {
+			h := newFakeHost()
+			h.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
+			return h
+		}(), desired: enable, noSQL: true,
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true},
+		{name: "stopped service: grant, no restart", host: func() *fakeHost {
+			h := newFakeHost()
+			h.ri.ServiceState = contract.StateStopped
+			return h
+		}(), desired: enable, wantGranted: true, wantChanged: true, wantWarn: []string{ifi.WarnNotRunning}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			if tc.noSQL {
+				w.clients.checker = nil
+			}
+			out, err := w.engine.Apply(context.Background(), defaultTarget, tc.desired)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			a := out.Assessment
+			if a == nil {
+				t.Fatal("no assessment to store")
+			}
+			if out.Enabled != tc.desired.Enabled {
+				t.Errorf("enabled in state %v, want the asked %v", out.Enabled, tc.desired.Enabled)
+			}
+			if a.PrivilegeGranted != tc.wantGranted || w.host.holds(svcSID) != tc.wantGranted {
+				t.Errorf("privilege_granted %v (host holds %v), want %v", a.PrivilegeGranted, w.host.holds(svcSID), tc.wantGranted)
+			}
+			if (a.RunningIFI == nil) != (tc.wantIFI == nil) || (a.RunningIFI != nil && *a.RunningIFI != *tc.wantIFI) {
+				t.Errorf("ifi_enabled %v, want %v", fmtBool(a.RunningIFI), fmtBool(tc.wantIFI))
+			}
+			if out.Changed != tc.wantChanged || out.Restarted != tc.wantRestart || (w.host.restarts > 0) != tc.wantRestart {
+				t.Errorf("changed %v restarted %v (host restarts %d), want %v %v", out.Changed, out.Restarted, w.host.restarts, tc.wantChanged, tc.wantRestart)
+			}
+			if tc.wantRestart && !tc.noSQL && w.checker.waits != 1 {
+				t.Errorf("waited %d times for SQL Server after the restart, want 1", w.checker.waits)
+			}
+			for _, c := range tc.wantWarn {
+				wantWarning(t, out.Warnings, c)
+			}
+			if len(tc.wantWarn) == 0 && len(out.Warnings) > 0 {
+				t.Errorf("unexpected warnings %v", codes(out.Warnings))
+			}
+		})
+	}
+}
+
+func ptr(b bool) *bool { return &b }
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "null"
+	}
+	if *b {
+		return "true"
+	}
+	return "false"
+}
+
+// Failures before anything changed: the state stays as it was (no assessment), the
+// host is untouched, and the error says which step failed.
+func TestApplyFailsBeforeAnyChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*world)
+		d     ifi.Desired
+		kind  Kind
+		check func(*testing.T, *Error)
+	}{
+		{name: "WinRM client cannot be set up", setup: func(w *world) { w.clients.hostErr = errBoom }, kind: KindHostSetup},
+		{name: "read_instance fails", setup: func(w *world) { w.host.readErr = func(int) error { return errBoom } }, kind: KindObserveFailed,
+			check: func(t *testing.T, e *Error) {
+				if !errors.Is(e, errBoom) {
+					t.Errorf("error %v does not wrap the host's error", e)
+				}
+			}},
+		{name: "instance not installed", setup: func(w *world) { w.host.installed = false }, kind: KindNotFound,
+			check: func(t *testing.T, e *Error) {
+				if e.Instance == nil || e.Installed() != "none" {
+					t.Errorf("installed instances %q, want none", e.Installed())
+				}
+			}},
+		{name: "clustered instance needing a restart is refused", setup: func(w *world) { w.host.ri.Clustered = true }, kind: KindRefused,
+			check: func(t *testing.T, e *Error) {
+				if e.Refusal == nil || !strings.Contains(e.Refusal.Summary, "Clustered") {
+					t.Errorf("refusal %+v, want the clustered refusal", e.Refusal)
+				}
+			}},
+		{name: "Group Policy that does not list the grantee is refused", setup: func(w *world) {
+			w.host.ri.GroupPolicy = contract.GroupPolicyInfo{Known: true, Defined: true, Holders: []contract.Principal{{SID: acctSID}}}
+		}, kind: KindRefused},
+		{name: "unresolvable start account", setup: func(w *world) {
+			w.host.ri.StartAccount, w.host.ri.StartAccountSID = `CORP\gone`, ""
+		}, d: ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, Restart: ifi.RestartIfNeeded}, kind: KindDecideFailed},
+		{name: "the first set_right fails", setup: func(w *world) {
+			w.host.setRightErr = func(int, contract.SetRightParams) error { return errBoom }
+		}, kind: KindSetRightFailed, check: func(t *testing.T, e *Error) {
+			if e.Step == nil || !e.Step.Grant || e.Step.SID != svcSID {
+				t.Errorf("failed step %+v, want the grant to %s", e.Step, svcSID)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			tc.setup(w)
+			d := tc.d
+			if d == (ifi.Desired{}) {
+				d = enable
+			}
+			out, err := w.engine.Apply(context.Background(), defaultTarget, d)
+			e := wantError(t, err, tc.kind)
+			if e.Changed || out.Changed {
+				t.Errorf("changed %v/%v, want nothing changed", e.Changed, out.Changed)
+			}
+			if out.Assessment != nil {
+				t.Errorf("an assessment to store after a failure that changed nothing: %+v", out.Assessment)
+			}
+			if w.host.holds(svcSID) || w.host.restarts != 0 {
+				t.Errorf("the host was changed: holds %v, restarts %d", w.host.holds(svcSID), w.host.restarts)
+			}
+			if w.host.reads > 1 {
+				t.Errorf("%d reads; nothing changed, so nothing to read back", w.host.reads)
+			}
+			if tc.check != nil {
+				tc.check(t, e)
+			}
+		})
+	}
+}
+
+// Failures after a change: the error says the host was changed, and the outcome
+// says what is true now (read back), so the next plan shows what is left to do.
+func TestApplyFailsAfterAChange(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		host          func() *fakeHost
+		setup         func(*world)
+		d             ifi.Desired
+		kind          Kind
+		wantRestarted bool
+		wantGranted   bool
+		wantEnabled   bool // the `enabled` the state then holds
+		wantIFI       *bool
+	}{
+		{
+			name: "the grant fails after the revoke of the previous grantee",
+			host: func() *fakeHost { return newFakeHost().granted(acctSID) },
+			setup: func(w *world) {
+				w.host.setRightErr = func(n int, p contract.SetRightParams) error {
+					if p.Grant {
+						return errBoom
+					}
+					return nil
+				}
+			},
+			d:    ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded, PriorGranteeSID: acctSID},
+			kind: KindSetRightFailed, wantGranted: false, wantEnabled: false, wantIFI: ptr(true),
+		},
+		{
+			name:  "the restart fails and leaves the service stopped",
+			host:  newFakeHost,
+			setup: func(w *world) { w.host.restartErr, w.host.restartStops = errBoom, true },
+			d:     enable, kind: KindRestartFailed, wantGranted: true, wantEnabled: true, wantIFI: nil,
+		},
+		{
+			name:  "SQL Server does not accept connections after the restart",
+			host:  newFakeHost,
+			setup: func(w *world) { w.checker.waitErr = context.DeadlineExceeded },
+			d:     enable, kind: KindNotReady, wantRestarted: true, wantGranted: true, wantEnabled: true, wantIFI: ptr(true),
+		},
+		{
+			name:  "IFI is not as asked after the restart",
+			host:  newFakeHost,
+			setup: func(w *world) { w.host.restartNoEffect = true },
+			d:     enable, kind: KindCheckFailed, wantRestarted: true, wantGranted: true, wantEnabled: false, wantIFI: ptr(false),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host())
+			tc.setup(w)
+			out, err := w.engine.Apply(context.Background(), defaultTarget, tc.d)
+			e := wantError(t, err, tc.kind)
+			if !e.Changed || !out.Changed {
+				t.Errorf("changed %v/%v, want the host reported as changed", e.Changed, out.Changed)
+			}
+			if e.Restarted != tc.wantRestarted {
+				t.Errorf("restarted %v, want %v", e.Restarted, tc.wantRestarted)
+			}
+			a := out.Assessment
+			if a == nil {
+				t.Fatalf("no assessment after a change; warnings %v", codes(out.Warnings))
+			}
+			if a.PrivilegeGranted != tc.wantGranted {
+				t.Errorf("privilege_granted %v, want %v", a.PrivilegeGranted, tc.wantGranted)
+			}
+			if out.Enabled != tc.wantEnabled {
+				t.Errorf("enabled in state %v, want %v", out.Enabled, tc.wantEnabled)
+			}
+			if fmtBool(a.RunningIFI) != fmtBool(tc.wantIFI) {
+				t.Errorf("ifi_enabled %s, want %s", fmtBool(a.RunningIFI), fmtBool(tc.wantIFI))
+			}
+		})
+	}
+}
+
+// A failed restart that also ends the operation's deadline: the read-back still
+// runs, on its own short deadline.
+func TestApplyRecoveryOutlivesTheDeadline(t *testing.T) {
+	w := newWorld(newFakeHost())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.host.onRestart = cancel
+	w.host.restartErr = context.Canceled
+	out, err := w.engine.Apply(ctx, defaultTarget, enable)
+	wantError(t, err, KindRestartFailed)
+	if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
+		t.Fatalf("after the failed restart the state says %+v, want the grant read back", out.Assessment)
+	}
+}
+
+// When the read-back after a failure fails too, nothing is known: the state keeps
+// its values and a warning says it may be out of date.
+func TestApplyRecoveryCannotReadBack(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr = errBoom
+	w.host.readErr = func(n int) error {
+		if n > 1 {
+			return errBoom
+		}
+		return nil
+	}
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	e := wantError(t, err, KindRestartFailed)
+	if !e.Changed {
+		t.Error("the error does not say the host was changed")
+	}
+	if out.Assessment != nil {
+		t.Errorf("an assessment although nothing could be read: %+v", out.Assessment)
+	}
+	wantWarning(t, out.Warnings, WarnStateStale)
+}
+
+// The read-back after a successful change fails: the error wraps why and says
+// what had been done; nothing is stored.
+func TestApplyReadBackFails(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*fakeHost)
+		kind  Kind
+	}{
+		{name: "read_instance fails", kind: KindReadBackFailed, setup: func(h *fakeHost) {
+			h.readErr = func(n int) error {
+				if n == 2 {
+					return errBoom
+				}
+				return nil
+			}
+		}},
+		{name: "the instance is gone", kind: KindVanished, setup: func(h *fakeHost) { h.uninstallAfterRead = 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			tc.setup(w.host)
+			out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+			e := wantError(t, err, tc.kind)
+			if !e.Changed || !e.Restarted {
+				t.Errorf("changed %v restarted %v, want both", e.Changed, e.Restarted)
+			}
+			if tc.kind == KindReadBackFailed {
+				var inner *Error
+				if !errors.As(e.Err, &inner) || inner.Kind != KindObserveFailed || !errors.Is(e, errBoom) {
+					t.Errorf("read-back error wraps %v, want the observation's error", e.Err)
+				}
+			}
+			if out.Assessment != nil {
+				t.Errorf("an assessment although the read-back failed: %+v", out.Assessment)
+			}
+		})
+	}
+}
+
+// restart_instance gets the time the operation has left, minus a margin for the
+// read-back, and at least 30 seconds.
+func TestRestartTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		left time.Duration // until the deadline; 0: no deadline
+		want int
+	}{
+		{name: "no deadline", want: 600},
+		{name: "ten minutes left", left: 10 * time.Minute, want: 570},
+		{name: "almost nothing left", left: 10 * time.Second, want: 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			ctx := context.Background()
+			if tc.left > 0 {
+				dl := time.Now().Add(time.Hour)
+				w.engine.Clock = fakeClock{now: dl.Add(-tc.left)}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, dl)
+				defer cancel()
+			}
+			if _, err := w.engine.Apply(ctx, defaultTarget, enable); err != nil {
+				t.Fatal(err)
+			}
+			if len(w.host.restartParams) != 1 || w.host.restartParams[0].TimeoutSeconds != tc.want {
+				t.Fatalf("restart_instance calls %+v, want one with %d seconds", w.host.restartParams, tc.want)
+			}
+		})
+	}
+}
+
+// What an observation says when SQL Server cannot be asked.
+func TestObserveVerification(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		setup      func(*world)
+		target     Target
+		wantSource ifi.Source
+		wantWarn   string
+		wantPort   int
+	}{
+		{name: "SQL Server answers", wantSource: ifi.SourceSQLDMV, wantPort: 1433},
+		{name: "sql_port overrides the host's port", target: Target{SQLPort: 14333}, wantSource: ifi.SourceSQLDMV, wantPort: 14333},
+		{name: "the SQL client cannot be set up", setup: func(w *world) { w.clients.checkerErr = errBoom },
+			wantSource: ifi.SourceErrorLog, wantWarn: WarnSQLSetup},
+		{name: "the port is unknown", setup: func(w *world) { w.host.ri.TCPPort = 0 },
+			wantSource: ifi.SourceErrorLog, wantWarn: WarnSQLPortUnknown},
+		{name: "the SQL check fails", setup: func(w *world) { w.checker.checkErr = errBoom },
+			wantSource: ifi.SourceErrorLog, wantWarn: WarnSQLCheck, wantPort: 1433},
+		{name: "a stopped service is not asked", setup: func(w *world) { w.host.ri.ServiceState = contract.StateStopped },
+			wantSource: ifi.SourceNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			w.host.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
+			if tc.setup != nil {
+				tc.setup(w)
+			}
+			tgt := defaultTarget
+			tgt.SQLPort = tc.target.SQLPort
+			o, err := w.engine.Observe(context.Background(), tgt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Observed.Verification.Source; got != tc.wantSource {
+				t.Errorf("verified by %s, want %s", got, tc.wantSource)
+			}
+			if tc.wantWarn != "" {
+				wantWarning(t, o.Warnings, tc.wantWarn)
+				if d := o.Warnings[0].Detail; !strings.Contains(d, tgt.Host) || !strings.Contains(d, tgt.Instance) {
+					t.Errorf("warning %q does not name the instance and host", d)
+				}
+			} else if len(o.Warnings) > 0 {
+				t.Errorf("unexpected warnings %v", codes(o.Warnings))
+			}
+			if tc.wantPort != 0 && (len(w.checker.targets) != 1 || w.checker.targets[0].Port != tc.wantPort) {
+				t.Errorf("SQL Server asked at %+v, want port %d", w.checker.targets, tc.wantPort)
+			}
+			if tc.wantSource == ifi.SourceNone && w.checker.checks != 0 {
+				t.Errorf("SQL Server asked %d times while stopped", w.checker.checks)
+			}
+		})
+	}
+}
+
+// A refresh: drift shows as `enabled` holding the opposite of the wish.
+func TestRead(t *testing.T) {
+	w := newWorld(newFakeHost().granted(svcSID))
+	out, err := w.engine.Read(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Enabled || !out.Assessment.Converged {
+		t.Errorf("enabled %v converged %v, want true true", out.Enabled, out.Assessment.Converged)
+	}
+
+	w.host.granted() // someone revoked the right and restarted
+	out, err = w.engine.Read(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Enabled || out.Assessment.PrivilegeGranted {
+		t.Errorf("after the revoke: enabled %v privilege_granted %v, want false false", out.Enabled, out.Assessment.PrivilegeGranted)
+	}
+	if w.host.setRights != 0 || w.host.restarts != 0 {
+		t.Error("a refresh changed the host")
+	}
+
+	w.host.installed = false
+	_, err = w.engine.Read(context.Background(), defaultTarget, enable)
+	wantError(t, err, KindNotFound)
+}
+
+// The data source's read: warnings about a wish are left out, those about the
+// instance stay.
+func TestDescribe(t *testing.T) {
+	h := newFakeHost().granted(svcSID)
+	h.ri.ServiceSIDType = 0 // a wish warning: the service SID does not count
+	w := newWorld(h)
+	w.checker.tde = []string{"Payroll"}
+	out, err := w.engine.Describe(context.Background(), defaultTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarning(t, out.Warnings, ifi.WarnTDE)
+	for _, c := range wishWarnings {
+		if ifi.HasWarning(out.Warnings, c) {
+			t.Errorf("warning %s about a wish in the data source's read", c)
+		}
+	}
+	if out.Assessment.GranteeSID != svcSID {
+		t.Errorf("grantee_sid %s, want the service SID", out.Assessment.GranteeSID)
+	}
+}
+
+// Destroy revokes the grant, never restarts, and says what stays in effect.
+func TestDestroy(t *testing.T) {
+	t.Run("revokes without a restart", func(t *testing.T) {
+		w := newWorld(newFakeHost().granted(svcSID))
+		out, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.host.holds(svcSID) || w.host.restarts != 0 || !out.Changed {
+			t.Errorf("holds %v restarts %d changed %v, want revoked, no restart, changed", w.host.holds(svcSID), w.host.restarts, out.Changed)
+		}
+		wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
+	})
+	t.Run("Group Policy lists the grantee: nothing revoked", func(t *testing.T) {
+		h := newFakeHost().granted(svcSID)
+		h.ri.GroupPolicy = contract.GroupPolicyInfo{Known: true, Defined: true, Holders: []contract.Principal{{SID: svcSID}}}
+		w := newWorld(h)
+		out, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !w.host.holds(svcSID) || out.Changed {
+			t.Error("revoked a grant the Group Policy lists")
+		}
+		wantWarning(t, out.Warnings, ifi.WarnGroupPolicy)
+	})
+	t.Run("the instance is gone", func(t *testing.T) {
+		h := newFakeHost()
+		h.installed = false
+		w := newWorld(h)
+		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
+		wantError(t, err, KindNotFound)
+		if h.setRights != 0 {
+			t.Error("set_right ran for an instance that is gone")
+		}
+	})
+	t.Run("the revoke fails", func(t *testing.T) {
+		w := newWorld(newFakeHost().granted(svcSID))
+		w.host.setRightErr = func(int, contract.SetRightParams) error { return errBoom }
+		out, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
+		e := wantError(t, err, KindSetRightFailed)
+		if e.Changed || out.Changed || e.Step == nil || e.Step.Grant || e.Step.SID != svcSID {
+			t.Errorf("error %+v, want the failed revoke of %s with nothing changed", e, svcSID)
+		}
+		if !w.host.holds(svcSID) {
+			t.Error("the grant is gone although the revoke failed")
+		}
+	})
+	t.Run("the host cannot be read", func(t *testing.T) {
+		w := newWorld(newFakeHost().granted(svcSID))
+		w.host.readErr = func(int) error { return errBoom }
+		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
+		wantError(t, err, KindObserveFailed)
+	})
+}

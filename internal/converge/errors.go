@@ -1,0 +1,134 @@
+package converge
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+// Kind says which step failed.
+type Kind int
+
+const (
+	// KindHostSetup: the WinRM client of the host could not be set up.
+	KindHostSetup Kind = iota + 1
+	// KindObserveFailed: read_instance failed; Err is the host's error.
+	KindObserveFailed
+	// KindNotFound: the host has no such instance; Installed lists what it has.
+	KindNotFound
+	// KindAssessFailed: what the host reports cannot be assessed (ifi.Assess).
+	KindAssessFailed
+	// KindDecideFailed: no plan could be made (ifi.PlanApply or ifi.PlanDestroy
+	// failed for a reason other than a refusal).
+	KindDecideFailed
+	// KindRefused: the change must not be made here; Refusal says why. Nothing changed.
+	KindRefused
+	// KindSetRightFailed: granting or revoking failed; Step is the failed step.
+	KindSetRightFailed
+	// KindRestartFailed: restart_instance failed; the services may be stopped.
+	KindRestartFailed
+	// KindNotReady: SQL Server did not accept connections after the restart.
+	KindNotReady
+	// KindReadBackFailed: the instance could not be read after the change; Err is
+	// the observation's *Error.
+	KindReadBackFailed
+	// KindVanished: the instance was gone when read back after the change.
+	KindVanished
+	// KindCheckFailed: after the restart SQL Server reports IFI other than the
+	// right and start account should give (ifi.Check).
+	KindCheckFailed
+)
+
+var kindNames = map[Kind]string{
+	KindHostSetup: "host_setup", KindObserveFailed: "observe_failed", KindNotFound: "not_found",
+	KindAssessFailed: "assess_failed", KindDecideFailed: "decide_failed", KindRefused: "refused",
+	KindSetRightFailed: "set_right_failed", KindRestartFailed: "restart_failed", KindNotReady: "not_ready",
+	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed",
+}
+
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Error is every error the engine returns.
+type Error struct {
+	Kind   Kind
+	Target Target
+	// Err is the underlying error: the host's (*remote.Error), the checker's, ifi's,
+	// or for KindReadBackFailed the observation's *Error.
+	Err error
+	// Changed: the host was changed before the failure. Restarted: the Engine was
+	// restarted before the failure.
+	Changed   bool
+	Restarted bool
+
+	// Instance is the host's answer for KindNotFound and KindVanished (the
+	// installed instances, the computer name).
+	Instance *contract.ReadInstanceResult
+	// Refusal is set for KindRefused.
+	Refusal *ifi.Refusal
+	// Step is the failed step for KindSetRightFailed.
+	Step *ifi.Step
+	// ServiceName and RestartReason are set for KindRestartFailed.
+	ServiceName   string
+	RestartReason string
+	// SQLPort is where SQL Server was awaited, for KindNotReady.
+	SQLPort int
+}
+
+func (e *Error) Error() string {
+	var what string
+	switch e.Kind {
+	case KindHostSetup:
+		what = "cannot set up WinRM for " + e.Target.Host
+	case KindObserveFailed:
+		what = "cannot read " + e.Target.String()
+	case KindNotFound, KindVanished:
+		what = fmt.Sprintf("%s is not installed (installed instances: %s)", e.Target, e.Installed())
+	case KindAssessFailed:
+		what = "cannot assess IFI on " + e.Target.String()
+	case KindDecideFailed:
+		what = "cannot decide what to change on " + e.Target.String()
+	case KindRefused:
+		what = "refused to change " + e.Target.String()
+	case KindSetRightFailed:
+		what = fmt.Sprintf("cannot %s %s on %s", verb(e.Step), contract.RightManageVolume, e.Target)
+	case KindRestartFailed:
+		what = "cannot restart " + e.Target.String()
+	case KindNotReady:
+		what = fmt.Sprintf("%s did not accept connections on port %d after the restart", e.Target, e.SQLPort)
+	case KindReadBackFailed:
+		what = "cannot read back " + e.Target.String() + " after the change"
+	case KindCheckFailed:
+		what = "IFI is not as asked on " + e.Target.String() + " after the restart"
+	default:
+		what = e.Kind.String() + " on " + e.Target.String()
+	}
+	if e.Err != nil {
+		return what + ": " + e.Err.Error()
+	}
+	return what
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Installed lists the host's instances for not-found errors ("none" when it has none).
+func (e *Error) Installed() string {
+	if e.Instance == nil || len(e.Instance.InstalledInstances) == 0 {
+		return "none"
+	}
+	return strings.Join(e.Instance.InstalledInstances, ", ")
+}
+
+// verb is "grant" or "revoke" for a step.
+func verb(s *ifi.Step) string {
+	if s != nil && s.Grant {
+		return "grant"
+	}
+	return "revoke"
+}

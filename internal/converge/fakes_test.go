@@ -1,0 +1,238 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+)
+
+var (
+	svcSID  = winsid.ServiceSID("MSSQLSERVER")
+	acctSID = "S-1-5-21-1-2-3-1105"
+)
+
+// fakeHost is a small model of one Windows host with the default instance: the
+// right's holders, the service's state and what the running Engine has. set_right
+// changes the holders; a restart gives the Engine IFI when the service SID or the
+// start account holds the right. Failures are injected per call.
+type fakeHost struct {
+	mu         sync.Mutex
+	ri         contract.ReadInstanceResult // what read_instance reports, apart from the holders
+	holders    []string
+	runningIFI bool
+	installed  bool
+
+	// Failures: readErr is asked before each read_instance (n counts from 1),
+	// setRightErr before each set_right; restartErr fails restart_instance and
+	// restartStops leaves the service stopped when it does.
+	readErr      func(n int) error
+	setRightErr  func(n int, p contract.SetRightParams) error
+	restartErr   error
+	restartStops bool
+	// restartNoEffect: the restart does not change what the Engine runs with (as
+	// when the service did not really restart).
+	restartNoEffect bool
+	// uninstallAfterRead uninstalls the instance after that many reads.
+	uninstallAfterRead int
+	// onRestart runs when restart_instance is called (e.g. to end the context).
+	onRestart func()
+
+	reads, setRights, restarts int
+	restartParams              []contract.RestartInstanceParams
+}
+
+func newFakeHost() *fakeHost {
+	return &fakeHost{
+		installed: true,
+		ri: contract.ReadInstanceResult{
+			ComputerName:       "SQL01",
+			Found:              true,
+			InstalledInstances: []string{"MSSQLSERVER"},
+			Instance:           "MSSQLSERVER",
+			ServiceName:        "MSSQLSERVER",
+			ServiceState:       contract.StateRunning,
+			StartAccount:       `CORP\svc-sql`,
+			StartAccountSID:    acctSID,
+			ServiceSIDType:     1,
+			TCPPort:            1433,
+			GroupPolicy:        contract.GroupPolicyInfo{Known: true},
+		},
+	}
+}
+
+// granted sets the holders and gives the running Engine what they give.
+func (h *fakeHost) granted(sids ...string) *fakeHost {
+	h.holders = slices.Clone(sids)
+	h.runningIFI = h.effective()
+	return h
+}
+
+func (h *fakeHost) effective() bool {
+	return slices.Contains(h.holders, svcSID) || slices.Contains(h.holders, acctSID)
+}
+
+func (h *fakeHost) holds(sid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.holders, sid)
+}
+
+func (h *fakeHost) ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read_instance: %w", err)
+	}
+	h.reads++
+	if h.readErr != nil {
+		if err := h.readErr(h.reads); err != nil {
+			return nil, err
+		}
+	}
+	if h.uninstallAfterRead > 0 && h.reads > h.uninstallAfterRead {
+		h.installed = false
+	}
+	if !h.installed || p.Instance != h.ri.Instance {
+		inst := []string{}
+		if h.installed {
+			inst = []string{h.ri.Instance}
+		}
+		return &contract.ReadInstanceResult{ComputerName: h.ri.ComputerName, InstalledInstances: inst}, nil
+	}
+	ri := h.ri
+	ri.RightHolders = nil
+	for _, s := range h.holders {
+		ri.RightHolders = append(ri.RightHolders, contract.Principal{SID: s})
+	}
+	return &ri, nil
+}
+
+func (h *fakeHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.setRights++
+	if h.setRightErr != nil {
+		if err := h.setRightErr(h.setRights, p); err != nil {
+			return nil, err
+		}
+	}
+	had := slices.Contains(h.holders, p.SID)
+	switch {
+	case p.Grant && !had:
+		h.holders = append(h.holders, p.SID)
+	case !p.Grant && had:
+		h.holders = slices.DeleteFunc(h.holders, func(s string) bool { return s == p.SID })
+	}
+	return &contract.SetRightResult{Changed: had != p.Grant}, nil
+}
+
+func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.restarts++
+	h.restartParams = append(h.restartParams, p)
+	if h.onRestart != nil {
+		h.onRestart()
+	}
+	if h.restartErr != nil {
+		if h.restartStops {
+			h.ri.ServiceState = contract.StateStopped
+		}
+		return nil, h.restartErr
+	}
+	if !h.restartNoEffect {
+		h.runningIFI = h.effective()
+		if h.ri.ErrorLog.Found { // the new startup line
+			on := h.runningIFI
+			h.ri.ErrorLog.Enabled = &on
+		}
+	}
+	return &contract.RestartInstanceResult{ServiceName: h.ri.ServiceName, ServiceState: contract.StateRunning}, nil
+}
+
+// fakeChecker answers for the fake host's running Engine.
+type fakeChecker struct {
+	h        *fakeHost
+	checkErr error
+	waitErr  error
+	tde      []string
+
+	checks  int
+	waits   int
+	targets []sqlcheck.Target
+}
+
+func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.Report, error) {
+	c.checks++
+	c.targets = append(c.targets, t)
+	if c.checkErr != nil {
+		return nil, c.checkErr
+	}
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	on := c.h.runningIFI
+	return &sqlcheck.Report{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
+		EncryptedDatabases: c.tde}, nil
+}
+
+func (c *fakeChecker) WaitReady(ctx context.Context, t sqlcheck.Target) error {
+	c.waits++
+	return c.waitErr
+}
+
+// fakeClients hands out the fake host and checker.
+type fakeClients struct {
+	host       *fakeHost
+	hostErr    error
+	checker    *fakeChecker // nil: no SQL credentials
+	checkerErr error
+}
+
+func (c *fakeClients) Host(string, int) (Host, error) {
+	if c.hostErr != nil {
+		return nil, c.hostErr
+	}
+	return c.host, nil
+}
+
+func (c *fakeClients) SQLChecker() (sqlcheck.Checker, error) {
+	if c.checkerErr != nil {
+		return nil, c.checkerErr
+	}
+	if c.checker == nil {
+		return nil, nil
+	}
+	return c.checker, nil
+}
+
+// fakeClock stands still at now.
+type fakeClock struct{ now time.Time }
+
+func (c fakeClock) Now() time.Time { return c.now }
+
+func (c fakeClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// world is one test's host, checker and engine.
+type world struct {
+	host    *fakeHost
+	checker *fakeChecker
+	clients *fakeClients
+	engine  *Engine
+}
+
+func newWorld(h *fakeHost) *world {
+	ch := &fakeChecker{h: h}
+	cl := &fakeClients{host: h, checker: ch}
+	return &world{host: h, checker: ch, clients: cl, engine: New(cl)}
+}
+
+var errBoom = errors.New("the WinRM connection was reset")
+
+var defaultTarget = Target{Host: "sql01.example.com", Instance: "MSSQLSERVER"}

@@ -1,0 +1,124 @@
+package converge
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// Warning codes of the observation (the decision's are ifi.Warn*).
+const (
+	WarnSQLSetup       = "sql_setup"        // the SQL client could not be set up
+	WarnSQLPortUnknown = "sql_port_unknown" // the host reports no TCP port and none is configured
+	WarnSQLCheck       = "sql_check"        // asking SQL Server failed
+	WarnStateStale     = "state_stale"      // after a failure the host could not be read back
+)
+
+// Observation is one look at an instance: one read_instance and at most one SQL
+// connection.
+type Observation struct {
+	Target   Target
+	Instance *contract.ReadInstanceResult
+	Observed ifi.Observed
+	// SQLTarget is where SQL Server listens; nil when SQL is not configured or the
+	// port is unknown.
+	SQLTarget *sqlcheck.Target
+	// Warnings say what could not be verified and why.
+	Warnings []ifi.Warning
+}
+
+// Observe reads the instance and verifies IFI. Errors are *Error of kind
+// KindHostSetup or KindObserveFailed; an instance that is not installed is not an
+// error here (Instance.Found is false).
+func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
+	h, err := e.host(t)
+	if err != nil {
+		return nil, err
+	}
+	e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
+	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+	if err != nil {
+		return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
+	}
+	o := &Observation{Target: t, Instance: ri, Observed: ifi.Observed{Host: t.Host, Instance: ri}}
+	if !ri.Found {
+		return o, nil
+	}
+	v := ifi.Verification{Source: ifi.SourceNone}
+	var dmv *bool // what sys.dm_server_services says, when SQL Server answered
+
+	checker, err := e.Clients.SQLChecker()
+	if err != nil {
+		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLSetup, Summary: "SQL verification is not available",
+			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the error log.", t, err), Err: err})
+	}
+	if checker != nil {
+		o.SQLTarget = e.sqlTarget(t, ri)
+		if o.SQLTarget == nil {
+			o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's port is unknown",
+				Detail: fmt.Sprintf("The host does not report a TCP port for %s (dynamic ports or TCP disabled), so SQL Server "+
+					"cannot be asked; verification falls back to the error log.", t)})
+		} else if ri.ServiceState == contract.StateRunning {
+			port := o.SQLTarget.Port
+			e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port})
+			rep, err := checker.Check(ctx, *o.SQLTarget)
+			if err != nil {
+				o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server",
+					Detail: fmt.Sprintf("Asking SQL Server for %s at %s:%d failed; verification falls back to the error log.", t, t.Host, port),
+					Err:    err})
+			} else {
+				v.SQLVersion = rep.ProductVersion
+				v.Clustered = rep.Clustered
+				if rep.EncryptedDatabases != nil {
+					v.TDEDatabases = slices.Sorted(slices.Values(rep.EncryptedDatabases))
+				} else {
+					v.TDEDatabases = []string{}
+				}
+				if rep.IFIColumnPresent {
+					dmv = rep.IFIEnabled
+				}
+			}
+		}
+	}
+	v.Source, v.Enabled = ifi.Verify(ri, dmv)
+	o.Observed.Verification = v
+	return o, nil
+}
+
+// sqlTarget is where SQL Server listens: the configured port, else the one the
+// host reports; nil when neither is known.
+func (e *Engine) sqlTarget(t Target, ri *contract.ReadInstanceResult) *sqlcheck.Target {
+	port := t.SQLPort
+	if port == 0 {
+		port = ri.TCPPort
+	}
+	if port == 0 {
+		return nil
+	}
+	return &sqlcheck.Target{Host: t.Host, Port: port, Instance: t.Instance}
+}
+
+// host opens the host's client.
+func (e *Engine) host(t Target) (Host, error) {
+	h, err := e.Clients.Host(t.Host, t.Port)
+	if err != nil {
+		return nil, &Error{Kind: KindHostSetup, Target: t, Err: err}
+	}
+	return h, nil
+}
+
+// found observes t and turns a missing instance into a KindNotFound error.
+func (e *Engine) found(ctx context.Context, t Target) (*Observation, error) {
+	o, err := e.Observe(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Instance.Found {
+		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
+	}
+	return o, nil
+}

@@ -1,0 +1,164 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+)
+
+// operation says which Terraform operation an engine error comes from, since the
+// next step a diagnostic names depends on it.
+type operation int
+
+const (
+	opApply   operation = iota // create or update
+	opRead                     // the resource's refresh or the data source's read
+	opDestroy                  // delete
+)
+
+// addEngineError adds the diagnostics of an error from the converge engine. user is
+// the WinRM user, for authentication failures.
+func addEngineError(diags *diag.Diagnostics, op operation, err error, user string) {
+	var ce *converge.Error
+	if !errors.As(err, &ce) {
+		diags.AddError("Unexpected error", fmt.Sprintf("%v. This is a bug in the provider; please report it.", err))
+		return
+	}
+	t := ce.Target
+	switch ce.Kind {
+	case converge.KindHostSetup:
+		diags.AddError(fmt.Sprintf("Cannot set up WinRM for %s", t.Host), hostErrorDetail(t, ce.Err, user))
+	case converge.KindObserveFailed:
+		diags.AddError(fmt.Sprintf("Cannot read SQL Server instance %s on %s", t.Instance, t.Host), hostErrorDetail(t, ce.Err, user))
+	case converge.KindNotFound:
+		diags.AddAttributeError(path.Root("instance"), "SQL Server instance not found", notFoundDetail(t, ce.Instance))
+	case converge.KindVanished:
+		diags.AddError("SQL Server instance disappeared", notFoundDetail(t, ce.Instance))
+	case converge.KindAssessFailed:
+		diags.AddError(fmt.Sprintf("Cannot assess IFI on %s", t), ce.Err.Error())
+	case converge.KindDecideFailed:
+		if op == opDestroy {
+			diags.AddError(fmt.Sprintf("Cannot decide how to remove IFI from %s", t), ce.Err.Error())
+		} else {
+			diags.AddError(fmt.Sprintf("Cannot decide how to apply IFI on %s", t), ce.Err.Error())
+		}
+	case converge.KindRefused:
+		diags.AddError(ce.Refusal.Summary, ce.Refusal.Detail)
+	case converge.KindSetRightFailed:
+		if op == opDestroy {
+			diags.AddError(fmt.Sprintf("Cannot revoke the right on %s", t.Host),
+				fmt.Sprintf("Could not revoke %s from %s: %s The resource stays in the state; run terraform destroy again.",
+					contract.RightManageVolume, ce.Step.SID, hostErrorDetail(t, ce.Err, user)))
+			return
+		}
+		verb, prep := "revoke", "from"
+		if ce.Step.Grant {
+			verb, prep = "grant", "to"
+		}
+		diags.AddError(fmt.Sprintf("Cannot %s the right on %s", verb, t.Host),
+			fmt.Sprintf("Could not %s %s %s %s: %s", verb, contract.RightManageVolume, prep, ce.Step.SID, hostErrorDetail(t, ce.Err, user)))
+	case converge.KindRestartFailed:
+		diags.AddError(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
+			fmt.Sprintf("The restart of %s (%s) failed: %s The right was changed as asked; run terraform apply again once the "+
+				"service can restart, or restart it yourself.", ce.ServiceName, ce.RestartReason, hostErrorDetail(t, ce.Err, user)))
+	case converge.KindNotReady:
+		diags.AddError(fmt.Sprintf("SQL Server %s on %s did not accept connections after the restart", t.Instance, t.Host),
+			fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the timeouts "+
+				"if recovery takes long, then run terraform apply again.", t, t.Host, ce.SQLPort, sqlErrorDetail(ce.Err)))
+	case converge.KindReadBackFailed:
+		addEngineError(diags, op, ce.Err, user)
+		if ce.Changed {
+			restarted := ""
+			if ce.Restarted {
+				restarted = " and SQL Server restarted"
+			}
+			// Nothing better to save: the prior state is kept, the error says the host could not be read back.
+			diags.AddError("The change was made but could not be read back",
+				fmt.Sprintf("On %s the right was changed%s, but reading the instance back failed. Run terraform refresh once the host answers.",
+					t, restarted))
+		}
+	case converge.KindCheckFailed:
+		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), ce.Err.Error())
+	default:
+		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
+	}
+}
+
+// hostErrorDetail says what failed at the host and what to do next.
+func hostErrorDetail(t converge.Target, err error, user string) string {
+	var re *remote.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		if re.Kind == remote.KindAuth && !strings.Contains(strings.ToLower(msg), "authentication failed") {
+			msg = fmt.Sprintf("WinRM authentication failed for %s at %s: %s", user, t.Host, msg)
+		}
+		// remote says what failed and what to check on the host; the provider's
+		// arguments to change are ours to name.
+		if adv := winrmAdvice(re); adv != "" {
+			msg += ". " + adv
+		} else if re.Hint == "" && (re.Kind == remote.KindUnreachable || re.Kind == remote.KindTimeout) {
+			msg += ". Check that the host is up, WinRM listens on the configured port and no firewall blocks it; the Terraform state was not changed"
+		}
+		return fmt.Sprintf("%s (%s).", msg, t)
+	}
+	return fmt.Sprintf("%s: %v. Check the host and the provider's winrm settings, then retry.", t, err)
+}
+
+// notFoundDetail names the instances the host has.
+func notFoundDetail(t converge.Target, ri *contract.ReadInstanceResult) string {
+	inst := "none"
+	if ri != nil && len(ri.InstalledInstances) > 0 {
+		inst = strings.Join(ri.InstalledInstances, ", ")
+	}
+	name := t.Host
+	if ri != nil && ri.ComputerName != "" {
+		name = fmt.Sprintf("%s (%s)", t.Host, ri.ComputerName)
+	}
+	return fmt.Sprintf("SQL Server instance %q is not installed on %s; installed instances: %s. Check the instance argument.",
+		t.Instance, name, inst)
+}
+
+// notFound returns the engine's not-found error, if err is one.
+func notFound(err error) (*converge.Error, bool) {
+	var ce *converge.Error
+	if errors.As(err, &ce) && ce.Kind == converge.KindNotFound {
+		return ce, true
+	}
+	return nil, false
+}
+
+// addWarnings adds warnings to diags, leaving out those whose code is in skip.
+func addWarnings(diags *diag.Diagnostics, ws []ifi.Warning, skip ...string) {
+	for _, w := range ws {
+		if slices.Contains(skip, w.Code) {
+			continue
+		}
+		diags.AddWarning(w.Summary, warningDetail(w))
+	}
+}
+
+// warningDetail is a warning's facts with the provider arguments to change: the
+// engine states what it saw, the provider names its own settings.
+func warningDetail(w ifi.Warning) string {
+	switch w.Code {
+	case converge.WarnStateStale:
+		return w.Detail + " The Terraform state keeps its previous values; run terraform plan once the host answers to see what changed."
+	case converge.WarnSQLSetup:
+		return w.Detail + " Check the provider's sql block."
+	case converge.WarnSQLPortUnknown:
+		return w.Detail + " Set sql_port on the resource so SQL Server can be asked."
+	case converge.WarnSQLCheck:
+		return fmt.Sprintf("%s Cause: %s. Check the sql block's login (it needs VIEW SERVER STATE), encryption settings and sql_port.",
+			w.Detail, sqlErrorDetail(w.Err))
+	}
+	return w.Detail
+}

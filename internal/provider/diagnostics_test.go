@@ -1,0 +1,83 @@
+package provider
+
+import (
+	"errors"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+)
+
+// The errors of the converge engine as a user reads them: what failed, where, and
+// what to do next, depending on the operation.
+func TestAddEngineError(t *testing.T) {
+	tg := converge.Target{Host: "sql01.example.com", Instance: "REPORTING"}
+	unreachable := &remote.Error{Host: tg.Host, Kind: remote.KindUnreachable, Message: "connection refused"}
+	observeFailed := &converge.Error{Kind: converge.KindObserveFailed, Target: tg, Err: unreachable}
+	for _, tc := range []struct {
+		name string
+		op   operation
+		err  error
+		// want: one summary and detail pattern per error diagnostic, in order.
+		want      [][2]string
+		attribute bool // the first error points at the instance argument
+	}{
+		{name: "not found points at the instance argument", op: opApply, attribute: true,
+			err: &converge.Error{Kind: converge.KindNotFound, Target: tg,
+				Instance: &contract.ReadInstanceResult{ComputerName: "SQL01", InstalledInstances: []string{"MSSQLSERVER"}}},
+			want: [][2]string{{`^SQL Server instance not found$`, `"REPORTING" is not installed on sql01.example.com \(SQL01\); installed instances: MSSQLSERVER\. Check the instance argument`}}},
+		{name: "unreachable host", op: opRead, err: observeFailed,
+			want: [][2]string{{`^Cannot read SQL Server instance REPORTING on sql01.example.com$`, `connection refused.*firewall.*state was not changed`}}},
+		{name: "grant fails in an apply", op: opApply,
+			err:  &converge.Error{Kind: converge.KindSetRightFailed, Target: tg, Err: unreachable, Step: &ifi.Step{Grant: true, SID: "S-1-5-80-1"}},
+			want: [][2]string{{`^Cannot grant the right on sql01.example.com$`, `^Could not grant SeManageVolumePrivilege to S-1-5-80-1: `}}},
+		{name: "revoke fails in a destroy", op: opDestroy,
+			err:  &converge.Error{Kind: converge.KindSetRightFailed, Target: tg, Err: unreachable, Step: &ifi.Step{SID: "S-1-5-80-1"}},
+			want: [][2]string{{`^Cannot revoke the right on sql01.example.com$`, `from S-1-5-80-1: .*run terraform destroy again\.$`}}},
+		{name: "restart fails", op: opApply,
+			err:  &converge.Error{Kind: converge.KindRestartFailed, Target: tg, Err: unreachable, ServiceName: "MSSQL$REPORTING", RestartReason: "IFI off", Changed: true},
+			want: [][2]string{{`^Cannot restart SQL Server REPORTING on sql01.example.com$`, `^The restart of MSSQL\$REPORTING \(IFI off\) failed: .*run terraform apply again`}}},
+		{name: "not ready", op: opApply,
+			err:  &converge.Error{Kind: converge.KindNotReady, Target: tg, Err: errors.New("login timed out"), SQLPort: 1433},
+			want: [][2]string{{`did not accept connections after the restart$`, `^Waiting for instance REPORTING on sql01.example.com at sql01.example.com:1433: login timed out\. .*raise the timeouts`}}},
+		{name: "read back fails after a restart", op: opApply,
+			err: &converge.Error{Kind: converge.KindReadBackFailed, Target: tg, Err: observeFailed, Changed: true, Restarted: true},
+			want: [][2]string{
+				{`^Cannot read SQL Server instance REPORTING on sql01.example.com$`, `connection refused`},
+				{`^The change was made but could not be read back$`, `right was changed and SQL Server restarted, but .*terraform refresh`},
+			}},
+		{name: "refusal", op: opApply,
+			err:  &converge.Error{Kind: converge.KindRefused, Target: tg, Refusal: &ifi.Refusal{Summary: "Group Policy owns the right", Detail: "Change the GPO."}},
+			want: [][2]string{{`^Group Policy owns the right$`, `^Change the GPO\.$`}}},
+		{name: "decide fails in a destroy", op: opDestroy,
+			err:  &converge.Error{Kind: converge.KindDecideFailed, Target: tg, Err: errors.New("unknown grantee")},
+			want: [][2]string{{`^Cannot decide how to remove IFI from instance REPORTING on sql01.example.com$`, `unknown grantee`}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var diags diag.Diagnostics
+			addEngineError(&diags, tc.op, tc.err, `CORP\admin`)
+			errs := diags.Errors()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("%d errors, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, w := range tc.want {
+				if !regexp.MustCompile(w[0]).MatchString(errs[i].Summary()) {
+					t.Errorf("error %d summary %q, want %s", i, errs[i].Summary(), w[0])
+				}
+				if !regexp.MustCompile(w[1]).MatchString(errs[i].Detail()) {
+					t.Errorf("error %d detail %q, want %s", i, errs[i].Detail(), w[1])
+				}
+			}
+			wp, ok := errs[0].(diag.DiagnosticWithPath)
+			if tc.attribute != (ok && wp.Path().Equal(path.Root("instance"))) {
+				t.Errorf("points at the instance argument: %v, want %v", ok, tc.attribute)
+			}
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+// ifiResourceModel is the mssqlifi_instant_file_initialization resource's data.
+type ifiResourceModel struct {
+	ID       types.String   `tfsdk:"id"`
+	Host     types.String   `tfsdk:"host"`
+	Instance types.String   `tfsdk:"instance"`
+	Port     types.Int64    `tfsdk:"port"`
+	SQLPort  types.Int64    `tfsdk:"sql_port"`
+	Enabled  types.Bool     `tfsdk:"enabled"`
+	Grantee  types.String   `tfsdk:"grantee"`
+	Restart  types.String   `tfsdk:"restart"`
+	Timeouts timeouts.Value `tfsdk:"timeouts"`
+	computedModel
+}
+
+// ifiDataSourceModel is the mssqlifi_instant_file_initialization data source's data.
+type ifiDataSourceModel struct {
+	ID       types.String `tfsdk:"id"`
+	Host     types.String `tfsdk:"host"`
+	Instance types.String `tfsdk:"instance"`
+	Port     types.Int64  `tfsdk:"port"`
+	SQLPort  types.Int64  `tfsdk:"sql_port"`
+	computedModel
+}
+
+// computedModel holds what the host and SQL Server report (computedAttributes);
+// shared by the resource and the data source.
+type computedModel struct {
+	ServiceName        types.String `tfsdk:"service_name"`
+	ServiceAccount     types.String `tfsdk:"service_account"`
+	ServiceSID         types.String `tfsdk:"service_sid"`
+	GranteeSID         types.String `tfsdk:"grantee_sid"`
+	PrivilegeGranted   types.Bool   `tfsdk:"privilege_granted"`
+	IFIEnabled         types.Bool   `tfsdk:"ifi_enabled"`
+	RestartPending     types.Bool   `tfsdk:"restart_pending"`
+	VerifiedBy         types.String `tfsdk:"verified_by"`
+	SQLVersion         types.String `tfsdk:"sql_version"`
+	GroupPolicyManaged types.Bool   `tfsdk:"group_policy_managed"`
+	TDEDatabases       types.List   `tfsdk:"tde_databases"`
+	Clustered          types.Bool   `tfsdk:"clustered"`
+}
+
+func (m *computedModel) set(a *ifi.Assessment) {
+	m.ServiceName = types.StringValue(a.ServiceName)
+	m.ServiceAccount = types.StringValue(a.ServiceAccount)
+	m.ServiceSID = types.StringValue(a.ServiceSID)
+	m.GranteeSID = types.StringValue(a.GranteeSID)
+	m.PrivilegeGranted = types.BoolValue(a.PrivilegeGranted)
+	m.IFIEnabled = types.BoolPointerValue(a.RunningIFI)
+	m.RestartPending = types.BoolPointerValue(a.RestartPending)
+	m.VerifiedBy = types.StringValue(string(a.VerifiedBy))
+	m.SQLVersion = types.StringValue(a.SQLVersion)
+	m.GroupPolicyManaged = types.BoolValue(a.GroupPolicyManaged)
+	if a.TDEDatabases == nil {
+		m.TDEDatabases = types.ListNull(types.StringType)
+	} else {
+		vals := make([]attr.Value, len(a.TDEDatabases))
+		for i, d := range a.TDEDatabases {
+			vals[i] = types.StringValue(d)
+		}
+		m.TDEDatabases = types.ListValueMust(types.StringType, vals)
+	}
+	m.Clustered = types.BoolValue(a.Clustered)
+}
+
+func (m *ifiResourceModel) target() converge.Target {
+	return converge.Target{
+		Host:     m.Host.ValueString(),
+		Instance: m.Instance.ValueString(),
+		Port:     int(m.Port.ValueInt64()),
+		SQLPort:  int(m.SQLPort.ValueInt64()),
+	}
+}
+
+func (m *ifiResourceModel) desired() ifi.Desired {
+	return ifi.Desired{
+		Enabled: m.Enabled.ValueBool(),
+		Grantee: ifi.Grantee(m.Grantee.ValueString()),
+		Restart: ifi.RestartPolicy(m.Restart.ValueString()),
+	}
+}
+
+// withOutcome is m with what the engine found: the computed attributes and
+// `enabled`. A nil result means nothing is known to store.
+func (m ifiResourceModel) withOutcome(out *converge.Outcome) *ifiResourceModel {
+	if out == nil || out.Assessment == nil {
+		return nil
+	}
+	m.computedModel.set(out.Assessment)
+	m.Enabled = types.BoolValue(out.Enabled)
+	return &m
+}
+
+func (m *ifiDataSourceModel) target() converge.Target {
+	instance := m.Instance.ValueString()
+	if m.Instance.IsNull() {
+		instance = DefaultInstance
+	}
+	return converge.Target{
+		Host:     m.Host.ValueString(),
+		Instance: instance,
+		Port:     int(m.Port.ValueInt64()),
+		SQLPort:  int(m.SQLPort.ValueInt64()),
+	}
+}
+
+// importID is the resource's ID and the import ID: HOST/INSTANCE.
+func importID(host, instance string) string { return host + "/" + instance }

@@ -1,0 +1,110 @@
+package provider
+
+import (
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// computedAttr is one attribute the host and SQL Server report (computedModel). The
+// resource and the data source build their schemas from the one table below.
+type computedAttr struct {
+	kind        computedKind
+	description string
+	// dataSourceDescription replaces description where the data source's value
+	// means something else (it always assesses against SQL Server Setup's choice).
+	dataSourceDescription string
+	// stable: the value changes only when the instance is reinstalled or
+	// reconfigured, so the resource's plan keeps the state's value
+	// (UseStateForUnknown) instead of showing "known after apply".
+	stable bool
+}
+
+type computedKind int
+
+const (
+	computedString computedKind = iota
+	computedBool
+	computedStringList
+)
+
+var computedAttributes = map[string]computedAttr{
+	"service_name": {kind: computedString, stable: true,
+		description: "Windows service of the Database Engine: `MSSQLSERVER` or `MSSQL$NAME`."},
+	"service_account": {kind: computedString, stable: true,
+		description: "Account the Engine service starts as (`Win32_Service.StartName`)."},
+	"service_sid": {kind: computedString, stable: true,
+		description: "Per-service SID of the Engine (`NT SERVICE\\<service>`), computed from the service name."},
+	"grantee_sid": {kind: computedString,
+		description:           "SID that receives the right, per `grantee`.",
+		dataSourceDescription: "SID SQL Server Setup grants the right to: the service SID."},
+	"privilege_granted": {kind: computedBool,
+		description:           "The grantee directly holds *Perform volume maintenance tasks*.",
+		dataSourceDescription: "The service SID directly holds *Perform volume maintenance tasks*."},
+	"ifi_enabled": {kind: computedBool,
+		description: "Whether the running Engine really has IFI, as SQL Server reports it; null when it cannot be verified."},
+	"restart_pending": {kind: computedBool,
+		description: "The running Engine's IFI differs from what its next start will give; null when it cannot be verified."},
+	"verified_by": {kind: computedString,
+		description: "How `ifi_enabled` was verified: `sql_dmv` (`sys.dm_server_services`), `errorlog` (the startup line of the current error log) or `none`."},
+	"sql_version": {kind: computedString,
+		description: "SQL Server build, e.g. `16.0.4135.4`."},
+	"group_policy_managed": {kind: computedBool, stable: true,
+		description: "A domain Group Policy defines who holds the right; the resource then refuses changes the policy would revert."},
+	"tde_databases": {kind: computedStringList, stable: true,
+		description: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
+	"clustered": {kind: computedBool, stable: true,
+		description: "The instance is a failover cluster instance; the resource never restarts it."},
+}
+
+// computedResourceAttributes are the resource's computed attributes.
+func computedResourceAttributes() map[string]rschema.Attribute {
+	attrs := make(map[string]rschema.Attribute, len(computedAttributes))
+	for name, a := range computedAttributes {
+		switch a.kind {
+		case computedString:
+			s := rschema.StringAttribute{Computed: true, MarkdownDescription: a.description}
+			if a.stable {
+				s.PlanModifiers = []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+			}
+			attrs[name] = s
+		case computedBool:
+			b := rschema.BoolAttribute{Computed: true, MarkdownDescription: a.description}
+			if a.stable {
+				b.PlanModifiers = []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}
+			}
+			attrs[name] = b
+		case computedStringList:
+			l := rschema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: a.description}
+			if a.stable {
+				l.PlanModifiers = []planmodifier.List{listplanmodifier.UseStateForUnknown()}
+			}
+			attrs[name] = l
+		}
+	}
+	return attrs
+}
+
+// computedDataSourceAttributes are the data source's computed attributes.
+func computedDataSourceAttributes() map[string]dschema.Attribute {
+	attrs := make(map[string]dschema.Attribute, len(computedAttributes))
+	for name, a := range computedAttributes {
+		desc := a.description
+		if a.dataSourceDescription != "" {
+			desc = a.dataSourceDescription
+		}
+		switch a.kind {
+		case computedString:
+			attrs[name] = dschema.StringAttribute{Computed: true, MarkdownDescription: desc}
+		case computedBool:
+			attrs[name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: desc}
+		case computedStringList:
+			attrs[name] = dschema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
+		}
+	}
+	return attrs
+}
