@@ -9,14 +9,14 @@ import (
 type ColumnType int
 
 const (
-	TypeNVarChar       ColumnType = iota + 1 // NVARCHARTYPE (0xE7); Column.Size is the character length
-	TypeInt                                  // INTNTYPE (0x26) length 4
-	TypeBigInt                               // INTNTYPE (0x26) length 8
-	TypeBit                                  // BITNTYPE (0x68)
-	TypeDateTimeOffset                       // DATETIMEOFFSETNTYPE (0x2B); Column.Scale 0-7
-	TypeTinyInt                              // INTNTYPE (0x26) length 1: 0-255
-	TypeUniqueIdentifier                     // GUIDTYPE (0x24); the value is a string "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-	TypeVariant                              // SSVARIANTTYPE (0x62), what SERVERPROPERTY returns; the value is a string (nvarchar base) or an int32 (int base)
+	TypeNVarChar         ColumnType = iota + 1 // NVARCHARTYPE (0xE7); Column.Size is the character length
+	TypeInt                                    // INTNTYPE (0x26) length 4
+	TypeBigInt                                 // INTNTYPE (0x26) length 8
+	TypeBit                                    // BITNTYPE (0x68)
+	TypeDateTimeOffset                         // DATETIMEOFFSETNTYPE (0x2B); Column.Scale 0-7
+	TypeTinyInt                                // INTNTYPE (0x26) length 1: 0-255
+	TypeUniqueIdentifier                       // GUIDTYPE (0x24); the value is a string "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+	TypeVariant                                // SSVARIANTTYPE (0x62), what SERVERPROPERTY returns; the value is a string (nvarchar base) or an int32 (int base)
 )
 
 // Column describes one result column.
