@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +74,9 @@ func TestSQLQueries(t *testing.T) {
 		{"TOP and ORDER BY DESC", "MSSQLSERVER",
 			"SELECT TOP (1) servicename, startup_type_desc FROM sys.dm_server_services ORDER BY servicename DESC",
 			"servicename:nvarchar,startup_type_desc:nvarchar\nSQL Server Agent (MSSQLSERVER)|Automatic\n"},
+		{"parenthesised conditions, reversed comparison, negative literal", "MSSQLSERVER",
+			"SELECT name FROM sys.databases WHERE (database_id > -1 AND (4 > database_id)) AND 'TEMPDB' <> name",
+			"name:nvarchar\nmaster\nmodel\n"},
 		{"IS NULL", "MSSQLSERVER",
 			"SELECT servicename FROM sys.dm_server_services WHERE instant_file_initialization_enabled IS NULL",
 			"servicename:nvarchar\nSQL Server Agent (MSSQLSERVER)\n"},
@@ -152,6 +156,12 @@ func TestSQLErrors(t *testing.T) {
 		{"conversion", "MSSQLSERVER", "sa", "SELECT servicename FROM sys.dm_server_services WHERE process_id = 'abc'", 245, 16, 1, "Conversion failed when converting the varchar value 'abc' to data type int."},
 		{"unknown function", "MSSQLSERVER", "sa", "SELECT foo(1)", 195, 15, 10, "'foo' is not a recognized built-in function name."},
 		{"no table for *", "MSSQLSERVER", "sa", "SELECT *", 263, 16, 1, "Must specify table to select from."},
+		{"one exposed name twice", "MSSQLSERVER", "sa", "SELECT 1 FROM sys.databases JOIN sys.databases ON 1 = 1", 1013, 16, 1, `The objects "databases" and "databases" in the FROM clause have the same exposed names.`},
+		{"unknown type", "MSSQLSERVER", "sa", "SELECT CAST(1 AS number)", 243, 16, 2, "Type number is not a defined system type."},
+		{"ORDER BY position out of range", "MSSQLSERVER", "sa", "SELECT name FROM sys.databases ORDER BY 2", 108, 16, 1, "The ORDER BY position number 2 is out of range"},
+		{"a variable", "MSSQLSERVER", "sa", "SELECT name FROM sys.databases WHERE name = @db", 137, 15, 2, `Must declare the scalar variable "@db".`},
+		{"argument count", "MSSQLSERVER", "sa", "SELECT SERVERPROPERTY()", 174, 15, 1, "The serverproperty function requires 1 argument(s)."},
+		{"overflow", "MSSQLSERVER", "sa", "SELECT CAST(300 AS tinyint)", 8115, 16, 2, "Arithmetic overflow error converting expression to data type tinyint."},
 		{"DMV without VIEW SERVER STATE", "MSSQLSERVER", "weak", agQuery, 300, 14, 1, "VIEW SERVER STATE permission was denied on object 'server', database 'master'."},
 		{"HADR views do not exist before 2012", "LEGACY", "sa", agQuery, 208, 16, 1, "Invalid object name 'sys.dm_hadr_availability_replica_states'."},
 		{"conversion of a column value", "MSSQLSERVER", "sa", "SELECT name FROM sys.availability_groups WHERE name = 1", 245, 16, 1, "Conversion failed when converting the nvarchar value 'AG1' to data type int."},
@@ -218,4 +228,38 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSQLBatch: whatever a client sends, the endpoint answers rows or an error and
+// never panics (a panic would take the simulated SQL Server down).
+func FuzzSQLBatch(f *testing.F) {
+	for _, q := range append(slices.Clone(contract.Queries), agQuery,
+		"SELECT TOP (1) s.* FROM master.sys.dm_server_services s LEFT JOIN sys.databases d ON d.name = s.servicename WHERE (s.process_id IS NOT NULL) ORDER BY 1 DESC",
+		"select -1, N'x''y', [a]]b] from \"sys\".databases /* c */ -- d",
+		"SELECT CONVERT(sql_variant, SERVERPROPERTY('ProcessID')), DB_NAME(), CAST('1' AS bit)") {
+		f.Add(q)
+	}
+	h, err := New(func() HostConfig {
+		c := baseConfig()
+		c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "primary"}
+		return c
+	}(), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(h.Close)
+	inst, _ := h.Instance("MSSQLSERVER")
+	f.Fuzz(func(t *testing.T, q string) {
+		rs, e := inst.TDSHandler().Batch(context.Background(), tds.Login{User: "sa"}, q)
+		if e != nil && (e.Number == 0 || e.Message == "" || e.Line < 1) {
+			t.Fatalf("%q: malformed error %+v", q, e)
+		}
+		for _, r := range rs {
+			for _, row := range r.Rows {
+				if len(row) != len(r.Columns) {
+					t.Fatalf("%q: row of %d values for %d columns", q, len(row), len(r.Columns))
+				}
+			}
+		}
+	})
 }
