@@ -100,9 +100,15 @@ var SetupReference = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, 
 var wishWarnings = []string{ifi.WarnRestartPending, ifi.WarnStaysOn, ifi.WarnSIDTypeNone}
 
 // Describe reads t without changing anything and assesses it against
-// SetupReference. Its warnings describe the instance only, not a wish.
-func (e *Engine) Describe(ctx context.Context, t Target) (*Outcome, error) {
-	out, err := e.Read(ctx, t, SetupReference)
+// SetupReference with grantee ("" means the service SID), so PrivilegeGranted says
+// whether that grantee holds the right. Its warnings describe the instance only,
+// not a wish.
+func (e *Engine) Describe(ctx context.Context, t Target, grantee ifi.Grantee) (*Outcome, error) {
+	ref := SetupReference
+	if grantee != "" {
+		ref.Grantee = grantee
+	}
+	out, err := e.Read(ctx, t, ref)
 	if err != nil {
 		return out, err
 	}

@@ -474,7 +474,7 @@ func TestDescribe(t *testing.T) {
 	h.ri.ServiceSIDType = 0 // a wish warning: the service SID does not count
 	w := newWorld(h)
 	w.checker.tde = []string{"Payroll"}
-	out, err := w.engine.Describe(context.Background(), defaultTarget)
+	out, err := w.engine.Describe(context.Background(), defaultTarget, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,6 +486,30 @@ func TestDescribe(t *testing.T) {
 	}
 	if out.Assessment.GranteeSID != svcSID {
 		t.Errorf("grantee_sid %s, want the service SID", out.Assessment.GranteeSID)
+	}
+}
+
+// The data source's grantee decides whose grant privilege_granted reports: a grant
+// to the start account is not a grant to the service SID.
+func TestDescribeGrantee(t *testing.T) {
+	for _, tc := range []struct {
+		grantee     ifi.Grantee
+		wantSID     string
+		wantGranted bool
+	}{
+		{"", svcSID, false},
+		{ifi.GranteeServiceSID, svcSID, false},
+		{ifi.GranteeServiceAccount, acctSID, true},
+	} {
+		w := newWorld(newFakeHost().granted(acctSID))
+		out, err := w.engine.Describe(context.Background(), defaultTarget, tc.grantee)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Assessment.GranteeSID != tc.wantSID || out.Assessment.PrivilegeGranted != tc.wantGranted {
+			t.Errorf("grantee %q: grantee_sid %s, privilege_granted %v; want %s, %v", tc.grantee,
+				out.Assessment.GranteeSID, out.Assessment.PrivilegeGranted, tc.wantSID, tc.wantGranted)
+		}
 	}
 }
 

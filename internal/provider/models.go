@@ -30,6 +30,7 @@ type ifiDataSourceModel struct {
 	Instance types.String `tfsdk:"instance"`
 	Port     types.Int64  `tfsdk:"port"`
 	SQLPort  types.Int64  `tfsdk:"sql_port"`
+	Grantee  types.String `tfsdk:"grantee"`
 	computedModel
 }
 
