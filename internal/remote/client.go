@@ -65,12 +65,9 @@ func New(cfg Config) (Host, error) {
 	if strings.TrimSpace(cfg.Host) == "" {
 		return nil, configError(cfg, "no host given", "Set the host's DNS name or IP address.")
 	}
-	auth := strings.ToLower(cfg.Auth)
-	if auth == "" {
-		auth = "ntlm"
-	}
-	if auth != "ntlm" && auth != "basic" {
-		return nil, configError(cfg, fmt.Sprintf("auth %q is not supported", cfg.Auth), `Use auth = "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled).`)
+	auth, cerr := checkSecurity(cfg)
+	if cerr != nil {
+		return nil, cerr
 	}
 	if cfg.Username == "" {
 		return nil, configError(cfg, "no WinRM username given", "Set winrm.username (or MSSQLIFI_WINRM_USERNAME) to a local Administrator of the host.")
@@ -108,7 +105,7 @@ func New(cfg Config) (Host, error) {
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
 	// Our own transport for both kinds: it keeps every NTLM handshake on one
 	// connection (see transport.go). It ignores HTTP proxies.
-	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
+	params.TransportDecorator = func() winrm.Transporter { return newSecureTransport(cfg, auth) }
 	newClient := func() (*winrm.Client, error) {
 		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
 	}

@@ -347,7 +347,11 @@ func TestNewValidates(t *testing.T) {
 		want string
 	}{
 		{Config{Username: "u"}, "no host"},
-		{Config{Host: "h", Username: "u", Auth: "kerberos"}, `auth "kerberos" is not supported`},
+		{Config{Host: "h", Username: "u", Auth: "kerberos"}, `auth "kerberos" is not implemented yet`},
+		{Config{Host: "h", Username: "u", Auth: "digest"}, `auth "digest" is not supported`},
+		{Config{Host: "h", Username: "u", Auth: "basic"}, `over plain HTTP would send the password in clear text`},
+		{Config{Host: "h", Username: "u", AllowUnencrypted: true}, `allow_unencrypted has no effect with auth "negotiate"`},
+		{Config{Host: "h", Username: "u", Auth: "basic", HTTPS: true, AllowUnencrypted: true}, "allow_unencrypted has no effect over HTTPS"},
 		{Config{Host: "h"}, "no WinRM username"},
 		{Config{Host: "h", Username: "u", HTTPS: true, CACert: []byte("not a pem")}, "ca_cert holds no PEM certificate"},
 	} {
