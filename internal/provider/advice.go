@@ -35,7 +35,16 @@ func winrmAdvice(re *remote.Error) string {
 		return "Set winrm.ca_cert to the CA that signed the listener's certificate, set winrm.tls_server_name when the certificate " +
 			"names another host, or (only for testing) winrm.insecure = true"
 	case remote.SettingAuth:
-		return `Set winrm.auth to "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled)`
+		if errors.Is(re, remote.ErrClearText) {
+			return `Use winrm.auth = "negotiate" (encrypted messages work over HTTP 5985) or winrm.https = true; only if the host ` +
+				`really accepts clear text (AllowUnencrypted=true, Basic=true) set winrm.allow_unencrypted = true`
+		}
+		return `Set winrm.auth to "negotiate" (the default: local and domain accounts), "ntlm", or "basic" (local accounts, ` +
+			`listener with Basic enabled)`
+	case remote.SettingAllowUnencrypted:
+		return "Remove winrm.allow_unencrypted: only auth = \"basic\" over plain HTTP sends messages in clear text"
+	case remote.SettingSPN:
+		return "Set winrm.spn (or " + EnvWinRMSPN + ") to the host's WinRM service principal name, HTTP/<host name>"
 	case remote.SettingUsername, remote.SettingPassword:
 		adv := "Check winrm.username and winrm.password (or the environment variables " + EnvWinRMUsername + " and " + EnvWinRMPassword + ")"
 		if re.Kind == remote.KindAuth {

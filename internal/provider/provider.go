@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -29,6 +30,10 @@ const (
 	EnvWinRMPassword = "MSSQLIFI_WINRM_PASSWORD"
 	EnvSQLUsername   = "MSSQLIFI_SQL_USERNAME"
 	EnvSQLPassword   = "MSSQLIFI_SQL_PASSWORD"
+	EnvSQLAuth       = "MSSQLIFI_SQL_AUTH"
+
+	EnvWinRMAllowUnencrypted = "MSSQLIFI_WINRM_ALLOW_UNENCRYPTED"
+	EnvWinRMSPN              = "MSSQLIFI_WINRM_SPN"
 )
 
 var _ provider.Provider = &mssqlifiProvider{}
@@ -56,9 +61,13 @@ type winrmModel struct {
 	CACert        types.String `tfsdk:"ca_cert"`
 	TLSServerName types.String `tfsdk:"tls_server_name"`
 	Timeout       types.String `tfsdk:"timeout"`
+	// AllowUnencrypted and SPN: see security.go.
+	AllowUnencrypted types.Bool   `tfsdk:"allow_unencrypted"`
+	SPN              types.String `tfsdk:"spn"`
 }
 
 type sqlModel struct {
+	Auth                   types.String `tfsdk:"auth"`
 	Username               types.String `tfsdk:"username"`
 	Password               types.String `tfsdk:"password"`
 	Encrypt                types.String `tfsdk:"encrypt"`
@@ -103,9 +112,25 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						MarkdownDescription: "WinRM password. Defaults to the environment variable `" + EnvWinRMPassword + "`.",
 					},
 					"auth": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "Authentication: `ntlm` (default) or `basic` (Basic sends the password in every request; use it only over HTTPS).",
-						Validators:          []validator.String{stringvalidator.OneOf("ntlm", "basic")},
+						Optional: true,
+						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use; today it carries NTLM), " +
+							"`ntlm` (the same NTLM logon), `basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP " +
+							"only with `allow_unencrypted`) or `kerberos` (reserved: refused at plan until it is implemented). NTLM logons carry a MIC, the " +
+							"host's SPN and, over HTTPS, channel bindings; over HTTP every message is encrypted.",
+						Validators: []validator.String{stringvalidator.OneOf("negotiate", "kerberos", "ntlm", "basic")},
+					},
+					"allow_unencrypted": schema.BoolAttribute{
+						Optional: true,
+						MarkdownDescription: "Let `auth = \"basic\"` over plain HTTP send the password and every message in clear text, for a host " +
+							"configured with `AllowUnencrypted=true` and `Basic=true`. Default `false` (or the environment variable `" +
+							EnvWinRMAllowUnencrypted + "`); any other use is refused at plan, and this one warns.",
+					},
+					"spn": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Service principal name the NTLM logon is bound to (`MsvAvTargetName`), so that a host it was not meant for " +
+							"refuses it. Default `HTTP/<host>`; set it (for example `HTTP/sql01.contoso.com`) when hosts are reached by IP address or alias. " +
+							"Defaults to the environment variable `" + EnvWinRMSPN + "`.",
+						Validators: []validator.String{spnValidator},
 					},
 					"https": schema.BoolAttribute{
 						Optional:            true,
@@ -141,6 +166,13 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				MarkdownDescription: "Optional SQL login used to verify IFI through `sys.dm_server_services` and to find TDE databases. " +
 					"It needs `VIEW SERVER STATE`. Without it, verification falls back to the SQL Server error log.",
 				Attributes: map[string]schema.Attribute{
+					"auth": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Login kind: `sql` (default; a SQL Server login) or `ntlm` (a Windows account, `DOMAIN\\user`). `kerberos` " +
+							"is reserved and refused until it works end to end. A user name with a backslash is a Windows logon, so it needs `ntlm`, and " +
+							"`ntlm` needs one: a mismatch is refused at plan. Defaults to the environment variable `" + EnvSQLAuth + "`.",
+						Validators: []validator.String{stringvalidator.OneOf("sql", "ntlm", "kerberos")},
+					},
 					"username": schema.StringAttribute{
 						Optional:            true,
 						MarkdownDescription: "SQL login. Defaults to the environment variable `" + EnvSQLUsername + "`.",
@@ -184,6 +216,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	for name, v := range map[string]interface{ IsUnknown() bool }{
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
+		"allow_unencrypted": w.AllowUnencrypted, "spn": w.SPN,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
@@ -199,10 +232,20 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		Insecure:      boolOr(w.Insecure, false),
 		CACert:        []byte(w.CACert.ValueString()),
 		TLSServerName: w.TLSServerName.ValueString(),
-		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults below)
+		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults)
 		Username:      stringOrEnv(w.Username, EnvWinRMUsername),
 		Password:      stringOrEnv(w.Password, EnvWinRMPassword),
 		Port:          int(w.Port.ValueInt64()), // 0: each resource's port, else remote's default for the scheme
+		SPN:           stringOrEnv(w.SPN, EnvWinRMSPN),
+	}
+	// The security rules (provider_security.go) were checked by ValidateConfig at
+	// plan; Configure checks them again for the errors, with the same values.
+	sec := readSecurity(cfg)
+	rc.AllowUnencrypted = sec.allowUnencrypted
+	for _, d := range sec.diagnostics() {
+		if d.Severity() == diag.SeverityError {
+			resp.Diagnostics.Append(d)
+		}
 	}
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil

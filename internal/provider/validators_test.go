@@ -150,3 +150,24 @@ func TestSchemasValid(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSPN(t *testing.T) {
+	for _, s := range []string{"HTTP/sql01", "HTTP/sql01.contoso.com", "WSMAN/sql01.contoso.com:5985", "HTTP/10.0.0.5"} {
+		if err := checkSPN(s); err != nil {
+			t.Errorf("checkSPN(%q) = %v, want nil", s, err)
+		}
+	}
+	for s, want := range map[string]string{
+		"sql01":             "SERVICE/host",
+		"/sql01":            "SERVICE/host",
+		"HTTP/":             "host is empty",
+		"HTTP/sql 01":       "not allowed",
+		"HTTP/sql01:port":   "port number",
+		`CONTOSO\x/sql01`:   "SERVICE/host",
+		"HTTP/https://sql1": "port number",
+	} {
+		if err := checkSPN(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkSPN(%q) = %v, want an error containing %q", s, err, want)
+		}
+	}
+}

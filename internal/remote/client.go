@@ -78,7 +78,7 @@ func New(cfg Config) (Host, error) {
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
 	// Our own transport for both kinds: it keeps every NTLM handshake on one
 	// connection (see transport.go). It ignores HTTP proxies.
-	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
+	params.TransportDecorator = func() winrm.Transporter { return newSecureTransport(cfg, auth) }
 	newClient := func() (*winrm.Client, error) {
 		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
 	}

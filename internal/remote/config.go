@@ -16,17 +16,20 @@ const (
 	// quickconfig" makes the HTTP one; an HTTPS listener is made by hand).
 	DefaultHTTPPort  = 5985
 	DefaultHTTPSPort = 5986
-	// DefaultAuth is NTLM: it works for local and domain accounts, while Basic is off
-	// in a WinRM service's defaults and works for local accounts only.
-	DefaultAuth = AuthNTLM
+	// DefaultAuth is Negotiate, what a default domain host's listener offers and
+	// what Windows clients send (NTLM inside it until Kerberos is implemented). Basic
+	// is off in a WinRM service's defaults and works for local accounts only.
+	DefaultAuth = AuthNegotiate
 	// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
 	DefaultTimeout = 60 * time.Second
 )
 
 // Authentication schemes Config.Auth accepts.
 const (
-	AuthNTLM  = "ntlm"
-	AuthBasic = "basic"
+	AuthNegotiate = "negotiate"
+	AuthNTLM      = "ntlm"
+	AuthBasic     = "basic"
+	AuthKerberos  = "kerberos"
 )
 
 // Sentinel errors of Validate; each error Validate returns wraps one of them (and is a
@@ -38,6 +41,12 @@ var (
 	ErrPortRange       = errors.New("port out of range")
 	ErrTimeout         = errors.New("timeout is negative")
 	ErrCACert          = errors.New("the CA certificate holds no PEM certificate")
+	// ErrClearText: Basic over plain HTTP would send the password in clear text.
+	ErrClearText = errors.New("basic authentication over plain HTTP would send the password in clear text, so it was not sent")
+	// ErrUnencryptedUnused: AllowUnencrypted means nothing with these settings.
+	ErrUnencryptedUnused = errors.New("allowing unencrypted messages has no effect here")
+	// ErrNotImplemented: a scheme this version knows but cannot use yet.
+	ErrNotImplemented = errors.New("authentication scheme not implemented yet")
 )
 
 // Setting names a Config field, so a caller can tell its user which of its own
@@ -56,6 +65,8 @@ const (
 	SettingUsername
 	SettingPassword
 	SettingTimeout
+	SettingSPN
+	SettingAllowUnencrypted
 )
 
 // String is the Config field's name.
@@ -81,6 +92,10 @@ func (s Setting) String() string {
 		return "Password"
 	case SettingTimeout:
 		return "Timeout"
+	case SettingSPN:
+		return "SPN"
+	case SettingAllowUnencrypted:
+		return "AllowUnencrypted"
 	}
 	return "none"
 }
@@ -126,9 +141,23 @@ func (c Config) Validate() error {
 	if c.Port < 1 || c.Port > 65535 {
 		bad(SettingPort, ErrPortRange, "%d; WinRM listens on %d (HTTP) or %d (HTTPS)", c.Port, DefaultHTTPPort, DefaultHTTPSPort)
 	}
-	if c.Auth != AuthNTLM && c.Auth != AuthBasic {
-		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (local and domain accounts) and %q (local accounts, listener with Basic enabled)",
-			c.Auth, AuthNTLM, AuthBasic)
+	switch c.Auth {
+	case AuthNegotiate, AuthNTLM:
+		if c.AllowUnencrypted {
+			bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "%s encrypts every message over HTTP", c.Auth)
+		}
+	case AuthBasic:
+		if !c.HTTPS && !c.AllowUnencrypted {
+			bad(SettingAuth, ErrClearText, "use Negotiate or NTLM (encrypted messages over HTTP), or HTTPS")
+		}
+	case AuthKerberos:
+		bad(SettingAuth, ErrNotImplemented, "%q; use %q (NTLM inside Negotiate), which a default domain host accepts", c.Auth, AuthNegotiate)
+	default:
+		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (local and domain accounts), %q and %q (local accounts, listener with Basic enabled)",
+			c.Auth, AuthNegotiate, AuthNTLM, AuthBasic)
+	}
+	if c.AllowUnencrypted && c.HTTPS {
+		bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "HTTPS encrypts the channel")
 	}
 	if c.Username == "" {
 		bad(SettingUsername, ErrNoUsername, "give a local Administrator of the host")

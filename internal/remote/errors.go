@@ -39,6 +39,20 @@ func (h *winrmHost) classify(err error) *Error {
 		return e
 	}
 
+	var encErr *encryptionRequiredError
+	if errors.As(err, &encErr) {
+		e.Kind = KindAuth
+		e.Message = fmt.Sprintf("the host requires encrypted WinRM messages: %s refused a message sent in clear text over HTTP (AllowUnencrypted=false, Windows' default)", where)
+		e.Hint = `Use auth = "negotiate" or "ntlm" without allow_unencrypted (messages are then encrypted over HTTP), or https = true`
+		return e
+	}
+	if errors.Is(err, errBasicOverHTTP) {
+		e.Kind = KindAuth
+		e.Message = fmt.Sprintf("auth \"basic\" to %s over plain HTTP would send the password in clear text, so nothing was sent", where)
+		e.Hint = `Use auth = "negotiate", or https = true; set allow_unencrypted = true only for a host that accepts clear text`
+		return e
+	}
+
 	status := 0
 	var se *httpStatusError
 	if errors.As(err, &se) {
@@ -56,6 +70,16 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
+			switch {
+			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
+				e.Message = fmt.Sprintf("authentication failed for %s at %s with Basic over plain HTTP", h.cfg.Username, where)
+				e.Hint = "Windows refuses Basic over HTTP unless the service allows it (Basic=true and AllowUnencrypted=true; both false by default), " +
+					`so the host requires encrypted WinRM messages here: use auth = "negotiate" (encrypted over HTTP) or https = true. ` + e.Hint
+			case h.cfg.Auth != AuthBasic && h.cfg.HTTPS:
+				e.Hint += ". Over HTTPS the logon is also bound to the TLS certificate the provider saw (channel binding): a host with " +
+					"CbtHardeningLevel=Strict refuses it when a TLS-intercepting proxy or load balancer terminates TLS in between; " +
+					"connect to the host directly, or use HTTP 5985 (messages are encrypted by NTLM)"
+			}
 			return e
 		case status == 400 && h.cfg.HTTPS == false:
 			e.Kind = KindProtocol

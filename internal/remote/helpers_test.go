@@ -38,6 +38,7 @@ type testHost struct {
 	srv   *wsman.Server
 	port  int
 	caPEM []byte
+	tls   bool
 
 	mu    sync.Mutex
 	calls []call
@@ -63,11 +64,13 @@ type hostOptions struct {
 	handler func(http.Handler) http.Handler
 	// logf receives the endpoint's log.
 	logf func(format string, args ...any)
+	// encryptionRequired: AllowUnencrypted=false, Windows' default (Basic still on).
+	encryptionRequired bool
 }
 
 func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 	t.Helper()
-	h := &testHost{}
+	h := &testHost{tls: o.tls}
 	h.srv = wsman.NewServer(wsman.Config{
 		ComputerName: "SQL01",
 		Lookup: func(domain, user string) (string, bool) {
@@ -78,7 +81,10 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 		},
 		AllowBasic: true,
 		AllowNTLM:  true,
-		Logf:       o.logf,
+		// Basic over this plain-HTTP fixture sends clear text: opted in here and in
+		// config("basic"). NTLM seals its bodies whatever this says.
+		AllowUnencrypted: !o.encryptionRequired,
+		Logf:             o.logf,
 		Executor: wsman.ExecutorFunc(func(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 			line := strings.TrimSpace(cmd.Command + " " + strings.Join(cmd.Arguments, " "))
 			if line != contract.CommandLine() {
@@ -146,7 +152,8 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 }
 
 func (h *testHost) config(auth string) Config {
-	return Config{Host: "127.0.0.1", Port: h.port, Auth: auth, Username: testUser, Password: testPassword, Timeout: 20 * time.Second}
+	return Config{Host: "127.0.0.1", Port: h.port, Auth: auth, Username: testUser, Password: testPassword, Timeout: 20 * time.Second,
+		AllowUnencrypted: auth == AuthBasic && !h.tls}
 }
 
 func (h *testHost) recorded() []call {

@@ -27,10 +27,17 @@ type Config struct {
 	Insecure      bool   // skip TLS verification (only when the user asked)
 	CACert        []byte // PEM; empty: system roots
 	TLSServerName string // overrides the name checked in the host's certificate
-	Auth          string // AuthNTLM or AuthBasic; "": DefaultAuth
+	Auth          string // AuthNegotiate, AuthNTLM or AuthBasic; "": DefaultAuth
 	Username      string
 	Password      string
 	Timeout       time.Duration // per WinRM request (operation timeout); 0: DefaultTimeout
+	// SPN is the service principal name of the host's WinRM service that the NTLM
+	// logon is bound to (MsvAvTargetName); "": HTTP/<Host>. Set it when the host is
+	// reached by IP address or alias.
+	SPN string
+	// AllowUnencrypted lets auth "basic" over plain HTTP send the password and the
+	// messages in clear text. NTLM over HTTP always encrypts; HTTPS needs no more.
+	AllowUnencrypted bool
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.

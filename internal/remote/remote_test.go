@@ -349,7 +349,11 @@ func TestNewValidates(t *testing.T) {
 		want     string
 	}{
 		{Config{Username: "u"}, ErrNoHost, SettingHost, "no host"},
-		{Config{Host: "h", Username: "u", Auth: "kerberos"}, ErrUnsupportedAuth, SettingAuth, `not supported: "kerberos"`},
+		{Config{Host: "h", Username: "u", Auth: "kerberos"}, ErrNotImplemented, SettingAuth, `not implemented yet: "kerberos"`},
+		{Config{Host: "h", Username: "u", Auth: "digest"}, ErrUnsupportedAuth, SettingAuth, `not supported: "digest"`},
+		{Config{Host: "h", Username: "u", Auth: "basic"}, ErrClearText, SettingAuth, "over plain HTTP would send the password in clear text"},
+		{Config{Host: "h", Username: "u", AllowUnencrypted: true}, ErrUnencryptedUnused, SettingAllowUnencrypted, "negotiate encrypts every message"},
+		{Config{Host: "h", Username: "u", Auth: "basic", HTTPS: true, AllowUnencrypted: true}, ErrUnencryptedUnused, SettingAllowUnencrypted, "HTTPS encrypts the channel"},
 		{Config{Host: "h"}, ErrNoUsername, SettingUsername, "no WinRM username"},
 		{Config{Host: "h", Username: "u", HTTPS: true, CACert: []byte("not a pem")}, ErrCACert, SettingCACert, "holds no PEM certificate"},
 	} {

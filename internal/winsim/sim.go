@@ -304,8 +304,14 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		Lookup:       model.Lookup,
 		AllowBasic:   hostAllowBasic(hc),
 		AllowNTLM:    hostAllowNTLM(hc),
-		Executor:     model,
-		Logf:         s.logf,
+		// Windows' defaults unless the configuration says otherwise.
+		AllowUnencrypted: hc.WinRM.AllowUnencrypted,
+		CBTHardening:     hc.WinRM.CBTHardeningLevel,
+		// The names the host answers to, as in its certificate: an NTLM logon naming
+		// another host was relayed.
+		TargetNames: append(append([]string{}, dnsNames...), address, strings.ToLower(computer)+dnsSuffix(hc.Domain)),
+		Executor:    model,
+		Logf:        s.logf,
 	})
 	httpL, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(hostHTTPPort(hc))))
 	if err != nil {
@@ -493,4 +499,12 @@ func uniqueStrings(in []string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// dnsSuffix is ".domain" for a domain with a DNS name, else "".
+func dnsSuffix(domain string) string {
+	if strings.Contains(domain, ".") {
+		return "." + strings.ToLower(domain)
+	}
+	return ""
 }

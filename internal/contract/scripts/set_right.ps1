@@ -5,6 +5,11 @@ $sidText = [string]$Params.sid
 if (-not (Test-RightName -Name $right)) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$right' is not a user right name (Se...Privilege)."
 }
+# Only the right behind Instant File Initialization, whoever sends the parameters:
+# a stolen or relayed session must not grant anything else through this script.
+if ($right -cne 'SeManageVolumePrivilege') {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "set_right changes only SeManageVolumePrivilege; '$right' is refused on $($env:COMPUTERNAME)."
+}
 if ($Params.grant -isnot [bool]) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'grant must be true or false.'
 }

@@ -71,16 +71,22 @@ type WinRMConfig struct {
 	HTTPPort int `json:"http_port,omitempty"`
 	// HTTPSPort is the WinRM HTTPS listener's port; 0 picks a free one.
 	HTTPSPort int `json:"https_port,omitempty"`
-	// Basic enables Basic authentication. Default true.
+	// Basic enables Basic authentication. Default false, as on Windows.
 	Basic *bool `json:"basic,omitempty"`
 	// NTLM enables NTLM (Negotiate) authentication. Default true.
 	NTLM *bool `json:"ntlm,omitempty"`
+	// AllowUnencrypted is the service's AllowUnencrypted. Default false, as on
+	// Windows: over HTTP, Basic is refused and bodies must be sealed with NTLM.
+	AllowUnencrypted bool `json:"allow_unencrypted,omitempty"`
+	// CBTHardeningLevel is the service's CbtHardeningLevel for NTLM over HTTPS:
+	// "none", "relaxed" (default, as on Windows) or "strict".
+	CBTHardeningLevel string `json:"cbt_hardening_level,omitempty"`
 	// Users may log on over WinRM.
 	Users []UserConfig `json:"users,omitempty"`
 }
 
-// BasicEnabled reports whether Basic authentication is on (default true).
-func (w WinRMConfig) BasicEnabled() bool { return w.Basic == nil || *w.Basic }
+// BasicEnabled reports whether Basic authentication is on (default false).
+func (w WinRMConfig) BasicEnabled() bool { return w.Basic != nil && *w.Basic }
 
 // NTLMEnabled reports whether NTLM authentication is on (default true).
 func (w WinRMConfig) NTLMEnabled() bool { return w.NTLM == nil || *w.NTLM }
@@ -440,6 +446,11 @@ func (c HostConfig) Validate() error {
 		if l.port < 0 || l.port > 65535 {
 			errs = append(errs, fmt.Errorf(`winrm: "%s" %d is not a TCP port (0-65535; 0 picks a free one)`, l.field, l.port))
 		}
+	}
+	switch strings.ToLower(c.WinRM.CBTHardeningLevel) {
+	case "", "none", "relaxed", "strict":
+	default:
+		errs = append(errs, fmt.Errorf(`winrm.cbt_hardening_level %q: use "none", "relaxed" (the default) or "strict"`, c.WinRM.CBTHardeningLevel))
 	}
 	for i, u := range c.WinRM.Users {
 		if strings.TrimSpace(u.Name) == "" {

@@ -26,7 +26,8 @@ import (
 // Validation, as the operations' scripts (internal/contract/scripts) do it:
 //   - instance: contract.InstanceNameSyntaxValid (common.ps1 Test-SqlInstanceName,
 //     case-sensitive) → else invalid_parameters (exit 2);
-//   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters; a
+//   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters;
+//     set_right: anything but SeManageVolumePrivilege → invalid_parameters; a
 //     name Windows does not know fails in the LSA (STATUS_NO_SUCH_PRIVILEGE);
 //   - sid: S-1-<authority>-<sub>... that SecurityIdentifier accepts → else
 //     invalid_parameters;
@@ -353,6 +354,11 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
 		return code
+	}
+	if p.Right != contract.RightManageVolume {
+		// set_right.ps1 refuses every other right itself.
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("set_right changes only %s; '%s' is refused on %s.", contract.RightManageVolume, p.Right, h.computer))
 	}
 	sid, err := ParseSID(p.SID)
 	if err != nil {

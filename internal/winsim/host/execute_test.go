@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,7 +164,17 @@ func TestExecuteSetRight(t *testing.T) {
 	if !strings.Contains(se.Message, "Access is denied") {
 		t.Fatalf("non-admin: %+v", se)
 	}
-	wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: "SeFooPrivilege", SID: engineSID, Grant: true}), 1, "lsa_error")
+	// Only SeManageVolumePrivilege, in the script itself: a stolen session cannot grant
+	// SeDebugPrivilege or SeTcbPrivilege (issue 7), nor an unknown right.
+	for _, right := range []string{"SeDebugPrivilege", "SeTcbPrivilege", "SeFooPrivilege"} {
+		se := wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: right, SID: "S-1-1-0", Grant: true}), 2, "invalid_parameters")
+		if !strings.Contains(se.Message, "only SeManageVolumePrivilege") {
+			t.Errorf("set_right %s: %q, want a refusal naming the only allowed right", right, se.Message)
+		}
+		if holders, _ := h.RightHolders(right); slices.Contains(holders, "S-1-1-0") {
+			t.Errorf("set_right %s granted it to Everyone", right)
+		}
+	}
 	if holders, _ := h.RightHolders(contract.RightManageVolume); len(holders) != 1 {
 		t.Fatalf("a refused grant changed the holders: %v", holders)
 	}

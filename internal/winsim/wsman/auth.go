@@ -54,6 +54,8 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) authResult
 			}
 		}
 		s.logf("wsman: %s %s: no credentials; answering 401", r.RemoteAddr, r.URL.Path)
+	case strings.EqualFold(scheme, "Basic") && s.cfg.AllowBasic && r.TLS == nil && !s.cfg.AllowUnencrypted:
+		s.logf("wsman: %s: Basic over plain HTTP refused (AllowUnencrypted=false); answering 401", r.RemoteAddr)
 	case strings.EqualFold(scheme, "Basic") && s.cfg.AllowBasic:
 		if user, ok := s.checkBasic(token); ok {
 			return authResult{user: user}
@@ -145,7 +147,13 @@ func (s *Server) ntlmLeg(w http.ResponseWriter, r *http.Request, cs *connState, 
 			s.unauthorized(w, "")
 			return authResult{answered: true}
 		}
-		id, err := session.Authenticate(msg)
+		var binding []byte
+		if r.TLS != nil {
+			s.mu.Lock()
+			binding = s.binding
+			s.mu.Unlock()
+		}
+		id, err := session.AuthenticateChannel(msg, binding)
 		if err != nil {
 			if !errors.Is(err, ntlm.ErrAuthFailed) {
 				s.logf("wsman: %s: NTLM AUTHENTICATE rejected: %v", r.RemoteAddr, err)

@@ -7,7 +7,9 @@ package wsman
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -32,10 +34,18 @@ type Config struct {
 	Executor     Executor
 	Logf         func(format string, args ...any) // optional
 
-	// RequireEncryption refuses unencrypted SOAP over plain HTTP with 401, as
-	// Windows does with WinRM's AllowUnencrypted=false (its default): clients
-	// must seal messages with NTLM. HTTPS is always accepted. Optional.
-	RequireEncryption bool
+	// AllowUnencrypted is WinRM's AllowUnencrypted (false by default, as on Windows).
+	// False: over plain HTTP, Basic credentials are refused (401) and a clear-text
+	// body on an NTLM-authenticated connection gets HTTP 500 with no body; clients
+	// must seal messages with NTLM. HTTPS is always accepted.
+	AllowUnencrypted bool
+
+	// CBTHardening is the CbtHardeningLevel for NTLM logons over HTTPS: "none",
+	// "relaxed" (default, as on Windows) or "strict" (ntlm.Server.CBTHardening).
+	CBTHardening string
+	// TargetNames are the host's SPNs an NTLM logon may name (MsvAvTargetName);
+	// a logon naming another host is refused as relayed. Empty: not checked.
+	TargetNames []string
 
 	// MaxOperationTimeout caps how long a Receive waits for output before it
 	// answers the TimedOut fault, whatever the client asks in OperationTimeout
@@ -54,6 +64,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	servers []*http.Server
+	binding []byte // tls-server-end-point data of the HTTPS certificate (RFC 5929)
 }
 
 const (
@@ -73,8 +84,9 @@ func NewServer(cfg Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:    cfg,
-		ntlm:   &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, Lookup: cfg.Lookup},
+		cfg: cfg,
+		ntlm: &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, Lookup: cfg.Lookup,
+			TargetNames: cfg.TargetNames, CBTHardening: cfg.CBTHardening},
 		shells: newShells(),
 		ctx:    ctx,
 		cancel: cancel,
@@ -101,6 +113,13 @@ func (s *Server) Serve(l net.Listener) error {
 
 // ServeTLS answers HTTPS on l with cfg (which must hold a certificate) until Close.
 func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
+	if len(cfg.Certificates) > 0 && len(cfg.Certificates[0].Certificate) > 0 {
+		if cert, err := x509.ParseCertificate(cfg.Certificates[0].Certificate[0]); err == nil {
+			s.mu.Lock()
+			s.binding = tlsServerEndPoint(cert)
+			s.mu.Unlock()
+		}
+	}
 	hs := s.newHTTPServer()
 	hs.TLSConfig = cfg
 	err := hs.ServeTLS(l, "", "")
@@ -197,9 +216,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		body = plain
 	}
 
-	if !encrypted && r.TLS == nil && s.cfg.RequireEncryption && len(body) > 0 {
+	if !encrypted && r.TLS == nil && !s.cfg.AllowUnencrypted && len(body) > 0 {
+		// Windows answers HTTP 500 without a SOAP fault (FIDELITY.md).
 		s.logf("wsman: %s: unencrypted message over HTTP refused (AllowUnencrypted=false): use HTTPS or NTLM message encryption", r.RemoteAddr)
-		s.unauthorized(w, "")
+		w.Header().Set("Server", "Microsoft-HTTPAPI/2.0")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
 
@@ -442,4 +464,11 @@ func mergeDone(a, b context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(a)
 	stop := context.AfterFunc(b, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// tlsServerEndPoint is RFC 5929's channel binding data for cert (SHA-256 for the
+// certificates the simulator issues).
+func tlsServerEndPoint(cert *x509.Certificate) []byte {
+	sum := sha256.Sum256(cert.Raw)
+	return append([]byte("tls-server-end-point:"), sum[:]...)
 }

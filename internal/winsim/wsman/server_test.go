@@ -66,8 +66,11 @@ func newEnv(t *testing.T, useTLS bool, tweak func(*Config)) *testEnv {
 		},
 		AllowBasic: true,
 		AllowNTLM:  true,
-		Executor:   ExecutorFunc(env.execute),
-		Logf:       func(format string, args ...any) { env.logf(t, format, args...) },
+		// These tests exercise the protocol with Basic and unsealed NTLM over HTTP
+		// too: they opt in to clear text. Windows' default (false) is tested below.
+		AllowUnencrypted: true,
+		Executor:         ExecutorFunc(env.execute),
+		Logf:             func(format string, args ...any) { env.logf(t, format, args...) },
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -231,14 +234,18 @@ func TestMasterzenNTLM(t *testing.T) {
 	}
 }
 
-// With AllowUnencrypted=false (RequireEncryption) plain-HTTP clients that do
-// not seal get 401, over Basic and over masterzen's ClientNTLM alike.
+// With AllowUnencrypted=false (Windows' default) plain-HTTP clients that do not
+// seal are refused: Basic credentials with 401, an unsealed body on an NTLM
+// connection with HTTP 500 and no body (masterzen's ClientNTLM).
 func TestMasterzenUnencryptedRefused(t *testing.T) {
-	env := newEnv(t, false, func(c *Config) { c.RequireEncryption = true })
-	for name, params := range map[string]*winrm.Parameters{"basic": nil, "ntlm": ntlmParams()} {
-		_, _, _, err := env.client(t, testUser, testPassword, params).RunWithContextWithString(context.Background(), "whoami", "")
-		if err == nil || !strings.Contains(err.Error(), "401") {
-			t.Errorf("%s without sealing over HTTP, encryption required: err = %v, want a 401", name, err)
+	env := newEnv(t, false, func(c *Config) { c.AllowUnencrypted = false })
+	for name, tc := range map[string]struct {
+		params *winrm.Parameters
+		want   string
+	}{"basic": {nil, "401"}, "ntlm": {ntlmParams(), "500"}} {
+		_, _, _, err := env.client(t, testUser, testPassword, tc.params).RunWithContextWithString(context.Background(), "whoami", "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s without sealing over HTTP, encryption required: err = %v, want HTTP %s", name, err, tc.want)
 		}
 	}
 	select {
