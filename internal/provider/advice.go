@@ -42,6 +42,10 @@ func winrmAdvice(re *remote.Error) string {
 		return `Set winrm.auth to "negotiate" (the default: local and domain accounts), "ntlm", or "basic" (local accounts, ` +
 			`listener with Basic enabled)`
 	case remote.SettingAllowUnencrypted:
+		if re.Kind == remote.KindAuth {
+			return `Use winrm.auth = "negotiate" or "ntlm" without winrm.allow_unencrypted (messages are then encrypted over HTTP), ` +
+				`or winrm.https = true`
+		}
 		return "Remove winrm.allow_unencrypted: only auth = \"basic\" over plain HTTP sends messages in clear text"
 	case remote.SettingSPN:
 		return "Set winrm.spn (or " + EnvWinRMSPN + ") to the host's WinRM service principal name, HTTP/<host name>"

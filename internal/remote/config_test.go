@@ -18,11 +18,11 @@ func TestSetDefaults(t *testing.T) {
 		in   Config
 		want Config
 	}{
-		{"http", Config{}, Config{Port: 5985, Auth: "ntlm", Timeout: 60 * time.Second}},
-		{"https", Config{HTTPS: true}, Config{HTTPS: true, Port: 5986, Auth: "ntlm", Timeout: 60 * time.Second}},
-		{"explicit port kept", Config{HTTPS: true, Port: 15986}, Config{HTTPS: true, Port: 15986, Auth: "ntlm", Timeout: 60 * time.Second}},
+		{"http", Config{}, Config{Port: 5985, Auth: "negotiate", Timeout: 60 * time.Second}},
+		{"https", Config{HTTPS: true}, Config{HTTPS: true, Port: 5986, Auth: "negotiate", Timeout: 60 * time.Second}},
+		{"explicit port kept", Config{HTTPS: true, Port: 15986}, Config{HTTPS: true, Port: 15986, Auth: "negotiate", Timeout: 60 * time.Second}},
 		{"auth lower-cased", Config{Auth: " Basic "}, Config{Port: 5985, Auth: "basic", Timeout: 60 * time.Second}},
-		{"timeout kept", Config{Timeout: 5 * time.Second}, Config{Port: 5985, Auth: "ntlm", Timeout: 5 * time.Second}},
+		{"timeout kept", Config{Timeout: 5 * time.Second}, Config{Port: 5985, Auth: "negotiate", Timeout: 5 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.in
@@ -54,7 +54,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"no host", func(c *Config) { c.Host = " " }, ErrNoHost, SettingHost},
 		{"no username", func(c *Config) { c.Username = "" }, ErrNoUsername, SettingUsername},
-		{"kerberos", func(c *Config) { c.Auth = "kerberos" }, ErrUnsupportedAuth, SettingAuth},
+		{"kerberos", func(c *Config) { c.Auth = "kerberos" }, ErrNotImplemented, SettingAuth},
+		{"digest", func(c *Config) { c.Auth = "digest" }, ErrUnsupportedAuth, SettingAuth},
+		{"basic over http", func(c *Config) { c.Auth = "basic" }, ErrClearText, SettingAuth},
 		{"port 0 without defaults", func(c *Config) { c.Port = 0 }, ErrPortRange, SettingPort},
 		{"port too high", func(c *Config) { c.Port = 65536 }, ErrPortRange, SettingPort},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, ErrTimeout, SettingTimeout},

@@ -43,13 +43,15 @@ func (h *winrmHost) classify(err error) *Error {
 	if errors.As(err, &encErr) {
 		e.Kind = KindAuth
 		e.Message = fmt.Sprintf("the host requires encrypted WinRM messages: %s refused a message sent in clear text over HTTP (AllowUnencrypted=false, Windows' default)", where)
-		e.Hint = `Use auth = "negotiate" or "ntlm" without allow_unencrypted (messages are then encrypted over HTTP), or https = true`
+		e.Setting = SettingAllowUnencrypted
+		e.Hint = "Negotiate and NTLM encrypt every message over HTTP; HTTPS encrypts the channel"
 		return e
 	}
 	if errors.Is(err, errBasicOverHTTP) {
 		e.Kind = KindAuth
 		e.Message = fmt.Sprintf("auth \"basic\" to %s over plain HTTP would send the password in clear text, so nothing was sent", where)
-		e.Hint = `Use auth = "negotiate", or https = true; set allow_unencrypted = true only for a host that accepts clear text`
+		e.Setting = SettingAuth
+		e.Hint = "Negotiate encrypts every message over HTTP; clear text only suits a host that allows it (Basic=true, AllowUnencrypted=true)"
 		return e
 	}
 
@@ -74,7 +76,7 @@ func (h *winrmHost) classify(err error) *Error {
 			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
 				e.Message = fmt.Sprintf("authentication failed for %s at %s with Basic over plain HTTP", h.cfg.Username, where)
 				e.Hint = "Windows refuses Basic over HTTP unless the service allows it (Basic=true and AllowUnencrypted=true; both false by default), " +
-					`so the host requires encrypted WinRM messages here: use auth = "negotiate" (encrypted over HTTP) or https = true. ` + e.Hint
+					"so the host requires encrypted WinRM messages here: Negotiate (encrypted over HTTP) or HTTPS works. " + e.Hint
 			case h.cfg.Auth != AuthBasic && h.cfg.HTTPS:
 				e.Hint += ". Over HTTPS the logon is also bound to the TLS certificate the provider saw (channel binding): a host with " +
 					"CbtHardeningLevel=Strict refuses it when a TLS-intercepting proxy or load balancer terminates TLS in between; " +
