@@ -52,7 +52,7 @@ func TestBasicOverHTTPAgainstDefaultHost(t *testing.T) {
 	}
 	_, err = host.ReadInstance(context.Background(), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
 	e := asError(t, err)
-	if e.Kind != KindAuth || !strings.Contains(err.Error(), "requires encrypted WinRM messages") || e.Setting != SettingAuth {
+	if e.Kind != KindAuth || !strings.Contains(err.Error(), "requires encrypted WinRM messages") || e.Auth != AuthBasic || e.HTTPS {
 		t.Fatalf("Basic over HTTP to a default host: %v (kind %d)", err, e.Kind)
 	}
 	// The same host with the default auth works, encrypted.
