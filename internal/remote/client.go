@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 
@@ -21,25 +22,26 @@ import (
 // DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
 const DefaultTimeout = 60 * time.Second
 
-// winrmHost is a Host reached through masterzen/winrm. It holds one client (and so one
-// HTTP transport with its connections) per configured host; nothing is global.
+// winrmHost is a Host reached over WinRM with our own exchange (exchange.go) on our
+// own transport (transport.go). It holds the sessions of one configured host;
+// nothing is global.
 type winrmHost struct {
 	cfg  Config
 	port int
-	// newClient makes a masterzen client with its own transport (transport.go), which
-	// keeps each NTLM handshake on one connection. An operation still borrows a
-	// client that no other operation uses meanwhile, so operations never wait for each
-	// other's connections; idle clients are kept, so sequential operations reuse
-	// their authenticated connections.
-	newClient func() (*winrm.Client, error)
-	mu        sync.Mutex
-	idle      []*winrm.Client
+	// newSession makes a session with its own transport, which keeps each NTLM
+	// handshake and exchange on one connection. An operation borrows a session that
+	// no other operation uses meanwhile, so operations never wait for each other's
+	// connections; idle sessions are kept, so sequential operations reuse their
+	// authenticated connections. Every session shares the host's TLS session cache.
+	newSession func() (*session, error)
+	mu         sync.Mutex
+	idle       []*session
 }
 
-// maxIdleClients bounds the clients kept for reuse per host.
+// maxIdleClients bounds the sessions kept for reuse per host.
 const maxIdleClients = 4
 
-func (h *winrmHost) borrow() (*winrm.Client, error) {
+func (h *winrmHost) borrow() (*session, error) {
 	h.mu.Lock()
 	if n := len(h.idle); n > 0 {
 		c := h.idle[n-1]
@@ -48,10 +50,10 @@ func (h *winrmHost) borrow() (*winrm.Client, error) {
 		return c, nil
 	}
 	h.mu.Unlock()
-	return h.newClient()
+	return h.newSession()
 }
 
-func (h *winrmHost) giveBack(c *winrm.Client) {
+func (h *winrmHost) giveBack(c *session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.idle) < maxIdleClients {
@@ -106,20 +108,20 @@ func New(cfg Config) (Host, error) {
 		Timeout:       timeout + 30*time.Second,
 	}
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
-	// Our own transport for both kinds: it keeps every NTLM handshake on one
-	// connection (see transport.go). It ignores HTTP proxies.
-	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
-	newClient := func() (*winrm.Client, error) {
-		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
+	// Our own exchange and transport for both kinds: one connection per operation,
+	// TLS sessions resumed across operations (exchange.go). It ignores HTTP proxies.
+	tlsSessions := tls.NewLRUClientSessionCache(8)
+	newSession := func() (*session, error) {
+		return newSession(endpoint, params, auth, cfg.Username, cfg.Password, tlsSessions)
 	}
-	client, err := newClient()
+	client, err := newSession()
 	if err != nil {
 		return nil, configError(cfg, "cannot set up the WinRM client: "+err.Error(), "Check ca_cert.")
 	}
 	c := cfg
 	c.Auth = auth
 	c.Timeout = timeout
-	return &winrmHost{cfg: c, port: port, newClient: newClient, idle: []*winrm.Client{client}}, nil
+	return &winrmHost{cfg: c, port: port, newSession: newSession, idle: []*session{client}}, nil
 }
 
 func configError(cfg Config, msg, hint string) *Error {
@@ -175,27 +177,10 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 		return &Error{Host: h.cfg.Host, Op: op, Kind: KindUnknown, Message: "cannot set up the WinRM client: " + err.Error(), Hint: "Check ca_cert.", Err: err}
 	}
 	start := time.Now()
-	done := make(chan runOutcome, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		code, err := client.RunWithContextWithInput(ctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
-		// Only now is the client free: after a cancellation masterzen still cleans up.
-		h.giveBack(client)
-		done <- runOutcome{exitCode: code, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
-	}()
-	var out runOutcome
-	select {
-	case out = <-done:
-	case <-ctx.Done():
-		// masterzen notices the context only between requests, so a long poll could
-		// hold us for the operation timeout: answer now and let it clean up (it
-		// signals the command to terminate) in the background.
-		select {
-		case out = <-done:
-		default:
-			out = runOutcome{exitCode: -1, err: ctx.Err()}
-		}
-	}
+	// Only when done is the session free: after a failure its shell is deleted in
+	// the background first. stdin is a pipe (not a console), whose end the bootstrap
+	// does not need either.
+	out := client.run(ctx, contract.Shell, contract.CommandArgs(), stdin, false, func() { h.giveBack(client) })
 	fields := map[string]any{
 		"operation":   string(op),
 		"host":        h.cfg.Host,

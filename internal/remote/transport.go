@@ -46,6 +46,8 @@ type transport struct {
 	tlsConf *tls.Config // nil over plain HTTP
 	timeout time.Duration
 	dial    func(network, addr string) (net.Conn, error)
+	// sessions, when set, lets TLS resume sessions across the host's transports.
+	sessions tls.ClientSessionCache
 
 	mu   sync.Mutex
 	idle []*conn
@@ -92,6 +94,7 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 			ServerName:         name,
 			InsecureSkipVerify: ep.Insecure, //nolint:gosec // only when the user set insecure = true
 			MinVersion:         tls.VersionTLS12,
+			ClientSessionCache: t.sessions,
 		}
 		if len(ep.CACert) > 0 {
 			pool := x509.NewCertPool()

@@ -37,6 +37,10 @@ type HostConfig struct {
 	// WinRM configures the WS-Management listeners and who may log on.
 	WinRM WinRMConfig `json:"winrm"`
 
+	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
+	// default; see CostConfig.
+	Cost CostConfig `json:"cost,omitempty"`
+
 	// Accounts maps account names to SIDs for domain and local accounts, e.g.
 	// {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"}. Names are case-insensitive. An
 	// account missing here cannot be translated: a service running as it reports
@@ -391,6 +395,9 @@ func (c HostConfig) validate() error {
 		if sc.StartMS < 0 || sc.StopMS < 0 {
 			errs = append(errs, fmt.Errorf(`%s: "start_ms" and "stop_ms" must not be negative`, where))
 		}
+	}
+	if err := c.Cost.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	for i, u := range c.WinRM.Users {
 		if strings.TrimSpace(u.Name) == "" {

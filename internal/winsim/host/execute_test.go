@@ -265,7 +265,9 @@ func TestExecuteUnrecognised(t *testing.T) {
 	}
 	isPSError(t, ps(contract.CommandArgs(), altered), "winsim does not model this script")
 	isPSError(t, ps(contract.CommandArgs(), "not base64!\n"+strings.SplitN(string(in), "\n", 2)[1]), "FromBase64String")
-	isPSError(t, ps(contract.CommandArgs(), "no newline"), "Substring")
+	isPSError(t, ps(contract.CommandArgs(), "no newline"), "null-valued expression")
+	isPSError(t, ps(contract.CommandArgs(), strings.SplitN(string(in), "\n", 2)[0]+"\nmany\n"), `Cannot convert value "many" to type "System.Int32"`)
+	isPSError(t, ps(contract.CommandArgs(), string(in[:len(in)-200])), "stdin ended after")
 	args := contract.CommandArgs()
 	args[5] = contract.EncodeCommand("Get-Process")
 	isPSError(t, ps(args, string(in)), "not the mssqlifi bootstrap")

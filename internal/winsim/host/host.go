@@ -62,6 +62,9 @@ type Host struct {
 	events     []serviceEvent
 	audit      []AuditEntry
 	auditLimit int
+
+	cost  Cost
+	stats stats
 }
 
 type winrmUser struct {
@@ -96,6 +99,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		cfg:        cfg,
 		opts:       opts,
 		computer:   cfg.ComputerNameOrDefault(),
+		cost:       cfg.Cost.Resolve(),
 		loc:        time.FixedZone("host", cfg.UTCOffsetMinutes*60),
 		changed:    make(chan struct{}),
 		accounts:   map[string]string{},
