@@ -91,6 +91,7 @@ type HostStats struct {
 	TLSHandshakes       int64 `json:"tls_handshakes"` // full TLS handshakes (WinRM over HTTPS)
 	TLSResumed          int64 `json:"tls_resumed"`    // resumed TLS sessions
 	NTLMHandshakes      int64 `json:"ntlm_handshakes"`
+	WinRMSignals        int64 `json:"winrm_signals"`
 	PowerShellProcesses int64 `json:"powershell_processes"`
 	AddTypeCompilations int64 `json:"add_type_compilations"`
 	SQLConnections      int64 `json:"sql_connections"`
@@ -110,6 +111,7 @@ func (s *Sim) Stats(hostName string) (HostStats, error) {
 		TLSHandshakes:       sh.winrmWire.handshakes.Load(),
 		TLSResumed:          sh.winrmWire.resumed.Load(),
 		NTLMHandshakes:      ws.NTLMHandshakes,
+		WinRMSignals:        ws.Signals,
 		PowerShellProcesses: hs.PowerShellProcesses,
 		AddTypeCompilations: hs.AddTypeCompilations,
 		SQLConnections:      sh.sqlWire.conns.Load(),
@@ -126,6 +128,7 @@ func (s *Sim) TotalStats() HostStats {
 		t.TLSHandshakes += st.TLSHandshakes
 		t.TLSResumed += st.TLSResumed
 		t.NTLMHandshakes += st.NTLMHandshakes
+		t.WinRMSignals += st.WinRMSignals
 		t.PowerShellProcesses += st.PowerShellProcesses
 		t.AddTypeCompilations += st.AddTypeCompilations
 		t.SQLConnections += st.SQLConnections

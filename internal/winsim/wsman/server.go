@@ -58,17 +58,19 @@ type Server struct {
 
 	requests       atomic.Int64 // HTTP requests to /wsman
 	ntlmNegotiates atomic.Int64 // NTLM NEGOTIATE messages: handshakes begun
+	signals        atomic.Int64 // Signal requests
 }
 
 // Stats counts what an endpoint served, for benchmarks.
 type Stats struct {
 	Requests       int64 // HTTP requests, authentication legs included
 	NTLMHandshakes int64 // NTLM handshakes begun (NEGOTIATE messages)
+	Signals        int64 // Signal requests
 }
 
 // Stats returns the endpoint's counters.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load()}
+	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), Signals: s.signals.Load()}
 }
 
 // ntlmNegotiatePrefix is "Negotiate " and the base64 of "NTLMSSP\x00" and type 1.
@@ -396,6 +398,7 @@ func (s *Server) receive(r *http.Request, req *request, sh *shell, faulted fault
 }
 
 func (s *Server) signal(r *http.Request, req *request, sh *shell, faulted faultFunc) (int, []byte) {
+	s.signals.Add(1)
 	if req.Body.Signal == nil {
 		return faulted(badRequestFault("The Signal request has no rsp:Signal body. "))
 	}
