@@ -116,18 +116,20 @@ func usesAddType(op contract.Operation) bool {
 		return v.(bool)
 	}
 	script, err := contract.Script(op)
-	uses := false
-	if err == nil {
-		for _, line := range strings.Split(script, "\n") {
-			code := strings.TrimSpace(line)
-			if !strings.HasPrefix(code, "#") && strings.Contains(strings.ToLower(code), "add-type") {
-				uses = true
-				break
-			}
-		}
-	}
+	uses := err == nil && scriptUsesAddType(script)
 	addTypeOps.Store(op, uses)
 	return uses
+}
+
+// scriptUsesAddType reports an Add-Type on a line of code (comments do not count).
+func scriptUsesAddType(script string) bool {
+	for _, line := range strings.Split(script, "\n") {
+		code := strings.TrimSpace(line)
+		if !strings.HasPrefix(code, "#") && strings.Contains(strings.ToLower(code), "add-type") {
+			return true
+		}
+	}
+	return false
 }
 
 // UsesAddType reports whether the simulator charges Add-Type for op's script.

@@ -313,11 +313,10 @@ const (
 	lsaNoPrivilege  = "LsaEnumerateAccountsWithUserRight failed: A specified privilege does not exist. (NTSTATUS 0xC0000060)"
 )
 
-// lsaTerminating is an LSA exception escaping read_instance: PowerShell reports
-// the .NET method call that threw.
+// lsaTerminating is an LSA exception escaping read_instance: lsa.ps1 throws the
+// Win32Exception itself, so PowerShell reports its message.
 func lsaTerminating(stderr io.Writer, entry *AuditEntry, lsaMessage string) int {
-	return psFailure(stderr, entry, `Exception calling "GetAccountsWithRight" with "1" argument(s): "`+lsaMessage+`"`,
-		"NotSpecified: (:) [], MethodInvocationException", "Win32Exception")
+	return psFailure(stderr, entry, lsaMessage, "OperationStopped: (:) [], Win32Exception", lsaMessage)
 }
 
 func (h *Host) checkInstanceParam(name string, stdout io.Writer, entry *AuditEntry) (int, bool) {
@@ -387,7 +386,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		TCPPort:               inst.port,
 		StartupParameters:     inst.startupParameters(),
 		Clustered:             inst.cfg.Clustered,
-		RightHolders:          h.principals(h.rights[right]),
+		RightHolders:          sidPrincipals(h.rights[right]),
 		AdministratorsMembers: h.principals(h.admins),
 		GroupPolicy:           h.groupPolicyInfo(right),
 		ErrorLog:              inst.findIFILineLocked(),
@@ -434,7 +433,7 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 	}
 	right, _ := canonicalRight(p.Right)
 	h.mu.Lock()
-	holders := h.principals(h.rights[right])
+	holders := sidPrincipals(h.rights[right])
 	h.mu.Unlock()
 	writeJSON(stdout, contract.SetRightResult{Changed: changed, Holders: holders})
 	return contract.ExitOK

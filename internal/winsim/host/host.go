@@ -373,6 +373,16 @@ func (h *Host) principals(sids []string) []contract.Principal {
 	return out
 }
 
+// sidPrincipals lists SIDs without names: what the scripts report for a right's
+// holders, which they do not translate (lsa.ps1: Get-RightHolder).
+func sidPrincipals(sids []string) []contract.Principal {
+	out := make([]contract.Principal, 0, len(sids))
+	for _, s := range sids {
+		out = append(out, contract.Principal{SID: s})
+	}
+	return out
+}
+
 // Name returns the host's configured name.
 func (h *Host) Name() string { return h.cfg.Name }
 
