@@ -53,8 +53,8 @@ type transport struct {
 	idle []*conn
 }
 
-// maxIdleConns bounds the connections a transport keeps for reuse. One operation
-// uses two at a time (masterzen sends stdin while it polls for output).
+// maxIdleConns bounds the connections a transport keeps for reuse. Our exchange
+// (exchange.go) uses one per operation; masterzen's Run used two at a time.
 const maxIdleConns = 4
 
 // maxResponseBody bounds a response body; WinRM's MaxEnvelopeSize is far smaller.
