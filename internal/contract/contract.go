@@ -6,8 +6,10 @@
 //
 //	powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand <bootstrap>
 //
-// with stdin = base64(UTF-8 JSON of the parameters) + "\n" + the operation's script.
-// The bootstrap (scripts/bootstrap.ps1) reads stdin, decodes the parameters into
+// with stdin framed by EncodeInput: a line of base64(UTF-8 JSON of the parameters), a
+// line with the script's line count, then the operation's script. The bootstrap
+// (scripts/bootstrap.ps1) reads exactly that, never waiting for an end-of-input (a
+// console-mode stdin on Windows never delivers one), decodes the parameters into
 // $Params and runs the script. The script prints one JSON object (the result type)
 // on stdout and exits 0; a failure it foresees prints a ScriptError as JSON on stdout
 // and exits with one of the Exit* codes; anything else is a terminating PowerShell

@@ -1,10 +1,13 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInputRoundTrip(t *testing.T) {
@@ -43,5 +46,57 @@ func TestCommandLineFitsCmdExe(t *testing.T) {
 	got, err := DecodeCommand(CommandArgs()[5])
 	if err != nil || got != Bootstrap() {
 		t.Fatalf("bootstrap does not round-trip: %v", err)
+	}
+}
+
+// On Windows a console-mode stdin never reports end-of-input: the frame must be
+// readable from a stream that stays open after it.
+func TestReadInputStopsAtTheFrameWithoutEndOfInput(t *testing.T) {
+	in, err := EncodeInput(OpReadInstance, ReadInstanceParams{Instance: "MSSQLSERVER", Right: RightManageVolume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w := io.Pipe()
+	defer w.Close()
+	go func() { _, _ = w.Write(in) }() // and never closes: no end-of-input
+	got := make(chan []byte, 1)
+	errc := make(chan error, 1)
+	go func() {
+		b, err := ReadInput(r)
+		got <- b
+		errc <- err
+	}()
+	select {
+	case b := <-got:
+		if err := <-errc; err != nil || !bytes.Equal(b, in) {
+			t.Fatalf("ReadInput = %d bytes, %v; want the %d bytes of the frame", len(b), err, len(in))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadInput waited for end-of-input")
+	}
+	if op, _, err := DecodeInput(in); err != nil || op != OpReadInstance {
+		t.Fatalf("DecodeInput = %s, %v", op, err)
+	}
+}
+
+func TestReadInputReportsWhereTheFrameBreaks(t *testing.T) {
+	in, _ := EncodeInput(OpSetRight, SetRightParams{Right: RightManageVolume, SID: "S-1-5-32-544", Grant: true})
+	lines := strings.SplitAfter(string(in), "\n")
+	for _, c := range []struct{ input, stage string }{
+		{"", "params"},
+		{lines[0], "count"},
+		{lines[0] + "many\n", "count"},
+		{strings.Join(lines[:len(lines)-3], ""), "script"},
+	} {
+		_, err := ReadInput(strings.NewReader(c.input))
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Stage != c.stage {
+			t.Errorf("ReadInput(%.40q...) = %v, want an InputError at %q", c.input, err, c.stage)
+		}
+	}
+	// A count that does not match the script is refused.
+	bad := lines[0] + "3\n" + strings.Join(lines[2:], "")
+	if _, _, err := DecodeInput([]byte(bad)); !errors.Is(err, ErrUnknownScript) {
+		t.Fatalf("DecodeInput accepted a wrong line count: %v", err)
 	}
 }

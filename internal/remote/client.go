@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 
@@ -18,25 +19,26 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
-// winrmHost is a Host reached through masterzen/winrm. It holds one client (and so one
-// HTTP transport with its connections) per configured host; nothing is global.
+// winrmHost is a Host reached over WinRM with our own exchange (exchange.go) on our
+// own transport (transport.go). It holds the sessions of one configured host;
+// nothing is global.
 type winrmHost struct {
 	cfg  Config
 	port int
-	// newClient makes a masterzen client with its own transport (transport.go), which
-	// keeps each NTLM handshake on one connection. An operation still borrows a
-	// client that no other operation uses meanwhile, so operations never wait for each
-	// other's connections; idle clients are kept, so sequential operations reuse
-	// their authenticated connections.
-	newClient func() (*winrm.Client, error)
-	mu        sync.Mutex
-	idle      []*winrm.Client
+	// newSession makes a session with its own transport, which keeps each NTLM
+	// handshake and exchange on one connection. An operation borrows a session that
+	// no other operation uses meanwhile, so operations never wait for each other's
+	// connections; idle sessions are kept, so sequential operations reuse their
+	// authenticated connections. Every session shares the host's TLS session cache.
+	newSession func() (*session, error)
+	mu         sync.Mutex
+	idle       []*session
 }
 
-// maxIdleClients bounds the clients kept for reuse per host.
+// maxIdleClients bounds the sessions kept for reuse per host.
 const maxIdleClients = 4
 
-func (h *winrmHost) borrow() (*winrm.Client, error) {
+func (h *winrmHost) borrow() (*session, error) {
 	h.mu.Lock()
 	if n := len(h.idle); n > 0 {
 		c := h.idle[n-1]
@@ -45,10 +47,10 @@ func (h *winrmHost) borrow() (*winrm.Client, error) {
 		return c, nil
 	}
 	h.mu.Unlock()
-	return h.newClient()
+	return h.newSession()
 }
 
-func (h *winrmHost) giveBack(c *winrm.Client) {
+func (h *winrmHost) giveBack(c *session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.idle) < maxIdleClients {
@@ -76,17 +78,17 @@ func New(cfg Config) (Host, error) {
 		Timeout:       timeout + 30*time.Second,
 	}
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
-	// Our own transport for both kinds: it keeps every NTLM handshake on one
-	// connection (see transport.go). It ignores HTTP proxies.
-	params.TransportDecorator = func() winrm.Transporter { return newSecureTransport(cfg, auth) }
-	newClient := func() (*winrm.Client, error) {
-		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
+	// Our own exchange and transport for every scheme: one connection per operation,
+	// TLS sessions resumed across operations (exchange.go). It ignores HTTP proxies.
+	tlsSessions := tls.NewLRUClientSessionCache(8)
+	newSession := func() (*session, error) {
+		return newSession(endpoint, params, cfg, auth, tlsSessions)
 	}
-	client, err := newClient()
+	client, err := newSession()
 	if err != nil {
 		return nil, configError(cfg, &ConfigError{Setting: SettingCACert, Err: fmt.Errorf("cannot set up the WinRM client: %w", err)})
 	}
-	return &winrmHost{cfg: cfg, port: port, newClient: newClient, idle: []*winrm.Client{client}}, nil
+	return &winrmHost{cfg: cfg, port: port, newSession: newSession, idle: []*session{client}}, nil
 }
 
 // configError reports what Validate (or the client's set-up) refused; the Setting is
@@ -157,27 +159,10 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 		return e
 	}
 	start := time.Now()
-	done := make(chan runOutcome, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		code, err := client.RunWithContextWithInput(ctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
-		// Only now is the client free: after a cancellation masterzen still cleans up.
-		h.giveBack(client)
-		done <- runOutcome{exitCode: code, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
-	}()
-	var out runOutcome
-	select {
-	case out = <-done:
-	case <-ctx.Done():
-		// masterzen notices the context only between requests, so a long poll could
-		// hold us for the operation timeout: answer now and let it clean up (it
-		// signals the command to terminate) in the background.
-		select {
-		case out = <-done:
-		default:
-			out = runOutcome{exitCode: -1, err: ctx.Err()}
-		}
-	}
+	// Only when done is the session free: after a failure its shell is deleted in
+	// the background first. stdin is a pipe (not a console), whose end the bootstrap
+	// does not need either.
+	out := client.run(ctx, contract.Shell, contract.CommandArgs(), stdin, false, func() { h.giveBack(client) })
 	fields := map[string]any{
 		"operation":   string(op),
 		"host":        h.cfg.Host,

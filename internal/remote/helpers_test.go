@@ -91,7 +91,7 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 				io.WriteString(stderr, "unexpected command line: "+line)
 				return 1
 			}
-			in, err := io.ReadAll(cmd.Stdin)
+			in, err := contract.ReadInput(cmd.Stdin)
 			if err != nil {
 				io.WriteString(stderr, err.Error())
 				return 1

@@ -56,13 +56,15 @@ type transport struct {
 	tlsConf *tls.Config // nil over plain HTTP
 	timeout time.Duration
 	dial    func(network, addr string) (net.Conn, error)
+	// sessions, when set, lets TLS resume sessions across the host's transports.
+	sessions tls.ClientSessionCache
 
 	mu   sync.Mutex
 	idle []*conn
 }
 
-// maxIdleConns bounds the connections a transport keeps for reuse. One operation
-// uses two at a time (masterzen sends stdin while it polls for output).
+// maxIdleConns bounds the connections a transport keeps for reuse. Our exchange
+// (exchange.go) uses one per operation; masterzen's Run used two at a time.
 const maxIdleConns = 4
 
 // maxResponseBody bounds a response body; WinRM's MaxEnvelopeSize is far smaller.
@@ -118,6 +120,7 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 			ServerName:         name,
 			InsecureSkipVerify: ep.Insecure, //nolint:gosec // only when the user set insecure = true
 			MinVersion:         tls.VersionTLS12,
+			ClientSessionCache: t.sessions,
 		}
 		if len(ep.CACert) > 0 {
 			pool := x509.NewCertPool()
@@ -138,9 +141,8 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 // *httpStatusError.
 func (t *transport) Post(_ *winrm.Client, request *soap.SoapMessage) (string, error) {
 	body := []byte(request.String())
-	if t.auth == "basic" && t.tlsConf == nil && !t.allowUnencrypted {
-		// Never send the password in clear text unless the user said so.
-		return "", t.fail(errBasicOverHTTP)
+	if err := t.mayPost(); err != nil {
+		return "", err
 	}
 	c, err := t.get()
 	if err != nil {
@@ -156,6 +158,20 @@ func (t *transport) Post(_ *winrm.Client, request *soap.SoapMessage) (string, er
 	} else {
 		t.put(c)
 	}
+	return t.answer(resp)
+}
+
+// mayPost refuses what must never be sent: the password in clear text, unless the
+// user said so.
+func (t *transport) mayPost() error {
+	if t.auth == AuthBasic && t.tlsConf == nil && !t.allowUnencrypted {
+		return t.fail(errBasicOverHTTP)
+	}
+	return nil
+}
+
+// answer is the SOAP body of a response, or the error it stands for.
+func (t *transport) answer(resp *response) (string, error) {
 	if strings.Contains(resp.header.Get("Content-Type"), "application/soap+xml") {
 		if resp.status != http.StatusOK {
 			return "", &httpStatusError{Status: resp.status, Body: string(resp.body), SOAP: true}

@@ -259,10 +259,25 @@ func (c *checker) encrypted(ctx context.Context, t Target, conn *sql.Conn, r *Re
 	return nil
 }
 
-// WaitReady polls a login with a bounded backoff (250 ms doubling to 5 s) until one
-// succeeds or ctx ends. A wrong password ends the wait at once: waiting cannot fix it.
+// ReadyPollInterval is how often WaitReady tries a login. It is fixed and short, so
+// the wait ends at most this long after SQL Server accepts logins (a growing backoff
+// used to wait seconds after SQL Server was ready).
+const ReadyPollInterval = 250 * time.Millisecond
+
+// DefaultReadyTimeout bounds WaitReady when ctx carries no deadline of its own.
+const DefaultReadyTimeout = 10 * time.Minute
+
+// WaitReady polls a login every ReadyPollInterval until one succeeds or the
+// deadline passes (ctx's, else DefaultReadyTimeout). A wrong password ends the wait
+// at once: waiting cannot fix it.
 func (c *checker) WaitReady(ctx context.Context, t Target) error {
-	delay := 250 * time.Millisecond
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultReadyTimeout)
+		defer cancel()
+	}
+	ticker := time.NewTicker(ReadyPollInterval)
+	defer ticker.Stop()
 	var last error
 	for attempt := 1; ; attempt++ {
 		db, conn, err := c.open(ctx, t)
@@ -277,19 +292,14 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 			return err
 		}
 		last = err
-		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return &Error{
 				Target: t, Kind: KindTimeout, Err: errors.Join(ctx.Err(), last),
-				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts); last error: %s", attempt, messageOf(last)),
+				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts, one every %s); last error: %s", attempt, ReadyPollInterval, messageOf(last)),
 				Hint:    "The service may still be recovering databases: look at the SQL Server error log",
 			}
-		case <-timer.C:
-		}
-		if delay *= 2; delay > 5*time.Second {
-			delay = 5 * time.Second
+		case <-ticker.C:
 		}
 	}
 }

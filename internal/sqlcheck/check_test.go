@@ -306,6 +306,24 @@ func TestWaitReadyRetriesUntilLogin(t *testing.T) {
 	}
 }
 
+// After a restart SQL Server may refuse logins for a while; the wait must notice it
+// is ready soon after, not back off for seconds. Six refused logins at a fixed
+// 250 ms take 1.5 s; a backoff doubling from 250 ms would need 12.75 s and miss the
+// 5 s deadline.
+func TestWaitReadyPollsAtAFixedShortInterval(t *testing.T) {
+	var fl *flakyListener
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{}, func(l net.Listener) net.Listener {
+		fl = &flakyListener{Listener: l, drop: 6}
+		return fl
+	})
+	if err := New(plainConfig()).WaitReady(ctxFor(t, 5*time.Second), ep.target()); err != nil {
+		t.Fatalf("WaitReady did not see SQL Server accept a login after 6 refusals within 5 s: %v", err)
+	}
+	if n := fl.accepted.Load(); n != 7 {
+		t.Fatalf("WaitReady connected %d times, want 7 (six dropped, one login)", n)
+	}
+}
+
 func TestWaitReadyStopsAtDeadline(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

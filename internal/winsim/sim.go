@@ -39,6 +39,9 @@ type Options struct {
 	CertDir string
 	// Logf receives the simulator's log lines; nil discards them.
 	Logf func(format string, args ...any)
+	// Cost, when set, is the cost model of every host, replacing the hosts' own
+	// "cost" settings: benchmarks turn the model on here (host.CostConfig).
+	Cost *host.CostConfig
 }
 
 // Info describes the running simulator: exactly the JSON line winsim prints.
@@ -90,6 +93,10 @@ type simHost struct {
 	httpsAddr string
 	instances []*sqlEndpoint
 	listeners []net.Listener // the WinRM listeners, closed by Close in case Serve never ran
+
+	rtt       time.Duration // the cost model's round trip
+	winrmWire wireStats
+	sqlWire   wireStats
 }
 
 // sqlEndpoint is one instance's TDS listener. The host model opens and closes it as
@@ -101,6 +108,8 @@ type sqlEndpoint struct {
 	server   *tds.Server
 	logf     func(format string, args ...any)
 	wg       *sync.WaitGroup
+	rtt      time.Duration // the cost model's round trip
+	stats    *wireStats
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -152,10 +161,11 @@ func (e *sqlEndpoint) open() error {
 func (e *sqlEndpoint) serve(l net.Listener) {
 	e.listener = l
 	e.notifyLocked()
+	served := net.Listener(&costListener{Listener: l, rtt: e.rtt, stats: e.stats})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		if err := e.server.Serve(l); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := e.server.Serve(served); err != nil && !errors.Is(err, net.ErrClosed) {
 			e.logf("winsim: instance %s: TDS server on %s stopped: %v", e.instance, e.addr, err)
 		}
 	}()
@@ -248,6 +258,16 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 		return nil, fmt.Errorf("writing the simulator CA certificate to %s: %w", s.caPath, err)
 	}
 
+	if opts.Cost != nil {
+		hosts := make([]host.HostConfig, len(cfg.Hosts))
+		copy(hosts, cfg.Hosts)
+		for i := range hosts {
+			hosts[i].Cost = *opts.Cost
+		}
+		c := *cfg
+		c.Hosts = hosts
+		cfg = &c
+	}
 	for i := range cfg.Hosts {
 		if err := s.startHost(cfg, i, validity); err != nil {
 			return nil, err
@@ -284,7 +304,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("host %s: building the host model: %w", name, err)
 	}
-	sh := &simHost{name: name, address: address, model: model}
+	sh := &simHost{name: name, address: address, model: model, rtt: model.Cost().RoundTrip}
 	// Register the host at once so Close releases what was opened even if a later
 	// step fails.
 	s.hosts = append(s.hosts, sh)
@@ -297,6 +317,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		return fmt.Errorf("host %s: %w", name, err)
 	}
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	winrmTLS := countHandshakes(tlsCfg, &sh.winrmWire)
 
 	sh.wsman = wsman.NewServer(wsman.Config{
 		ComputerName: computer,
@@ -319,6 +340,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	}
 	sh.listeners = append(sh.listeners, httpL)
 	sh.httpAddr = httpL.Addr().String()
+	httpL = &costListener{Listener: httpL, rtt: sh.rtt, stats: &sh.winrmWire}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -332,10 +354,11 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	}
 	sh.listeners = append(sh.listeners, httpsL)
 	sh.httpsAddr = httpsL.Addr().String()
+	httpsL = &costListener{Listener: httpsL, rtt: sh.rtt, stats: &sh.winrmWire}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := sh.wsman.ServeTLS(httpsL, tlsCfg); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		if err := sh.wsman.ServeTLS(httpsL, winrmTLS); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.logf("winsim: host %s: WinRM HTTPS listener %s stopped: %v", name, sh.httpsAddr, err)
 		}
 	}()
@@ -371,6 +394,8 @@ func (s *Sim) startSQLEndpoint(sh *simHost, inst *host.Instance, hc host.HostCon
 		logf:     s.logf,
 		wg:       &s.wg,
 		changed:  make(chan struct{}),
+		rtt:      sh.rtt,
+		stats:    &sh.sqlWire,
 	}
 	ep.mu.Lock()
 	ep.serve(l)

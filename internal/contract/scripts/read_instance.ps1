@@ -56,8 +56,13 @@ if (Test-Path -LiteralPath $parametersPath) {
 
 $clustered = Test-Path -LiteralPath "$root\Cluster"
 
-# The service, filtered in PowerShell: no WQL is built from input.
-$service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $serviceName } | Select-Object -First 1
+# Only this service, filtered by WMI (not every service on the host). The name comes
+# from the validated instance name (letters, digits, _ and $ only); it is checked
+# again before it goes into the WQL filter.
+if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$serviceName' is not a SQL Server service name."
+}
+$service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
 if (-not $service) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "Instance $($instance.Name) is registered ($($instance.Id)) but its service $serviceName does not exist on $computerName."
 }
@@ -88,6 +93,8 @@ if ($null -eq $sidType) {
     $sidType = 0
 }
 
+# SIDs only: the provider compares SIDs, and translating every holder can ask a
+# domain controller on each refresh.
 $holders = Get-RightHolder -Right $right
 
 # Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
@@ -121,7 +128,8 @@ try {
         foreach ($entry in @($settings[0].AccountList)) {
             $text = ([string]$entry).TrimStart('*')
             if ($text -match '^S-1-\d+(-\d+)+\z') {
-                $policyHolders.Add((New-Principal -Sid $text))
+                # Shown in a warning, so named; only when a policy defines the right.
+                $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
             }
             else {
                 try {

@@ -28,16 +28,16 @@ if (-not $sid) {
 
 function Test-Holder {
     param([string] $Right, [string] $Sid)
-    return (@([Mssqlifi.Lsa]::GetAccountsWithRight($Right)) -contains $Sid)
+    return (@(Get-LsaAccountsWithRight -Right $Right) -contains $Sid)
 }
 
 try {
     $before = Test-Holder -Right $right -Sid $sid
     if ($Params.grant) {
-        [Mssqlifi.Lsa]::AddRight($sid, $right)
+        Add-LsaAccountRight -Sid $sid -Right $right
     }
     else {
-        [Mssqlifi.Lsa]::RemoveRight($sid, $right)
+        Remove-LsaAccountRight -Sid $sid -Right $right
     }
     $after = Test-Holder -Right $right -Sid $sid
     $holders = Get-RightHolder -Right $right

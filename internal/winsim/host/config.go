@@ -39,6 +39,10 @@ type HostConfig struct {
 	// WinRM configures the WS-Management listeners and who may log on.
 	WinRM WinRMConfig `json:"winrm"`
 
+	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
+	// default; see CostConfig.
+	Cost CostConfig `json:"cost,omitempty"`
+
 	// Accounts maps account names to SIDs for domain and local accounts, e.g.
 	// {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"}. Names are case-insensitive. An
 	// account missing here cannot be translated: a service running as it reports
@@ -451,6 +455,9 @@ func (c HostConfig) Validate() error {
 	case "", "none", "relaxed", "strict":
 	default:
 		errs = append(errs, fmt.Errorf(`winrm.cbt_hardening_level %q: use "none", "relaxed" (the default) or "strict"`, c.WinRM.CBTHardeningLevel))
+	}
+	if err := c.Cost.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	for i, u := range c.WinRM.Users {
 		if strings.TrimSpace(u.Name) == "" {

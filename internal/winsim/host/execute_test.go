@@ -83,12 +83,14 @@ func TestExecuteReadInstance(t *testing.T) {
 	if strings.Join(res.StartupParameters, "|") != strings.Join(wantParams, "|") {
 		t.Fatalf("startup parameters %v", res.StartupParameters)
 	}
+	// Holders are SIDs only: read_instance does not translate them (a lookup per
+	// holder per refresh, possibly at a domain controller).
 	names := map[string]string{}
 	for _, p := range res.RightHolders {
 		names[p.SID] = p.Name
 	}
-	if len(res.RightHolders) != 3 || names[winsid.Administrators] != `BUILTIN\Administrators` ||
-		names[engineSID] != `NT SERVICE\MSSQLSERVER` || names["S-1-5-21-9-9-9-4242"] != "" {
+	if len(res.RightHolders) != 3 || len(names) != 3 || names[winsid.Administrators] != "" ||
+		names[engineSID] != "" || names["S-1-5-21-9-9-9-4242"] != "" {
 		t.Fatalf("holders %+v", res.RightHolders)
 	}
 	if len(res.AdministratorsMembers) != 1 || !strings.HasSuffix(res.AdministratorsMembers[0].SID, "-500") || res.AdministratorsMembers[0].Name != `SQL01\Administrator` {
@@ -146,7 +148,7 @@ func TestExecuteSetRight(t *testing.T) {
 	grant := contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true}
 	r := execOp(t, h, "Administrator", contract.OpSetRight, grant)
 	res := decode[contract.SetRightResult](t, r)
-	if r.code != 0 || !res.Changed || len(res.Holders) != 2 || res.Holders[1] != (contract.Principal{SID: engineSID, Name: `NT SERVICE\MSSQLSERVER`}) {
+	if r.code != 0 || !res.Changed || len(res.Holders) != 2 || res.Holders[1] != (contract.Principal{SID: engineSID}) {
 		t.Fatalf("grant: exit %d %+v", r.code, res)
 	}
 	res = decode[contract.SetRightResult](t, execOp(t, h, "Administrator", contract.OpSetRight, grant))
@@ -276,7 +278,9 @@ func TestExecuteUnrecognised(t *testing.T) {
 	}
 	isPSError(t, ps(contract.CommandArgs(), altered), "winsim does not model this script")
 	isPSError(t, ps(contract.CommandArgs(), "not base64!\n"+strings.SplitN(string(in), "\n", 2)[1]), "FromBase64String")
-	isPSError(t, ps(contract.CommandArgs(), "no newline"), "Substring")
+	isPSError(t, ps(contract.CommandArgs(), "no newline"), "null-valued expression")
+	isPSError(t, ps(contract.CommandArgs(), strings.SplitN(string(in), "\n", 2)[0]+"\nmany\n"), `Cannot convert value "many" to type "System.Int32"`)
+	isPSError(t, ps(contract.CommandArgs(), string(in[:len(in)-200])), "stdin ended after")
 	args := contract.CommandArgs()
 	args[5] = contract.EncodeCommand("Get-Process")
 	isPSError(t, ps(args, string(in)), "not the mssqlifi bootstrap")

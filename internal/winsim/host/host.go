@@ -62,6 +62,9 @@ type Host struct {
 	events     []serviceEvent
 	audit      []AuditEntry
 	auditLimit int
+
+	cost  Cost
+	stats stats
 }
 
 type winrmUser struct {
@@ -96,6 +99,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		cfg:        cfg,
 		opts:       opts,
 		computer:   cfg.ComputerNameOrDefault(),
+		cost:       cfg.Cost.Resolve(),
 		loc:        time.FixedZone("host", cfg.UTCOffsetMinutes*60),
 		changed:    make(chan struct{}),
 		accounts:   map[string]string{},
@@ -365,6 +369,16 @@ func (h *Host) principals(sids []string) []contract.Principal {
 	out := make([]contract.Principal, 0, len(sids))
 	for _, s := range sids {
 		out = append(out, contract.Principal{SID: s, Name: h.nameOf(s)})
+	}
+	return out
+}
+
+// sidPrincipals lists SIDs without names: what the scripts report for a right's
+// holders, which they do not translate (lsa.ps1: Get-RightHolder).
+func sidPrincipals(sids []string) []contract.Principal {
+	out := make([]contract.Principal, 0, len(sids))
+	for _, s := range sids {
+		out = append(out, contract.Principal{SID: s})
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/ntlm"
@@ -65,7 +66,26 @@ type Server struct {
 	mu      sync.Mutex
 	servers []*http.Server
 	binding []byte // tls-server-end-point data of the HTTPS certificate (RFC 5929)
+
+	requests       atomic.Int64 // HTTP requests to /wsman
+	ntlmNegotiates atomic.Int64 // NTLM NEGOTIATE messages: handshakes begun
+	signals        atomic.Int64 // Signal requests
 }
+
+// Stats counts what an endpoint served, for benchmarks.
+type Stats struct {
+	Requests       int64 // HTTP requests, authentication legs included
+	NTLMHandshakes int64 // NTLM handshakes begun (NEGOTIATE messages)
+	Signals        int64 // Signal requests
+}
+
+// Stats returns the endpoint's counters.
+func (s *Server) Stats() Stats {
+	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), Signals: s.signals.Load()}
+}
+
+// ntlmNegotiatePrefix is "Negotiate " and the base64 of "NTLMSSP\x00" and type 1.
+const ntlmNegotiatePrefix = "Negotiate TlRMTVNTUAAB"
 
 const (
 	defaultOperationTimeout = 60 * time.Second
@@ -171,6 +191,10 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if strings.HasPrefix(r.Header.Get("Authorization"), ntlmNegotiatePrefix) {
+		s.ntlmNegotiates.Add(1)
+	}
 	// Read the whole body first, whatever happens next: Go closes the
 	// connection after a response if much of the body went unread, and NTLM
 	// needs the connection to survive the 401 legs.
@@ -314,8 +338,11 @@ func (s *Server) startCommand(r *http.Request, req *request, sh *shell, user str
 	if s.cfg.Executor == nil {
 		return faulted(badRequestFault("This WS-Management endpoint has no Executor configured. "))
 	}
+	// WINRS_CONSOLEMODE_STDIN: TRUE (the default) gives the command a console as
+	// stdin, FALSE a pipe (MS-WSMV 3.1.4.11).
+	console := !strings.EqualFold(strings.TrimSpace(req.option("WINRS_CONSOLEMODE_STDIN")), "FALSE")
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := newCommand(cancel)
+	c := newCommand(cancel, console)
 	if !s.shells.addCommand(sh, c) {
 		cancel()
 		return faulted(shellNotFoundFault(sh.id))
@@ -326,8 +353,10 @@ func (s *Server) startCommand(r *http.Request, req *request, sh *shell, user str
 		Command:   strings.TrimSpace(line.Command),
 		Arguments: append([]string(nil), line.Arguments...),
 		Stdin:     c.stdin,
+
+		ConsoleModeStdin: console,
 	}
-	s.logf("wsman: %s: user %s started command %s in shell %s: %s (%d arguments)", r.RemoteAddr, user, c.id, sh.id, cmd.Command, len(cmd.Arguments))
+	s.logf("wsman: %s: user %s started command %s in shell %s: %s (%d arguments, console-mode stdin %t)", r.RemoteAddr, user, c.id, sh.id, cmd.Command, len(cmd.Arguments), console)
 	go s.execute(ctx, c, cmd)
 	return http.StatusOK, commandResponse(req.Header.MessageID, c.id)
 }
@@ -391,6 +420,7 @@ func (s *Server) receive(r *http.Request, req *request, sh *shell, faulted fault
 }
 
 func (s *Server) signal(r *http.Request, req *request, sh *shell, faulted faultFunc) (int, []byte) {
+	s.signals.Add(1)
 	if req.Body.Signal == nil {
 		return faulted(badRequestFault("The Signal request has no rsp:Signal body. "))
 	}

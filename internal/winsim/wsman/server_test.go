@@ -130,7 +130,16 @@ func (env *testEnv) execute(ctx context.Context, cmd Command, stdout, stderr io.
 		fmt.Fprint(stderr, "err")
 		return code
 	case "cat":
-		if _, err := io.Copy(stdout, cmd.Stdin); err != nil {
+		// "cat N" copies N bytes of stdin; "cat" copies to the end of input, which a
+		// console-mode stdin never reaches.
+		var err error
+		if len(fields) > 1 {
+			n, _ := strconv.Atoi(fields[1])
+			_, err = io.CopyN(stdout, cmd.Stdin, int64(n))
+		} else {
+			_, err = io.Copy(stdout, cmd.Stdin)
+		}
+		if err != nil {
 			fmt.Fprint(stderr, err)
 			return 1
 		}
@@ -294,9 +303,23 @@ func TestMasterzenLargeStdin(t *testing.T) {
 	for i := 0; b.Len() < 400_000; i++ {
 		fmt.Fprintf(&b, "line %d of the script\n", i)
 	}
-	out, errOut, code := run(t, c, "cat", b.String())
+	out, errOut, code := run(t, c, fmt.Sprintf("cat %d", b.Len()), b.String())
 	if out != b.String() || code != 0 {
 		t.Errorf("cat returned %d bytes (stderr %q, exit %d), want the %d bytes sent", len(out), errOut, code, b.Len())
+	}
+}
+
+// masterzen sends WINRS_CONSOLEMODE_STDIN=TRUE: as on Windows, its End="true" never
+// reaches a reader, so a command that reads stdin to its end runs until the client
+// gives up and terminates it.
+func TestConsoleModeStdinNeverEnds(t *testing.T) {
+	env := newEnv(t, false, nil)
+	c := env.client(t, testUser, testPassword, winrm.NewParameters("PT1S", "en-US", 153600))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, _, _, err := c.RunWithContextWithString(ctx, "cat", "all of stdin\n")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cat to the end of a console-mode stdin = %v; want it to run until the deadline", err)
 	}
 }
 
