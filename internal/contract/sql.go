@@ -1,7 +1,8 @@
 package contract
 
 // The queries the provider sends to SQL Server, parameterless, so they travel as
-// SQLBatch. The simulator's TDS endpoint recognises exactly these texts.
+// SQLBatch. The simulator answers them as SQL Server does, among other SELECTs
+// (internal/winsim/FIDELITY.md).
 const (
 	// QueryServerProperties: one row. IsClustered is 1/0; InstanceName is NULL for
 	// the default instance.

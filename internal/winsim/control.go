@@ -23,6 +23,13 @@ import (
 //	{"action":"set_group_policy_right","right":"SeManageVolumePrivilege","sids":["S-1-5-32-544"]}
 //	{"action":"refresh_group_policy"}
 //	{"action":"uninstall_instance","instance":"REPORTING"}
+//	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"secondary"}
+//	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"primary","group":"AG2"}
+//	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"none"}
+//
+// set_ag_role changes an Always On replica's role (a failover), joins the instance
+// to "group" or, with role "none", removes it from its group; the instance must
+// have Always On enabled in its configuration.
 //
 // Service actions wait until the service reaches its target state (Running, or
 // Stopped for stop_service) unless "wait" is false; "timeout_seconds" bounds the wait
@@ -34,6 +41,8 @@ type Action struct {
 	SIDs           []string `json:"sids,omitempty"`
 	Service        string   `json:"service,omitempty"`
 	Instance       string   `json:"instance,omitempty"`
+	Role           string   `json:"role,omitempty"`
+	Group          string   `json:"group,omitempty"`
 	Force          bool     `json:"force,omitempty"`
 	Wait           *bool    `json:"wait,omitempty"`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
@@ -49,6 +58,7 @@ const (
 	ActionSetGroupPolicyRight  = "set_group_policy_right"
 	ActionRefreshGroupPolicy   = "refresh_group_policy"
 	ActionUninstallInstance    = "uninstall_instance"
+	ActionSetAGRole            = "set_ag_role"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -181,6 +191,21 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionSetAGRole:
+		if err := need("instance", a.Instance); err != nil {
+			return res, err
+		}
+		if err := need("role", a.Role); err != nil {
+			return res, err
+		}
+		if err := h.SetAGRole(a.Instance, a.Group, a.Role); err != nil {
+			if errors.Is(err, host.ErrBadAGRole) {
+				err = fmt.Errorf("%w: %v", ErrBadAction, err)
+			}
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+		}
+		return res, nil
+
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
 	default:
@@ -191,6 +216,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
+	ActionSetAGRole,
 }
 
 // controlHandler serves the HTTP JSON control plane.

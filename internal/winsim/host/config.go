@@ -172,6 +172,48 @@ type InstanceConfig struct {
 	FailStart bool `json:"fail_start,omitempty"`
 	// Stopped: the Engine (and Agent) are stopped when the host is built.
 	Stopped bool `json:"stopped,omitempty"`
+	// HADREnabled is the Always On availability groups feature of the instance
+	// (SERVERPROPERTY('IsHadrEnabled')). Default: true when AvailabilityGroup is
+	// set, else false. Needs SQL Server 2012 (11.x) or later.
+	HADREnabled *bool `json:"hadr_enabled,omitempty"`
+	// AvailabilityGroup makes the instance a replica of an availability group. The
+	// control action set_ag_role changes its role, joins or leaves a group.
+	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group,omitempty"`
+}
+
+// AvailabilityGroupConfig is the instance's replica of an Always On availability
+// group, as the HADR DMVs report it.
+type AvailabilityGroupConfig struct {
+	// Name is sys.availability_groups.name, e.g. "AG1".
+	Name string `json:"name"`
+	// Role is "primary" or "secondary" (sys.dm_hadr_availability_replica_states.role_desc).
+	Role string `json:"role"`
+}
+
+// AG replica roles, as the configuration and set_ag_role name them.
+const (
+	AGRolePrimary   = "primary"
+	AGRoleSecondary = "secondary"
+)
+
+// HADR reports whether Always On availability groups are enabled on the instance.
+func (c InstanceConfig) HADR() bool {
+	if c.HADREnabled != nil {
+		return *c.HADREnabled
+	}
+	return c.AvailabilityGroup != nil
+}
+
+// validateAG checks an availability group's name and role.
+func validateAG(ag AvailabilityGroupConfig) error {
+	if strings.TrimSpace(ag.Name) == "" || len([]rune(ag.Name)) > 128 {
+		return fmt.Errorf(`availability group "name" %q must be 1 to 128 characters, e.g. "AG1"`, ag.Name)
+	}
+	switch strings.ToLower(ag.Role) {
+	case AGRolePrimary, AGRoleSecondary:
+		return nil
+	}
+	return fmt.Errorf(`availability group %q: "role" %q is not %q or %q`, ag.Name, ag.Role, AGRolePrimary, AGRoleSecondary)
 }
 
 // HasAgent reports whether the instance has SQL Server Agent (default true).
@@ -360,6 +402,20 @@ func (c HostConfig) Validate() error {
 		}
 		if ic.StartMS < 0 || ic.StopMS < 0 || ic.ReadyMS < 0 {
 			errs = append(errs, fmt.Errorf(`%s: "start_ms", "stop_ms" and "ready_ms" must not be negative`, where))
+		}
+		if ic.AvailabilityGroup != nil {
+			if err := validateAG(*ic.AvailabilityGroup); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+			if !ic.HADR() {
+				errs = append(errs, fmt.Errorf(`%s: "availability_group" needs "hadr_enabled" true (or left out): an instance without Always On cannot be a replica`, where))
+			}
+		}
+		if ic.HADR() {
+			v, err := parseVersion(orDefault(ic.Version, DefaultVersion))
+			if err == nil && v.Major < 11 {
+				errs = append(errs, fmt.Errorf(`%s: Always On availability groups need SQL Server 2012 (11.x) or later, not version %s: drop "hadr_enabled" and "availability_group"`, where, v))
+			}
 		}
 		if ic.SQLPort < 0 || ic.SQLPort > 65535 {
 			errs = append(errs, fmt.Errorf(`%s: "sql_port" %d is not a TCP port (0-65535; 0 picks a free one)`, where, ic.SQLPort))

@@ -446,7 +446,7 @@ func TestSQLHandler(t *testing.T) {
 	if _, e := def.TDSHandler().Batch(ctx, tds.Login{User: "weak"}, contract.QueryServerServices); e == nil || e.Number != 300 {
 		t.Fatalf("login without VIEW SERVER STATE: %+v", e)
 	}
-	if _, e := def.TDSHandler().Batch(ctx, tds.Login{User: "sa"}, "SELECT @@VERSION"); e == nil || !strings.Contains(e.Message, "winsim does not model this query") {
+	if _, e := def.TDSHandler().Batch(ctx, tds.Login{User: "sa"}, "SELECT @@VERSION"); e == nil || e.Number != 50000 || !strings.Contains(e.Message, "winsim does not model @@VERSION") {
 		t.Fatalf("unknown query: %+v", e)
 	}
 	// TDE databases never get IFI, even when the process has it.
@@ -465,6 +465,20 @@ func TestConfigErrors(t *testing.T) {
 		"unknown right":         func(c *HostConfig) { c.Rights = map[string][]string{"SeFooPrivilege": {}} },
 		"untranslatable member": func(c *HostConfig) { c.Administrators = []string{`CONTOSO\ghost`} },
 		"bad SID type":          func(c *HostConfig) { c.Instances[0].ServiceSIDType = intp(2) },
+		"AG role": func(c *HostConfig) {
+			c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "resolving"}
+		},
+		"AG without a name": func(c *HostConfig) {
+			c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Role: "primary"}
+		},
+		"AG with Always On off": func(c *HostConfig) {
+			c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "primary"}
+			c.Instances[0].HADREnabled = boolp(false)
+		},
+		"Always On before 2012": func(c *HostConfig) {
+			c.Instances[0].Version = "10.50.6000.34"
+			c.Instances[0].HADREnabled = boolp(true)
+		},
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -26,6 +26,8 @@ type Instance struct {
 	agent      *service // nil without Agent
 	traceFlags []int
 	tde        []string
+	hadr       bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
+	ag         *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
 
 	port       int
 	proc       *Process // the running Engine process; nil when stopped
@@ -78,6 +80,12 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		traceFlags: slices.Clone(ic.StartupTraceFlags),
 		tde:        slices.Clone(ic.TDEDatabases),
 		port:       ic.SQLPort,
+		hadr:       ic.HADR(),
+	}
+	if ic.AvailabilityGroup != nil {
+		ag := *ic.AvailabilityGroup
+		ag.Role = strings.ToLower(ag.Role)
+		inst.ag = &ag
 	}
 	// Registry instance id: MSSQL<major>.<NAME>; 2008 R2 is MSSQL10_50.
 	major := strconv.Itoa(ver.Major)

@@ -66,6 +66,11 @@ type InstanceSnapshot struct {
 	InstantFileInitialization *bool `json:"instant_file_initialization"`
 	// DMVHasIFIColumn: this build's sys.dm_server_services has the IFI column.
 	DMVHasIFIColumn bool `json:"dmv_has_ifi_column"`
+	// HADREnabled: Always On availability groups are enabled (SERVERPROPERTY('IsHadrEnabled')).
+	HADREnabled bool `json:"hadr_enabled"`
+	// AvailabilityGroup is the instance's replica (group name, role primary or
+	// secondary); null when it is in no group.
+	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group"`
 	// ErrorLog is the current error log's IFI line.
 	ErrorLog  contract.ErrorLogInfo `json:"errorlog"`
 	Databases []DatabaseSnapshot    `json:"databases"`
@@ -130,7 +135,11 @@ func (h *Host) Snapshot() Snapshot {
 			ServiceName: i.engine.name, TCPPort: i.port, Clustered: i.cfg.Clustered,
 			StartupParameters: i.startupParameters(), Ready: i.ready,
 			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.findIFILineLocked(),
-			Databases: []DatabaseSnapshot{},
+			Databases: []DatabaseSnapshot{}, HADREnabled: i.hadr,
+		}
+		if i.ag != nil {
+			ag := *i.ag
+			is.AvailabilityGroup = &ag
 		}
 		if i.agent != nil {
 			is.AgentServiceName = i.agent.name
