@@ -39,6 +39,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	if err != nil {
 		return out, err
 	}
+	out.Warnings = slices.Clone(p.Warnings) // the plan's own, kept after a failure too
 
 	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
 		return e.recover(ctx, t, d, out, err)
@@ -60,7 +61,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	}
 	out.Assessment = a
 	out.Enabled = d.Enabled
-	out.Warnings = append(slices.Clone(obs.Warnings), a.Warnings...)
+	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
 		if err := ifi.Check(a); err != nil {
 			out.Enabled = EnabledInState(d, a)

@@ -30,6 +30,7 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		SQLVersion:     o.Verification.SQLVersion,
 		TDEDatabases:   o.Verification.TDEDatabases,
 		Clustered:      ri.Clustered || o.Verification.Clustered,
+		AG:             o.Verification.AG,
 		desired:        d,
 		observed:       o,
 	}
@@ -85,7 +86,7 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		a.GroupPolicyHolders = ri.GroupPolicy.Holders
 	}
 
-	pendingBlocks := d.Restart != RestartNever && a.RestartPending != nil && *a.RestartPending
+	pendingBlocks := d.Restart.Restarts() && a.RestartPending != nil && *a.RestartPending
 	if d.Enabled {
 		a.Converged = a.PrivilegeGranted && !pendingBlocks
 	} else {

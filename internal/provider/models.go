@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"strings"
+
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -48,6 +50,8 @@ type computedModel struct {
 	GroupPolicyManaged types.Bool   `tfsdk:"group_policy_managed"`
 	TDEDatabases       types.List   `tfsdk:"tde_databases"`
 	Clustered          types.Bool   `tfsdk:"clustered"`
+	AvailabilityGroup  types.String `tfsdk:"availability_group"`
+	AvailabilityRole   types.String `tfsdk:"availability_role"`
 }
 
 func (m *computedModel) set(a *ifi.Assessment) {
@@ -71,6 +75,11 @@ func (m *computedModel) set(a *ifi.Assessment) {
 		m.TDEDatabases = types.ListValueMust(types.StringType, vals)
 	}
 	m.Clustered = types.BoolValue(a.Clustered)
+	m.AvailabilityGroup, m.AvailabilityRole = types.StringNull(), types.StringNull()
+	if a.AG != nil && len(a.AG.Groups) > 0 {
+		m.AvailabilityGroup = types.StringValue(strings.Join(a.AG.Groups, ", "))
+		m.AvailabilityRole = types.StringValue(a.AG.Role)
+	}
 }
 
 func (m *ifiResourceModel) target() converge.Target {

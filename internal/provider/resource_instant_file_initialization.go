@@ -105,8 +105,12 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			Computed: true,
 			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
 			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
-				"that is what makes IFI as asked. `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
-			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartNever))},
+				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
+				"group: the apply then refuses before changing anything (fail over first; secondaries restart as usual). " +
+				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica (its databases are unavailable until it is back, " +
+				"unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
+			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
+				string(ifi.RestartNever))},
 		},
 	}
 	for k, v := range computedResourceAttributes() {
@@ -351,10 +355,16 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 				"membership; the apply refuses if the policy disagrees, because the policy would revert it within 90 minutes. Change the GPO instead.",
 				t, ifi.GPOSetting))
 	}
-	if state.Clustered.ValueBool() && plan.Restart.ValueString() == string(ifi.RestartIfNeeded) &&
+	if state.Clustered.ValueBool() && ifi.RestartPolicy(plan.Restart.ValueString()).Restarts() &&
 		(membershipChanges || !plan.Restart.Equal(state.Restart)) {
 		resp.Diagnostics.AddWarning("Clustered instance with restart = \"if_needed\"",
 			fmt.Sprintf("%s is a failover cluster instance. If the change needs a restart, the apply refuses: the provider never restarts a "+
 				"clustered instance through the service manager. Set restart = \"never\" and restart the role through Failover Cluster Manager.", t))
+	}
+	if role := state.AvailabilityRole.ValueString(); (role == ifi.RolePrimary || role == ifi.RoleResolving) &&
+		plan.Restart.ValueString() == string(ifi.RestartIfNeeded) && (membershipChanges || !plan.Restart.Equal(state.Restart)) {
+		resp.Diagnostics.AddWarning("Primary availability replica with restart = \"if_needed\"",
+			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s. If the change needs a restart, the apply refuses "+
+				"and changes nothing: fail over first, or set restart = %q.", t, role, state.AvailabilityGroup.ValueString(), ifi.RestartIfNeededIncludingPrimary))
 	}
 }
