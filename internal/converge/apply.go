@@ -45,10 +45,16 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		return e.recover(ctx, t, d, out, err)
 	}
 	if p.Restart {
-		if err := e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out); err != nil {
+		release, err := e.restartSlot(ctx, t, out)
+		if err != nil {
 			return e.recover(ctx, t, d, out, err)
 		}
-		if err := e.waitReady(ctx, t, obs.SQLTarget, out); err != nil {
+		err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out)
+		if err == nil {
+			err = e.waitReady(ctx, t, obs.SQLTarget, out)
+		}
+		release()
+		if err != nil {
 			return e.recover(ctx, t, d, out, err)
 		}
 	}

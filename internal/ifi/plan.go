@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -83,7 +84,7 @@ func (a *Assessment) primaryRestart(p *Plan) *Refusal {
 	if ag.Role != RolePrimary && ag.Role != RoleResolving {
 		return nil
 	}
-	groups := strings.Join(ag.Groups, ", ")
+	groups := safetext.Escape(strings.Join(ag.Groups, ", "))
 	if a.desired.Restart == RestartIfNeededIncludingPrimary {
 		p.Warnings = append(p.Warnings, Warning{WarnPrimaryRestart, "Restarting a primary availability replica",
 			fmt.Sprintf("%s is the %s replica of the availability group %s and restarts (%s) because restart = %q: the group's "+
@@ -97,7 +98,7 @@ func (a *Assessment) primaryRestart(p *Plan) *Refusal {
 			"would take the group's databases offline. Nothing was changed. Fail over first (ALTER AVAILABILITY GROUP [%s] FAILOVER "+
 			"on a synchronized secondary replica), then apply again: a secondary restarts as usual. Or set restart = %q to restart "+
 			"the primary anyway, or restart = \"never\" to change the right only and restart in a maintenance window.",
-			capitalize(a.where()), ag.Role, groups, p.RestartReason, firstGroup(ag.Groups), RestartIfNeededIncludingPrimary),
+			capitalize(a.where()), ag.Role, groups, p.RestartReason, safetext.Escape(firstGroup(ag.Groups)), RestartIfNeededIncludingPrimary),
 	}
 }
 

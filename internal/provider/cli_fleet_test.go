@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -86,5 +88,83 @@ func TestCLI_unknownReplicaRoleWarnsWhenRestarting(t *testing.T) {
 	r.wantDiag(t, "warning", `^Availability group role unknown: restarting anyway$`, `SQL Server was not asked(.|\n)*sql block`)
 	if a := w.attrs(resName); a["availability_group"] != nil || a["availability_role"] != nil {
 		t.Errorf("state: availability_group %v, availability_role %v; want null, null", a["availability_group"], a["availability_role"])
+	}
+}
+
+// fleetHost puts n named instances (I01..Inn) on the host, each with its SQL login,
+// without Agent, their Engines taking stopMS and startMS to stop and start.
+func fleetHost(n, stopMS, startMS int) func(*host.HostConfig) {
+	return func(hc *host.HostConfig) {
+		no := false
+		hc.Instances = nil
+		for i := 1; i <= n; i++ {
+			hc.Instances = append(hc.Instances, host.InstanceConfig{
+				Name: fmt.Sprintf("I%02d", i), Agent: &no, StopMS: stopMS, StartMS: startMS,
+				Logins: []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}},
+			})
+		}
+	}
+}
+
+// fleetConfig is one resource per instance I01..Inn; enabled(i) gives each its value.
+func fleetConfig(addr string, n int, restart string, enabled func(i int) bool) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `
+resource "mssqlifi_instant_file_initialization" "i%02d" {
+  host     = %q
+  instance = "I%02d"
+  enabled  = %t
+  restart  = %q
+}
+`, i, addr, i, enabled(i), restart)
+	}
+	return b.String()
+}
+
+// withMaxParallelRestarts adds max_parallel_restarts to a provider block.
+func withMaxParallelRestarts(providerBlock string, n int) string {
+	return strings.Replace(providerBlock, `provider "mssqlifi" {`, fmt.Sprintf("provider \"mssqlifi\" {\n  max_parallel_restarts = %d", n), 1)
+}
+
+// A fleet apply restarts one instance at a time by default (max_parallel_restarts =
+// 1), all of them in the end; with 0 (no limit) the restarts overlap, which shows
+// the simulator's measure can see it.
+func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	for _, tc := range []struct {
+		name    string
+		limit   string // "" = the default
+		maxDown func(int) bool
+		want    string
+	}{
+		{"default", "", func(m int) bool { return m == 1 }, "1"},
+		{"no limit", "0", func(m int) bool { return m > 1 }, "more than 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newCLI(t)
+			e := startSim(t, fleetHost(n, 300, 300))
+			cfg := e.providerConfig(true)
+			if tc.limit != "" {
+				cfg = withMaxParallelRestarts(cfg, 0)
+			}
+			w.write(cfg + fleetConfig(e.addr, n, "if_needed", func(int) bool { return true }))
+			if r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10"); r.Exit != 0 {
+				t.Fatalf("terraform apply failed (exit %d):\n%s", r.Exit, r.describe())
+			}
+			down := e.sim.EnginesDown()
+			if !tc.maxDown(down.Max) {
+				t.Errorf("at most %d Engines were down at once, want %s", down.Max, tc.want)
+			}
+			for i := 1; i <= n; i++ {
+				if in := e.instance(fmt.Sprintf("I%02d", i)); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+					t.Errorf("instance I%02d runs without IFI after the apply: %+v", i, in)
+				}
+			}
+			if down.Now != 0 {
+				t.Errorf("%d Engines are still down after the apply", down.Now)
+			}
+		})
 	}
 }

@@ -28,6 +28,9 @@ type clients struct {
 	sql         *sqlcheck.Config // nil: no SQL credentials configured
 	openHost    hostOpener
 	openChecker checkerOpener
+	// restarts bounds concurrent restarts across every resource of the run
+	// (max_parallel_restarts); nil: no limit.
+	restarts *converge.RestartLimiter
 
 	mu      sync.Mutex
 	hosts   map[hostKey]remote.Host
@@ -45,7 +48,7 @@ func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOp
 
 // engine is the converge engine over these clients, logging through tflog.
 func (c *clients) engine() *converge.Engine {
-	return &converge.Engine{Clients: c, Log: tflogLogger{}}
+	return &converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: c.restarts}
 }
 
 // port is the WinRM port used for a resource whose port argument is p (0: unset).

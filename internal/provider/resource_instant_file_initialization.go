@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 var (
@@ -333,7 +334,7 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	t := state.target()
+	t := escapedTarget(state.target())
 	if req.Plan.Raw.IsNull() {
 		if !state.IFIEnabled.Equal(types.BoolValue(false)) {
 			resp.Diagnostics.AddWarning("IFI stays on until the next restart",
@@ -365,6 +366,6 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		plan.Restart.ValueString() == string(ifi.RestartIfNeeded) && (membershipChanges || !plan.Restart.Equal(state.Restart)) {
 		resp.Diagnostics.AddWarning("Primary availability replica with restart = \"if_needed\"",
 			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s. If the change needs a restart, the apply refuses "+
-				"and changes nothing: fail over first, or set restart = %q.", t, role, state.AvailabilityGroup.ValueString(), ifi.RestartIfNeededIncludingPrimary))
+				"and changes nothing: fail over first, or set restart = %q.", t, role, safetext.Escape(state.AvailabilityGroup.ValueString()), ifi.RestartIfNeededIncludingPrimary))
 	}
 }

@@ -28,6 +28,18 @@ func TestCheckInstanceName(t *testing.T) {
 		"Δ1":                "non-ASCII",
 		"Prüfung":           "non-ASCII",
 		"İNST":              "non-ASCII",
+		// Issue 8: hostile names that reached a host before the rule was ASCII only.
+		"SQLЕXPRESS":   "non-ASCII", // Cyrillic Е
+		"ＳＱＬ":          "non-ASCII", // fullwidth
+		"İ":            "non-ASCII", // Turkish dotted capital I
+		"ſql":          "non-ASCII", // long s, folds to "s"
+		"SQL٢٠٢٢":      "non-ASCII", // Arabic-Indic digits
+		"SQL۲":         "non-ASCII", // Extended Arabic-Indic digit
+		"\u212Aelvin":  "non-ASCII", // Kelvin sign, folds to "k"
+		"SQL\u202Eexe": "non-ASCII", // right-to-left override
+		"SQL\u200B":    "non-ASCII", // zero-width space
+		"SQL\x00":      "not allowed",
+		"SQL\r\nX":     "not allowed",
 	}
 	for _, n := range good {
 		if err := checkInstanceName(n); err != nil {
@@ -38,6 +50,10 @@ func TestCheckInstanceName(t *testing.T) {
 		err := checkInstanceName(n)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("checkInstanceName(%q) = %v, want an error containing %q", n, err, want)
+			continue
+		}
+		if msg := err.Error(); strings.ContainsAny(msg, "\r\n\x00\u202E\u200B") {
+			t.Errorf("checkInstanceName(%q): the message echoes a control character: %q", n, msg)
 		}
 	}
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// Now is the clock for timestamps (process start times, error log lines, audit).
 	// Durations always run on real timers. Optional; default time.Now.
 	Now func() time.Time
+	// Down counts this host's Engines while they are down (DownGauge); hosts may
+	// share one. Optional.
+	Down *DownGauge
 }
 
 // Host is one simulated Windows host.
