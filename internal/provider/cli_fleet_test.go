@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -166,5 +167,47 @@ func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
 				t.Errorf("%d Engines are still down after the apply", down.Now)
 			}
 		})
+	}
+}
+
+// Two resources for one instance, spelled differently (an IPv4-mapped IPv6 address,
+// the instance name in lower case), one enabling and one disabling: the plan is
+// refused, naming both, and nothing reaches the host.
+func TestCLI_twoResourcesForOneInstanceAreRefused(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	n := len(e.operations())
+	w.write(e.providerConfig(true) + fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "a" {
+  host     = %q
+  instance = "MSSQLSERVER"
+  enabled  = true
+}
+
+resource "mssqlifi_instant_file_initialization" "b" {
+  host     = "::ffff:%s"
+  instance = "mssqlserver"
+  enabled  = false
+}
+`, e.addr, e.addr))
+	for _, r := range []*tfRun{w.plan(), w.apply()} {
+		if r.Exit != 1 {
+			t.Fatalf("terraform %s: exit %d, want 1 (refused):\n%s", r.Args[0], r.Exit, r.describe())
+		}
+		d := r.wantDiag(t, "error", `^Two resources manage one SQL Server instance$`,
+			`instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`(.|\n)*Keep one resource per instance`)
+		for _, spelling := range []string{`host = "` + e.addr + `", instance = "MSSQLSERVER", enabled = true`,
+			`host = "::ffff:` + e.addr + `", instance = "mssqlserver", enabled = false`} {
+			if !strings.Contains(d.Detail, spelling) {
+				t.Errorf("the error does not name %s: %q", spelling, d.Detail)
+			}
+		}
+		if len(r.errors()) != 1 {
+			t.Errorf("%d errors, want one (for the second claimant):\n%s", len(r.errors()), r.describe())
+		}
+	}
+	if ops := e.opsSince(n); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("a refused plan changed the host: %v", ops)
 	}
 }

@@ -326,6 +326,12 @@ func parseImportID(id string) (host, instance string, err error) {
 // ModifyPlan warns at plan time about what the apply will refuse or leave undone,
 // from what the last refresh saw.
 func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !req.Plan.Raw.IsNull() {
+		r.claimInstance(ctx, req, resp)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	if req.State.Raw.IsNull() {
 		return // create: nothing known yet
 	}
@@ -368,4 +374,38 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s. If the change needs a restart, the apply refuses "+
 				"and changes nothing: fail over first, or set restart = %q.", t, role, safetext.Escape(state.AvailabilityGroup.ValueString()), ifi.RestartIfNeededIncludingPrimary))
 	}
+}
+
+// claimInstance refuses a second resource for an instance another resource of this
+// run already manages: the two would undo each other (one grants, one revokes, and
+// SQL Server restarts on every apply) or restart it twice at once. Hosts and
+// instance names are compared normalised (newInstanceKey).
+func (r *ifiResource) claimInstance(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.c == nil {
+		return // the provider is not configured yet (unknown provider settings)
+	}
+	var host, instance types.String
+	var enabled types.Bool
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("host"), &host)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("instance"), &instance)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("enabled"), &enabled)...)
+	if resp.Diagnostics.HasError() || host.IsUnknown() || host.IsNull() || instance.IsUnknown() || instance.IsNull() {
+		return
+	}
+	by := fmt.Sprintf("host = \"%s\", instance = \"%s\"", safetext.Escape(host.ValueString()), safetext.Escape(instance.ValueString()))
+	if !enabled.IsUnknown() && !enabled.IsNull() {
+		by += fmt.Sprintf(", enabled = %t", enabled.ValueBool())
+	}
+	other, ok := r.c.claim(host.ValueString(), instance.ValueString(), by)
+	if ok {
+		return
+	}
+	k := newInstanceKey(host.ValueString(), instance.ValueString())
+	resp.Diagnostics.AddAttributeError(path.Root("instance"), "Two resources manage one SQL Server instance",
+		fmt.Sprintf("This resource (%s) and another mssqlifi_instant_file_initialization resource of this configuration (%s) both "+
+			"manage instance %s on %s (hosts are compared as addresses, so 127.0.2.2 and ::ffff:127.0.2.2 are one host, and DNS "+
+			"names and instance names without case). Two resources for one instance undo each other's changes and restart SQL Server "+
+			"on every apply. Nothing was changed. Keep one resource per instance: remove one of them (terraform state rm if it is "+
+			"already in the state), or point it at the instance it was meant for.",
+			by, other, safetext.Escape(k.instance), safetext.Escape(k.host)))
 }
