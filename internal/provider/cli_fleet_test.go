@@ -1,12 +1,15 @@
 package provider
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
@@ -209,5 +212,65 @@ resource "mssqlifi_instant_file_initialization" "b" {
 	}
 	if ops := e.opsSince(n); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
 		t.Errorf("a refused plan changed the host: %v", ops)
+	}
+}
+
+// controlHolders reads the direct holders of the right from the simulator's control
+// API (GET /v1/hosts/{host}), as an operator would.
+func (e *accEnv) controlHolders() map[string]bool {
+	e.t.Helper()
+	resp, err := http.Get("http://" + e.sim.ControlAddr() + "/v1/hosts/" + e.name)
+	if err != nil {
+		e.t.Fatalf("control API: %v", err)
+	}
+	defer resp.Body.Close()
+	var snap host.Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil || resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("control API: status %d, %v", resp.StatusCode, err)
+	}
+	out := map[string]bool{}
+	for _, p := range snap.Rights[contract.RightManageVolume] {
+		out[strings.ToUpper(p.SID)] = true
+	}
+	return out
+}
+
+// Ten instances on one host, -parallelism=10, each apply flipping every resource
+// (half enable, half disable, alternating), 20 rounds: after every round the host
+// holds exactly the grants asked for, none lost or extra, read through the control
+// API. restart = "never" keeps it fast; the LSA changes run concurrently.
+func TestCLI_concurrentGrantsAndRevokesOnOneHost(t *testing.T) {
+	t.Parallel()
+	const n, rounds = 10, 20
+	w := newCLI(t)
+	e := startSim(t, fleetHost(n, 0, 0))
+	base := e.controlHolders() // Windows' default holders (Administrators)
+	for round := 0; round < rounds; round++ {
+		enabled := func(i int) bool { return (i+round)%2 == 0 }
+		w.write(e.providerConfig(false) + fleetConfig(e.addr, n, "never", enabled))
+		r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10", "-refresh=false")
+		if r.Exit != 0 {
+			t.Fatalf("round %d: terraform apply failed (exit %d):\n%s", round, r.Exit, r.describe())
+		}
+		got := e.controlHolders()
+		var lost, extra []string
+		for i := 1; i <= n; i++ {
+			sid := strings.ToUpper(winsid.ServiceSID(fmt.Sprintf("MSSQL$I%02d", i)))
+			if enabled(i) && !got[sid] {
+				lost = append(lost, fmt.Sprintf("I%02d", i))
+			}
+			if !enabled(i) && got[sid] {
+				extra = append(extra, fmt.Sprintf("I%02d", i))
+			}
+			delete(got, sid)
+		}
+		for sid := range got {
+			if !base[sid] {
+				extra = append(extra, sid)
+			}
+		}
+		if len(lost) > 0 || len(extra) > 0 {
+			t.Fatalf("round %d: grants lost %v, extra %v", round, lost, extra)
+		}
 	}
 }
