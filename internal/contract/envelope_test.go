@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,18 @@ func TestCommandLineFitsCmdExe(t *testing.T) {
 	got, err := DecodeCommand(CommandArgs()[5])
 	if err != nil || got != Bootstrap() {
 		t.Fatalf("bootstrap does not round-trip: %v", err)
+	}
+}
+
+// read_instance.ps1 bounds its error-log scan with the numbers the simulator mirrors.
+func TestErrorLogScanBoundsMatchTheScript(t *testing.T) {
+	s := mustRead("read_instance.ps1")
+	for _, want := range []string{
+		fmt.Sprintf("$maxErrorLogLines = %d\n", ErrorLogScanMaxLines),
+		fmt.Sprintf("$maxErrorLogBytes = %d\n", ErrorLogScanMaxBytes),
+	} {
+		if !strings.Contains(strings.ReplaceAll(s, "\r\n", "\n"), want) {
+			t.Errorf("read_instance.ps1 does not hold %q", strings.TrimSpace(want))
+		}
 	}
 }

@@ -82,6 +82,7 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		a.VerifiedBy = SourceNone
 	}
 
+	a.GroupPolicyKnown = ri.GroupPolicy.Known
 	a.GroupPolicyManaged = ri.GroupPolicy.Known && ri.GroupPolicy.Defined
 	if a.GroupPolicyManaged {
 		a.GroupPolicyHolders = ri.GroupPolicy.Holders

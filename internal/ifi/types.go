@@ -124,6 +124,7 @@ const (
 	WarnStaysOnDestroy = "stays_on_until_restart"
 	WarnNotRunning     = "not_running"
 	WarnAGUnknown      = "ag_unknown"
+	WarnGPUnknown      = "group_policy_unknown"
 	WarnPrimaryRestart = "primary_restart"
 )
 
@@ -159,6 +160,9 @@ type Assessment struct {
 	AG *AGMembership
 
 	GroupPolicyManaged bool
+	// GroupPolicyKnown: the host could read Group Policy (RSoP); when false,
+	// GroupPolicyManaged is false but means "unknown".
+	GroupPolicyKnown   bool
 	GroupPolicyHolders []contract.Principal
 	// Converged: the instance is as asked (drives the `enabled` value a refresh stores).
 	Converged bool

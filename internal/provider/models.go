@@ -65,6 +65,9 @@ func (m *computedModel) set(a *ifi.Assessment) {
 	m.VerifiedBy = types.StringValue(string(a.VerifiedBy))
 	m.SQLVersion = types.StringValue(a.SQLVersion)
 	m.GroupPolicyManaged = types.BoolValue(a.GroupPolicyManaged)
+	if !a.GroupPolicyKnown {
+		m.GroupPolicyManaged = types.BoolNull()
+	}
 	if a.TDEDatabases == nil {
 		m.TDEDatabases = types.ListNull(types.StringType)
 	} else {

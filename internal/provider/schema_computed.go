@@ -54,7 +54,8 @@ var computedAttributes = map[string]computedAttr{
 	"sql_version": {kind: computedString,
 		description: "SQL Server build, e.g. `16.0.4135.4`."},
 	"group_policy_managed": {kind: computedBool, stable: true,
-		description: "A domain Group Policy defines who holds the right; the resource then refuses changes the policy would revert."},
+		description: "A domain Group Policy defines who holds the right; the resource then refuses changes the policy would revert. " +
+			"Null when the host cannot tell (RSoP has no data or cannot be read), with a warning."},
 	"tde_databases": {kind: computedStringList, stable: true,
 		description: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
 	"availability_group": {kind: computedString,
