@@ -174,3 +174,11 @@ func Params(op Operation) any {
 	}
 	return nil
 }
+
+// The error-log scan of read_instance reads the startup section only: at most
+// ErrorLogScanMaxLines lines and about ErrorLogScanMaxBytes bytes (read_instance.ps1
+// holds the same numbers; scripts_test.go checks them), never a whole log.
+const (
+	ErrorLogScanMaxLines = 10000
+	ErrorLogScanMaxBytes = 1 << 20
+)

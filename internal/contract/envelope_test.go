@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -98,5 +99,18 @@ func TestReadInputReportsWhereTheFrameBreaks(t *testing.T) {
 	bad := lines[0] + "3\n" + strings.Join(lines[2:], "")
 	if _, _, err := DecodeInput([]byte(bad)); !errors.Is(err, ErrUnknownScript) {
 		t.Fatalf("DecodeInput accepted a wrong line count: %v", err)
+	}
+}
+
+// read_instance.ps1 bounds its error-log scan with the numbers the simulator mirrors.
+func TestErrorLogScanBoundsMatchTheScript(t *testing.T) {
+	s := mustRead("read_instance.ps1")
+	for _, want := range []string{
+		fmt.Sprintf("$maxErrorLogLines = %d\n", ErrorLogScanMaxLines),
+		fmt.Sprintf("$maxErrorLogBytes = %d\n", ErrorLogScanMaxBytes),
+	} {
+		if !strings.Contains(strings.ReplaceAll(s, "\r\n", "\n"), want) {
+			t.Errorf("read_instance.ps1 does not hold %q", strings.TrimSpace(want))
+		}
 	}
 }

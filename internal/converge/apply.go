@@ -39,15 +39,22 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	if err != nil {
 		return out, err
 	}
+	out.Warnings = slices.Clone(p.Warnings) // the plan's own, kept after a failure too
 
 	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
 		return e.recover(ctx, t, d, out, err)
 	}
 	if p.Restart {
-		if err := e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out); err != nil {
+		release, err := e.restartSlot(ctx, t, out)
+		if err != nil {
 			return e.recover(ctx, t, d, out, err)
 		}
-		if err := e.waitReady(ctx, t, obs.SQLTarget, out); err != nil {
+		err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out)
+		if err == nil {
+			err = e.waitReady(ctx, t, obs.SQLTarget, out)
+		}
+		release()
+		if err != nil {
 			return e.recover(ctx, t, d, out, err)
 		}
 	}
@@ -60,7 +67,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	}
 	out.Assessment = a
 	out.Enabled = d.Enabled
-	out.Warnings = append(slices.Clone(obs.Warnings), a.Warnings...)
+	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
 		if err := ifi.Check(a); err != nil {
 			out.Enabled = EnabledInState(d, a)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -58,7 +59,10 @@ type Target struct {
 	SQLPort  int // SQL port override; 0: what the host reports
 }
 
-func (t Target) String() string { return fmt.Sprintf("instance %s on %s", t.Instance, t.Host) }
+// String names the target for messages, its user-supplied text escaped (safetext).
+func (t Target) String() string {
+	return fmt.Sprintf("instance %s on %s", safetext.Escape(t.Instance), safetext.Escape(t.Host))
+}
 
 // Default durations.
 const (
@@ -80,6 +84,9 @@ type Engine struct {
 	Clock   Clock  // nil: SystemClock
 	// RecoveryTimeout bounds the read-back after a failed step; 0: DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
+	// Restarts bounds concurrent restarts across the instances this engine (and
+	// any other sharing the limiter) converges; nil: no limit.
+	Restarts *RestartLimiter
 }
 
 // New returns an engine over c with the system clock and no logging.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 var enable = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
@@ -59,6 +60,7 @@ func TestApplySucceeds(t *testing.T) {
 		wantChanged bool
 		wantRestart bool
 		wantWarn    []string
+		replicas    []sqlcheck.Replica
 	}{
 		{name: "nothing to do", host: newFakeHost().granted(svcSID), desired: enable,
 			wantGranted: true, wantIFI: ptr(true)},
@@ -74,7 +76,13 @@ func TestApplySucceeds(t *testing.T) {
 			h.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
 			return h
 		}(), desired: enable, noSQL: true,
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnAGUnknown}},
+		{name: "a secondary replica restarts as usual", host: newFakeHost(), desired: enable, replicas: []sqlcheck.Replica{{Group: "AG1", Role: "SECONDARY"}},
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true},
+		{name: "a primary replica restarts when opted in, with a warning", host: newFakeHost(),
+			desired:     ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeededIncludingPrimary},
+			replicas:    []sqlcheck.Replica{{Group: "AG1", Role: "PRIMARY"}},
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnPrimaryRestart}},
 		{name: "stopped service: grant, no restart", host: func() *fakeHost {
 			h := newFakeHost()
 			h.ri.ServiceState = contract.StateStopped
@@ -83,6 +91,7 @@ func TestApplySucceeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(tc.host)
+			w.checker.replicas = tc.replicas
 			if tc.noSQL {
 				w.clients.checker = nil
 			}
@@ -160,6 +169,18 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 					t.Errorf("refusal %+v, want the clustered refusal", e.Refusal)
 				}
 			}},
+		{name: "primary replica needing a restart is refused", setup: func(w *world) {
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG2", Role: "SECONDARY"}, {Group: "AG1", Role: "PRIMARY"}}
+		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
+			if e.Refusal == nil || !strings.Contains(e.Refusal.Summary, "Primary availability replica") ||
+				!strings.Contains(e.Refusal.Detail, "AG1, AG2") || !strings.Contains(e.Refusal.Detail, "FAILOVER") ||
+				!strings.Contains(e.Refusal.Detail, `restart = "if_needed_including_primary"`) {
+				t.Errorf("refusal %+v, want the primary-replica refusal naming both groups, the failover and the opt-in", e.Refusal)
+			}
+		}},
+		{name: "replica resolving its role needing a restart is refused", setup: func(w *world) {
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Role: "RESOLVING"}}
+		}, kind: KindRefused},
 		{name: "Group Policy that does not list the grantee is refused", setup: func(w *world) {
 			w.host.ri.GroupPolicy = contract.GroupPolicyInfo{Known: true, Defined: true, Holders: []contract.Principal{{SID: acctSID}}}
 		}, kind: KindRefused},

@@ -163,6 +163,7 @@ type fakeChecker struct {
 	checkErr error
 	waitErr  error
 	tde      []string
+	replicas []sqlcheck.Replica // nil: Always On off
 
 	checks  int
 	waits   int
@@ -179,7 +180,7 @@ func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.R
 	defer c.h.mu.Unlock()
 	on := c.h.runningIFI
 	return &sqlcheck.Report{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
-		EncryptedDatabases: c.tde}, nil
+		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas}, nil
 }
 
 func (c *fakeChecker) WaitReady(ctx context.Context, t sqlcheck.Target) error {

@@ -26,9 +26,20 @@ const (
 type RestartPolicy string
 
 const (
+	// RestartIfNeeded restarts the Engine when that makes IFI as asked, except on a
+	// failover cluster instance or the primary replica of an availability group.
 	RestartIfNeeded RestartPolicy = "if_needed"
-	RestartNever    RestartPolicy = "never"
+	// RestartIfNeededIncludingPrimary is RestartIfNeeded that also restarts the
+	// primary replica of an availability group (taking its databases offline until
+	// a failover or the restart completes).
+	RestartIfNeededIncludingPrimary RestartPolicy = "if_needed_including_primary"
+	RestartNever                    RestartPolicy = "never"
 )
+
+// Restarts reports whether the policy lets the provider restart the Engine.
+func (r RestartPolicy) Restarts() bool {
+	return r == RestartIfNeeded || r == RestartIfNeededIncludingPrimary
+}
 
 // Source says how the running Engine's IFI state was verified.
 type Source string
@@ -62,7 +73,28 @@ type Verification struct {
 	SQLVersion   string
 	// Clustered is true when SQL Server itself reports a failover cluster instance.
 	Clustered bool
+	// AG is the instance's Always On availability group membership; nil when
+	// unknown (SQL Server was not asked).
+	AG *AGMembership
 }
+
+// AGMembership is what SQL Server says about the instance's availability groups.
+type AGMembership struct {
+	// Groups are the names of the groups the instance is a replica of, sorted;
+	// empty when it is in none (or Always On is off).
+	Groups []string
+	// Role is RolePrimary when the instance is the primary replica of any group,
+	// RoleResolving when it is resolving in any other, else RoleSecondary; ""
+	// when it is in no group.
+	Role string
+}
+
+// Availability group replica roles, as the computed attribute reports them.
+const (
+	RolePrimary   = "primary"
+	RoleSecondary = "secondary"
+	RoleResolving = "resolving"
+)
 
 // Observed is what the host reports now.
 type Observed struct {
@@ -91,6 +123,9 @@ const (
 	WarnGroupPolicy    = "group_policy"
 	WarnStaysOnDestroy = "stays_on_until_restart"
 	WarnNotRunning     = "not_running"
+	WarnAGUnknown      = "ag_unknown"
+	WarnGPUnknown      = "group_policy_unknown"
+	WarnPrimaryRestart = "primary_restart"
 )
 
 // Assessment is the decision's view of one instance.
@@ -121,8 +156,13 @@ type Assessment struct {
 	SQLVersion        string
 	TDEDatabases      []string // nil when unknown
 	Clustered         bool
+	// AG is the instance's availability group membership; nil when unknown.
+	AG *AGMembership
 
 	GroupPolicyManaged bool
+	// GroupPolicyKnown: the host could read Group Policy (RSoP); when false,
+	// GroupPolicyManaged is false but means "unknown".
+	GroupPolicyKnown   bool
 	GroupPolicyHolders []contract.Principal
 	// Converged: the instance is as asked (drives the `enabled` value a refresh stores).
 	Converged bool
@@ -156,6 +196,9 @@ type Plan struct {
 	Steps         []Step
 	Restart       bool
 	RestartReason string
+	// Warnings are about the plan itself (for example a restart whose
+	// availability-group role is unknown).
+	Warnings []Warning
 }
 
 // Changes reports whether the plan changes anything.

@@ -5,7 +5,10 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -20,7 +23,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -34,7 +39,13 @@ const (
 
 	EnvWinRMAllowUnencrypted = "MSSQLIFI_WINRM_ALLOW_UNENCRYPTED"
 	EnvWinRMSPN              = "MSSQLIFI_WINRM_SPN"
+
+	// EnvMaxParallelRestarts is max_parallel_restarts when the configuration leaves it out.
+	EnvMaxParallelRestarts = "MSSQLIFI_MAX_PARALLEL_RESTARTS"
 )
+
+// defaultMaxParallelRestarts: a fleet apply restarts one instance at a time.
+const defaultMaxParallelRestarts = 1
 
 var _ provider.Provider = &mssqlifiProvider{}
 
@@ -47,8 +58,9 @@ type mssqlifiProvider struct {
 }
 
 type providerModel struct {
-	WinRM *winrmModel `tfsdk:"winrm"`
-	SQL   *sqlModel   `tfsdk:"sql"`
+	MaxParallelRestarts types.Int64 `tfsdk:"max_parallel_restarts"`
+	WinRM               *winrmModel `tfsdk:"winrm"`
+	SQL                 *sqlModel   `tfsdk:"sql"`
 }
 
 type winrmModel struct {
@@ -97,6 +109,16 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			"grants or revokes the right *Perform volume maintenance tasks* (`SeManageVolumePrivilege`) through the LSA API, " +
 			"restarts the Database Engine when that is needed and allowed, and verifies the result through SQL Server itself " +
 			"(`sys.dm_server_services`) or its error log.",
+		Attributes: map[string]schema.Attribute{
+			"max_parallel_restarts": schema.Int64Attribute{
+				Optional: true,
+				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
+					"and the wait until SQL Server accepts logins). Default `1`: a fleet apply rolls through its restarts one at a time, while " +
+					"reads and grants still run in parallel up to terraform's `-parallelism`. `0` means no limit. A restart that waits for a " +
+					"slot counts against its resource's timeouts. Defaults to the environment variable `" + EnvMaxParallelRestarts + "`.",
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
+			},
+		},
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
 				MarkdownDescription: "How to reach the hosts' WinRM service. The account must be a local administrator of each host.",
@@ -295,15 +317,17 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 			"The sql block has no username: set sql.username or the environment variable "+EnvSQLUsername+
 				", or remove the sql block to verify through the error log instead.")
 	}
+	maxRestarts := maxParallelRestarts(cfg.MaxParallelRestarts, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 
 	tflog.Debug(ctx, "configured mssqlifi", map[string]any{
 		"winrm_username": rc.Username, "winrm_password": rc.Password, "winrm_auth": rc.Auth,
-		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil,
+		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil, "max_parallel_restarts": maxRestarts,
 	})
 	c := newClients(rc, sc, p.openHost, p.openChecker)
+	c.restarts = converge.NewRestartLimiter(maxRestarts)
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }
@@ -336,6 +360,31 @@ func maskSecrets(ctx context.Context, c *clients) context.Context {
 		ctx = tflog.MaskAllFieldValuesStrings(ctx, secrets...)
 	}
 	return ctx
+}
+
+// maxParallelRestarts is max_parallel_restarts: the configured value, else the
+// environment variable, else the default.
+func maxParallelRestarts(v types.Int64, diags *diag.Diagnostics) int {
+	if v.IsUnknown() {
+		diags.AddAttributeError(path.Root("max_parallel_restarts"), "Unknown max_parallel_restarts",
+			"max_parallel_restarts depends on a value known only after apply; use a value known at plan time.")
+		return 0
+	}
+	if !v.IsNull() {
+		return int(v.ValueInt64())
+	}
+	env := strings.TrimSpace(os.Getenv(EnvMaxParallelRestarts))
+	if env == "" {
+		return defaultMaxParallelRestarts
+	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n < 0 {
+		diags.AddAttributeError(path.Root("max_parallel_restarts"), "Invalid "+EnvMaxParallelRestarts,
+			fmt.Sprintf("The environment variable %s is %s, not a whole number of 0 or more: set it to the number of instances "+
+				"to restart at once (0 = no limit), or unset it for the default of %d.", EnvMaxParallelRestarts, safetext.Escape(env), defaultMaxParallelRestarts))
+		return 0
+	}
+	return n
 }
 
 func stringOr(v types.String, def string) string {

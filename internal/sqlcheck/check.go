@@ -131,6 +131,8 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 		fields["error"] = err.Error()
 	} else {
 		fields["ifi_column_present"] = r.IFIColumnPresent
+		fields["hadr_enabled"] = r.HADREnabled
+		fields["replicas"] = fmt.Sprint(r.Replicas)
 		if r.IFIEnabled != nil {
 			fields["ifi_enabled"] = *r.IFIEnabled
 		}
@@ -162,7 +164,39 @@ func (c *checker) check(ctx context.Context, t Target) (*Report, error) {
 	if err := c.encrypted(ctx, t, conn, r); err != nil {
 		return nil, err
 	}
+	if err := c.replicas(ctx, t, conn, r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// replicas reads the instance's availability group replicas, only when Always On
+// is enabled: IsHadrEnabled 0 means none, NULL a build without the HADR views.
+func (c *checker) replicas(ctx context.Context, t Target, conn *sql.Conn, r *Report) error {
+	var hadr sql.NullInt64
+	if err := conn.QueryRowContext(ctx, contract.QueryHADREnabled).Scan(&hadr); err != nil {
+		return c.classify(ctx, t, err)
+	}
+	r.HADREnabled = hadr.Valid && hadr.Int64 == 1
+	if !r.HADREnabled {
+		return nil
+	}
+	rows, err := conn.QueryContext(ctx, contract.QueryLocalReplicas)
+	if err != nil {
+		return c.classify(ctx, t, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var group, role sql.NullString
+		if err := rows.Scan(&group, &role); err != nil {
+			return c.classify(ctx, t, err)
+		}
+		r.Replicas = append(r.Replicas, Replica{Group: group.String, Role: strings.ToUpper(strings.TrimSpace(role.String))})
+	}
+	if err := rows.Err(); err != nil {
+		return c.classify(ctx, t, err)
+	}
+	return nil
 }
 
 // services reads the Engine's row of sys.dm_server_services.

@@ -39,6 +39,17 @@ type Report struct {
 	ServiceAccount string
 	// EncryptedDatabases are the TDE databases (encryption_state 2 or 3), tempdb excluded.
 	EncryptedDatabases []string
+	// HADREnabled: SERVERPROPERTY('IsHadrEnabled') is 1. When false (0, or NULL on
+	// builds without Always On) Replicas is empty and the HADR views were not asked.
+	HADREnabled bool
+	// Replicas are the availability groups the instance is a replica of, by name.
+	Replicas []Replica
+}
+
+// Replica is the instance's replica of one Always On availability group.
+type Replica struct {
+	Group string // sys.availability_groups.name
+	Role  string // sys.dm_hadr_availability_replica_states.role_desc: PRIMARY, SECONDARY or RESOLVING
 }
 
 // Checker verifies instances.

@@ -228,6 +228,9 @@ func (s *Sim) controlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Info())
 	})
+	mux.HandleFunc("GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.EnginesDown())
+	})
 	mux.HandleFunc("GET /v1/hosts/{host}", func(w http.ResponseWriter, r *http.Request) {
 		h, err := s.Host(r.PathValue("host"))
 		if err != nil {
@@ -265,7 +268,7 @@ func (s *Sim) controlHandler() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
 		})
 	})
 	return mux

@@ -51,6 +51,14 @@ type Info struct {
 	Hosts   []HostInfo `json:"hosts"`
 }
 
+// EnginesDown is what GET /v1/engines_down answers: how many Engines of the fleet
+// are down now (they left Running and are not back), and the most that were down
+// at once (host.DownGauge): 1 when restarts rolled through the fleet one at a time.
+type EnginesDown struct {
+	Now int `json:"engines_down"`
+	Max int `json:"max_engines_down"`
+}
+
 // HostInfo is one host's listeners.
 type HostInfo struct {
 	Name       string         `json:"name"`
@@ -75,6 +83,7 @@ type Sim struct {
 
 	hosts  []*simHost
 	byName map[string]*simHost
+	down   host.DownGauge // the fleet's Engines that are down (Info.MaxEnginesDown)
 
 	control     *http.Server
 	controlAddr string
@@ -300,7 +309,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	name := hc.Name
 	address := hc.Address
 	ip := net.ParseIP(address)
-	model, err := host.New(hc, host.Options{Logf: s.logf})
+	model, err := host.New(hc, host.Options{Logf: s.logf, Down: &s.down})
 	if err != nil {
 		return fmt.Errorf("host %s: building the host model: %w", name, err)
 	}
@@ -436,6 +445,9 @@ func (s *Sim) Info() Info {
 	}
 	return info
 }
+
+// EnginesDown reports the fleet's Engines that are down now, and the most at once.
+func (s *Sim) EnginesDown() EnginesDown { return EnginesDown{Now: s.down.Now(), Max: s.down.Max()} }
 
 // CACertPEM returns the CA certificate that signed every host's certificate.
 func (s *Sim) CACertPEM() []byte { return s.ca.CertPEM() }

@@ -180,6 +180,10 @@ type InstanceConfig struct {
 	ReadyMS int `json:"ready_ms,omitempty"`
 	// FailStart makes every Engine start fail (error 1067).
 	FailStart bool `json:"fail_start,omitempty"`
+	// StartupNoiseLines are informational lines each start writes to the error log
+	// before the IFI line; more than contract.ErrorLogScanMaxLines put it beyond the
+	// section read_instance scans. Default 0.
+	StartupNoiseLines int `json:"startup_noise_lines,omitempty"`
 	// Stopped: the Engine (and Agent) are stopped when the host is built.
 	Stopped bool `json:"stopped,omitempty"`
 	// HADREnabled is the Always On availability groups feature of the instance

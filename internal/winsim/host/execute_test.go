@@ -366,3 +366,35 @@ func TestExecuteUnderscoreInstanceAndHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// read_instance scans only the error log's startup section: an IFI line past it is
+// not found (as on a host whose log the script must not read whole). And Group
+// Policy tells "RSoP has no data" (unknown) from "no policy defines the right".
+func TestReadInstanceBoundsAndGroupPolicyKnowledge(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		noise     int
+		rsop      bool
+		wantLog   bool
+		wantKnown bool
+		gpDetail  string
+	}{
+		{"short log, RSoP without the right", 10, true, true, true, "No Group Policy setting defines the right"},
+		{"IFI line past the scanned section, RSoP without data", contract.ErrorLogScanMaxLines, false, false, false, "RSoP has no data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.GroupPolicy.RSoPAvailable = boolp(tc.rsop)
+			cfg.Instances[0].StartupNoiseLines = tc.noise
+			h := newHost(t, cfg)
+			r := execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+			res := decode[contract.ReadInstanceResult](t, r)
+			if res.ErrorLog.Found != tc.wantLog {
+				t.Errorf("errorlog found %v, want %v", res.ErrorLog.Found, tc.wantLog)
+			}
+			if res.GroupPolicy.Known != tc.wantKnown || res.GroupPolicy.Defined || !strings.Contains(res.GroupPolicy.Detail, tc.gpDetail) {
+				t.Errorf("group policy %+v, want known %v, not defined, detail with %q", res.GroupPolicy, tc.wantKnown, tc.gpDetail)
+			}
+		})
+	}
+}

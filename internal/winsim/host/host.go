@@ -31,6 +31,9 @@ type Options struct {
 	// Now is the clock for timestamps (process start times, error log lines, audit).
 	// Durations always run on real timers. Optional; default time.Now.
 	Now func() time.Time
+	// Down counts this host's Engines while they are down (DownGauge); hosts may
+	// share one. Optional.
+	Down *DownGauge
 }
 
 // Host is one simulated Windows host.
@@ -609,12 +612,18 @@ func (h *Host) refreshGroupPolicyLocked() {
 func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 	if !h.rsop {
 		// FACTS.md: an empty RSoP result may mean RSoP logging is off: report unknown.
+		// read_instance.ps1: RSoP without any Group Policy object has no data.
 		return contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{},
-			Detail: `RSoP data is not available on this host (root\rsop\computer returned nothing: RSoP logging may be off, or the host is not in a domain)`}
+			Detail: `Group Policy (RSoP) could not be read: RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)`}
 	}
 	sids, ok := h.gpApplied[right]
 	if !ok {
-		return contract.GroupPolicyInfo{Known: true, Defined: false, Holders: []contract.Principal{}}
+		gpos := 1 // Local Group Policy
+		if h.cfg.Domain != "" {
+			gpos = 2 // and Default Domain Policy
+		}
+		return contract.GroupPolicyInfo{Known: true, Defined: false, Holders: []contract.Principal{},
+			Detail: fmt.Sprintf("No Group Policy setting defines the right (RSoP lists %d Group Policy objects).", gpos)}
 	}
 	return contract.GroupPolicyInfo{Known: true, Defined: true, Holders: h.principals(sids),
 		Detail: "a Group Policy object defines this right (RSOP_UserPrivilegeRight precedence 1); local grants are overwritten at every policy refresh"}

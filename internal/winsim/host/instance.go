@@ -456,6 +456,9 @@ func (i *Instance) startupLog() []string {
 	for _, tf := range i.traceFlags {
 		add("Server", fmt.Sprintf("DBCC TRACEON %d, server process ID (SPID) 0. This is an informational message only; no user action is required.", tf))
 	}
+	for n := 0; n < i.cfg.StartupNoiseLines; n++ {
+		add("Server", fmt.Sprintf("Startup message %d of a noisy configuration. This is an informational message only; no user action is required.", n+1))
+	}
 	if i.ver.writesIFILogLine() {
 		add("Server", ifiLineText(i.proc.IFI))
 	}
@@ -479,7 +482,13 @@ func abs(n int) int {
 // findIFILine returns the IFI line of the current error log.
 func (i *Instance) findIFILineLocked() contract.ErrorLogInfo {
 	info := contract.ErrorLogInfo{Path: i.errorLogPath()}
-	for _, l := range i.errorlog {
+	// As read_instance.ps1: the startup section only (contract.ErrorLogScan*).
+	bytes := 0
+	for n, l := range i.errorlog {
+		if n >= contract.ErrorLogScanMaxLines || bytes > contract.ErrorLogScanMaxBytes {
+			break
+		}
+		bytes += len(l) + 2 // CRLF
 		idx := strings.Index(l, "Database Instant File Initialization: ")
 		if idx < 0 {
 			continue

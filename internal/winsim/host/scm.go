@@ -37,6 +37,7 @@ type service struct {
 	started   time.Time // process creation time
 	timer     *time.Timer
 	gen       uint64 // bumped on every armed transition; stale timers compare it
+	down      bool   // an Engine that left Running and is not back (Options.Down)
 }
 
 const (
@@ -303,6 +304,10 @@ func (h *Host) beginStartLocked(s *service) {
 		h.recordLocked(s)
 		if s.inst != nil {
 			s.inst.engineRunningLocked()
+			if s.down {
+				s.down = false
+				h.opts.Down.add(-1)
+			}
 		}
 	})
 }
@@ -312,6 +317,10 @@ func (h *Host) beginStopLocked(s *service) {
 	h.recordLocked(s)
 	if s.inst != nil {
 		s.inst.engineStoppingLocked()
+		if !s.down {
+			s.down = true
+			h.opts.Down.add(1)
+		}
 	}
 	h.armLocked(s, s.stopDur, func() {
 		s.state = contract.StateStopped

@@ -209,6 +209,11 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			{Name: "database_name", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
 			{Name: "encryption_state", Type: tds.TypeInt, Nullable: true},
 		},
+		contract.QueryHADREnabled: {{Name: "is_hadr_enabled", Type: tds.TypeInt, Nullable: true}},
+		contract.QueryLocalReplicas: {
+			{Name: "availability_group", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
+			{Name: "role_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+		},
 	}
 	rows := map[string]string{
 		contract.QueryServerProperties:   "15.0.4355.3|RTM|Developer Edition (64-bit)|0|REPORTING",
