@@ -108,7 +108,15 @@ func New(cfg Config) (Host, error) {
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
 	// Our own transport for both kinds: it keeps every NTLM handshake on one
 	// connection (see transport.go). It ignores HTTP proxies.
-	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
+	userAgent := cfg.UserAgent
+	if userAgent == "" {
+		userAgent = UserAgent("")
+	}
+	params.TransportDecorator = func() winrm.Transporter {
+		t := newTransport(auth, cfg.Username, cfg.Password)
+		t.userAgent = userAgent
+		return t
+	}
 	newClient := func() (*winrm.Client, error) {
 		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
 	}

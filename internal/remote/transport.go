@@ -39,6 +39,8 @@ type transport struct {
 	auth     string // "ntlm" or "basic"
 	user     string
 	password string
+	// userAgent is the User-Agent header of every request ("": Go's default).
+	userAgent string
 
 	// Set by Transport.
 	url     *url.URL
@@ -356,6 +358,9 @@ func (t *transport) roundTrip(c *conn, body []byte, auth func(*http.Request)) (*
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
+	}
+	if t.userAgent != "" {
+		req.Header.Set("User-Agent", t.userAgent)
 	}
 	if auth != nil {
 		auth(req)

@@ -11,6 +11,7 @@ type Command struct {
 	ShellID   string   // the shell the command runs in
 	Command   string   // rsp:Command, e.g. "powershell.exe"
 	Arguments []string // rsp:Arguments, in order
+	UserAgent string   // the HTTP User-Agent header of the Command request
 	// Stdin yields what the client sends with Send on the "stdin" stream; it returns
 	// io.EOF after the chunk marked End="true". A command that does not read it is fine.
 	Stdin io.Reader

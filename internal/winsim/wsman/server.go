@@ -303,6 +303,7 @@ func (s *Server) startCommand(r *http.Request, req *request, sh *shell, user str
 		ShellID:   sh.id,
 		Command:   strings.TrimSpace(line.Command),
 		Arguments: append([]string(nil), line.Arguments...),
+		UserAgent: r.UserAgent(),
 		Stdin:     c.stdin,
 	}
 	s.logf("wsman: %s: user %s started command %s in shell %s: %s (%d arguments)", r.RemoteAddr, user, c.id, sh.id, cmd.Command, len(cmd.Arguments))
