@@ -9,11 +9,19 @@
 #   -C DIR      run COMMAND in DIR (default: the current directory)
 #
 # COMMAND sees:
-#   TF_VAR_winsim        winsim's listener line (JSON: control, ca_cert, hosts[] with
-#                        name, address, winrm, winrm_https, instances[] with name, sql),
-#                        so a test file can read var.winsim.hosts[0].winrm_https
+#   WINSIM_VAR_FILE      a variables file {"winsim": LINE}, LINE being winsim's
+#                        listener line (JSON: control, ca_cert, hosts[] with name,
+#                        address, winrm, winrm_https, instances[] with name, sql)
+#   TF_CLI_ARGS_test     -var-file=$WINSIM_VAR_FILE added, so that in `terraform test`
+#                        and `tofu test` a test file reads var.winsim.hosts[0].winrm_https
+#                        (a variables file, not TF_VAR_winsim: OpenTofu reads an
+#                        undeclared TF_VAR_ variable as a string, Terraform as HCL)
 #   WINSIM_CONTROL       the control plane's address (host:port)
 #   WINSIM_CA_CERT       the CA certificate that signed every simulated host's
+#                        certificate: DIR/.winsim/ca.pem, so that a provider block in
+#                        a test file can read it as file(".winsim/ca.pem") (OpenTofu
+#                        does not let test-file provider blocks use test variables);
+#                        DIR/.winsim is removed afterwards when the helper made it
 #   MSSQLIFI_WINRM_USERNAME, MSSQLIFI_WINRM_PASSWORD
 #                        the first WinRM user of the first host in CONFIG
 #   MSSQLIFI_SQL_USERNAME, MSSQLIFI_SQL_PASSWORD
@@ -80,6 +88,7 @@ cleanup() {
 		tail -n 20 "$log" >&2 || true
 	fi
 	rm -rf "$work"
+	if [[ "${made_certdir:-0}" -eq 1 ]]; then rm -rf "$certdir"; fi
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -87,7 +96,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 mkfifo "$work/winsim.out"
-"$winsim" --config "$config" --cert-dir "$work/certs" --log "$log" >"$work/winsim.out" </dev/null &
+certdir="$dir/.winsim"
+made_certdir=0
+if [[ ! -e "$certdir" ]]; then
+	mkdir -p "$certdir"
+	made_certdir=1
+fi
+"$winsim" --config "$config" --cert-dir "$certdir" --log "$log" >"$work/winsim.out" </dev/null &
 winsim_pid=$!
 exec 3<"$work/winsim.out"
 info=""
@@ -97,7 +112,9 @@ if ! IFS= read -r -t 30 -u 3 info || [[ -z "$info" ]]; then
 fi
 
 pyget() { python3 -c "$1" "$info" "$config"; }
-export TF_VAR_winsim="$info"
+export WINSIM_VAR_FILE="$work/winsim.tfvars.json"
+printf '{"winsim": %s}\n' "$info" >"$WINSIM_VAR_FILE"
+export TF_CLI_ARGS_test="${TF_CLI_ARGS_test:+$TF_CLI_ARGS_test }-var-file=$WINSIM_VAR_FILE"
 WINSIM_CONTROL="$(pyget 'import json,sys; print(json.loads(sys.argv[1])["control"])')"
 WINSIM_CA_CERT="$(pyget 'import json,sys; print(json.loads(sys.argv[1])["ca_cert"])')"
 export WINSIM_CONTROL WINSIM_CA_CERT

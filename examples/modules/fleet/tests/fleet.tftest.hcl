@@ -1,7 +1,8 @@
 # `terraform test` (or `tofu test`) of the fleet module against winsim, the Windows
 # host simulator: no Windows, no SQL Server, no registry. Run it through the helper,
 # which starts winsim with tests/winsim.json, sets the credentials, a provider mirror
-# for an offline `init`, and TF_VAR_winsim (winsim's listener line), then stops winsim:
+# for an offline `init`, and var.winsim (winsim's listener line, through
+# TF_CLI_ARGS_test="-var-file=..."), then stops winsim:
 #
 #   scripts/winsim-test-env.sh -c tests/winsim.json -- sh -c 'terraform init && terraform test'
 
@@ -17,16 +18,17 @@ variables {
 }
 
 # Credentials come from MSSQLIFI_WINRM_* and MSSQLIFI_SQL_* (set by the helper);
-# certificates are verified against the simulator's CA.
+# certificates are verified against the simulator's CA, which the helper writes to
+# .winsim/ca.pem (a provider block here cannot use var.winsim under OpenTofu).
 provider "mssqlifi" {
   winrm {
     auth    = "ntlm"
     https   = true
-    ca_cert = file(var.winsim.ca_cert)
+    ca_cert = file(".winsim/ca.pem")
   }
   sql {
     encrypt = "strict"
-    ca_cert = file(var.winsim.ca_cert)
+    ca_cert = file(".winsim/ca.pem")
   }
 }
 

@@ -2,6 +2,16 @@
 # Terraform. It revokes a right on a simulated host through winsim's control plane
 # (POST /v1/hosts/{host}/actions), as an administrator would in secpol.msc. It uses
 # only the built-in terraform_data resource and curl, so it needs no registry.
+terraform {
+  required_providers {
+    # Unused here, but the test file's provider block reaches every module it runs,
+    # and OpenTofu would otherwise look for hashicorp/mssqlifi.
+    mssqlifi = {
+      source = "mssqlifi/mssqlifi"
+    }
+  }
+}
+
 variable "control" {
   description = "winsim's control plane address, host:port (the \"control\" of its JSON line)."
   type        = string
