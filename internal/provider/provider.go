@@ -326,6 +326,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"winrm_username": rc.Username, "winrm_password": rc.Password, "winrm_auth": rc.Auth,
 		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil, "max_parallel_restarts": maxRestarts,
 	})
+	rc.UserAgent, sc = remote.UserAgent(p.version), sc.WithAppName(remote.UserAgent(p.version))
 	c := newClients(rc, sc, p.openHost, p.openChecker)
 	c.restarts = converge.NewRestartLimiter(maxRestarts)
 	resp.ResourceData = c

@@ -49,6 +49,8 @@ type transport struct {
 	// encrypt: NTLM over plain HTTP seals every body (MS-WSMV 2.2.9.1), as a host with
 	// AllowUnencrypted=false (Windows' default) demands. Set by Transport.
 	encrypt bool
+	// userAgent is the User-Agent header of every request ("": Go's default).
+	userAgent string
 
 	// Set by Transport.
 	url     *url.URL
@@ -81,6 +83,10 @@ func newTransport(auth, user, password string) *transport {
 // newSecureTransport is the transport for cfg with its authentication auth.
 func newSecureTransport(cfg Config, auth string) *transport {
 	t := newTransport(auth, cfg.Username, cfg.Password)
+	t.userAgent = cfg.UserAgent
+	if t.userAgent == "" {
+		t.userAgent = UserAgent("")
+	}
 	t.spn = cfg.SPN
 	if t.spn == "" {
 		t.spn = DefaultSPN(cfg.Host)
@@ -461,6 +467,9 @@ func (t *transport) roundTrip(c *conn, body []byte, contentType string, auth fun
 	}
 	if len(body) == 0 {
 		req.Body = nil // Content-Length: 0, not a chunked empty body
+	}
+	if t.userAgent != "" {
+		req.Header.Set("User-Agent", t.userAgent)
 	}
 	if auth != nil {
 		auth(req)

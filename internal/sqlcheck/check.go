@@ -85,7 +85,11 @@ func (c *checker) connector(t Target) (*mssql.Connector, error) {
 	if c.cfg.TLSServerName != "" {
 		q.Set("hostnameincertificate", c.cfg.TLSServerName)
 	}
-	q.Set("app name", "terraform-provider-mssqlifi")
+	appName := c.cfg.AppName
+	if appName == "" {
+		appName = "terraform-provider-mssqlifi"
+	}
+	q.Set("app name", appName)
 	u := &url.URL{
 		Scheme:   "sqlserver",
 		User:     url.UserPassword(c.cfg.Username, c.cfg.Password),

@@ -15,6 +15,21 @@ type Config struct {
 	CACert                 []byte // PEM
 	TrustServerCertificate bool
 	TLSServerName          string // optional override of the name checked in the certificate
+	// AppName is the connection's application name (LOGIN7 AppName; program_name in
+	// sys.dm_exec_sessions), "terraform-provider-mssqlifi/<version>"; "": without the
+	// version.
+	AppName string
+}
+
+// WithAppName returns a copy of c with AppName set, or nil when c is nil (no SQL
+// credentials configured).
+func (c *Config) WithAppName(name string) *Config {
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	cp.AppName = name
+	return &cp
 }
 
 // Target is one instance's SQL endpoint.

@@ -40,7 +40,7 @@ import (
 // with a CLIXML error (the SCM refuses to open the service).
 func (h *Host) Execute(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 	start := h.now()
-	entry := AuditEntry{Time: start.UTC(), User: cmd.User}
+	entry := AuditEntry{Time: start.UTC(), User: cmd.User, UserAgent: cmd.UserAgent}
 	// WinRS joins the command and its arguments with blanks into one command line for
 	// CreateProcess, so clients that pass the arguments as one element (pywinrm) and
 	// clients that pass them one by one (masterzen) start the same process.

@@ -635,12 +635,13 @@ func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 type AuditEntry struct {
 	Time      time.Time       `json:"time"`
 	User      string          `json:"user"`
-	Command   string          `json:"command"`            // the command line, the encoded bootstrap abbreviated
-	Operation string          `json:"operation"`          // "" when the command was not a recognised operation
-	Params    json.RawMessage `json:"params,omitempty"`   // the decoded parameters
-	ExitCode  int             `json:"exit_code"`          // the process exit code
-	Error     string          `json:"error,omitempty"`    // the error code or message, when it failed
-	Duration  string          `json:"duration,omitempty"` // how long it ran
+	UserAgent string          `json:"user_agent,omitempty"` // the HTTP User-Agent of the Command request
+	Command   string          `json:"command"`              // the command line, the encoded bootstrap abbreviated
+	Operation string          `json:"operation"`            // "" when the command was not a recognised operation
+	Params    json.RawMessage `json:"params,omitempty"`     // the decoded parameters
+	ExitCode  int             `json:"exit_code"`            // the process exit code
+	Error     string          `json:"error,omitempty"`      // the error code or message, when it failed
+	Duration  string          `json:"duration,omitempty"`   // how long it ran
 }
 
 // Audit returns every command run over WinRM, oldest first.

@@ -59,6 +59,9 @@ type Process struct {
 	// Connections counts the login attempts since the process started, successful
 	// or not, as SQL Server's @@CONNECTIONS does.
 	Connections int64 `json:"connections"`
+	// ProgramNames are the distinct application names (LOGIN7 AppName, program_name
+	// in sys.dm_exec_sessions) of those logins, in order of first appearance.
+	ProgramNames []string `json:"program_names"`
 }
 
 const maxArchivedLogs = 6
@@ -162,14 +165,21 @@ func (i *Instance) Running() bool {
 
 // Ready reports whether the Engine accepts SQL connections (Running and ready_ms
 // passed).
-// countConnection records a login attempt on the running process (@@CONNECTIONS).
-func (i *Instance) countConnection() {
+// countConnection records a login attempt on the running process (@@CONNECTIONS)
+// and the application name it sent.
+func (i *Instance) countConnection(appName string) {
 	i.h.mu.Lock()
 	defer i.h.mu.Unlock()
 	if i.proc != nil {
 		i.proc.Connections++
+		if !slices.Contains(i.proc.ProgramNames, appName) && len(i.proc.ProgramNames) < maxProgramNames {
+			i.proc.ProgramNames = append(i.proc.ProgramNames, appName)
+		}
 	}
 }
+
+// maxProgramNames bounds the application names a process remembers.
+const maxProgramNames = 32
 
 func (i *Instance) Ready() bool {
 	i.h.mu.Lock()
@@ -308,7 +318,7 @@ func (i *Instance) processStartedLocked() {
 	tf := slices.Clone(i.traceFlags)
 	i.proc = &Process{
 		PID: i.engine.pid, Started: i.engine.started, TokenSIDs: sids, ManageVolume: mv,
-		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806),
+		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806), ProgramNames: []string{},
 	}
 	i.ready = false
 	if len(i.errorlog) > 0 {

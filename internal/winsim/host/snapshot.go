@@ -148,6 +148,7 @@ func (h *Host) Snapshot() Snapshot {
 			p := *i.proc
 			p.TokenSIDs = slices.Clone(p.TokenSIDs)
 			p.TraceFlags = slices.Clone(p.TraceFlags)
+			p.ProgramNames = slices.Clone(p.ProgramNames)
 			p.Started = p.Started.UTC()
 			is.Process = &p
 			ifi := p.IFI

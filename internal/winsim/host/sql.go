@@ -41,7 +41,7 @@ func (s sqlHandler) findLogin(user string) (LoginConfig, bool) {
 // class 14, with the message SQL Server sends the client (the reason goes only to
 // the server's log).
 func (s sqlHandler) Login(_ context.Context, l tds.Login) *tds.SQLError {
-	s.i.countConnection()
+	s.i.countConnection(l.AppName)
 	if !s.i.Ready() {
 		return &tds.SQLError{Number: 17187, State: 1, Class: 16, Message: "SQL Server is not ready to accept new client connections. Wait a few minutes before trying again."}
 	}

@@ -352,6 +352,7 @@ func (s *Server) startCommand(r *http.Request, req *request, sh *shell, user str
 		ShellID:   sh.id,
 		Command:   strings.TrimSpace(line.Command),
 		Arguments: append([]string(nil), line.Arguments...),
+		UserAgent: r.UserAgent(),
 		Stdin:     c.stdin,
 
 		ConsoleModeStdin: console,
