@@ -11,7 +11,7 @@ type Command struct {
 	ShellID   string   // the shell the command runs in
 	Command   string   // rsp:Command, e.g. "powershell.exe"
 	Arguments []string // rsp:Arguments, in order
-	UserAgent string // the HTTP User-Agent header of the Command request
+	UserAgent string   // the HTTP User-Agent header of the Command request
 	// Stdin yields what the client sends with Send on the "stdin" stream. In pipe
 	// mode (ConsoleModeStdin false) it returns io.EOF after the chunk marked
 	// End="true"; in console mode it never does, as on Windows: a read past the data
