@@ -90,7 +90,7 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 		}
 		t.tlsConf = &tls.Config{
 			ServerName:         name,
-			InsecureSkipVerify: ep.Insecure, //nolint:gosec // only when the user set insecure = true
+			InsecureSkipVerify: ep.Insecure, // only when the user set insecure = true
 			MinVersion:         tls.VersionTLS12,
 		}
 		if len(ep.CACert) > 0 {

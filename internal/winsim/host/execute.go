@@ -142,7 +142,8 @@ func summarizeCommand(tokens []string) string {
 // psFailure is a terminating PowerShell error: CLIXML on stderr, exit 1.
 func psFailure(stderr io.Writer, entry *AuditEntry, message, category, errorID string) int {
 	entry.Error = message
-	io.WriteString(stderr, clixmlError(message, category, errorID))
+	// stderr is the command's output stream: a failed write means the client has gone.
+	_, _ = io.WriteString(stderr, clixmlError(message, category, errorID))
 	return contract.ExitFailure
 }
 
@@ -242,7 +243,7 @@ func writeJSON(w io.Writer, v any) {
 	if err != nil {
 		b = []byte(fmt.Sprintf(`{"error":"internal","message":%q}`, err.Error()))
 	}
-	w.Write(b) //nolint:errcheck // the client is gone if this fails
+	_, _ = w.Write(b) // the client is gone if this fails
 }
 
 func (h *Host) scriptError(stdout io.Writer, entry *AuditEntry, code int, name, message string) int {

@@ -131,11 +131,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		} else {
 			wu.user = u.Name
 		}
-		full := wu.user
+		full := h.computer + `\` + wu.user
 		if wu.domain != "" {
 			full = wu.domain + `\` + wu.user
-		} else {
-			full = h.computer + `\` + wu.user
 		}
 		if sid, ok := h.accounts[strings.ToLower(full)]; ok {
 			wu.sid = sid

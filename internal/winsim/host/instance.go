@@ -443,7 +443,7 @@ func (i *Instance) startupLog() []string {
 		cont(" " + p[:2] + " " + p[2:])
 	}
 	add("Server", "Command Line Startup Parameters:")
-	cont(fmt.Sprintf(` -s "%s"`, i.name))
+	cont(fmt.Sprintf(` -s %q`, i.name)) // instance names have no quotes or backslashes
 	add("Server", "SQL Server detected 1 sockets with 2 cores per socket and 2 logical processors per socket, 2 total logical processors; using 2 logical processors based on SQL Server licensing. This is an informational message; no user action is required.")
 	for _, tf := range i.traceFlags {
 		add("Server", fmt.Sprintf("DBCC TRACEON %d, server process ID (SPID) 0. This is an informational message only; no user action is required.", tf))
