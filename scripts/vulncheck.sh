@@ -25,7 +25,8 @@ else
 	work="$(mktemp -d)"
 	trap 'rm -rf "$work"' EXIT
 	# Outside any module, so the download never touches a go.mod.
-	if info="$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json golang.org/x/vulndb@latest 2>"$work/err")"; then
+	if info="$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json golang.org/x/vulndb@latest 2>"$work/err")" ||
+		{ printf '%s\n' "$info" >>"$work/err"; false; }; then
 		dir="$(sed -n '/^[[:space:]]*"Dir": /{s/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p;q;}' <<<"$info")"
 		version="$(sed -n '/^[[:space:]]*"Version": /{s/^[[:space:]]*"Version": "\(.*\)",\{0,1\}$/\1/p;q;}' <<<"$info")"
 		if [[ -n "$dir" && -d "$dir/data/osv" ]]; then

@@ -121,9 +121,10 @@ func (i *Instance) serverProperties() []tds.ResultSet {
 	}}
 }
 
-// serverServices answers sys.dm_server_services: the Engine row with the IFI its
-// process has, the Agent row with NULL there (FACTS.md: Engine rows only). Builds
-// without the column answer error 207.
+// serverServices answers sys.dm_server_services: the Engine row with the IFI its process
+// has, the Agent row with NULL there
+// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: Engine rows only).
+// Builds without the column answer error 207.
 func (i *Instance) serverServices() ([]tds.ResultSet, *tds.SQLError) {
 	if !i.ver.hasIFIColumn() {
 		return nil, &tds.SQLError{Number: contract.SQLErrInvalidColumn, State: 1, Class: 16, Line: 1,
