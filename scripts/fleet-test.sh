@@ -9,7 +9,7 @@ seen=()
 for tf in "$@"; do
 	[[ " ${seen[*]-} " == *" $tf "* ]] && continue
 	seen+=("$tf")
-	name="$(TF_CLI_CONFIG_FILE=/dev/null "$tf" -version | head -n1)"
+	name="$(TF_CLI_CONFIG_FILE=/dev/null "$(dirname "$0")/tf-version.sh" "$tf")"
 	echo "==> fleet module: init and test with $name ($tf)"
 	work="$(mktemp -d "${TMPDIR:-/tmp}/fleet-test.XXXXXX")"
 	cp -r "$root/examples/modules/fleet" "$work/fleet"

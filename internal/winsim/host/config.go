@@ -53,11 +53,11 @@ type HostConfig struct {
 	// (S-1-5-32-544), as SIDs or names. Default: the local Administrator account
 	// (<machine SID>-500). WinRM users with "administrator": true are always added.
 	Administrators []string `json:"administrators,omitempty"`
-	// Rights is the initial local holder list of each user right, right name →
-	// SIDs or names. Rights not named keep Windows' defaults; the only default the
-	// model has is SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows'
-	// default for "Perform volume maintenance tasks", FACTS.md). Naming
-	// SeManageVolumePrivilege here replaces that default (an empty list: nobody).
+	// Rights is the initial local holder list of each user right, right name → SIDs or
+	// names. Rights not named keep Windows' defaults; the only default the model has is
+	// SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows' default for "Perform
+	// volume maintenance tasks", docs/design/windows-behaviour.md#who-holds-the-right).
+	// Naming SeManageVolumePrivilege here replaces that default (an empty list: nobody).
 	Rights map[string][]string `json:"rights,omitempty"`
 	// GroupPolicy is the domain Group Policy as far as user rights go.
 	GroupPolicy GroupPolicyConfig `json:"group_policy"`
@@ -117,8 +117,8 @@ type GroupPolicyConfig struct {
 	RSoPAvailable *bool `json:"rsop_available,omitempty"`
 	// Rights are the rights a GPO defines, right → SIDs or names. A policy-defined
 	// right's local holder list is overwritten by the policy's at every refresh
-	// (FACTS.md), and once when the host is built (the host has already processed
-	// its policy when the simulation begins).
+	// (docs/design/windows-behaviour.md#group-policy), and once when the host is built
+	// (the host has already processed its policy when the simulation begins).
 	Rights map[string][]string `json:"rights,omitempty"`
 }
 
@@ -301,10 +301,11 @@ func (v version) atLeast(major, minor, build int) bool {
 	return v.Build >= build
 }
 
-// hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on
-// 2012 SP4 (11.0.7001) and 2016 SP1 (13.0.4001) and later majors. FACTS.md: 2014 is
-// not documented (unverified), so the model leaves it out there: the provider must
-// then treat IFI as unknown.
+// hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on 2012
+// SP4 (11.0.7001) and 2016 SP1 (13.0.4001) and later majors.
+// docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: 2014 is not
+// documented (unverified), so the model leaves it out there: the provider must then treat
+// IFI as unknown.
 func (v version) hasIFIColumn() bool {
 	switch v.Major {
 	case 11:
@@ -318,7 +319,8 @@ func (v version) hasIFIColumn() bool {
 }
 
 // writesIFILogLine: the startup line "Database Instant File Initialization:
-// enabled|disabled" appears from 2012 SP4, 2014 SP2 and 2016 (FACTS.md).
+// enabled|disabled" appears from 2012 SP4, 2014 SP2 and 2016
+// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server).
 func (v version) writesIFILogLine() bool {
 	switch v.Major {
 	case 11:

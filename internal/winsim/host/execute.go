@@ -16,12 +16,13 @@ import (
 )
 
 // Execute runs one command a WinRM client started (wsman.Executor). It accepts the
-// provider's shape only (FACTS.md: a short bootstrap on the command line, the script
-// on stdin): powershell.exe with exactly contract.CommandArgs(), stdin =
-// contract.EncodeInput(...). The operation's result is printed as JSON on stdout,
-// exit 0; a failure the script foresees prints a contract.ScriptError on stdout and
-// exits with the contract's code; anything else fails as powershell.exe would (exit
-// 1, a CLIXML error record on stderr). Other programs answer as cmd.exe would.
+// provider's shape only (docs/design/windows-behaviour.md#running-powershell-over-winrm:
+// a short bootstrap on the command line, the script on stdin): powershell.exe with
+// exactly contract.CommandArgs(), stdin = contract.EncodeInput(...). The operation's
+// result is printed as JSON on stdout, exit 0; a failure the script foresees prints a
+// contract.ScriptError on stdout and exits with the contract's code; anything else fails
+// as powershell.exe would (exit 1, a CLIXML error record on stderr). Other programs
+// answer as cmd.exe would.
 //
 // Validation, as the operations' scripts (internal/contract/scripts) do it:
 //   - instance: contract.InstanceNameSyntaxValid (common.ps1 Test-SqlInstanceName,
@@ -143,7 +144,8 @@ func summarizeCommand(tokens []string) string {
 // psFailure is a terminating PowerShell error: CLIXML on stderr, exit 1.
 func psFailure(stderr io.Writer, entry *AuditEntry, message, category, errorID string) int {
 	entry.Error = message
-	io.WriteString(stderr, clixmlError(message, category, errorID))
+	// stderr is the command's output stream: a failed write means the client has gone.
+	_, _ = io.WriteString(stderr, clixmlError(message, category, errorID))
 	return contract.ExitFailure
 }
 
@@ -299,7 +301,7 @@ func writeJSON(w io.Writer, v any) {
 	if err != nil {
 		b = []byte(fmt.Sprintf(`{"error":"internal","message":%q}`, err.Error()))
 	}
-	w.Write(b) //nolint:errcheck // the client is gone if this fails
+	_, _ = w.Write(b) // the client is gone if this fails
 }
 
 func (h *Host) scriptError(stdout io.Writer, entry *AuditEntry, code int, name, message string) int {
@@ -460,7 +462,8 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
 	}
 	if inst.cfg.Clustered {
-		// FACTS.md: never stop a clustered SQL Server through the SCM.
+		// docs/design/windows-behaviour.md#failover-clusters: never stop a clustered SQL
+		// Server through the SCM.
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
 			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
 	}
@@ -507,8 +510,9 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	return contract.ExitOK
 }
 
-// clixmlError renders an error record the way powershell.exe writes it to stderr
-// when its output is redirected (FACTS.md: only S="Error" records are errors).
+// clixmlError renders an error record the way powershell.exe writes it to stderr when its
+// output is redirected (docs/design/windows-behaviour.md#running-powershell-over-winrm:
+// only S="Error" records are errors).
 func clixmlError(message, category, errorID string) string {
 	var sb strings.Builder
 	sb.WriteString("#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">")

@@ -3,7 +3,8 @@
 // the service control manager, the SQL Server Engine processes (with the token they
 // captured when they started), their error logs and their SQL answers. It also runs
 // the provider's host operations (internal/contract) as the WinRM endpoint's
-// executor. Every behaviour follows /work/shared/reference/FACTS.md; comments cite it.
+// executor. Every behaviour follows docs/design/windows-behaviour.md; comments cite
+// its sections.
 //
 // The model is safe for concurrent use. Services change state on timers (the
 // configured start/stop durations); use WaitServiceState to wait for a state.
@@ -138,11 +139,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		} else {
 			wu.user = u.Name
 		}
-		full := wu.user
+		full := h.computer + `\` + wu.user
 		if wu.domain != "" {
 			full = wu.domain + `\` + wu.user
-		} else {
-			full = h.computer + `\` + wu.user
 		}
 		if sid, ok := h.accounts[strings.ToLower(full)]; ok {
 			wu.sid = sid
@@ -229,7 +228,8 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 
 	// Rights: Windows' default holder of "Perform volume maintenance tasks" is
-	// BUILTIN\Administrators (FACTS.md: members of Administrators hold it by default).
+	// BUILTIN\Administrators (docs/design/windows-behaviour.md#who-holds-the-right:
+	// members of Administrators hold it by default).
 	h.rights[contract.RightManageVolume] = []string{winsid.Administrators}
 	for right, holders := range cfg.Rights {
 		canon, sids, err := h.resolveRightList("rights", right, holders)
@@ -351,8 +351,9 @@ func (h *Host) resolveRightList(field, right string, holders []string) (string, 
 	return canon, sids, nil
 }
 
-// nameOf translates a SID for display (LookupAccountSid); "" when it cannot, as for
-// an orphaned SID (FACTS.md: tolerate failure, work with SIDs).
+// nameOf translates a SID for display (LookupAccountSid); "" when it cannot, as for an
+// orphaned SID (docs/design/windows-behaviour.md#orphaned-and-untranslatable-sids:
+// tolerate failure, work with SIDs).
 func (h *Host) nameOf(sid string) string {
 	if n, ok := wellKnownNames[sid]; ok {
 		return n
@@ -499,15 +500,18 @@ func (h *Host) waitFor(ctx context.Context, cond func() (bool, error)) error {
 	}
 }
 
-// ---- LSA user rights (FACTS.md: LsaAddAccountRights/LsaRemoveAccountRights are
-// atomic per SID; adding a held right is a no-op; enumeration lists direct holders).
+// ---- LSA user rights
+// (docs/design/windows-behaviour.md#changing-user-rights-the-lsa-api:
+// LsaAddAccountRights/LsaRemoveAccountRights are atomic per SID; adding a held right is a
+// no-op; enumeration lists direct holders).
 
 // ErrNoSuchPrivilege is STATUS_NO_SUCH_PRIVILEGE: the right name is not one Windows knows.
 var ErrNoSuchPrivilege = errors.New("a specified privilege does not exist (STATUS_NO_SUCH_PRIVILEGE 0xC0000060)")
 
 // GrantRight adds one SID to a right's holders, like LsaAddAccountRights. changed is
 // false when the SID already held it. Running processes keep their tokens: nothing
-// changes for a running Engine until it restarts (FACTS.md).
+// changes for a running Engine until it restarts
+// (docs/design/windows-behaviour.md#the-restart-rule).
 func (h *Host) GrantRight(right, sid string) (bool, error) {
 	canon, s, err := checkRightAndSID(right, sid)
 	if err != nil {
@@ -564,8 +568,9 @@ func (h *Host) RightHolders(right string) ([]string, error) {
 	return slices.Clone(h.rights[canon]), nil
 }
 
-// ---- Group Policy (FACTS.md: domain policy wins over a local grant; a refresh
-// re-applies the security settings and overwrites the local holder list).
+// ---- Group Policy (docs/design/windows-behaviour.md#group-policy: domain policy wins
+// over a local grant; a refresh re-applies the security settings and overwrites the local
+// holder list).
 
 // SetGroupPolicyRight makes a GPO define a right's holder list (SIDs or names the
 // host can translate), applied at the next RefreshGroupPolicy. sids == nil removes
@@ -611,7 +616,8 @@ func (h *Host) refreshGroupPolicyLocked() {
 // groupPolicyInfo answers what RSOP_UserPrivilegeRight says about a right.
 func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 	if !h.rsop {
-		// FACTS.md: an empty RSoP result may mean RSoP logging is off: report unknown.
+		// docs/design/windows-behaviour.md#group-policy: an empty RSoP result may mean
+		// RSoP logging is off: report unknown.
 		// read_instance.ps1: RSoP without any Group Policy object has no data.
 		return contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{},
 			Detail: `Group Policy (RSoP) could not be read: RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)`}

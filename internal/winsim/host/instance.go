@@ -46,15 +46,16 @@ type Instance struct {
 type Process struct {
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
-	// TokenSIDs are the SIDs of the process token (FACTS.md: rights are read into
-	// the token when the process starts).
+	// TokenSIDs are the SIDs of the process token
+	// (docs/design/windows-behaviour.md#the-restart-rule: rights are read into the token
+	// when the process starts).
 	TokenSIDs []string `json:"token_sids"`
 	// ManageVolume: the token holds SeManageVolumePrivilege.
 	ManageVolume bool `json:"manage_volume_privilege"`
 	// TraceFlags are the -T startup flags the process runs with.
 	TraceFlags []int `json:"trace_flags"`
-	// IFI is what the DMV and the error log report: the privilege, and trace flag
-	// 1806 off (FACTS.md: 1806 disables IFI).
+	// IFI is what the DMV and the error log report: the privilege, and trace flag 1806
+	// off (docs/design/windows-behaviour.md#when-ifi-never-applies: 1806 disables IFI).
 	IFI bool `json:"instant_file_initialization"`
 	// Connections counts the login attempts since the process started, successful
 	// or not, as SQL Server's @@CONNECTIONS does.
@@ -96,7 +97,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		major = "10_50"
 	}
 	inst.id = "MSSQL" + major + "." + name
-	sidType := 1 // SQL Server Setup sets UNRESTRICTED (FACTS.md)
+	sidType := 1 // SQL Server Setup sets UNRESTRICTED (docs/design/windows-behaviour.md#who-holds-the-right)
 	if ic.ServiceSIDType != nil {
 		sidType = *ic.ServiceSIDType
 	}
@@ -278,12 +279,13 @@ func (h *Host) isAdministratorsMember(sid string) bool {
 	return slices.Contains(h.admins, sid)
 }
 
-// captureTokenLocked builds the token of a process started under the service's
-// account, the way the SCM logs a service on: the account's SID, the per-service SID
-// when the SID type is unrestricted or restricted (FACTS.md), Administrators when the
-// account is a member (LocalSystem always is), and the groups every service logon
-// gets. The token holds SeManageVolumePrivilege iff one of its SIDs is a direct
-// holder at this moment, or it is LocalSystem (FACTS.md).
+// captureTokenLocked builds the token of a process started under the service's account,
+// the way the SCM logs a service on: the account's SID, the per-service SID when the SID
+// type is unrestricted or restricted
+// (docs/design/windows-behaviour.md#who-holds-the-right), Administrators when the account
+// is a member (LocalSystem always is), and the groups every service logon gets. The token
+// holds SeManageVolumePrivilege iff one of its SIDs is a direct holder at this moment, or
+// it is LocalSystem (docs/design/windows-behaviour.md#who-holds-the-right).
 func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool) {
 	localSystem := s.accountSID == winsid.LocalSystem
 	if s.accountSID != "" {
@@ -428,8 +430,9 @@ func (i *Instance) errorLogPath() string {
 	return ""
 }
 
-// ifiLineText is the startup message SQL Server writes (FACTS.md: 2012 SP4, 2014
-// SP2, 2016+).
+// ifiLineText is the startup message SQL Server writes
+// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: 2012 SP4, 2014 SP2,
+// 2016+).
 func ifiLineText(enabled bool) string {
 	state := "disabled"
 	if enabled {
@@ -461,7 +464,7 @@ func (i *Instance) startupLog() []string {
 		cont(" " + p[:2] + " " + p[2:])
 	}
 	add("Server", "Command Line Startup Parameters:")
-	cont(fmt.Sprintf(` -s "%s"`, i.name))
+	cont(fmt.Sprintf(` -s %q`, i.name)) // instance names have no quotes or backslashes
 	add("Server", "SQL Server detected 1 sockets with 2 cores per socket and 2 logical processors per socket, 2 total logical processors; using 2 logical processors based on SQL Server licensing. This is an informational message; no user action is required.")
 	for _, tf := range i.traceFlags {
 		add("Server", fmt.Sprintf("DBCC TRACEON %d, server process ID (SPID) 0. This is an informational message only; no user action is required.", tf))
@@ -519,8 +522,9 @@ type database struct {
 	TDE  bool
 }
 
-// databases lists the system databases and the TDE databases. tempdb is encrypted as
-// soon as any database uses TDE (FACTS.md via contract.QueryEncryptedDatabases).
+// databases lists the system databases and the TDE databases. tempdb is encrypted as soon
+// as any database uses TDE (docs/design/windows-behaviour.md#when-ifi-never-applies via
+// contract.QueryEncryptedDatabases).
 func (i *Instance) databases() []database {
 	anyTDE := len(i.tde) > 0
 	dbs := []database{{1, "master", false}, {2, "tempdb", anyTDE}, {3, "model", false}, {4, "msdb", false}}

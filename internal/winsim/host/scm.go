@@ -277,8 +277,9 @@ func (h *Host) recordLocked(s *service) {
 	}
 }
 
-// beginStartLocked creates the service's process (Start Pending). An Engine captures
-// its token now (FACTS.md: rights are read into the token when the process starts).
+// beginStartLocked creates the service's process (Start Pending). An Engine captures its
+// token now (docs/design/windows-behaviour.md#the-restart-rule: rights are read into the
+// token when the process starts).
 func (h *Host) beginStartLocked(s *service) {
 	s.state = contract.StateStartPending
 	h.nextPID += 4 + len(h.events)%7*4
@@ -402,10 +403,11 @@ func (h *Host) ServiceState(name string) (string, error) {
 	return s.state, nil
 }
 
-// RestartService restarts a service as Restart-Service -Force does and then starts
-// again the dependents that were running (FACTS.md: SqlServerDsc's
-// Restart-SqlService). It waits until the service and those dependents run, at
-// most two minutes.
+// RestartService restarts a service as Restart-Service -Force does and then starts again
+// the dependents that were running
+// (docs/design/windows-behaviour.md#restarting-with-dependents: SqlServerDsc's
+// Restart-SqlService). It waits until the service and those dependents run, at most two
+// minutes.
 func (h *Host) RestartService(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -77,7 +77,8 @@ type InstanceSnapshot struct {
 }
 
 // DatabaseSnapshot is one database and whether IFI applies to its data files
-// (FACTS.md: never for TDE-encrypted databases).
+// (docs/design/windows-behaviour.md#when-ifi-never-applies: never for TDE-encrypted
+// databases).
 type DatabaseSnapshot struct {
 	ID              int    `json:"id"`
 	Name            string `json:"name"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func runPywinrm(t *testing.T, args map[string]any) pyResult {
 	}
 	argJSON, _ := json.Marshal(args)
 	cmd := exec.Command(python, "-c", pywinrmScript, string(argJSON))
-	cmd.Env = append(env, "NO_PROXY=*", "no_proxy=*")
+	cmd.Env = slices.Concat(env, []string{"NO_PROXY=*", "no_proxy=*"})
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
