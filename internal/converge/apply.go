@@ -71,7 +71,8 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	if out.Restarted {
 		if err := ifi.Check(a); err != nil {
 			out.Enabled = EnabledInState(d, a)
-			return out, out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
+			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
+			return out, ferr
 		}
 	}
 	return out, nil

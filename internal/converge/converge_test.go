@@ -307,7 +307,7 @@ func TestApplyRecoveryOutlivesTheDeadline(t *testing.T) {
 	w.host.onRestart = cancel
 	w.host.restartErr = context.Canceled
 	out, err := w.engine.Apply(ctx, defaultTarget, enable)
-	wantError(t, err, KindRestartFailed)
+	_ = wantError(t, err, KindRestartFailed)
 	if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
 		t.Fatalf("after the failed restart the state says %+v, want the grant read back", out.Assessment)
 	}
@@ -485,7 +485,7 @@ func TestRead(t *testing.T) {
 
 	w.host.installed = false
 	_, err = w.engine.Read(context.Background(), defaultTarget, enable)
-	wantError(t, err, KindNotFound)
+	_ = wantError(t, err, KindNotFound)
 }
 
 // The data source's read: warnings about a wish are left out, those about the
@@ -565,7 +565,7 @@ func TestDestroy(t *testing.T) {
 		h.installed = false
 		w := newWorld(h)
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
-		wantError(t, err, KindNotFound)
+		_ = wantError(t, err, KindNotFound)
 		if h.setRights != 0 {
 			t.Error("set_right ran for an instance that is gone")
 		}
@@ -586,6 +586,6 @@ func TestDestroy(t *testing.T) {
 		w := newWorld(newFakeHost().granted(svcSID))
 		w.host.readErr = func(int) error { return errBoom }
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
-		wantError(t, err, KindObserveFailed)
+		_ = wantError(t, err, KindObserveFailed)
 	})
 }

@@ -52,11 +52,12 @@ func winrmAdvice(re *remote.Error) string {
 	case remote.SettingUsername, remote.SettingPassword:
 		adv := "Check winrm.username and winrm.password (or the environment variables " + EnvWinRMUsername + " and " + EnvWinRMPassword + ")"
 		if re.Kind == remote.KindAuth {
-			if re.Auth == remote.AuthBasic && !re.HTTPS {
+			switch {
+			case re.Auth == remote.AuthBasic && !re.HTTPS:
 				adv += `; a default host refuses Basic over HTTP: use winrm.auth = "negotiate" (encrypted over HTTP) or winrm.https = true`
-			} else if re.Auth == remote.AuthBasic {
+			case re.Auth == remote.AuthBasic:
 				adv += `; winrm.auth = "negotiate" works for domain accounts`
-			} else {
+			default:
 				adv += `; for a local account on a domain-joined host, set winrm.auth = "basic" and winrm.https = true`
 			}
 		}

@@ -392,7 +392,7 @@ func (r *ifiResource) claimInstance(ctx context.Context, req resource.ModifyPlan
 	if resp.Diagnostics.HasError() || host.IsUnknown() || host.IsNull() || instance.IsUnknown() || instance.IsNull() {
 		return
 	}
-	by := fmt.Sprintf("host = \"%s\", instance = \"%s\"", safetext.Escape(host.ValueString()), safetext.Escape(instance.ValueString()))
+	by := fmt.Sprintf("host = %q, instance = %q", safetext.Escape(host.ValueString()), safetext.Escape(instance.ValueString()))
 	if !enabled.IsUnknown() && !enabled.IsNull() {
 		by += fmt.Sprintf(", enabled = %t", enabled.ValueBool())
 	}

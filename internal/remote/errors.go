@@ -83,7 +83,7 @@ func (h *winrmHost) classify(err error) *Error {
 					"connect to the host directly, or use HTTP 5985 (messages are encrypted by NTLM)"
 			}
 			return e
-		case status == 400 && h.cfg.HTTPS == false:
+		case status == 400 && !h.cfg.HTTPS:
 			e.Kind = KindProtocol
 			e.Message = fmt.Sprintf("%s rejected the request (HTTP 400)", where)
 			e.Setting = SettingHTTPS

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -109,7 +110,7 @@ func TestOldBootstrapHangsInConsoleModeAndTheFramedOneDoesNot(t *testing.T) {
 	script, _ := contract.Script(contract.OpReadInstance)
 	js, _ := json.Marshal(params)
 	unframed := []byte(base64.StdEncoding.EncodeToString(js) + "\n" + script)
-	oldArgs := append(contract.CommandArgs()[:5:5], contract.EncodeCommand(host.UnframedBootstrap()))
+	oldArgs := slices.Concat(contract.CommandArgs()[:5], []string{contract.EncodeCommand(host.UnframedBootstrap())})
 
 	run := func(args []string, stdin []byte, console bool, timeout time.Duration) runOutcome {
 		t.Helper()

@@ -100,7 +100,9 @@ func TestSetRightAndRestart(t *testing.T) {
 		switch op {
 		case contract.OpSetRight:
 			var p contract.SetRightParams
-			json.Unmarshal(params, &p)
+			if err := json.Unmarshal(params, &p); err != nil {
+				t.Error(err)
+			}
 			return answer{stdout: jsonOf(t, contract.SetRightResult{Changed: p.Grant, Holders: []contract.Principal{{SID: p.SID}}})}
 		case contract.OpRestartInstance:
 			return answer{stdout: jsonOf(t, contract.RestartInstanceResult{

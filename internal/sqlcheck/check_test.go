@@ -123,9 +123,11 @@ func serve(t testing.TB, h tds.Handler, opts tds.Options, wrap func(net.Listener
 	done := make(chan error, 1)
 	go func() { done <- ep.srv.Serve(served) }()
 	t.Cleanup(func() {
-		l.Close()
+		_ = l.Close()
 		ep.srv.CloseConnections()
-		<-done
+		if err := <-done; err != nil {
+			t.Logf("TDS test endpoint stopped: %v", err) // Serve ends with the closed listener's error
+		}
 	})
 	return ep
 }

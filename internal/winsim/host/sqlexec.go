@@ -762,8 +762,7 @@ func castTo(x bound, to sqlType, line int32) (bound, *tds.SQLError) {
 			if n < lo || n > hi {
 				return nil, sqlErr(8115, 16, 2, line, "Arithmetic overflow error converting expression to data type %s.", to.name)
 			}
-			switch out.col.Type {
-			case tds.TypeBigInt:
+			if out.col.Type == tds.TypeBigInt {
 				return n, nil
 			}
 			return int32(n), nil

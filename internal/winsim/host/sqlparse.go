@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -648,7 +649,7 @@ func (p *sqlParser) parenthesisedCond() bool {
 			if depth == 0 {
 				return false
 			}
-		case depth == 1 && (t.kind == tokPunct && strings.Contains("= <> != < > <= >=", t.val) || t.isKeyword("is")):
+		case depth == 1 && (t.kind == tokPunct && slices.Contains(comparisonOperators, t.val) || t.isKeyword("is")):
 			return true
 		case t.kind == tokEOF:
 			return false
@@ -875,3 +876,6 @@ func (p *sqlParser) parseConvert() (sqlExpr, *tds.SQLError) {
 	}
 	return castExpr{expr: e, to: typ, line: kw.line}, nil
 }
+
+// comparisonOperators are the comparison operators a predicate may use.
+var comparisonOperators = []string{"=", "<>", "!=", "<", ">", "<=", ">="}
