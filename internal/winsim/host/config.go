@@ -53,6 +53,14 @@ type HostConfig struct {
 	// (S-1-5-32-544), as SIDs or names. Default: the local Administrator account
 	// (<machine SID>-500). WinRM users with "administrator": true are always added.
 	Administrators []string `json:"administrators,omitempty"`
+	// Groups are domain (or nested local) groups, group → members, each as a SID or
+	// a name (the group's name must be in "accounts"). A process's token carries
+	// every group its account is in, directly or through other groups, and
+	// Administrators when any of them is a direct member of Administrators, as a
+	// domain logon's token does. read_instance reports a group in Administrators
+	// only as itself, never its members: Get-LocalGroupMember and the WinNT
+	// provider list the direct members of a local group (docs/design/host-knowledge.md).
+	Groups map[string][]string `json:"groups,omitempty"`
 	// Rights is the initial local holder list of each user right, right name →
 	// SIDs or names. Rights not named keep Windows' defaults; the only default the
 	// model has is SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows'

@@ -398,3 +398,29 @@ func TestReadInstanceBoundsAndGroupPolicyKnowledge(t *testing.T) {
 		})
 	}
 }
+
+// A domain group in Administrators is reported as itself: read_instance does not
+// expand its members, although the start account's token has Administrators
+// through it (the restart after a revoke leaves IFI on).
+func TestReadInstanceDoesNotExpandNestedGroups(t *testing.T) {
+	const groupSID = "S-1-5-21-1004336348-1177238915-682003330-2201"
+	cfg := baseConfig()
+	cfg.Accounts[`CONTOSO\SQL Admins`] = groupSID
+	cfg.Administrators = []string{`CONTOSO\SQL Admins`}
+	cfg.Groups = map[string][]string{`CONTOSO\SQL Admins`: {`CONTOSO\sqlsvc`}}
+	cfg.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+	h := newHost(t, cfg)
+	res := decode[contract.ReadInstanceResult](t, execOp(t, h, "Administrator", contract.OpReadInstance,
+		contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}))
+	var admins []string
+	for _, p := range res.AdministratorsMembers {
+		admins = append(admins, p.SID)
+	}
+	if !slices.Contains(admins, groupSID) || slices.Contains(admins, sqlsvcSID) {
+		t.Fatalf("administrators_members %v: want the group %s and not its member %s", admins, groupSID, sqlsvcSID)
+	}
+	inst, _ := h.Instance("MSSQLSERVER")
+	if p := inst.Process(); p == nil || !p.IFI || !slices.Contains(p.TokenSIDs, groupSID) || !slices.Contains(p.TokenSIDs, winsid.Administrators) {
+		t.Fatalf("process %+v: want IFI through the group's Administrators membership", p)
+	}
+}

@@ -52,6 +52,7 @@ type Host struct {
 	sidNames   map[string]string // SID → display name (accounts table, local users)
 	users      []winrmUser
 	admins     []string            // direct members of S-1-5-32-544, SIDs
+	groupsOf   map[string][]string // member SID → SIDs of the groups it is directly in
 	rights     map[string][]string // canonical right → direct holders (SIDs), in grant order
 	rsop       bool
 	gpPolicy   map[string][]string // rights a GPO defines now (applied at the next refresh)
@@ -225,6 +226,22 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	for _, u := range h.users {
 		if u.admin {
 			h.admins = appendUnique(h.admins, u.sid)
+		}
+	}
+	h.groupsOf = map[string][]string{}
+	for group, ms := range cfg.Groups {
+		gsid, err := h.resolvePrincipal(group)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("groups: %w", err))
+			continue
+		}
+		for _, m := range ms {
+			msid, err := h.resolvePrincipal(m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("groups[%s]: %w", group, err))
+				continue
+			}
+			h.groupsOf[msid] = appendUnique(h.groupsOf[msid], gsid)
 		}
 	}
 
