@@ -55,6 +55,7 @@ type Host struct {
 	groupsOf   map[string][]string // member SID → SIDs of the groups it is directly in
 	rights     map[string][]string // canonical right → direct holders (SIDs), in grant order
 	rsop       bool
+	langMode   string              // PowerShell's language mode for WinRM users' commands
 	gpPolicy   map[string][]string // rights a GPO defines now (applied at the next refresh)
 	gpApplied  map[string][]string // rights as of the last refresh (what RSoP reports)
 	gpRefresh  time.Time
@@ -110,6 +111,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		sidNames:   map[string]string{},
 		rights:     map[string][]string{},
 		rsop:       cfg.GroupPolicy.RSoP(),
+		langMode:   LanguageFull,
 		gpPolicy:   map[string][]string{},
 		gpApplied:  map[string][]string{},
 		svcByName:  map[string]*service{},
@@ -227,6 +229,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		if u.admin {
 			h.admins = appendUnique(h.admins, u.sid)
 		}
+	}
+	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
+		h.langMode = m
 	}
 	h.groupsOf = map[string][]string{}
 	for group, ms := range cfg.Groups {
@@ -704,4 +709,25 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// SetLanguageMode changes the language mode PowerShell runs WinRM users' commands in
+// (as deploying or removing an AppLocker or App Control policy that enforces script
+// rules does). Errors wrap ErrBadLanguageMode.
+func (h *Host) SetLanguageMode(mode string) error {
+	m, err := CanonicalLanguageMode(mode)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.langMode = m
+	h.mu.Unlock()
+	return nil
+}
+
+// LanguageMode is the language mode PowerShell runs WinRM users' commands in.
+func (h *Host) LanguageMode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.langMode
 }
