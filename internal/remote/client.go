@@ -257,8 +257,7 @@ func scriptHint(code string) string {
 	case "lsa_error":
 		return "Changing user rights needs a local Administrator; check the WinRM user's group membership"
 	case contract.CodeConstrainedLanguage:
-		return "An AppLocker or App Control for Business policy that enforces script rules makes PowerShell run commands in " +
-			"ConstrainedLanguage mode, and the operations need FullLanguage; nothing was changed. Check with " +
+		return "Nothing was changed. The operations need FullLanguage; check with " +
 			"powershell -NoProfile -Command '$ExecutionContext.SessionState.LanguageMode' run as the WinRM user on the host"
 	}
 	return ""
