@@ -50,8 +50,24 @@ const (
 
 // ScriptError is what a script prints on stdout when it fails in a way it foresaw.
 type ScriptError struct {
-	Error   string `json:"error"`   // machine-readable code: invalid_parameters, clustered, timeout, not_found, lsa_error
+	// Error is a machine-readable code: invalid_parameters, clustered, timeout,
+	// not_found, lsa_error, or CodeConstrainedLanguage.
+	Error   string `json:"error"`
 	Message string `json:"message"` // a sentence for people
+}
+
+// CodeConstrainedLanguage is the bootstrap's answer (exit ExitRefused), before it
+// reads anything, when Windows PowerShell does not run in FullLanguage mode: an
+// AppLocker or App Control for Business policy that enforces script rules puts
+// commands in ConstrainedLanguage mode, where the operations cannot run
+// (docs/design/host-knowledge.md). The bootstrap builds its message as
+// ConstrainedLanguageMessage does; a test holds the two together.
+const CodeConstrainedLanguage = "constrained_language"
+
+// ConstrainedLanguageMessage is the bootstrap's message for a language mode.
+func ConstrainedLanguageMessage(mode string) string {
+	return "Windows PowerShell runs in " + mode + " mode for this user (an AppLocker or App Control policy enforces script rules), " +
+		"so the provider scripts cannot run"
 }
 
 // Principal is a SID with the account name Windows translated it to, when it could.

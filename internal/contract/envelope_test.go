@@ -114,3 +114,25 @@ func TestErrorLogScanBoundsMatchTheScript(t *testing.T) {
 		}
 	}
 }
+
+// The bootstrap checks the language mode first, with core types only, and answers
+// a ScriptError whose text is ConstrainedLanguageMessage's, exiting ExitRefused.
+func TestBootstrapChecksTheLanguageModeFirst(t *testing.T) {
+	b := Bootstrap()
+	var code []string
+	for _, l := range strings.Split(b, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			code = append(code, l)
+		}
+	}
+	want := []string{
+		"$mssqlifiMode = [string]$ExecutionContext.SessionState.LanguageMode",
+		"if ($mssqlifiMode -ne 'FullLanguage') {",
+		`'{"error":"` + CodeConstrainedLanguage + `","message":"` + ConstrainedLanguageMessage(`' + $mssqlifiMode + '`) + `"}'`,
+		fmt.Sprintf("exit %d", ExitRefused),
+		"}",
+	}
+	if len(code) < len(want) || strings.Join(code[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the bootstrap does not begin with the language-mode check:\n%s\nwant:\n%s", strings.Join(code[:min(len(code), len(want))], "\n"), strings.Join(want, "\n"))
+	}
+}

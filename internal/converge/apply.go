@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
@@ -19,11 +20,12 @@ import (
 // changed, the instance is read back and the Outcome says what is true now (or
 // carries a WarnStateStale warning when it could not be read). Errors are *Error.
 func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
-	out := &Outcome{}
+	out := &Outcome{IneffectiveRestart: d.IneffectiveRestart}
 	obs, err := e.found(ctx, t)
 	if err != nil {
 		return out, err
 	}
+	startedBefore := obs.Instance.ProcessStartTime
 	a, p, err := ifi.PlanApply(d, obs.Observed)
 	if err != nil {
 		var ref *ifi.Refusal
@@ -65,6 +67,9 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 			return out, err
 		}
 	}
+	if out.Restarted {
+		a = e.learn(ctx, t, d, obs, a, startedBefore, out)
+	}
 	out.Assessment = a
 	out.Enabled = d.Enabled
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
@@ -76,6 +81,33 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		}
 	}
 	return out, nil
+}
+
+// learn is the end of an apply that restarted the Engine: when SQL Server reports
+// IFI on although the right's holders the host reports do not reach the start
+// account, and the Engine's process did start anew, the restart taught that the
+// start account gets the right through something the host cannot see (a domain or
+// nested group in Administrators). The lesson goes into out (for the private state)
+// and a is assessed again with it, so that no further restart is planned for it.
+// A restart that went as expected forgets any earlier lesson.
+func (e *Engine) learn(ctx context.Context, t Target, d ifi.Desired, obs *Observation, a *ifi.Assessment,
+	startedBefore *time.Time, out *Outcome) *ifi.Assessment {
+	out.IneffectiveRestart = nil
+	m := ifi.LearnIneffectiveRestart(a)
+	after := obs.Instance.ProcessStartTime
+	if m == nil || after == nil || (startedBefore != nil && !after.After(*startedBefore)) {
+		return a // as expected, or the Engine did not start anew: ifi.Check says so
+	}
+	d.IneffectiveRestart = m
+	la, err := ifi.Assess(d, obs.Observed)
+	if err != nil || la.IneffectiveRestart == nil {
+		return a
+	}
+	e.info(ctx, "the restart left IFI on: the start account gets the right through membership the host does not report", map[string]any{
+		"host": t.Host, "instance": t.Instance, "start_account_sid": m.StartAccountSID, "process_start": after.String(),
+	})
+	out.IneffectiveRestart = m
+	return la
 }
 
 // Read observes t and assesses it against d. A missing instance is a KindNotFound
@@ -94,9 +126,10 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 		"verified_by": string(a.VerifiedBy),
 	})
 	return &Outcome{
-		Assessment: a,
-		Enabled:    EnabledInState(d, a),
-		Warnings:   append(slices.Clone(obs.Warnings), a.Warnings...),
+		Assessment:         a,
+		IneffectiveRestart: d.IneffectiveRestart,
+		Enabled:            EnabledInState(d, a),
+		Warnings:           append(slices.Clone(obs.Warnings), a.Warnings...),
 	}, nil
 }
 

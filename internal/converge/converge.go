@@ -107,6 +107,10 @@ type Outcome struct {
 	Restarted bool
 	// Warnings for the user, in order: the observation's, then the decision's.
 	Warnings []ifi.Warning
+	// IneffectiveRestart is the lesson for the caller to keep for the next
+	// operation (in Desired): the one this apply's restart taught, nil after a
+	// restart that went as expected, else the one it was given.
+	IneffectiveRestart *ifi.IneffectiveRestart
 }
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the

@@ -10,6 +10,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
 var enable = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
@@ -588,4 +589,66 @@ func TestDestroy(t *testing.T) {
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
 		_ = wantError(t, err, KindObserveFailed)
 	})
+}
+
+// A restart to turn IFI off that leaves it on, because the start account is in a
+// group nested in Administrators that the host does not expand: the apply succeeds
+// with a warning and a lesson, and with the lesson the next apply and refresh
+// neither restart nor show a diff.
+func TestApplyIneffectiveRestartWarnsOnce(t *testing.T) {
+	h := newFakeHost().granted(winsid.Administrators, svcSID)
+	h.hiddenAdmin = true
+	w := newWorld(h)
+	disable := ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
+	out, err := w.engine.Apply(context.Background(), defaultTarget, disable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.restarts != 1 || h.holds(svcSID) {
+		t.Fatalf("restarts %d, grant held %v: want one restart and the grant revoked", h.restarts, h.holds(svcSID))
+	}
+	wantWarning(t, out.Warnings, ifi.WarnHiddenMembership)
+	a := out.Assessment
+	if out.IneffectiveRestart == nil || out.Enabled || a.RestartPending == nil || *a.RestartPending || fmtBool(a.RunningIFI) != "true" {
+		t.Fatalf("lesson %v, enabled %v, restart_pending %s, ifi %s; want a lesson, false, false, true",
+			out.IneffectiveRestart, out.Enabled, fmtBool(a.RestartPending), fmtBool(a.RunningIFI))
+	}
+
+	d := disable
+	d.IneffectiveRestart = out.IneffectiveRestart
+	rd, err := w.engine.Read(context.Background(), defaultTarget, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Enabled || rd.IneffectiveRestart != d.IneffectiveRestart {
+		t.Errorf("refresh: enabled %v, lesson %v; want false (no diff) and the lesson kept", rd.Enabled, rd.IneffectiveRestart)
+	}
+	wantWarning(t, rd.Warnings, ifi.WarnHiddenMembership)
+	again, err := w.engine.Apply(context.Background(), defaultTarget, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.restarts != 1 || again.Changed || again.IneffectiveRestart != d.IneffectiveRestart {
+		t.Errorf("second apply: restarts %d, changed %v, lesson %v; want no restart, no change, the lesson kept",
+			h.restarts, again.Changed, again.IneffectiveRestart)
+	}
+
+	// Without the lesson (as before it existed) the next apply restarts again.
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, disable); err != nil || h.restarts != 2 {
+		t.Errorf("apply without the lesson: err %v, restarts %d; want a second restart", err, h.restarts)
+	}
+}
+
+// IFI left on by a restart that did not start the Engine anew is not a hidden
+// membership: the check fails, naming the restart, and nothing is learned.
+func TestApplyRestartWithoutNewProcessIsNotALesson(t *testing.T) {
+	h := newFakeHost().granted(svcSID)
+	h.restartNoEffect = true
+	w := newWorld(h)
+	out, err := w.engine.Apply(context.Background(), defaultTarget,
+		ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded})
+	e := wantError(t, err, KindCheckFailed)
+	if !strings.Contains(e.Error(), "did not really restart") || out.IneffectiveRestart != nil {
+		t.Errorf("error %v, lesson %v; want the check error and no lesson", e, out.IneffectiveRestart)
+	}
 }

@@ -61,6 +61,10 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		return nil, fmt.Errorf("unknown grantee %q: use \"service_sid\" or \"service_account\"", d.Grantee)
 	}
 
+	if hiddenApplies(d.IneffectiveRestart, a.ServiceAccountSID, o) {
+		a.hidden = d.IneffectiveRestart
+		a.IneffectiveRestart = a.hidden
+	}
 	holders := sidSet(ri.RightHolders)
 	a.PrivilegeGranted = holders[a.GranteeSID]
 	a.EffectiveAtNextStart, a.EffectiveVia, a.EffectiveViaOther = a.effective(holders)
@@ -158,6 +162,9 @@ func (a *Assessment) effective(holders map[string]bool) (bool, string, bool) {
 		if holders[t.sid] {
 			return true, t.why, true
 		}
+	}
+	if a.hidden != nil && a.hidden.covers(holders) {
+		return true, a.hiddenVia(), true
 	}
 	return false, "", false
 }

@@ -62,6 +62,9 @@ type Desired struct {
 	// PriorGranteeSID is the SID granted by an earlier apply; when it differs from
 	// the grantee now asked for, the grant moves (revoke the old SID, grant the new).
 	PriorGranteeSID string
+	// IneffectiveRestart is what an earlier apply learned from a restart that left
+	// IFI on (kept in the resource's private state); nil when none.
+	IneffectiveRestart *IneffectiveRestart
 }
 
 // Verification is what the running Engine says about itself.
@@ -126,6 +129,9 @@ const (
 	WarnAGUnknown      = "ag_unknown"
 	WarnGPUnknown      = "group_policy_unknown"
 	WarnPrimaryRestart = "primary_restart"
+	// WarnHiddenMembership: IFI stays on although enabled = false, through a
+	// membership the host does not report (an IneffectiveRestart applies).
+	WarnHiddenMembership = "hidden_membership"
 )
 
 // Assessment is the decision's view of one instance.
@@ -169,6 +175,12 @@ type Assessment struct {
 
 	Warnings []Warning
 
+	// IneffectiveRestart is Desired.IneffectiveRestart when it still speaks for the
+	// instance (same start account and Administrators' members, IFI reported on);
+	// the assessment then counts it as a holder path. nil when none applies.
+	IneffectiveRestart *IneffectiveRestart
+
+	hidden     *IneffectiveRestart // = IneffectiveRestart
 	staysOn    bool
 	staysOnVia string
 	desired    Desired

@@ -24,7 +24,9 @@ func (a *Assessment) warnings() []Warning {
 			fmt.Sprintf("The service %s of %s is %q, so IFI cannot be verified; the right takes effect when the service starts. "+
 				"Start the service to verify.", a.ServiceName, a.where(), ri.ServiceState), nil})
 	}
-	if !d.Enabled && a.staysOn {
+	if !d.Enabled && a.staysOn && a.hidden != nil && a.staysOnVia == a.hiddenVia() {
+		w = append(w, a.hiddenWarning())
+	} else if !d.Enabled && a.staysOn {
 		w = append(w, Warning{WarnStaysOn, "IFI stays on although enabled = false",
 			fmt.Sprintf("On %s IFI stays on because %s; revoking the direct grant cannot turn it off. "+
 				"To turn IFI off, run the service %s as a non-administrator account without the right "+

@@ -107,3 +107,16 @@ func sqlErrorDetail(err error) string {
 	}
 	return se.Error() + ". " + adv
 }
+
+// constrainedLanguageAdvice says what an administrator of host can do when its
+// PowerShell runs the WinRM user's commands in ConstrainedLanguage mode (the script
+// error contract.CodeConstrainedLanguage); docs/design/host-knowledge.md has the sources.
+func constrainedLanguageAdvice(host, user string) string {
+	return fmt.Sprintf("PowerShell on %s runs in Constrained Language Mode for %s (an AppLocker or App Control for Business (WDAC) "+
+		"policy that enforces script rules); the provider's scripts need FullLanguage for the WinRM user, and it sends them as "+
+		"commands, not as script files, so signing cannot admit them. With AppLocker, whose rules apply per user or group, exclude the "+
+		"management account: add an Allow rule to the Script rules for %s (or a group of management accounts) that covers at least "+
+		"its %%TEMP%% folder, where Windows PowerShell tests the policy when it starts. App Control has no per-account exception: "+
+		"the provider can only run on this host under a policy with the rule option Disabled:Script Enforcement. Then run "+
+		"terraform apply again", host, user, user)
+}

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,4 +128,35 @@ func sqlBlock(args string) string {
 		user = ""
 	}
 	return fmt.Sprintf("  sql {\n%s    password = %q\n%s\n  }\n", user, accSQLPass, args)
+}
+
+// A host whose PowerShell runs in Constrained Language Mode (AppLocker or App
+// Control script enforcement): the apply fails before changing anything, with an
+// error that names the mode, the host, the WinRM user and what an administrator can
+// do; once the policy lets the user run in FullLanguage, the apply succeeds.
+func TestCLI_constrainedLanguageModeIsNamed(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.PowerShellLanguageMode = host.LanguageConstrained })
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("terraform apply succeeded in ConstrainedLanguage mode:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^Cannot read SQL Server instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`$`,
+		`ConstrainedLanguage mode(.|\n)*PowerShell on `+regexp.QuoteMeta(e.addr)+` runs in Constrained Language Mode for `+accUser+
+			`(.|\n)*AppLocker(.|\n)*Script rules for `+accUser+`(.|\n)*Disabled:Script Enforcement`)
+	if ops := e.operations(); len(ops) == 0 || slices.ContainsFunc(ops, func(op string) bool { return op != "" }) {
+		t.Errorf("operations run on the host: %q; want only refused commands", ops)
+	}
+	if e.holds(defaultSvcSID) {
+		t.Error("the right was granted in ConstrainedLanguage mode")
+	}
+	if err := e.host().SetLanguageMode(host.LanguageFull); err != nil {
+		t.Fatal(err)
+	}
+	w.mustApply()
+	if !e.holds(defaultSvcSID) {
+		t.Error("the apply after the policy was lifted did not grant the right")
+	}
 }

@@ -118,7 +118,9 @@ func hostErrorDetail(t converge.Target, err error, user string) string {
 		}
 		// remote says what failed and what to check on the host; the provider's
 		// arguments to change are ours to name.
-		if adv := winrmAdvice(re); adv != "" {
+		if re.Kind == remote.KindScript && re.Code == contract.CodeConstrainedLanguage {
+			msg += ". " + constrainedLanguageAdvice(t.Host, user)
+		} else if adv := winrmAdvice(re); adv != "" {
 			msg += ". " + adv
 		} else if re.Hint == "" && (re.Kind == remote.KindUnreachable || re.Kind == remote.KindTimeout) {
 			msg += ". Check that the host is up, WinRM listens on the configured port and no firewall blocks it; the Terraform state was not changed"

@@ -184,6 +184,9 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 
 	desired := plan.desired()
 	desired.PriorGranteeSID = prior.GranteeSID.ValueString()
+	var ds diag.Diagnostics
+	desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
 	plan.ID = prior.ID
 	r.apply(ctx, plan, desired, &resp.State, resp.Private, &resp.Diagnostics)
 }
@@ -201,6 +204,7 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 	if st := plan.withOutcome(out); st != nil {
 		diags.Append(state.Set(ctx, st)...)
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
+		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
 	}
 }
 
@@ -240,6 +244,8 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	} else {
 		var ds diag.Diagnostics
 		desired.Enabled, ds = getDesired(ctx, req.Private, desired.Enabled)
+		resp.Diagnostics.Append(ds...)
+		desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
 		resp.Diagnostics.Append(ds...)
 	}
 	t := state.target()

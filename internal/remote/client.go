@@ -256,6 +256,9 @@ func scriptHint(code string) string {
 		return "Check the instance name (MSSQLSERVER for the default instance) and that SQL Server is installed on this host"
 	case "lsa_error":
 		return "Changing user rights needs a local Administrator; check the WinRM user's group membership"
+	case contract.CodeConstrainedLanguage:
+		return "Nothing was changed. The operations need FullLanguage; check with " +
+			"powershell -NoProfile -Command '$ExecutionContext.SessionState.LanguageMode' run as the WinRM user on the host"
 	}
 	return ""
 }

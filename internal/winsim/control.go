@@ -26,6 +26,7 @@ import (
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"secondary"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"primary","group":"AG2"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"none"}
+//	{"action":"set_language_mode","mode":"ConstrainedLanguage"}
 //
 // set_ag_role changes an Always On replica's role (a failover), joins the instance
 // to "group" or, with role "none", removes it from its group; the instance must
@@ -46,6 +47,7 @@ type Action struct {
 	Force          bool     `json:"force,omitempty"`
 	Wait           *bool    `json:"wait,omitempty"`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
+	Mode           string   `json:"mode,omitempty"`
 }
 
 // Action names.
@@ -59,6 +61,7 @@ const (
 	ActionRefreshGroupPolicy   = "refresh_group_policy"
 	ActionUninstallInstance    = "uninstall_instance"
 	ActionSetAGRole            = "set_ag_role"
+	ActionSetLanguageMode      = "set_language_mode"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -206,6 +209,15 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionSetLanguageMode:
+		if err := need("mode", a.Mode); err != nil {
+			return res, err
+		}
+		if err := h.SetLanguageMode(a.Mode); err != nil {
+			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+		}
+		return res, nil
+
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
 	default:
@@ -216,7 +228,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
-	ActionSetAGRole,
+	ActionSetAGRole, ActionSetLanguageMode,
 }
 
 // controlHandler serves the HTTP JSON control plane.

@@ -39,6 +39,13 @@ type HostConfig struct {
 	// WinRM configures the WS-Management listeners and who may log on.
 	WinRM WinRMConfig `json:"winrm"`
 
+	// PowerShellLanguageMode is the language mode Windows PowerShell runs the WinRM
+	// users' commands in: "FullLanguage" (default) or "ConstrainedLanguage", as
+	// under an AppLocker or App Control for Business policy that enforces script
+	// rules. The bootstrap then answers the ScriptError constrained_language
+	// (exit 3) before it reads stdin. The control action set_language_mode changes it.
+	PowerShellLanguageMode string `json:"powershell_language_mode,omitempty"`
+
 	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
 	// default; see CostConfig.
 	Cost CostConfig `json:"cost,omitempty"`
@@ -53,6 +60,14 @@ type HostConfig struct {
 	// (S-1-5-32-544), as SIDs or names. Default: the local Administrator account
 	// (<machine SID>-500). WinRM users with "administrator": true are always added.
 	Administrators []string `json:"administrators,omitempty"`
+	// Groups are domain (or nested local) groups, group → members, each as a SID or
+	// a name (the group's name must be in "accounts"). A process's token carries
+	// every group its account is in, directly or through other groups, and
+	// Administrators when any of them is a direct member of Administrators, as a
+	// domain logon's token does. read_instance reports a group in Administrators
+	// only as itself, never its members: Get-LocalGroupMember and the WinNT
+	// provider list the direct members of a local group (docs/design/host-knowledge.md).
+	Groups map[string][]string `json:"groups,omitempty"`
 	// Rights is the initial local holder list of each user right, right name → SIDs or
 	// names. Rights not named keep Windows' defaults; the only default the model has is
 	// SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows' default for "Perform
@@ -462,6 +477,9 @@ func (c HostConfig) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf(`winrm.cbt_hardening_level %q: use "none", "relaxed" (the default) or "strict"`, c.WinRM.CBTHardeningLevel))
 	}
+	if _, err := CanonicalLanguageMode(c.PowerShellLanguageMode); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.Cost.validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -476,3 +494,23 @@ func (c HostConfig) Validate() error {
 func validSIDType(t int) bool { return t == 0 || t == 1 || t == 3 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// PowerShell language modes the simulator models.
+const (
+	LanguageFull        = "FullLanguage"
+	LanguageConstrained = "ConstrainedLanguage"
+)
+
+// ErrBadLanguageMode is wrapped by CanonicalLanguageMode's errors.
+var ErrBadLanguageMode = errors.New("unknown PowerShell language mode")
+
+// CanonicalLanguageMode spells a language mode as PowerShell does; "" is FullLanguage.
+func CanonicalLanguageMode(mode string) (string, error) {
+	switch {
+	case mode == "" || strings.EqualFold(mode, LanguageFull):
+		return LanguageFull, nil
+	case strings.EqualFold(mode, LanguageConstrained):
+		return LanguageConstrained, nil
+	}
+	return "", fmt.Errorf(`%w: "powershell_language_mode" %q: use %q (default) or %q`, ErrBadLanguageMode, mode, LanguageFull, LanguageConstrained)
+}

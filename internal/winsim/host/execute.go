@@ -177,6 +177,9 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 		}
 	}
 	h.chargeProcessStart(ctx)
+	if mode := h.LanguageMode(); mode != LanguageFull {
+		return constrainedLanguage(mode, bootstrap, stdout, stderr, entry)
+	}
 	var op contract.Operation
 	var raw json.RawMessage
 	if bootstrap == unframedBootstrap {
@@ -210,6 +213,21 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 		return h.opRestartInstance(ctx, p, admin, stdout, stderr, entry)
 	}
 	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
+}
+
+// constrainedLanguage is the bootstrap in a language mode other than FullLanguage:
+// its first lines print the ScriptError as one string (PowerShell's output adds
+// CRLF) and exit ExitRefused, before stdin is read. 0.1.0's bootstrap began with a
+// method call on [Console], which ConstrainedLanguage refuses.
+func constrainedLanguage(mode, bootstrap string, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if bootstrap == unframedBootstrap {
+		return psFailure(stderr, entry, "Cannot invoke method. Method invocation is supported only on core types in this language mode.",
+			"InvalidOperation: (:) [], RuntimeException", "MethodInvocationNotSupportedInConstrainedLanguage")
+	}
+	msg := contract.ConstrainedLanguageMessage(mode)
+	entry.Error = contract.CodeConstrainedLanguage + ": " + msg
+	fmt.Fprintf(stdout, "{\"error\":\"%s\",\"message\":\"%s\"}\r\n", contract.CodeConstrainedLanguage, msg)
+	return contract.ExitRefused
 }
 
 // readFramed reads stdin as the bootstrap does (contract.ReadInput): the parameters

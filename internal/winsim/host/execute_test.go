@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -396,5 +397,63 @@ func TestReadInstanceBoundsAndGroupPolicyKnowledge(t *testing.T) {
 				t.Errorf("group policy %+v, want known %v, not defined, detail with %q", res.GroupPolicy, tc.wantKnown, tc.gpDetail)
 			}
 		})
+	}
+}
+
+// A domain group in Administrators is reported as itself: read_instance does not
+// expand its members, although the start account's token has Administrators
+// through it (the restart after a revoke leaves IFI on).
+func TestReadInstanceDoesNotExpandNestedGroups(t *testing.T) {
+	const groupSID = "S-1-5-21-1004336348-1177238915-682003330-2201"
+	cfg := baseConfig()
+	cfg.Accounts[`CONTOSO\SQL Admins`] = groupSID
+	cfg.Administrators = []string{`CONTOSO\SQL Admins`}
+	cfg.Groups = map[string][]string{`CONTOSO\SQL Admins`: {`CONTOSO\sqlsvc`}}
+	cfg.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+	h := newHost(t, cfg)
+	res := decode[contract.ReadInstanceResult](t, execOp(t, h, "Administrator", contract.OpReadInstance,
+		contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}))
+	var admins []string
+	for _, p := range res.AdministratorsMembers {
+		admins = append(admins, p.SID)
+	}
+	if !slices.Contains(admins, groupSID) || slices.Contains(admins, sqlsvcSID) {
+		t.Fatalf("administrators_members %v: want the group %s and not its member %s", admins, groupSID, sqlsvcSID)
+	}
+	inst, _ := h.Instance("MSSQLSERVER")
+	if p := inst.Process(); p == nil || !p.IFI || !slices.Contains(p.TokenSIDs, groupSID) || !slices.Contains(p.TokenSIDs, winsid.Administrators) {
+		t.Fatalf("process %+v: want IFI through the group's Administrators membership", p)
+	}
+}
+
+// Under an AppLocker or App Control policy that enforces script rules, PowerShell
+// runs the bootstrap in ConstrainedLanguage mode: it answers constrained_language
+// (exit 3) before it reads stdin, whatever the operation; lifting the policy ends it.
+func TestExecuteConstrainedLanguage(t *testing.T) {
+	cfg := baseConfig()
+	cfg.PowerShellLanguageMode = "constrainedlanguage"
+	h := newHost(t, cfg)
+	r := execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true})
+	se := wantScriptError(t, r, contract.ExitRefused, contract.CodeConstrainedLanguage)
+	if se.Message != contract.ConstrainedLanguageMessage(LanguageConstrained) || !strings.HasSuffix(r.stdout, "}\r\n") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	for _, p := range h.Snapshot().Rights[contract.RightManageVolume] {
+		if p.SID == engineSID {
+			t.Fatal("set_right ran in ConstrainedLanguage mode")
+		}
+	}
+	if a := h.Audit(); len(a) != 1 || a[0].Operation != "" || !strings.HasPrefix(a[0].Error, contract.CodeConstrainedLanguage) || a[0].ExitCode != contract.ExitRefused {
+		t.Fatalf("audit %+v: want one entry without an operation (stdin unread), the error and exit 3", a)
+	}
+	if err := h.SetLanguageMode("NoLanguage"); !errors.Is(err, ErrBadLanguageMode) {
+		t.Fatalf("SetLanguageMode(NoLanguage) = %v, want ErrBadLanguageMode", err)
+	}
+	if err := h.SetLanguageMode(LanguageFull); err != nil {
+		t.Fatal(err)
+	}
+	r = execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if r.code != 0 {
+		t.Fatalf("read_instance after the policy was lifted: exit %d, %s %s", r.code, r.stdout, r.stderr)
 	}
 }

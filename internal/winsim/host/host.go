@@ -53,8 +53,10 @@ type Host struct {
 	sidNames   map[string]string // SID → display name (accounts table, local users)
 	users      []winrmUser
 	admins     []string            // direct members of S-1-5-32-544, SIDs
+	groupsOf   map[string][]string // member SID → SIDs of the groups it is directly in
 	rights     map[string][]string // canonical right → direct holders (SIDs), in grant order
 	rsop       bool
+	langMode   string              // PowerShell's language mode for WinRM users' commands
 	gpPolicy   map[string][]string // rights a GPO defines now (applied at the next refresh)
 	gpApplied  map[string][]string // rights as of the last refresh (what RSoP reports)
 	gpRefresh  time.Time
@@ -110,6 +112,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		sidNames:   map[string]string{},
 		rights:     map[string][]string{},
 		rsop:       cfg.GroupPolicy.RSoP(),
+		langMode:   LanguageFull,
 		gpPolicy:   map[string][]string{},
 		gpApplied:  map[string][]string{},
 		svcByName:  map[string]*service{},
@@ -224,6 +227,25 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	for _, u := range h.users {
 		if u.admin {
 			h.admins = appendUnique(h.admins, u.sid)
+		}
+	}
+	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
+		h.langMode = m
+	}
+	h.groupsOf = map[string][]string{}
+	for group, ms := range cfg.Groups {
+		gsid, err := h.resolvePrincipal(group)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("groups: %w", err))
+			continue
+		}
+		for _, m := range ms {
+			msid, err := h.resolvePrincipal(m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("groups[%s]: %w", group, err))
+				continue
+			}
+			h.groupsOf[msid] = appendUnique(h.groupsOf[msid], gsid)
 		}
 	}
 
@@ -694,4 +716,25 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// SetLanguageMode changes the language mode PowerShell runs WinRM users' commands in
+// (as deploying or removing an AppLocker or App Control policy that enforces script
+// rules does). Errors wrap ErrBadLanguageMode.
+func (h *Host) SetLanguageMode(mode string) error {
+	m, err := CanonicalLanguageMode(mode)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.langMode = m
+	h.mu.Unlock()
+	return nil
+}
+
+// LanguageMode is the language mode PowerShell runs WinRM users' commands in.
+func (h *Host) LanguageMode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.langMode
 }

@@ -99,6 +99,19 @@ func TestTokenIFIRule(t *testing.T) {
 			c.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
 			c.Administrators = []string{`CONTOSO\sqlsvc`}
 		}, true, true, true},
+		{"start account in a domain group nested in another one, which is in Administrators", func(c *HostConfig) {
+			c.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+			c.Accounts[`CONTOSO\SQL Admins`] = "S-1-5-21-1004336348-1177238915-682003330-2201"
+			c.Accounts[`CONTOSO\DBA`] = "S-1-5-21-1004336348-1177238915-682003330-2202"
+			c.Administrators = []string{`CONTOSO\SQL Admins`}
+			c.Groups = map[string][]string{`CONTOSO\SQL Admins`: {`CONTOSO\DBA`}, `CONTOSO\DBA`: {`CONTOSO\sqlsvc`}}
+		}, true, true, true},
+		{"a domain group in Administrators without the start account", func(c *HostConfig) {
+			c.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+			c.Accounts[`CONTOSO\SQL Admins`] = "S-1-5-21-1004336348-1177238915-682003330-2201"
+			c.Administrators = []string{`CONTOSO\SQL Admins`}
+			c.Groups = map[string][]string{`CONTOSO\SQL Admins`: {}}
+		}, false, false, false},
 		{"LocalSystem has it even with no holders", func(c *HostConfig) {
 			c.Instances[0].ServiceAccount = "LocalSystem"
 			c.Rights = map[string][]string{contract.RightManageVolume: {}}

@@ -279,13 +279,30 @@ func (h *Host) isAdministratorsMember(sid string) bool {
 	return slices.Contains(h.admins, sid)
 }
 
-// captureTokenLocked builds the token of a process started under the service's account,
-// the way the SCM logs a service on: the account's SID, the per-service SID when the SID
-// type is unrestricted or restricted
-// (docs/design/windows-behaviour.md#who-holds-the-right), Administrators when the account
-// is a member (LocalSystem always is), and the groups every service logon gets. The token
-// holds SeManageVolumePrivilege iff one of its SIDs is a direct holder at this moment, or
-// it is LocalSystem (docs/design/windows-behaviour.md#who-holds-the-right).
+// groupClosure lists the groups ("groups" in the configuration) sid is in, directly
+// or through other groups, as a logon token carries them.
+func (h *Host) groupClosure(sid string) []string {
+	var out []string
+	queue := slices.Clone(h.groupsOf[sid])
+	for len(queue) > 0 {
+		g := queue[0]
+		queue = queue[1:]
+		if slices.Contains(out, g) {
+			continue
+		}
+		out = append(out, g)
+		queue = append(queue, h.groupsOf[g]...)
+	}
+	return out
+}
+
+// captureTokenLocked builds the token of a process started under the service's
+// account, the way the SCM logs a service on: the account's SID, the per-service SID
+// when the SID type is unrestricted or restricted (docs/design/windows-behaviour.md#who-holds-the-right), the configured groups
+// the account is in (transitively), Administrators when the account or one of those
+// groups is a member (LocalSystem always is), and the groups every service logon
+// gets. The token holds SeManageVolumePrivilege iff one of its SIDs is a direct
+// holder at this moment, or it is LocalSystem (docs/design/windows-behaviour.md#who-holds-the-right).
 func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool) {
 	localSystem := s.accountSID == winsid.LocalSystem
 	if s.accountSID != "" {
@@ -294,7 +311,14 @@ func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool)
 	if s.sidType == 1 || s.sidType == 3 {
 		sids = appendUnique(sids, serviceSIDOf(s))
 	}
-	if localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID)) {
+	admin := localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID))
+	if s.accountSID != "" {
+		for _, g := range h.groupClosure(s.accountSID) {
+			sids = appendUnique(sids, g)
+			admin = admin || h.isAdministratorsMember(g)
+		}
+	}
+	if admin {
 		sids = append(sids, winsid.Administrators)
 	}
 	for _, g := range []string{winsid.Everyone, winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users} {
