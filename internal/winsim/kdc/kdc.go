@@ -146,6 +146,7 @@ func Start(t testing.TB, opts Options) *KDC {
 		max_life = 10h 0m 0s
 		max_renewable_life = 7d 0h 0m 0s
 		supported_enctypes = %[6]s
+		default_principal_flags = +preauth
 	}
 
 [logging]
@@ -159,6 +160,7 @@ func Start(t testing.TB, opts Options) *KDC {
 	dns_lookup_kdc = false
 	dns_lookup_realm = false
 	rdns = false
+	dns_canonicalize_hostname = false
 	ignore_acceptor_hostname = false
 	udp_preference_limit = 1
 	ticket_lifetime = 10h

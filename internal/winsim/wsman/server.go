@@ -37,6 +37,10 @@ type Config struct {
 	// must seal messages with NTLM. HTTPS is always accepted. Optional.
 	RequireEncryption bool
 
+	// Kerberos enables Kerberos logons (Negotiate and Kerberos schemes) with the
+	// host's keytab; nil leaves Kerberos off. Optional.
+	Kerberos *KerberosConfig
+
 	// MaxOperationTimeout caps how long a Receive waits for output before it
 	// answers the TimedOut fault, whatever the client asks in OperationTimeout
 	// (WinRM's MaxTimeoutms). Optional; 60s when zero.
@@ -181,14 +185,23 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if auth.reply != "" {
+		w.Header().Add("WWW-Authenticate", auth.reply)
+	}
 	encrypted := isEncrypted(r.Header.Get("Content-Type"))
 	if encrypted {
-		if auth.session == nil {
-			s.logf("wsman: %s: encrypted message on a connection not authenticated with NTLM", r.RemoteAddr)
+		if auth.session == nil && auth.krb == nil {
+			s.logf("wsman: %s: encrypted message on a connection not authenticated with NTLM or Kerberos", r.RemoteAddr)
 			s.unauthorized(w, "")
 			return
 		}
-		plain, err := unwrapEncrypted(auth.session, body)
+		var plain []byte
+		var err error
+		if auth.krb != nil {
+			plain, err = unwrapEncryptedKerberos(auth.krb, body)
+		} else {
+			plain, err = unwrapEncrypted(auth.session, body)
+		}
 		if err != nil {
 			s.logf("wsman: %s: %v", r.RemoteAddr, err)
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -214,7 +227,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	status, reply := s.dispatch(r, auth.user, body)
 	w.Header().Set("Server", "Microsoft-HTTPAPI/2.0")
 	if encrypted {
-		framed := wrapEncrypted(auth.session, reply)
+		var framed []byte
+		if auth.krb != nil {
+			var err error
+			if framed, err = wrapEncryptedKerberos(auth.krb, reply); err != nil {
+				s.logf("wsman: %s: sealing the answer with Kerberos failed: %v", r.RemoteAddr, err)
+				http.Error(w, "sealing the answer failed", http.StatusInternalServerError)
+				return
+			}
+		} else {
+			framed = wrapEncrypted(auth.session, reply)
+		}
 		w.Header().Set("Content-Type", encryptedContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(framed)))
 		w.WriteHeader(status)
