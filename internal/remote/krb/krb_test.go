@@ -165,4 +165,3 @@ func TestSealer(t *testing.T) {
 		t.Errorf("RC4 key: %v, want a refusal that says to enable AES", err)
 	}
 }
-
