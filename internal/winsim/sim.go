@@ -298,12 +298,17 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	}
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 
+	kerberos, err := wsmanKerberos(hc)
+	if err != nil {
+		return err
+	}
 	sh.wsman = wsman.NewServer(wsman.Config{
 		ComputerName: computer,
 		DomainName:   hc.Domain,
 		Lookup:       model.Lookup,
 		AllowBasic:   hostAllowBasic(hc),
 		AllowNTLM:    hostAllowNTLM(hc),
+		Kerberos:     kerberos,
 		Executor:     model,
 		Logf:         s.logf,
 	})

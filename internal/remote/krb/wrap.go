@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/types"
@@ -39,8 +40,10 @@ var ErrWrap = errors.New("kerberos message protection")
 
 // Sealer seals and unseals the messages of one security context (one
 // connection): the key, the direction and the sequence numbers of both sides.
-// It is not safe for concurrent use; a connection carries one message at a time.
+// Messages must be sealed and unsealed in the order they travel; it is safe for
+// concurrent use.
 type Sealer struct {
+	mu             sync.Mutex
 	key            types.EncryptionKey
 	acceptor       bool // this side is the acceptor (the server)
 	acceptorSubkey bool // the key is the acceptor's subkey (flag 0x04)
@@ -75,6 +78,8 @@ func rfc4121Etype(et int32) bool {
 // Seal encrypts msg and returns the MS-WSMV signature (token header, rotated
 // trailer, confounder) and the encrypted data, the same length as msg.
 func (s *Sealer) Seal(msg []byte) (signature, data []byte, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	et, err := crypto.GetEtype(s.key.KeyType)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrWrap, err)
@@ -112,6 +117,8 @@ func (s *Sealer) Seal(msg []byte) (signature, data []byte, err error) {
 // Unseal checks and decrypts a message sealed by the other side: signature and
 // data as MS-WSMV carries them (any EC and RRC are accepted).
 func (s *Sealer) Unseal(signature, data []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	token := make([]byte, 0, len(signature)+len(data))
 	token = append(token, signature...)
 	token = append(token, data...)

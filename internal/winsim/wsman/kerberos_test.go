@@ -1,28 +1,16 @@
 package wsman
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/masterzen/winrm"
-	"github.com/masterzen/winrm/soap"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
@@ -72,176 +60,10 @@ func newKrbEnv(t *testing.T, tweak func(*Config)) *krbEnv {
 	return &krbEnv{testEnv: env, kdc: k}
 }
 
-// krbTransport is the smallest winrm.Transporter that speaks Kerberos with
-// message encryption over HTTP: each connection authenticates once with an empty
-// POST (as pywinrm does), verifies the AP-REP, then seals every message. It is
-// the seam internal/remote's transport wires: krb.Client.InitSecContext,
-// Context.VerifyReply, Context.Seal and Unseal in MS-WSMV framing.
-type krbTransport struct {
-	kc   *krb.Client
-	spn  string
-	addr string
-	url  *url.URL
-
-	mu   sync.Mutex
-	idle []*krbTestConn
-}
-
-type krbTestConn struct {
-	nc  net.Conn
-	br  *bufio.Reader
-	ctx *krb.Context
-}
-
-func (t *krbTransport) Transport(ep *winrm.Endpoint) error {
-	t.addr = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
-	t.url = &url.URL{Scheme: "http", Host: t.addr, Path: "/wsman"}
-	return nil
-}
-
-func (t *krbTransport) Post(_ *winrm.Client, m *soap.SoapMessage) (string, error) {
-	c, err := t.conn()
-	if err != nil {
-		return "", err
-	}
-	sig, data, err := c.ctx.Seal([]byte(m.String()))
-	if err != nil {
-		return "", err
-	}
-	body := frame(len(m.String()), sig, data)
-	resp, err := t.roundTrip(c, body, nil)
-	if err != nil {
-		_ = c.nc.Close()
-		return "", err
-	}
-	plain, err := unframe(c.ctx, resp.body)
-	if err != nil {
-		_ = c.nc.Close()
-		return "", fmt.Errorf("HTTP %d, unsealing the answer: %w", resp.status, err)
-	}
-	t.mu.Lock()
-	t.idle = append(t.idle, c)
-	t.mu.Unlock()
-	if resp.status != http.StatusOK {
-		return "", fmt.Errorf("http error %d: %s", resp.status, plain)
-	}
-	return string(plain), nil
-}
-
-func (t *krbTransport) conn() (*krbTestConn, error) {
-	t.mu.Lock()
-	if n := len(t.idle); n > 0 {
-		c := t.idle[n-1]
-		t.idle = t.idle[:n-1]
-		t.mu.Unlock()
-		return c, nil
-	}
-	t.mu.Unlock()
-	nc, err := net.Dial("tcp", t.addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &krbTestConn{nc: nc, br: bufio.NewReader(nc)}
-	x, token, err := t.kc.InitSecContext(context.Background(), t.spn, krb.SPNEGO)
-	if err != nil {
-		_ = nc.Close()
-		return nil, err
-	}
-	resp, err := t.roundTrip(c, nil, http.Header{"Authorization": {"Negotiate " + base64.StdEncoding.EncodeToString(token)}})
-	if err != nil {
-		_ = nc.Close()
-		return nil, err
-	}
-	reply := negotiateReply(resp.header)
-	if reply != nil {
-		if err := x.VerifyReply(reply); err != nil {
-			_ = nc.Close()
-			return nil, err
-		}
-	}
-	if resp.status != http.StatusOK {
-		_ = nc.Close()
-		return nil, fmt.Errorf("kerberos logon answered HTTP %d", resp.status)
-	}
-	if reply == nil {
-		_ = nc.Close()
-		return nil, errors.New("the host accepted the logon without an AP-REP (no mutual authentication)")
-	}
-	c.ctx = x
-	return c, nil
-}
-
-type krbResp struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (t *krbTransport) roundTrip(c *krbTestConn, body []byte, h http.Header) (*krbResp, error) {
-	req := &http.Request{Method: http.MethodPost, URL: t.url, Host: t.addr, Header: http.Header{},
-		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	if len(body) > 0 {
-		req.Header.Set("Content-Type", `multipart/encrypted;protocol="application/HTTP-SPNEGO-session-encrypted";boundary="Encrypted Boundary"`)
-	}
-	if err := req.Write(c.nc); err != nil {
-		return nil, err
-	}
-	resp, err := http.ReadResponse(c.br, req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &krbResp{status: resp.StatusCode, header: resp.Header, body: b}, nil
-}
-
-func negotiateReply(h http.Header) []byte {
-	for _, v := range h.Values("WWW-Authenticate") {
-		scheme, tok, _ := strings.Cut(v, " ")
-		if strings.EqualFold(scheme, "Negotiate") && tok != "" {
-			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(tok))
-			if err == nil {
-				return raw
-			}
-		}
-	}
-	return nil
-}
-
-// frame and unframe are the client's half of the MS-WSMV framing, written
-// independently of the server's.
-func frame(plainLen int, sig, data []byte) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "--Encrypted Boundary\r\n\tContent-Type: application/HTTP-SPNEGO-session-encrypted\r\n\tOriginalContent: type=application/soap+xml;charset=UTF-8;Length=%d\r\n--Encrypted Boundary\r\n\tContent-Type: application/octet-stream\r\n", plainLen)
-	_ = binary.Write(&b, binary.LittleEndian, uint32(len(sig)))
-	b.Write(sig)
-	b.Write(data)
-	b.WriteString("--Encrypted Boundary--\r\n")
-	return b.Bytes()
-}
-
-func unframe(x *krb.Context, body []byte) ([]byte, error) {
-	marker := []byte("\tContent-Type: application/octet-stream\r\n")
-	i := bytes.Index(body, marker)
-	if i < 0 {
-		return nil, fmt.Errorf("not an encrypted answer: %.200q", body)
-	}
-	payload := bytes.TrimSuffix(body[i+len(marker):], []byte("--Encrypted Boundary--\r\n"))
-	n := int(binary.LittleEndian.Uint32(payload[:4]))
-	return x.Unseal(payload[4:4+n], payload[4+n:])
-}
-
 func (e *krbEnv) masterzen(t *testing.T, kc *krb.Client, spn string) *winrm.Client {
 	t.Helper()
 	params := winrm.NewParameters("PT60S", "en-US", 153600)
-	params.TransportDecorator = func() winrm.Transporter { return &krbTransport{kc: kc, spn: spn} }
+	params.TransportDecorator = func() winrm.Transporter { return krb.NewTransport(kc, spn) }
 	return e.client(t, "", "", params)
 }
 
@@ -273,11 +95,7 @@ func TestKerberosClockSkewNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &krbTransport{kc: kc, spn: "HTTP/" + krbHostFQDN}
-	if err := tr.Transport(&winrm.Endpoint{Host: e.host, Port: e.port}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = tr.conn()
+	_, err = e.masterzen(t, kc, "HTTP/"+krbHostFQDN).CreateShell()
 	if !errors.Is(err, krb.ErrClockSkew) {
 		t.Fatalf("logon with a 10-minute skew: %v, want ErrClockSkew", err)
 	}
@@ -296,9 +114,7 @@ func TestKerberosStaleHostKeyRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &krbTransport{kc: kc, spn: "HTTP/" + krbHostFQDN}
-	_ = tr.Transport(&winrm.Endpoint{Host: e.host, Port: e.port})
-	_, err = tr.conn()
+	_, err = e.masterzen(t, kc, "HTTP/"+krbHostFQDN).CreateShell()
 	if !errors.Is(err, krb.ErrRefused) || !strings.Contains(err.Error(), "KRB_AP_ERR_MODIFIED") {
 		t.Fatalf("logon to a host with a stale keytab: %v, want ErrRefused naming KRB_AP_ERR_MODIFIED", err)
 	}
