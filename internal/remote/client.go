@@ -69,10 +69,10 @@ func New(cfg Config) (Host, error) {
 	if auth == "" {
 		auth = "ntlm"
 	}
-	if auth != "ntlm" && auth != "basic" {
-		return nil, configError(cfg, fmt.Sprintf("auth %q is not supported", cfg.Auth), `Use auth = "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled).`)
+	if auth != "ntlm" && auth != "basic" && auth != "kerberos" {
+		return nil, configError(cfg, fmt.Sprintf("auth %q is not supported", cfg.Auth), `Use auth = "kerberos" (domain accounts), "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled).`)
 	}
-	if cfg.Username == "" {
+	if cfg.Username == "" && (auth != "kerberos" || cfg.Password != "" || cfg.Keytab != "") {
 		return nil, configError(cfg, "no WinRM username given", "Set winrm.username (or MSSQLIFI_WINRM_USERNAME) to a local Administrator of the host.")
 	}
 	port := cfg.Port
@@ -109,6 +109,13 @@ func New(cfg Config) (Host, error) {
 	// Our own transport for both kinds: it keeps every NTLM handshake on one
 	// connection (see transport.go). It ignores HTTP proxies.
 	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
+	if auth == "kerberos" {
+		dec, err := kerberosDecorator(cfg)
+		if err != nil {
+			return nil, err
+		}
+		params.TransportDecorator = dec
+	}
 	newClient := func() (*winrm.Client, error) {
 		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
 	}

@@ -24,6 +24,9 @@ var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 // and what to do next.
 func (h *winrmHost) classify(err error) *Error {
 	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
+	if ke := h.classifyKerberos(err); ke != nil {
+		return ke
+	}
 	e := &Error{Host: h.cfg.Host, Err: err}
 	msg := err.Error()
 

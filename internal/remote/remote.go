@@ -27,9 +27,17 @@ type Config struct {
 	Insecure      bool   // skip TLS verification (only when the user asked)
 	CACert        []byte // PEM; empty: system roots
 	TLSServerName string // overrides the name checked in the host's certificate
-	Auth          string // "ntlm" or "basic"
-	Username      string
+	Auth          string // "ntlm", "basic" or "kerberos"
+	Username      string // with Kerberos: user@REALM or REALM\user; may be empty with a credential cache
 	Password      string
+	// Kerberos (auth = "kerberos"): a keytab instead of a password, else the
+	// credential cache of KRB5CCNAME; krb5.conf (default KRB5_CONFIG, then
+	// /etc/krb5.conf); the service principal (default HTTP/<Host>); the realm
+	// (default: from Username).
+	Keytab   string
+	Krb5Conf string
+	SPN      string
+	Realm    string
 	Timeout       time.Duration // per WinRM request (operation timeout); 0: 60s
 }
 

@@ -347,7 +347,8 @@ func TestNewValidates(t *testing.T) {
 		want string
 	}{
 		{Config{Username: "u"}, "no host"},
-		{Config{Host: "h", Username: "u", Auth: "kerberos"}, `auth "kerberos" is not supported`},
+		{Config{Host: "h", Username: "u", Auth: "credssp"}, `auth "credssp" is not supported`},
+		{Config{Host: "h", Username: "u", Auth: "kerberos", Krb5Conf: "no-such-krb5.conf"}, "cannot read krb5.conf no-such-krb5.conf"},
 		{Config{Host: "h"}, "no WinRM username"},
 		{Config{Host: "h", Username: "u", HTTPS: true, CACert: []byte("not a pem")}, "ca_cert holds no PEM certificate"},
 	} {
