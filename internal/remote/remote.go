@@ -38,7 +38,7 @@ type Config struct {
 	Krb5Conf string
 	SPN      string
 	Realm    string
-	Timeout       time.Duration // per WinRM request (operation timeout); 0: 60s
+	Timeout  time.Duration // per WinRM request (operation timeout); 0: 60s
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.
