@@ -58,6 +58,7 @@ type winrmModel struct {
 	CACert        types.String `tfsdk:"ca_cert"`
 	TLSServerName types.String `tfsdk:"tls_server_name"`
 	Timeout       types.String `tfsdk:"timeout"`
+	kerberosModel
 }
 
 type sqlModel struct {
@@ -106,8 +107,8 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"auth": schema.StringAttribute{
 						Optional:            true,
-						MarkdownDescription: "Authentication: `ntlm` (default) or `basic` (Basic sends the password in every request; use it only over HTTPS).",
-						Validators:          []validator.String{stringvalidator.OneOf("ntlm", "basic")},
+						MarkdownDescription: "Authentication: `ntlm` (default), `kerberos` (domain accounts; messages are sealed over HTTP, the host proves its identity) or `basic` (Basic sends the password in every request; use it only over HTTPS).",
+						Validators:          []validator.String{stringvalidator.OneOf("ntlm", "basic", "kerberos")},
 					},
 					"https": schema.BoolAttribute{
 						Optional:            true,
@@ -170,6 +171,9 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			},
 		},
 	}
+	for name, attr := range kerberosAttributes() {
+		resp.Schema.Blocks["winrm"].(schema.SingleNestedBlock).Attributes[name] = attr
+	}
 }
 
 func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -186,6 +190,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	for name, v := range map[string]interface{ IsUnknown() bool }{
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
+		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "spn": w.SPN, "realm": w.Realm,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
@@ -207,6 +212,8 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		Port:          int(w.Port.ValueInt64()),
 		Timeout:       defaultWinRMTimeout,
 	}
+	applyKerberos(w.kerberosModel, &rc)
+	resp.Diagnostics.Append(validateKerberos(rc)...)
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}
@@ -218,12 +225,14 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		}
 		rc.Timeout = d
 	}
-	if rc.Username == "" {
+	// Kerberos may log on from a keytab or the credential cache instead of a password.
+	kerberosWithoutPassword := rc.Auth == "kerberos" && rc.Password == ""
+	if rc.Username == "" && !(kerberosWithoutPassword && rc.Keytab == "") {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
 			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
 				" to a local administrator of the hosts.")
 	}
-	if rc.Password == "" {
+	if rc.Password == "" && !kerberosWithoutPassword {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
 			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
 	}
