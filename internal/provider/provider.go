@@ -76,6 +76,7 @@ type winrmModel struct {
 	// AllowUnencrypted and SPN: see security.go.
 	AllowUnencrypted types.Bool   `tfsdk:"allow_unencrypted"`
 	SPN              types.String `tfsdk:"spn"`
+	kerberosModel
 }
 
 type sqlModel struct {
@@ -222,6 +223,9 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			},
 		},
 	}
+	for name, attr := range kerberosAttributes() {
+		resp.Schema.Blocks["winrm"].(schema.SingleNestedBlock).Attributes[name] = attr
+	}
 }
 
 func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -239,6 +243,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
 		"allow_unencrypted": w.AllowUnencrypted, "spn": w.SPN,
+		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
@@ -269,6 +274,8 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 			resp.Diagnostics.Append(d)
 		}
 	}
+	applyKerberos(w.kerberosModel, &rc)
+	resp.Diagnostics.Append(validateKerberos(rc)...)
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}
@@ -280,12 +287,15 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		}
 		rc.Timeout = d
 	}
-	if rc.Username == "" {
+	// Kerberos (auth "kerberos", or the default "negotiate") may log on from a keytab
+	// or the credential cache instead of a password.
+	kerberosWithoutPassword := (rc.Auth == "" || rc.Auth == remote.AuthNegotiate || rc.Auth == remote.AuthKerberos) && rc.Password == ""
+	if rc.Username == "" && !(kerberosWithoutPassword && rc.Keytab == "") {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
 			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
 				" to a local administrator of the hosts.")
 	}
-	if rc.Password == "" {
+	if rc.Password == "" && !kerberosWithoutPassword {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
 			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
 	}
