@@ -1,16 +1,27 @@
 package remote
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
 )
@@ -114,5 +125,138 @@ func TestKerberosKDCUnreachableNamed(t *testing.T) {
 	var re *Error
 	if !errors.As(err, &re) || re.Kind != KindUnreachable || !strings.Contains(err.Error(), k.Addr) || strings.Contains(err.Error(), "password") {
 		t.Fatalf("read_instance with the KDC stopped: %v\nwant KindUnreachable naming %s", err, k.Addr)
+	}
+}
+
+// krbSimTLS is krbSim with the host's HTTPS listener and CbtHardeningLevel level;
+// it returns the simulator (for its CA) and the HTTPS port.
+func krbSimTLS(t *testing.T, level string) (*kdc.KDC, *winsim.Sim, int) {
+	t.Helper()
+	k := kdc.Start(t, kdc.Options{})
+	k.AddUser(t, krbUser, krbPass)
+	kt := k.AddService(t, krbSPN)
+	sim, err := winsim.Start(&winsim.Config{Hosts: []host.HostConfig{{
+		Name: "sql01", Address: "127.0.0.1", Domain: "MSSQLIFI",
+		WinRM: host.WinRMConfig{CBTHardeningLevel: level, Kerberos: &host.KerberosConfig{Realm: k.Realm, Keytab: kt},
+			Users: []host.UserConfig{{Name: `MSSQLIFI\` + krbUser, Password: krbPass}}},
+		Instances: []host.InstanceConfig{{Name: "MSSQLSERVER"}},
+	}}}, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	return k, sim, portOf(t, sim.Info().Hosts[0].WinRMHTTPS)
+}
+
+// Over HTTPS the authenticator carries the TLS channel bindings: a host with
+// CbtHardeningLevel Strict, which refuses a logon without them, accepts it.
+func TestKerberosOverHTTPSSendsChannelBindings(t *testing.T) {
+	k, sim, port := krbSimTLS(t, "strict")
+	h, err := New(Config{Host: "127.0.0.1", Port: port, HTTPS: true, CACert: sim.CACertPEM(), Auth: AuthKerberos, SPN: krbSPN,
+		Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readMSSQLSERVER(h); err != nil {
+		t.Fatalf("read_instance over HTTPS with Kerberos against CbtHardeningLevel Strict: %v", err)
+	}
+}
+
+// A TLS-terminating proxy between the provider and the host: the channel bindings
+// the provider sends are those of the proxy's certificate, and the host refuses
+// the logon; the error names the channel bindings (not the password) and the
+// HTTPS setting.
+func TestKerberosCBTMismatchNamed(t *testing.T) {
+	k, _, port := krbSimTLS(t, "relaxed")
+	caPEM, cert := certs.ForLoopback(t, "localhost")
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			down, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer down.Close()
+				up, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test's interception proxy
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, down) }()
+				_, _ = io.Copy(down, up)
+			}()
+		}
+	}()
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, l.Addr().String()), HTTPS: true, CACert: caPEM, Auth: AuthKerberos, SPN: krbSPN,
+		Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != KindAuth || re.Setting != SettingHTTPS || !errors.Is(err, krb.ErrBindings) ||
+		!strings.Contains(err.Error(), "channel bindings") || strings.Contains(err.Error(), "password") {
+		t.Fatalf("read_instance through a TLS-intercepting proxy: %v\nwant KindAuth, setting HTTPS, ErrBindings, naming the channel bindings", err)
+	}
+}
+
+// The clock of this machine is 10 minutes ahead of the host's: the error names the
+// clock skew, not the password.
+func TestKerberosClockSkewNamedThroughRemote(t *testing.T) {
+	k, s := krbSim(t)
+	kerberosClock = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	t.Cleanup(func() { kerberosClock = nil })
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: AuthKerberos, SPN: krbSPN, Username: krbUser + "@" + k.Realm, Password: krbPass,
+		Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	if !errors.Is(err, krb.ErrClockSkew) || !strings.Contains(err.Error(), "clock") || strings.Contains(err.Error(), "password") {
+		t.Fatalf("read_instance with a 10-minute skew: %v\nwant ErrClockSkew naming the clock", err)
+	}
+}
+
+// A host that takes the Kerberos logon without answering an AP-REP (an impostor
+// that cannot decrypt the ticket) never gets a message: the transport refuses it
+// for want of mutual authentication.
+func TestKerberosRefusesHostWithoutAPRep(t *testing.T) {
+	k, _ := krbSim(t)
+	var bodies, logons atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if len(b) > 0 {
+			bodies.Add(1)
+		}
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Negotiate ") {
+			logons.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, strings.TrimPrefix(srv.URL, "http://")), Auth: AuthKerberos, SPN: krbSPN,
+		Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	if !errors.Is(err, krb.ErrMutualAuth) || !strings.Contains(err.Error(), "AP-REP") {
+		t.Fatalf("read_instance against a host without AP-REP: %v, want ErrMutualAuth", err)
+	}
+	if logons.Load() == 0 || bodies.Load() != 0 {
+		t.Fatalf("the impostor got %d logons and %d message bodies; want a logon and no body", logons.Load(), bodies.Load())
+	}
+}
+
+// krb's channel bindings hash is NTLM's MsvAvChannelBindings for the same data.
+func TestKerberosBindingsHashIsNTLMs(t *testing.T) {
+	data := []byte("tls-server-end-point:0123456789abcdef0123456789abcdef")
+	if a, b := krb.BindingsHash(data), ntlmauth.ChannelBindingsHash(data); !bytes.Equal(a, b) {
+		t.Fatalf("krb.BindingsHash = %x, ntlmauth.ChannelBindingsHash = %x", a, b)
 	}
 }
