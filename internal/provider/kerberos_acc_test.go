@@ -210,3 +210,21 @@ func TestAccKerberos_planErrors(t *testing.T) {
 		})
 	}
 }
+
+// A host reached by IP address without winrm.spn: the KDC knows no HTTP/<address>,
+// and the error says so and names the argument, not the password.
+func TestAccKerberos_unknownSPNNamesArgument(t *testing.T) {
+	e, k := krbAccEnv(t)
+	logon := fmt.Sprintf("    username = %q\n    password = %q", accKrbUser+"@"+k.Realm, accKrbPass)
+	cfg := strings.Replace(e.kerberosProviderConfig(k, logon), fmt.Sprintf("    spn       = %q\n", accKrbSPN), "", 1)
+	if strings.Contains(cfg, accKrbSPN) {
+		t.Fatal("the configuration still sets spn")
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{{
+			Config:      cfg + resourceConfig(e.addr, ""),
+			ExpectError: regexp.MustCompile(`KDC_ERR_S_PRINCIPAL_UNKNOWN[\s\S]*winrm\.spn`),
+		}},
+	})
+}
