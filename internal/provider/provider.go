@@ -136,10 +136,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use; today it carries NTLM), " +
-							"`ntlm` (the same NTLM logon), `basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP " +
-							"only with `allow_unencrypted`) or `kerberos` (reserved: refused at plan until it is implemented). NTLM logons carry a MIC, the " +
-							"host's SPN and, over HTTPS, channel bindings; over HTTP every message is encrypted.",
+						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
+							"else NTLM; see \"Authentication and transport security\"), `kerberos` (domain accounts; the host proves its identity), `ntlm`, or " +
+							"`basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP only with `allow_unencrypted`). " +
+							"NTLM logons carry a MIC, the host's SPN and, over HTTPS, channel bindings, as Kerberos authenticators do; over HTTP every message is encrypted.",
 						Validators: []validator.String{stringvalidator.OneOf("negotiate", "kerberos", "ntlm", "basic")},
 					},
 					"allow_unencrypted": schema.BoolAttribute{
@@ -150,8 +150,9 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"spn": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Service principal name the NTLM logon is bound to (`MsvAvTargetName`), so that a host it was not meant for " +
-							"refuses it. Default `HTTP/<host>`; set it (for example `HTTP/sql01.contoso.com`) when hosts are reached by IP address or alias. " +
+						MarkdownDescription: "Service principal name of the hosts' WinRM service: Kerberos asks a ticket for it, and the NTLM logon is bound to it " +
+							"(`MsvAvTargetName`), so that a host it was not meant for refuses it. Default `HTTP/<host>`; set it (for example " +
+							"`HTTP/sql01.contoso.com`) when hosts are reached by IP address or alias. " +
 							"Defaults to the environment variable `" + EnvWinRMSPN + "`.",
 						Validators: []validator.String{spnValidator},
 					},
