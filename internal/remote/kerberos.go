@@ -23,8 +23,11 @@ import (
 //
 // Which logon "negotiate" uses, as Windows clients do (docs: "Authentication"):
 //   - a keytab: Kerberos;
-//   - a password: Kerberos when krb5.conf (krb5_conf, KRB5_CONFIG or /etc/krb5.conf)
-//     is readable and lists a KDC for the user's realm, else NTLM; and when the KDC
+//   - a password: Kerberos when the user's realm is explicit (user@REALM, DOMAIN\user
+//     or Realm; never krb5.conf's default_realm, which Debian sets to ATHENA.MIT.EDU
+//     and which would send a local account's name to a stranger's KDC) and
+//     krb5.conf (krb5_conf, KRB5_CONFIG or /etc/krb5.conf) is readable and lists a
+//     KDC for it, else NTLM; and when the KDC
 //     then cannot be reached, or knows neither the user nor the host's SPN, NTLM for
 //     the rest of the host's operations (the fallback happens before anything is
 //     sent to the host);
@@ -66,6 +69,9 @@ func kerberosWanted(cfg Config) (bool, error) {
 			return false, err // named explicitly: it must be usable
 		}
 		return false, nil
+	}
+	if cfg.Realm == "" && !strings.ContainsAny(cfg.Username, `@\`) {
+		return false, nil // a bare user name: no realm of its own
 	}
 	_, realm := krb.SplitPrincipal(cfg.Username, conf)
 	if cfg.Realm != "" {

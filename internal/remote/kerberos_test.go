@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -258,5 +259,41 @@ func TestKerberosBindingsHashIsNTLMs(t *testing.T) {
 	data := []byte("tls-server-end-point:0123456789abcdef0123456789abcdef")
 	if a, b := krb.BindingsHash(data), ntlmauth.ChannelBindingsHash(data); !bytes.Equal(a, b) {
 		t.Fatalf("krb.BindingsHash = %x, ntlmauth.ChannelBindingsHash = %x", a, b)
+	}
+}
+
+// When negotiate tries Kerberos (docs: "Authentication and transport security").
+func TestKerberosWanted(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = CONTOSO.COM\n[realms]\n CONTOSO.COM = {\n  kdc = 127.0.0.1:88\n }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5_CONFIG", filepath.Join(dir, "absent.conf"))
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want bool
+		err  bool
+	}{
+		{"kerberos", Config{Auth: AuthKerberos, Username: "u", Password: "p"}, true, false},
+		{"ntlm", Config{Auth: AuthNTLM, Username: `CONTOSO\u`, Password: "p", Krb5Conf: conf}, false, false},
+		{"negotiate with a keytab", Config{Auth: AuthNegotiate, Username: "u", Keytab: "k"}, true, false},
+		{"negotiate without password: the credential cache", Config{Auth: AuthNegotiate}, true, false},
+		{"DOMAIN\\user in a listed realm", Config{Auth: AuthNegotiate, Username: `CONTOSO\u`, Password: "p", Krb5Conf: conf}, true, false},
+		{"user@REALM listed", Config{Auth: AuthNegotiate, Username: "u@contoso.com", Password: "p", Krb5Conf: conf}, true, false},
+		{"realm argument listed", Config{Auth: AuthNegotiate, Username: "u", Realm: "contoso.com", Password: "p", Krb5Conf: conf}, true, false},
+		{"bare user: never default_realm", Config{Auth: AuthNegotiate, Username: "Administrator", Password: "p", Krb5Conf: conf}, false, false},
+		{"local account HOST\\user", Config{Auth: AuthNegotiate, Username: `SQL01\Administrator`, Password: "p", Krb5Conf: conf}, false, false},
+		{"realm without KDC", Config{Auth: AuthNegotiate, Username: "u@OTHER.TEST", Password: "p", Krb5Conf: conf}, false, false},
+		{"no krb5.conf at the default places", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p"}, false, false},
+		{"named krb5.conf missing", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p", Krb5Conf: filepath.Join(dir, "nope")}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := kerberosWanted(tc.cfg)
+			if got != tc.want || (err != nil) != tc.err {
+				t.Fatalf("kerberosWanted(%+v) = %v, %v; want %v, error %v", tc.cfg, got, err, tc.want, tc.err)
+			}
+		})
 	}
 }
