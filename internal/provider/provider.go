@@ -76,6 +76,7 @@ type winrmModel struct {
 	// AllowUnencrypted and SPN: see security.go.
 	AllowUnencrypted types.Bool   `tfsdk:"allow_unencrypted"`
 	SPN              types.String `tfsdk:"spn"`
+	kerberosModel
 }
 
 type sqlModel struct {
@@ -135,10 +136,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use; today it carries NTLM), " +
-							"`ntlm` (the same NTLM logon), `basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP " +
-							"only with `allow_unencrypted`) or `kerberos` (reserved: refused at plan until it is implemented). NTLM logons carry a MIC, the " +
-							"host's SPN and, over HTTPS, channel bindings; over HTTP every message is encrypted.",
+						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
+							"else NTLM; see \"Authentication and transport security\"), `kerberos` (domain accounts; the host proves its identity), `ntlm`, or " +
+							"`basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP only with `allow_unencrypted`). " +
+							"NTLM logons carry a MIC, the host's SPN and, over HTTPS, channel bindings, as Kerberos authenticators do; over HTTP every message is encrypted.",
 						Validators: []validator.String{stringvalidator.OneOf("negotiate", "kerberos", "ntlm", "basic")},
 					},
 					"allow_unencrypted": schema.BoolAttribute{
@@ -149,8 +150,9 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"spn": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Service principal name the NTLM logon is bound to (`MsvAvTargetName`), so that a host it was not meant for " +
-							"refuses it. Default `HTTP/<host>`; set it (for example `HTTP/sql01.contoso.com`) when hosts are reached by IP address or alias. " +
+						MarkdownDescription: "Service principal name of the hosts' WinRM service: Kerberos asks a ticket for it, and the NTLM logon is bound to it " +
+							"(`MsvAvTargetName`), so that a host it was not meant for refuses it. Default `HTTP/<host>`; set it (for example " +
+							"`HTTP/sql01.contoso.com`) when hosts are reached by IP address or alias. " +
 							"Defaults to the environment variable `" + EnvWinRMSPN + "`.",
 						Validators: []validator.String{spnValidator},
 					},
@@ -222,6 +224,9 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			},
 		},
 	}
+	for name, attr := range kerberosAttributes() {
+		resp.Schema.Blocks["winrm"].(schema.SingleNestedBlock).Attributes[name] = attr
+	}
 }
 
 func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -239,6 +244,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
 		"allow_unencrypted": w.AllowUnencrypted, "spn": w.SPN,
+		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
@@ -269,6 +275,8 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 			resp.Diagnostics.Append(d)
 		}
 	}
+	applyKerberos(w.kerberosModel, &rc)
+	resp.Diagnostics.Append(validateKerberos(rc)...)
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}
@@ -280,12 +288,15 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		}
 		rc.Timeout = d
 	}
-	if rc.Username == "" {
+	// Kerberos (auth "kerberos", or the default "negotiate") may log on from a keytab
+	// or the credential cache instead of a password.
+	kerberosWithoutPassword := (rc.Auth == "" || rc.Auth == remote.AuthNegotiate || rc.Auth == remote.AuthKerberos) && rc.Password == ""
+	if rc.Username == "" && !(kerberosWithoutPassword && rc.Keytab == "") {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
 			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
 				" to a local administrator of the hosts.")
 	}
-	if rc.Password == "" {
+	if rc.Password == "" && !kerberosWithoutPassword {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
 			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
 	}

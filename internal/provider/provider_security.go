@@ -94,11 +94,6 @@ func (s securitySettings) diagnostics() diag.Diagnostics {
 	allow := path.Root("winrm").AtName("allow_unencrypted")
 	allKnown := s.authKnown != "" && s.httpsKnown && s.allowKnown
 
-	if s.authKnown != "" && s.auth == "kerberos" {
-		d.AddAttributeError(auth, "Kerberos is not implemented yet",
-			`winrm.auth = "kerberos" is reserved: this version cannot log on with Kerberos. Use auth = "negotiate" (the default), `+
-				"which a domain-joined host with WinRM's default settings accepts (NTLM inside Negotiate, with encrypted messages over HTTP).")
-	}
 	if allKnown && s.allowUnencrypted {
 		switch {
 		case s.https:
@@ -106,9 +101,9 @@ func (s securitySettings) diagnostics() diag.Diagnostics {
 				"winrm.allow_unencrypted (or "+EnvWinRMAllowUnencrypted+") is set while https is true: HTTPS already encrypts the channel, "+
 					"and NTLM over HTTPS is bound to it. Remove allow_unencrypted.")
 		case s.auth != "basic":
-			d.AddAttributeError(allow, "allow_unencrypted has no effect with NTLM",
+			d.AddAttributeError(allow, "allow_unencrypted has no effect with Negotiate, Kerberos or NTLM",
 				"winrm.allow_unencrypted (or "+EnvWinRMAllowUnencrypted+") is set with auth = \""+s.auth+"\": the provider encrypts every "+
-					"NTLM message over HTTP, as hosts with WinRM's default AllowUnencrypted=false require. Remove allow_unencrypted; it only lets "+
+					"Kerberos and NTLM message over HTTP, as hosts with WinRM's default AllowUnencrypted=false require. Remove allow_unencrypted; it only lets "+
 					"auth = \"basic\" send clear text over HTTP.")
 		}
 	}

@@ -31,9 +31,15 @@ type winrmHost struct {
 	// connections; idle sessions are kept, so sequential operations reuse their
 	// authenticated connections. Every session shares the host's TLS session cache.
 	newSession func() (*session, error)
-	mu         sync.Mutex
-	idle       []*session
+	// krb is the Kerberos logon shared by the sessions, nil for NTLM and Basic.
+	krb  *krbLogon
+	mu   sync.Mutex
+	idle []*session
 }
+
+// kerberosClock, when set, is the clock of Kerberos authenticators (tests move it to
+// provoke a clock skew); nil is time.Now.
+var kerberosClock func() time.Time
 
 // maxIdleClients bounds the sessions kept for reuse per host.
 const maxIdleClients = 4
@@ -66,6 +72,10 @@ func New(cfg Config) (Host, error) {
 		return nil, configError(cfg, err)
 	}
 	port, auth, timeout := cfg.Port, cfg.Auth, cfg.Timeout
+	kl, err := newKrbLogon(cfg, kerberosClock)
+	if err != nil {
+		return nil, configError(cfg, err)
+	}
 	// The operation timeout bounds each Receive's long poll; the HTTP response header
 	// timeout must outlast it or every idle poll would look like a dead server.
 	endpoint := &winrm.Endpoint{
@@ -82,13 +92,31 @@ func New(cfg Config) (Host, error) {
 	// TLS sessions resumed across operations (exchange.go). It ignores HTTP proxies.
 	tlsSessions := tls.NewLRUClientSessionCache(8)
 	newSession := func() (*session, error) {
-		return newSession(endpoint, params, cfg, auth, tlsSessions)
+		return newSession(endpoint, params, cfg, auth, tlsSessions, kl)
 	}
 	client, err := newSession()
 	if err != nil {
 		return nil, configError(cfg, &ConfigError{Setting: SettingCACert, Err: fmt.Errorf("cannot set up the WinRM client: %w", err)})
 	}
-	return &winrmHost{cfg: cfg, port: port, newSession: newSession, idle: []*session{client}}, nil
+	return &winrmHost{cfg: cfg, port: port, newSession: newSession, krb: kl, idle: []*session{client}}, nil
+}
+
+// NewTransporter is a masterzen/winrm Transporter on this package's transport with
+// cfg's authentication (Kerberos, NTLM or Basic; messages encrypted over HTTP), for
+// programs that drive masterzen's client themselves; masterzen's Endpoint gives the
+// address and TLS settings. The error is a *ConfigError.
+func NewTransporter(cfg Config) (winrm.Transporter, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kl, err := newKrbLogon(cfg, kerberosClock)
+	if err != nil {
+		return nil, err
+	}
+	t := newSecureTransport(cfg, cfg.Auth)
+	t.krb = kl
+	return t, nil
 }
 
 // configError reports what Validate (or the client's set-up) refused; the Setting is
@@ -175,6 +203,12 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	}
 	if out.err != nil {
 		fields["error"] = out.err.Error()
+	}
+	if h.krb.use() {
+		fields["logon"] = "kerberos"
+	} else if why := h.krb.fellBack(); why != "" {
+		fields["logon"] = "ntlm"
+		fields["kerberos_not_used"] = why
 	}
 	tflog.Debug(ctx, "WinRM operation finished", fields)
 	return h.interpret(ctx, op, out, result)

@@ -17,8 +17,9 @@ const (
 	DefaultHTTPPort  = 5985
 	DefaultHTTPSPort = 5986
 	// DefaultAuth is Negotiate, what a default domain host's listener offers and
-	// what Windows clients send (NTLM inside it until Kerberos is implemented). Basic
-	// is off in a WinRM service's defaults and works for local accounts only.
+	// what Windows clients send: Kerberos when a ticket can be had, else NTLM
+	// (kerberos.go). Basic is off in a WinRM service's defaults and works for local
+	// accounts only.
 	DefaultAuth = AuthNegotiate
 	// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
 	DefaultTimeout = 60 * time.Second
@@ -45,8 +46,9 @@ var (
 	ErrClearText = errors.New("basic authentication over plain HTTP would send the password in clear text, so it was not sent")
 	// ErrUnencryptedUnused: AllowUnencrypted means nothing with these settings.
 	ErrUnencryptedUnused = errors.New("allowing unencrypted messages has no effect here")
-	// ErrNotImplemented: a scheme this version knows but cannot use yet.
-	ErrNotImplemented = errors.New("authentication scheme not implemented yet")
+	// ErrKerberosConfig: krb5.conf, the keytab, the credential cache or the realm
+	// cannot be used (the error also wraps the *krb.Error that says why).
+	ErrKerberosConfig = errors.New("the Kerberos configuration cannot be used")
 )
 
 // Setting names a Config field, so a caller can tell its user which of its own
@@ -67,6 +69,9 @@ const (
 	SettingTimeout
 	SettingSPN
 	SettingAllowUnencrypted
+	SettingKeytab
+	SettingKrb5Conf
+	SettingRealm
 )
 
 // String is the Config field's name.
@@ -96,6 +101,12 @@ func (s Setting) String() string {
 		return "SPN"
 	case SettingAllowUnencrypted:
 		return "AllowUnencrypted"
+	case SettingKeytab:
+		return "Keytab"
+	case SettingKrb5Conf:
+		return "Krb5Conf"
+	case SettingRealm:
+		return "Realm"
 	}
 	return "none"
 }
@@ -111,7 +122,7 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // SetDefaults fills what is unset: the port from HTTPS (5986, else 5985), the
-// authentication scheme (NTLM; a given one is lower-cased) and the operation timeout.
+// authentication scheme (DefaultAuth; a given one is lower-cased) and the operation timeout.
 func (c *Config) SetDefaults() {
 	if c.Port == 0 {
 		c.Port = DefaultHTTPPort
@@ -142,7 +153,7 @@ func (c Config) Validate() error {
 		bad(SettingPort, ErrPortRange, "%d; WinRM listens on %d (HTTP) or %d (HTTPS)", c.Port, DefaultHTTPPort, DefaultHTTPSPort)
 	}
 	switch c.Auth {
-	case AuthNegotiate, AuthNTLM:
+	case AuthNegotiate, AuthNTLM, AuthKerberos:
 		if c.AllowUnencrypted {
 			bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "%s encrypts every message over HTTP", c.Auth)
 		}
@@ -150,16 +161,16 @@ func (c Config) Validate() error {
 		if !c.HTTPS && !c.AllowUnencrypted {
 			bad(SettingAuth, ErrClearText, "use Negotiate or NTLM (encrypted messages over HTTP), or HTTPS")
 		}
-	case AuthKerberos:
-		bad(SettingAuth, ErrNotImplemented, "%q; use %q (NTLM inside Negotiate), which a default domain host accepts", c.Auth, AuthNegotiate)
 	default:
-		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (local and domain accounts), %q and %q (local accounts, listener with Basic enabled)",
-			c.Auth, AuthNegotiate, AuthNTLM, AuthBasic)
+		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (Kerberos or NTLM: local and domain accounts), %q (domain accounts), %q and %q (local accounts, listener with Basic enabled)",
+			c.Auth, AuthNegotiate, AuthKerberos, AuthNTLM, AuthBasic)
 	}
 	if c.AllowUnencrypted && c.HTTPS {
 		bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "HTTPS encrypts the channel")
 	}
-	if c.Username == "" {
+	// Kerberos from a credential cache logs on as the cache's principal.
+	fromCache := (c.Auth == AuthKerberos || c.Auth == AuthNegotiate) && c.Password == "" && c.Keytab == ""
+	if c.Username == "" && !fromCache {
 		bad(SettingUsername, ErrNoUsername, "give a local Administrator of the host")
 	}
 	if c.Timeout < 0 {

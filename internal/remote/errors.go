@@ -24,6 +24,9 @@ var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 // which setting is likely at fault, and what to check on the host.
 func (h *winrmHost) classify(err error) *Error {
 	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
+	if ke := h.classifyKerberos(err); ke != nil {
+		return ke
+	}
 	e := h.newError("", KindUnknown)
 	e.Err = err
 	msg := err.Error()
@@ -72,6 +75,9 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
+			if why := h.krb.fellBack(); why != "" {
+				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", why)
+			}
 			switch {
 			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
 				e.Message = fmt.Sprintf("authentication failed for %s at %s with Basic over plain HTTP", h.cfg.Username, where)

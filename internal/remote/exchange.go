@@ -17,7 +17,7 @@ import (
 // The WinRS exchange of one operation, written for the fewest round trips on one
 // connection (docs/design/winrm-stdin-and-cost-model.md):
 //
-//	Create (the NTLM handshake rides on it) → Command (WINRS_CONSOLEMODE_STDIN=FALSE)
+//	Create (the NTLM or Kerberos handshake rides on it) → Command (WINRS_CONSOLEMODE_STDIN=FALSE)
 //	→ Send (all of stdin, End="true") → Receive until Done → Delete
 //
 // Every request goes out only after the previous answer, so one connection carries
@@ -34,9 +34,10 @@ type session struct {
 	params *winrm.Parameters
 }
 
-func newSession(ep *winrm.Endpoint, params *winrm.Parameters, cfg Config, auth string, sessions tls.ClientSessionCache) (*session, error) {
+func newSession(ep *winrm.Endpoint, params *winrm.Parameters, cfg Config, auth string, sessions tls.ClientSessionCache, kl *krbLogon) (*session, error) {
 	t := newSecureTransport(cfg, auth)
 	t.sessions = sessions
+	t.krb = kl
 	if err := t.Transport(ep); err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ import (
 // transports honoured HTTP_PROXY/HTTPS_PROXY; a proxy would also break NTLM's
 // connection binding unless it tunnels).
 type transport struct {
-	auth     string // "negotiate", "ntlm" or "basic"
+	auth     string // "negotiate", "kerberos", "ntlm" or "basic"
 	user     string
 	password string
 	// spn is the service principal name the NTLM logon names (MsvAvTargetName), so
@@ -46,11 +46,15 @@ type transport struct {
 	// allowUnencrypted lets Basic send its password and the bodies in clear text over
 	// plain HTTP; without it the transport refuses before sending anything.
 	allowUnencrypted bool
-	// encrypt: NTLM over plain HTTP seals every body (MS-WSMV 2.2.9.1), as a host with
-	// AllowUnencrypted=false (Windows' default) demands. Set by Transport.
+	// encrypt: NTLM or Kerberos over plain HTTP seals every body (MS-WSMV 2.2.9.1),
+	// as a host with AllowUnencrypted=false (Windows' default) demands. Set by
+	// Transport.
 	encrypt bool
 	// userAgent is the User-Agent header of every request ("": Go's default).
 	userAgent string
+	// krb, when set, logs connections on with Kerberos (kerberos.go); it is the
+	// host's, shared by all its transports. nil: NTLM (or Basic).
+	krb *krbLogon
 
 	// Set by Transport.
 	url     *url.URL
@@ -237,11 +241,12 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	authed bool       // NTLM completed on this connection
+	authed bool       // NTLM or Kerberos completed on this connection
 	idle   chan error // while pooled: the result of the background liveness read
 	// binding is the TLS channel's "tls-server-end-point" data (RFC 5929), nil over HTTP.
 	binding []byte
-	// seal protects the bodies of an authenticated connection over HTTP.
+	// seal protects the bodies of an authenticated connection over HTTP: this
+	// connection's own NTLM session or Kerberos context.
 	seal sealer
 }
 
@@ -328,7 +333,7 @@ type response struct {
 }
 
 // exchange sends body on c, authenticating as needed, within one deadline. Over
-// plain HTTP with NTLM the body is sealed, and the answer unsealed.
+// plain HTTP with NTLM or Kerberos the body is sealed, and the answer unsealed.
 func (t *transport) exchange(c *conn, body []byte) (*response, error) {
 	if err := c.nc.SetDeadline(time.Now().Add(t.timeout)); err != nil {
 		return nil, err
@@ -340,8 +345,8 @@ func (t *transport) exchange(c *conn, body []byte) (*response, error) {
 	// to a request that relied on it.
 	for attempt := 0; ; attempt++ {
 		if !c.authed {
-			resp, err := t.ntlmHandshake(c, body)
-			if err != nil || !c.authed || !t.encrypt {
+			resp, carried, err := t.handshake(c, body)
+			if err != nil || !c.authed || carried {
 				return resp, err
 			}
 		}
@@ -351,6 +356,21 @@ func (t *transport) exchange(c *conn, body []byte) (*response, error) {
 		}
 		c.authed, c.seal = false, nil
 	}
+}
+
+// handshake authenticates c: with Kerberos when the host's logon says so (falling
+// back to NTLM on this same connection when "negotiate" cannot get a ticket; nothing
+// was sent then), else NTLM. carried: the handshake's last leg carried body, and
+// resp is its answer (NTLM without encryption).
+func (t *transport) handshake(c *conn, body []byte) (resp *response, carried bool, err error) {
+	if t.krb.use() {
+		err := t.krbHandshake(c)
+		if err == nil || !t.krb.fallBack(err) {
+			return nil, false, err
+		}
+	}
+	resp, err = t.ntlmHandshake(c, body)
+	return resp, !t.encrypt, err
 }
 
 // send posts body on an authenticated connection, sealed when encrypting.

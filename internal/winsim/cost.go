@@ -91,6 +91,7 @@ type HostStats struct {
 	TLSHandshakes       int64 `json:"tls_handshakes"` // full TLS handshakes (WinRM over HTTPS)
 	TLSResumed          int64 `json:"tls_resumed"`    // resumed TLS sessions
 	NTLMHandshakes      int64 `json:"ntlm_handshakes"`
+	KerberosLogons      int64 `json:"kerberos_logons"`
 	WinRMSignals        int64 `json:"winrm_signals"`
 	PowerShellProcesses int64 `json:"powershell_processes"`
 	AddTypeCompilations int64 `json:"add_type_compilations"`
@@ -111,6 +112,7 @@ func (s *Sim) Stats(hostName string) (HostStats, error) {
 		TLSHandshakes:       sh.winrmWire.handshakes.Load(),
 		TLSResumed:          sh.winrmWire.resumed.Load(),
 		NTLMHandshakes:      ws.NTLMHandshakes,
+		KerberosLogons:      ws.KerberosLogons,
 		WinRMSignals:        ws.Signals,
 		PowerShellProcesses: hs.PowerShellProcesses,
 		AddTypeCompilations: hs.AddTypeCompilations,
@@ -128,6 +130,7 @@ func (s *Sim) TotalStats() HostStats {
 		t.TLSHandshakes += st.TLSHandshakes
 		t.TLSResumed += st.TLSResumed
 		t.NTLMHandshakes += st.NTLMHandshakes
+		t.KerberosLogons += st.KerberosLogons
 		t.WinRMSignals += st.WinRMSignals
 		t.PowerShellProcesses += st.PowerShellProcesses
 		t.AddTypeCompilations += st.AddTypeCompilations

@@ -328,6 +328,10 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	winrmTLS := countHandshakes(tlsCfg, &sh.winrmWire)
 
+	kerberos, err := wsmanKerberos(hc)
+	if err != nil {
+		return err
+	}
 	sh.wsman = wsman.NewServer(wsman.Config{
 		ComputerName: computer,
 		DomainName:   hc.Domain,
@@ -340,6 +344,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		// The names the host answers to, as in its certificate: an NTLM logon naming
 		// another host was relayed.
 		TargetNames: append(append([]string{}, dnsNames...), address, strings.ToLower(computer)+dnsSuffix(hc.Domain)),
+		Kerberos:    kerberos,
 		Executor:    model,
 		Logf:        s.logf,
 	})

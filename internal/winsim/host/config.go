@@ -97,11 +97,25 @@ type WinRMConfig struct {
 	// AllowUnencrypted is the service's AllowUnencrypted. Default false, as on
 	// Windows: over HTTP, Basic is refused and bodies must be sealed with NTLM.
 	AllowUnencrypted bool `json:"allow_unencrypted,omitempty"`
-	// CBTHardeningLevel is the service's CbtHardeningLevel for NTLM over HTTPS:
+	// CBTHardeningLevel is the service's CbtHardeningLevel for NTLM and Kerberos over HTTPS:
 	// "none", "relaxed" (default, as on Windows) or "strict".
 	CBTHardeningLevel string `json:"cbt_hardening_level,omitempty"`
 	// Users may log on over WinRM.
 	Users []UserConfig `json:"users,omitempty"`
+	// Kerberos enables Kerberos logons (HTTP "Negotiate" with Kerberos, and the
+	// "Kerberos" scheme) as on a domain-joined host. Default off.
+	Kerberos *KerberosConfig `json:"kerberos,omitempty"`
+}
+
+// KerberosConfig is the host's membership in a Kerberos realm: the keys of its
+// service principals, and the realm whose users log on as domain users.
+type KerberosConfig struct {
+	// Realm is the domain's realm, e.g. "MSSQLIFI.TEST": its principal user@REALM
+	// logs on as <domain>\user (the host's "domain" must be set).
+	Realm string `json:"realm"`
+	// Keytab is the path of a keytab holding the host's HTTP/<fqdn>@REALM keys
+	// (kadmin ktadd, ktpass), as the computer account's keys on Windows.
+	Keytab string `json:"keytab"`
 }
 
 // BasicEnabled reports whether Basic authentication is on (default false).

@@ -41,12 +41,16 @@ type Config struct {
 	// must seal messages with NTLM. HTTPS is always accepted.
 	AllowUnencrypted bool
 
-	// CBTHardening is the CbtHardeningLevel for NTLM logons over HTTPS: "none",
+	// CBTHardening is the CbtHardeningLevel for NTLM and Kerberos logons over HTTPS: "none",
 	// "relaxed" (default, as on Windows) or "strict" (ntlm.Server.CBTHardening).
 	CBTHardening string
 	// TargetNames are the host's SPNs an NTLM logon may name (MsvAvTargetName);
 	// a logon naming another host is refused as relayed. Empty: not checked.
 	TargetNames []string
+
+	// Kerberos enables Kerberos logons (Negotiate and Kerberos schemes) with the
+	// host's keytab; nil leaves Kerberos off. Optional.
+	Kerberos *KerberosConfig
 
 	// MaxOperationTimeout caps how long a Receive waits for output before it
 	// answers the TimedOut fault, whatever the client asks in OperationTimeout
@@ -69,6 +73,7 @@ type Server struct {
 
 	requests       atomic.Int64 // HTTP requests to /wsman
 	ntlmNegotiates atomic.Int64 // NTLM NEGOTIATE messages: handshakes begun
+	krbLogons      atomic.Int64 // Kerberos logons accepted (AP-REQ verified, AP-REP sent)
 	signals        atomic.Int64 // Signal requests
 }
 
@@ -76,12 +81,13 @@ type Server struct {
 type Stats struct {
 	Requests       int64 // HTTP requests, authentication legs included
 	NTLMHandshakes int64 // NTLM handshakes begun (NEGOTIATE messages)
+	KerberosLogons int64 // Kerberos logons accepted
 	Signals        int64 // Signal requests
 }
 
 // Stats returns the endpoint's counters.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), Signals: s.signals.Load()}
+	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), KerberosLogons: s.krbLogons.Load(), Signals: s.signals.Load()}
 }
 
 // ntlmNegotiatePrefix is "Negotiate " and the base64 of "NTLMSSP\x00" and type 1.
@@ -224,14 +230,23 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if auth.reply != "" {
+		w.Header().Add("WWW-Authenticate", auth.reply)
+	}
 	encrypted := isEncrypted(r.Header.Get("Content-Type"))
 	if encrypted {
-		if auth.session == nil {
-			s.logf("wsman: %s: encrypted message on a connection not authenticated with NTLM", r.RemoteAddr)
+		if auth.session == nil && auth.krb == nil {
+			s.logf("wsman: %s: encrypted message on a connection not authenticated with NTLM or Kerberos", r.RemoteAddr)
 			s.unauthorized(w, "")
 			return
 		}
-		plain, err := unwrapEncrypted(auth.session, body)
+		var plain []byte
+		var err error
+		if auth.krb != nil {
+			plain, err = unwrapEncryptedKerberos(auth.krb, body)
+		} else {
+			plain, err = unwrapEncrypted(auth.session, body)
+		}
 		if err != nil {
 			s.logf("wsman: %s: %v", r.RemoteAddr, err)
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -260,7 +275,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	status, reply := s.dispatch(r, auth.user, body)
 	w.Header().Set("Server", "Microsoft-HTTPAPI/2.0")
 	if encrypted {
-		framed := wrapEncrypted(auth.session, reply)
+		var framed []byte
+		if auth.krb != nil {
+			var err error
+			if framed, err = wrapEncryptedKerberos(auth.krb, reply); err != nil {
+				s.logf("wsman: %s: sealing the answer with Kerberos failed: %v", r.RemoteAddr, err)
+				http.Error(w, "sealing the answer failed", http.StatusInternalServerError)
+				return
+			}
+		} else {
+			framed = wrapEncrypted(auth.session, reply)
+		}
 		w.Header().Set("Content-Type", encryptedContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(framed)))
 		w.WriteHeader(status)
