@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -348,7 +349,7 @@ func (c *Client) InitSecContext(ctx context.Context, spn string, useSPNEGO bool,
 	if err != nil {
 		return nil, nil, fmt.Errorf("kerberos: encoding the AP-REQ for %s: %w", spn, err)
 	}
-	token := gssToken(raw, []byte{0x01, 0x00})
+	token := GSSToken(raw, []byte{0x01, 0x00})
 	if useSPNEGO {
 		st := spnego.SPNEGOToken{Init: true, NegTokenInit: spnego.NegTokenInit{
 			MechTypes:      []asn1.ObjectIdentifier{gssapi.OIDKRB5.OID(), gssapi.OIDMSLegacyKRB5.OID()},
@@ -402,12 +403,11 @@ func BindingsHash(appData []byte) []byte {
 	return sum[:]
 }
 
-// gssToken frames a Kerberos message as an RFC 2743 / RFC 1964 initial context token.
-func gssToken(msg, tokID []byte) []byte {
+// GSSToken frames a Kerberos message as an RFC 2743 / RFC 1964 initial context token
+// with token ID tokID (01 00 AP-REQ, 02 00 AP-REP, 03 00 KRB-ERROR).
+func GSSToken(msg, tokID []byte) []byte {
 	oid, _ := asn1.Marshal(gssapi.OIDKRB5.OID())
-	b := append(oid, tokID...)
-	b = append(b, msg...)
-	return asn1tools.AddASNAppTag(b, 0)
+	return asn1tools.AddASNAppTag(slices.Concat(oid, tokID, msg), 0)
 }
 
 // VerifyReply checks the token of the host's "WWW-Authenticate: Negotiate

@@ -132,7 +132,7 @@ func (s *Server) kerberosLeg(w http.ResponseWriter, r *http.Request, cs *connSta
 	if err != nil {
 		return refuse("%v", err)
 	}
-	token := gssKrbToken(rep, []byte{0x02, 0x00})
+	token := krb.GSSToken(rep, []byte{0x02, 0x00})
 	if wrapped {
 		st := spnego.SPNEGOToken{Resp: true, NegTokenResp: spnego.NegTokenResp{
 			NegState: 0, SupportedMech: mechOID, ResponseToken: token}}
@@ -202,7 +202,7 @@ func (s *Server) krbErrorReply(w http.ResponseWriter, scheme string, wrapped boo
 		s.unauthorized(w, "")
 		return authResult{answered: true}
 	}
-	token := gssKrbToken(b, []byte{0x03, 0x00})
+	token := krb.GSSToken(b, []byte{0x03, 0x00})
 	if wrapped {
 		st := spnego.SPNEGOToken{Resp: true, NegTokenResp: spnego.NegTokenResp{
 			NegState: 2, SupportedMech: mechOID, ResponseToken: token}}
@@ -239,13 +239,6 @@ func apRep(apreq messages.APReq, seq uint64) ([]byte, error) {
 		return nil, err
 	}
 	return asn1tools.AddASNAppTag(rb, asnAppTag.APREP), nil
-}
-
-func gssKrbToken(msg, tokID []byte) []byte {
-	oid, _ := asn1.Marshal(gssapi.OIDKRB5.OID())
-	b := append(oid, tokID...)
-	b = append(b, msg...)
-	return asn1tools.AddASNAppTag(b, 0)
 }
 
 // checkKerberosBindings applies the CBT hardening level to a Kerberos logon over
