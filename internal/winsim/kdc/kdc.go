@@ -70,7 +70,7 @@ func lookPath(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	p := filepath.Join("/usr", "sbin", name)
+	p := "/usr/sbin/" + name // where Debian puts krb5kdc, kdb5_util and kadmin.local
 	if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 		return p, nil
 	}
