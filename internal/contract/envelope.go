@@ -5,14 +5,14 @@ import (
 	"bytes"
 	"embed"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 //go:embed scripts/*.ps1
@@ -71,12 +71,7 @@ func CommandLine() string {
 
 // EncodeCommand encodes a script for powershell.exe -EncodedCommand.
 func EncodeCommand(script string) string {
-	units := utf16.Encode([]rune(script))
-	buf := make([]byte, 2*len(units))
-	for i, u := range units {
-		binary.LittleEndian.PutUint16(buf[2*i:], u)
-	}
-	return base64.StdEncoding.EncodeToString(buf)
+	return base64.StdEncoding.EncodeToString(utf16le.Encode(script))
 }
 
 // DecodeCommand reverses EncodeCommand.
@@ -85,14 +80,11 @@ func DecodeCommand(encoded string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoded command is not base64: %w", err)
 	}
-	if len(raw)%2 != 0 {
-		return "", errors.New("encoded command is not UTF-16LE (odd length)")
+	script, err := utf16le.Decode(raw)
+	if err != nil {
+		return "", fmt.Errorf("encoded command is not UTF-16LE: %w", err)
 	}
-	units := make([]uint16, len(raw)/2)
-	for i := range units {
-		units[i] = binary.LittleEndian.Uint16(raw[2*i:])
-	}
-	return string(utf16.Decode(units)), nil
+	return script, nil
 }
 
 // EncodeInput builds the stdin of one operation, framed so that the bootstrap knows
