@@ -38,6 +38,17 @@ var ErrAuthFailed = errors.New("ntlm: authentication failed")
 // domain is what the client sent: "", the host's computer name, or a domain name.
 type Lookup func(domain, user string) (password string, ok bool)
 
+// OneAccount is the Lookup of a host with a single account, user (compared without
+// case) under any domain the client names: a fixture for tests of the layers above.
+func OneAccount(user, password string) Lookup {
+	return func(_, name string) (string, bool) {
+		if strings.EqualFold(name, user) {
+			return password, true
+		}
+		return "", false
+	}
+}
+
 // Server holds what a Windows host needs to answer NTLM logons.
 type Server struct {
 	ComputerName string // NetBIOS name of the host, e.g. "SQL01"
