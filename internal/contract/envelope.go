@@ -174,14 +174,9 @@ var ErrUnknownScript = errors.New("stdin does not carry a known mssqlifi operati
 // its JSON parameters. It accepts only a script identical to Script(op) for the
 // operation its header names; anything else is ErrUnknownScript.
 func DecodeInput(stdin []byte) (Operation, json.RawMessage, error) {
-	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
-	first, rest, ok := strings.Cut(s, "\n")
-	if !ok {
-		return "", nil, ErrUnknownScript
-	}
-	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	js, rest, err := decodeParamsLine(stdin)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+		return "", nil, err
 	}
 	countLine, script, ok := strings.Cut(rest, "\n")
 	if !ok {
@@ -198,16 +193,26 @@ func DecodeInput(stdin []byte) (Operation, json.RawMessage, error) {
 // to its end: base64 JSON parameters, a newline, the script. The simulator models
 // that bootstrap to show why it hangs on Windows in console mode.
 func DecodeUnframedInput(stdin []byte) (Operation, json.RawMessage, error) {
-	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
-	first, script, ok := strings.Cut(s, "\n")
-	if !ok {
-		return "", nil, ErrUnknownScript
-	}
-	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	js, script, err := decodeParamsLine(stdin)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+		return "", nil, err
 	}
 	return decodeScript(script, js)
+}
+
+// decodeParamsLine reads the first line of an operation's stdin, base64 of the JSON
+// parameters, and returns them and the rest with CRLF turned into LF.
+func decodeParamsLine(stdin []byte) (js []byte, rest string, err error) {
+	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	first, rest, ok := strings.Cut(s, "\n")
+	if !ok {
+		return nil, "", ErrUnknownScript
+	}
+	js, err = base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+	}
+	return js, rest, nil
 }
 
 func decodeScript(script string, js []byte) (Operation, json.RawMessage, error) {
