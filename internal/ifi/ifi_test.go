@@ -278,7 +278,7 @@ func TestPlanApply(t *testing.T) {
 				t.Errorf("converged = %v, want %v", a.Converged, tt.converged)
 			}
 			if (a.RestartPending == nil) != (tt.pending == nil) || (a.RestartPending != nil && *a.RestartPending != *tt.pending) {
-				t.Errorf("restart pending = %v, want %v", fmtPtr(a.RestartPending), fmtPtr(tt.pending))
+				t.Errorf("restart pending = %v, want %v", contracttest.TriState(a.RestartPending), contracttest.TriState(tt.pending))
 			}
 			for _, code := range tt.warnings {
 				if !HasWarning(a.Warnings, code) {
@@ -295,16 +295,6 @@ func TestPlanApply(t *testing.T) {
 			}
 		})
 	}
-}
-
-func fmtPtr(b *bool) string {
-	if b == nil {
-		return "nil"
-	}
-	if *b {
-		return "true"
-	}
-	return "false"
 }
 
 func TestAssessValues(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package contracttest is the host that the unit tests of the layers over contract
 // (ifi, converge) start from, so that they reason about the same instance: a
 // running default instance on SQL01, started as the domain account CORP\svc-sql,
-// with an unrestricted service SID and no Group Policy for the right. Tests only.
+// with an unrestricted service SID and no Group Policy for the right; and how those
+// tests show the contract's tri-state values. Tests only.
 package contracttest
 
 import (
@@ -28,5 +29,18 @@ func RunningDefaultInstance() *contract.ReadInstanceResult {
 		StartAccountSID: AccountSID,
 		ServiceSIDType:  1,
 		GroupPolicy:     contract.GroupPolicyInfo{Known: true},
+	}
+}
+
+// TriState shows one of the contract's *bool values (true, false, or null when the
+// host could not tell) in a test's message.
+func TriState(b *bool) string {
+	switch {
+	case b == nil:
+		return "null"
+	case *b:
+		return "true"
+	default:
+		return "false"
 	}
 }
