@@ -82,14 +82,7 @@ python3 demo/fleetctl.py listeners "$work/winsim.json"
 # --- the working directory: config, variables, CLI config ---------------------------
 cp demo/main.tf "$work/main.tf"
 python3 demo/fleetctl.py tfvars "$work/winsim.json" demo/fleet.json >"$work/terraform.tfvars.json"
-cat >"$work/cli.tfrc" <<TFRC
-provider_installation {
-  dev_overrides {
-    "mssqlifi/mssqlifi" = "$root/bin"
-  }
-  direct {}
-}
-TFRC
+scripts/dev-overrides.sh >"$work/cli.tfrc"
 export TF_CLI_CONFIG_FILE="$work/cli.tfrc"
 echo "$tfname will warn \"Provider development overrides are in effect\": expected here, it means the provider comes from this build (bin/) instead of a registry."
 export TF_IN_AUTOMATION=1

@@ -11,14 +11,7 @@ tf="${1:-$(scripts/ensure-terraform.sh)}"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cat >"$work/cli.tfrc" <<TFRC
-provider_installation {
-  dev_overrides {
-    "mssqlifi/mssqlifi" = "$root/bin"
-  }
-  direct {}
-}
-TFRC
+scripts/dev-overrides.sh >"$work/cli.tfrc"
 export TF_CLI_CONFIG_FILE="$work/cli.tfrc" CHECKPOINT_DISABLE=1
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
 	-subj "/CN=validate-examples" -keyout "$work/key.pem" -out "$work/ca.pem" 2>/dev/null

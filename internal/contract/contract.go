@@ -18,6 +18,7 @@
 package contract
 
 import (
+	"context"
 	"time"
 )
 
@@ -33,6 +34,14 @@ const (
 
 // Operations lists every operation, in a stable order.
 var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance}
+
+// Host runs the operations on one host: a method an operation. internal/remote runs
+// them over WinRM; internal/converge drives them; tests fake them.
+type Host interface {
+	ReadInstance(ctx context.Context, p ReadInstanceParams) (*ReadInstanceResult, error)
+	SetRight(ctx context.Context, p SetRightParams) (*SetRightResult, error)
+	RestartInstance(ctx context.Context, p RestartInstanceParams) (*RestartInstanceResult, error)
+}
 
 // RightManageVolume is the user right behind Instant File Initialization,
 // "Perform volume maintenance tasks".

@@ -5,14 +5,14 @@ import (
 	"bytes"
 	"embed"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 //go:embed scripts/*.ps1
@@ -71,12 +71,7 @@ func CommandLine() string {
 
 // EncodeCommand encodes a script for powershell.exe -EncodedCommand.
 func EncodeCommand(script string) string {
-	units := utf16.Encode([]rune(script))
-	buf := make([]byte, 2*len(units))
-	for i, u := range units {
-		binary.LittleEndian.PutUint16(buf[2*i:], u)
-	}
-	return base64.StdEncoding.EncodeToString(buf)
+	return base64.StdEncoding.EncodeToString(utf16le.Encode(script))
 }
 
 // DecodeCommand reverses EncodeCommand.
@@ -85,14 +80,11 @@ func DecodeCommand(encoded string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoded command is not base64: %w", err)
 	}
-	if len(raw)%2 != 0 {
-		return "", errors.New("encoded command is not UTF-16LE (odd length)")
+	script, err := utf16le.Decode(raw)
+	if err != nil {
+		return "", fmt.Errorf("encoded command is not UTF-16LE: %w", err)
 	}
-	units := make([]uint16, len(raw)/2)
-	for i := range units {
-		units[i] = binary.LittleEndian.Uint16(raw[2*i:])
-	}
-	return string(utf16.Decode(units)), nil
+	return script, nil
 }
 
 // EncodeInput builds the stdin of one operation, framed so that the bootstrap knows
@@ -182,14 +174,9 @@ var ErrUnknownScript = errors.New("stdin does not carry a known mssqlifi operati
 // its JSON parameters. It accepts only a script identical to Script(op) for the
 // operation its header names; anything else is ErrUnknownScript.
 func DecodeInput(stdin []byte) (Operation, json.RawMessage, error) {
-	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
-	first, rest, ok := strings.Cut(s, "\n")
-	if !ok {
-		return "", nil, ErrUnknownScript
-	}
-	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	js, rest, err := decodeParamsLine(stdin)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+		return "", nil, err
 	}
 	countLine, script, ok := strings.Cut(rest, "\n")
 	if !ok {
@@ -206,16 +193,26 @@ func DecodeInput(stdin []byte) (Operation, json.RawMessage, error) {
 // to its end: base64 JSON parameters, a newline, the script. The simulator models
 // that bootstrap to show why it hangs on Windows in console mode.
 func DecodeUnframedInput(stdin []byte) (Operation, json.RawMessage, error) {
-	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
-	first, script, ok := strings.Cut(s, "\n")
-	if !ok {
-		return "", nil, ErrUnknownScript
-	}
-	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	js, script, err := decodeParamsLine(stdin)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+		return "", nil, err
 	}
 	return decodeScript(script, js)
+}
+
+// decodeParamsLine reads the first line of an operation's stdin, base64 of the JSON
+// parameters, and returns them and the rest with CRLF turned into LF.
+func decodeParamsLine(stdin []byte) (js []byte, rest string, err error) {
+	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	first, rest, ok := strings.Cut(s, "\n")
+	if !ok {
+		return nil, "", ErrUnknownScript
+	}
+	js, err = base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+	}
+	return js, rest, nil
 }
 
 func decodeScript(script string, js []byte) (Operation, json.RawMessage, error) {

@@ -20,11 +20,7 @@ import (
 )
 
 // Host runs the contract's operations on one host (remote.Host satisfies it).
-type Host interface {
-	ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error)
-	SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error)
-	RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
-}
+type Host = contract.Host
 
 // Clients opens the clients the engine needs. Implementations may open them lazily
 // and share them between instances.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract/contracttest"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
@@ -111,7 +112,7 @@ func TestApplySucceeds(t *testing.T) {
 				t.Errorf("privilege_granted %v (host holds %v), want %v", a.PrivilegeGranted, w.host.holds(svcSID), tc.wantGranted)
 			}
 			if (a.RunningIFI == nil) != (tc.wantIFI == nil) || (a.RunningIFI != nil && *a.RunningIFI != *tc.wantIFI) {
-				t.Errorf("ifi_enabled %v, want %v", fmtBool(a.RunningIFI), fmtBool(tc.wantIFI))
+				t.Errorf("ifi_enabled %v, want %v", contracttest.TriState(a.RunningIFI), contracttest.TriState(tc.wantIFI))
 			}
 			if out.Changed != tc.wantChanged || out.Restarted != tc.wantRestart || (w.host.restarts > 0) != tc.wantRestart {
 				t.Errorf("changed %v restarted %v (host restarts %d), want %v %v", out.Changed, out.Restarted, w.host.restarts, tc.wantChanged, tc.wantRestart)
@@ -130,16 +131,6 @@ func TestApplySucceeds(t *testing.T) {
 }
 
 func ptr(b bool) *bool { return &b }
-
-func fmtBool(b *bool) string {
-	if b == nil {
-		return "null"
-	}
-	if *b {
-		return "true"
-	}
-	return "false"
-}
 
 // Failures before anything changed: the state stays as it was (no assessment), the
 // host is untouched, and the error says which step failed.
@@ -292,8 +283,8 @@ func TestApplyFailsAfterAChange(t *testing.T) {
 			if out.Enabled != tc.wantEnabled {
 				t.Errorf("enabled in state %v, want %v", out.Enabled, tc.wantEnabled)
 			}
-			if fmtBool(a.RunningIFI) != fmtBool(tc.wantIFI) {
-				t.Errorf("ifi_enabled %s, want %s", fmtBool(a.RunningIFI), fmtBool(tc.wantIFI))
+			if contracttest.TriState(a.RunningIFI) != contracttest.TriState(tc.wantIFI) {
+				t.Errorf("ifi_enabled %s, want %s", contracttest.TriState(a.RunningIFI), contracttest.TriState(tc.wantIFI))
 			}
 		})
 	}
@@ -609,9 +600,9 @@ func TestApplyIneffectiveRestartWarnsOnce(t *testing.T) {
 	}
 	wantWarning(t, out.Warnings, ifi.WarnHiddenMembership)
 	a := out.Assessment
-	if out.IneffectiveRestart == nil || out.Enabled || a.RestartPending == nil || *a.RestartPending || fmtBool(a.RunningIFI) != "true" {
+	if out.IneffectiveRestart == nil || out.Enabled || a.RestartPending == nil || *a.RestartPending || contracttest.TriState(a.RunningIFI) != "true" {
 		t.Fatalf("lesson %v, enabled %v, restart_pending %s, ifi %s; want a lesson, false, false, true",
-			out.IneffectiveRestart, out.Enabled, fmtBool(a.RestartPending), fmtBool(a.RunningIFI))
+			out.IneffectiveRestart, out.Enabled, contracttest.TriState(a.RestartPending), contracttest.TriState(a.RunningIFI))
 	}
 
 	d := disable

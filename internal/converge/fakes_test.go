@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract/contracttest"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
 var (
-	svcSID  = winsid.ServiceSID("MSSQLSERVER")
-	acctSID = "S-1-5-21-1-2-3-1105"
+	svcSID  = contracttest.ServiceSID
+	acctSID = contracttest.AccountSID
 )
 
 // fakeHost is a small model of one Windows host with the default instance: the
@@ -52,23 +53,11 @@ type fakeHost struct {
 }
 
 func newFakeHost() *fakeHost {
-	return &fakeHost{
-		installed: true,
-		ri: contract.ReadInstanceResult{
-			ComputerName:       "SQL01",
-			Found:              true,
-			InstalledInstances: []string{"MSSQLSERVER"},
-			Instance:           "MSSQLSERVER",
-			ServiceName:        "MSSQLSERVER",
-			ServiceState:       contract.StateRunning,
-			StartAccount:       `CORP\svc-sql`,
-			StartAccountSID:    acctSID,
-			ServiceSIDType:     1,
-			TCPPort:            1433,
-			GroupPolicy:        contract.GroupPolicyInfo{Known: true},
-			ProcessStartTime:   &fakeBoot,
-		},
-	}
+	ri := contracttest.RunningDefaultInstance()
+	ri.InstalledInstances = []string{"MSSQLSERVER"}
+	ri.TCPPort = 1433
+	ri.ProcessStartTime = &fakeBoot
+	return &fakeHost{installed: true, ri: *ri}
 }
 
 // fakeBoot is when the fake Engine first started; each restart starts it a minute later.

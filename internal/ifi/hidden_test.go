@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract/contracttest"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -47,7 +48,7 @@ func TestIneffectiveRestartWithoutLessonRestartsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !p.Restart || a.Converged || a.RestartPending == nil || !*a.RestartPending {
-		t.Fatalf("restart %v, converged %v, pending %s: want a restart planned (the loop)", p.Restart, a.Converged, fmtPtr(a.RestartPending))
+		t.Fatalf("restart %v, converged %v, pending %s: want a restart planned (the loop)", p.Restart, a.Converged, contracttest.TriState(a.RestartPending))
 	}
 	if err := Check(a); err == nil || !strings.Contains(err.Error(), "nested in Administrators") {
 		t.Fatalf("Check = %v, want an error naming the nested group", err)
@@ -88,7 +89,7 @@ func TestIneffectiveRestartStopsTheLoop(t *testing.T) {
 	}
 	if !a.Converged || a.RestartPending == nil || *a.RestartPending || !a.ExpectedRunning || a.IneffectiveRestart == nil {
 		t.Errorf("converged %v, pending %s, expected %v, lesson %v; want converged, not pending, expected on, the lesson used",
-			a.Converged, fmtPtr(a.RestartPending), a.ExpectedRunning, a.IneffectiveRestart)
+			a.Converged, contracttest.TriState(a.RestartPending), a.ExpectedRunning, a.IneffectiveRestart)
 	}
 	if !HasWarning(a.Warnings, WarnHiddenMembership) || HasWarning(a.Warnings, WarnStaysOn) {
 		t.Fatalf("warnings %+v, want %s instead of %s", a.Warnings, WarnHiddenMembership, WarnStaysOn)

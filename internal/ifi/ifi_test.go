@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract/contracttest"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
 var (
-	svcSID   = winsid.ServiceSID("MSSQLSERVER")
-	acctSID  = "S-1-5-21-1-2-3-1105"
+	svcSID   = contracttest.ServiceSID
+	acctSID  = contracttest.AccountSID
 	adminSID = "S-1-5-21-1-2-3-500"
 )
 
@@ -20,20 +21,8 @@ func ptr(b bool) *bool { return &b }
 // inst is a running default instance started as a domain account, service SID type
 // unrestricted, nobody holding the right.
 func inst(mod ...func(*contract.ReadInstanceResult)) *contract.ReadInstanceResult {
-	r := &contract.ReadInstanceResult{
-		ComputerName:    "SQL01",
-		Found:           true,
-		Instance:        "MSSQLSERVER",
-		ServiceName:     "MSSQLSERVER",
-		ServiceState:    contract.StateRunning,
-		StartAccount:    `CORP\svc-sql`,
-		StartAccountSID: acctSID,
-		ServiceSIDType:  1,
-		AdministratorsMembers: []contract.Principal{
-			{SID: adminSID, Name: `SQL01\Administrator`},
-		},
-		GroupPolicy: contract.GroupPolicyInfo{Known: true},
-	}
+	r := contracttest.RunningDefaultInstance()
+	r.AdministratorsMembers = []contract.Principal{{SID: adminSID, Name: `SQL01\Administrator`}}
 	for _, m := range mod {
 		m(r)
 	}
@@ -289,7 +278,7 @@ func TestPlanApply(t *testing.T) {
 				t.Errorf("converged = %v, want %v", a.Converged, tt.converged)
 			}
 			if (a.RestartPending == nil) != (tt.pending == nil) || (a.RestartPending != nil && *a.RestartPending != *tt.pending) {
-				t.Errorf("restart pending = %v, want %v", fmtPtr(a.RestartPending), fmtPtr(tt.pending))
+				t.Errorf("restart pending = %v, want %v", contracttest.TriState(a.RestartPending), contracttest.TriState(tt.pending))
 			}
 			for _, code := range tt.warnings {
 				if !HasWarning(a.Warnings, code) {
@@ -306,16 +295,6 @@ func TestPlanApply(t *testing.T) {
 			}
 		})
 	}
-}
-
-func fmtPtr(b *bool) string {
-	if b == nil {
-		return "nil"
-	}
-	if *b {
-		return "true"
-	}
-	return "false"
 }
 
 func TestAssessValues(t *testing.T) {

@@ -12,14 +12,16 @@
 //
 // Neither library in the module graph sends MsvAvTargetName (Azure/go-ntlmssp sends
 // no MIC and no channel bindings either), hence this package.
+//
+// What a server computes alike (the NTLMv2 keys, AV pairs, security buffers, and the
+// session security through NewServerSession) is exported for the simulator's NTLM
+// server, internal/winsim/ntlm.
 package ntlmauth
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
-	"crypto/rc4"
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/x509"
@@ -28,9 +30,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf16"
 
-	"golang.org/x/crypto/md4" //nolint:staticcheck // NTLM is defined over MD4 (MS-NLMP 3.3.1).
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 // Negotiate flags (MS-NLMP 2.2.2.5).
@@ -106,7 +107,7 @@ type challenge struct {
 	flags      uint32
 	server     [8]byte
 	targetName string
-	targetInfo []avPair
+	targetInfo []AVPair
 }
 
 func parseChallenge(msg []byte) (*challenge, error) {
@@ -115,21 +116,22 @@ func parseChallenge(msg []byte) (*challenge, error) {
 	}
 	ch := &challenge{flags: binary.LittleEndian.Uint32(msg[20:])}
 	copy(ch.server[:], msg[24:32])
-	name, err := field(msg, 12)
+	name, err := Field(msg, 12)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the server's NTLM CHALLENGE is malformed: its TargetName: %w", err)
 	}
+	ch.targetName = string(name)
 	if ch.flags&flagUnicode != 0 {
-		ch.targetName = fromUTF16(name)
-	} else {
-		ch.targetName = string(name)
+		if ch.targetName, err = utf16le.Decode(name); err != nil {
+			return nil, fmt.Errorf("the server's NTLM CHALLENGE is malformed: its TargetName: %w", err)
+		}
 	}
-	info, err := field(msg, 40)
+	info, err := Field(msg, 40)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the server's NTLM CHALLENGE is malformed: its TargetInfo: %w", err)
 	}
-	if ch.targetInfo, err = parseAVPairs(info); err != nil {
-		return nil, err
+	if ch.targetInfo, err = ParseAVPairs(info); err != nil {
+		return nil, fmt.Errorf("the server's NTLM CHALLENGE has a malformed target info list: %w", err)
 	}
 	return ch, nil
 }
@@ -157,15 +159,15 @@ func (c *Client) Authenticate(challengeMsg []byte) ([]byte, error) {
 
 	// The server's AV pairs, plus ours (MS-NLMP 3.1.5.1.2).
 	var timestamp []byte
-	var pairs []avPair
+	var pairs []AVPair
 	var avFlagValue uint32
 	for _, p := range ch.targetInfo {
-		switch p.id {
+		switch p.ID {
 		case avTimestamp:
-			timestamp = p.value
+			timestamp = p.Value
 		case avFlags:
-			if len(p.value) == 4 {
-				avFlagValue = binary.LittleEndian.Uint32(p.value)
+			if len(p.Value) == 4 {
+				avFlagValue = binary.LittleEndian.Uint32(p.Value)
 			}
 			continue
 		case avTargetName, avChannelBindings:
@@ -174,33 +176,31 @@ func (c *Client) Authenticate(challengeMsg []byte) ([]byte, error) {
 		pairs = append(pairs, p)
 	}
 	if timestamp == nil {
-		timestamp = binary.LittleEndian.AppendUint64(nil, filetime(time.Now()))
+		timestamp = binary.LittleEndian.AppendUint64(nil, Filetime(time.Now()))
 	}
-	pairs = append(pairs, avPair{avFlags, binary.LittleEndian.AppendUint32(nil, avFlagValue|avFlagMICPresent)})
+	pairs = append(pairs, AVPair{avFlags, binary.LittleEndian.AppendUint32(nil, avFlagValue|avFlagMICPresent)})
 	if c.TargetSPN != "" {
-		pairs = append(pairs, avPair{avTargetName, toUTF16(c.TargetSPN)})
+		pairs = append(pairs, AVPair{avTargetName, utf16le.Encode(c.TargetSPN)})
 	}
-	pairs = append(pairs, avPair{avChannelBindings, ChannelBindingsHash(c.ChannelBindings)})
+	pairs = append(pairs, AVPair{avChannelBindings, ChannelBindingsHash(c.ChannelBindings)})
 
 	var clientChallenge [8]byte
 	if _, err := rand.Read(clientChallenge[:]); err != nil {
 		return nil, err
 	}
 	// NTLMv2 (MS-NLMP 3.3.2).
-	h := md4.New()
-	h.Write(toUTF16(c.Password))
-	responseKey := hmacMD5(h.Sum(nil), toUTF16(strings.ToUpper(user)+domain))
+	responseKey := NTOWFv2(c.Password, user, domain)
 	blob := []byte{1, 1, 0, 0, 0, 0, 0, 0}
 	blob = append(blob, timestamp...)
 	blob = append(blob, clientChallenge[:]...)
 	blob = append(blob, 0, 0, 0, 0)
-	blob = append(blob, marshalAVPairs(pairs)...)
+	blob = append(blob, MarshalAVPairs(pairs)...)
 	blob = append(blob, 0, 0, 0, 0)
-	proof := hmacMD5(responseKey, ch.server[:], blob)
+	proof := HMACMD5(responseKey, ch.server[:], blob)
 	ntResponse := append(append([]byte(nil), proof...), blob...)
 	lmResponse := make([]byte, 24) // Z(24) when the server sent a timestamp
 
-	keyExchangeKey := hmacMD5(responseKey, proof)
+	keyExchangeKey := HMACMD5(responseKey, proof)
 	exported := keyExchangeKey
 	var encryptedKey []byte
 	if flags&flagKeyExch != 0 {
@@ -208,12 +208,11 @@ func (c *Client) Authenticate(challengeMsg []byte) ([]byte, error) {
 		if _, err := rand.Read(exported); err != nil {
 			return nil, err
 		}
-		encryptedKey = make([]byte, 16)
-		newRC4(keyExchangeKey).XORKeyStream(encryptedKey, exported)
+		encryptedKey = RC4K(keyExchangeKey, exported)
 	}
 
 	const header = 88 // fixed fields (64), Version (8), MIC (16)
-	payload := [][]byte{lmResponse, ntResponse, toUTF16(domain), toUTF16(user), nil, encryptedKey}
+	payload := [][]byte{lmResponse, ntResponse, utf16le.Encode(domain), utf16le.Encode(user), nil, encryptedKey}
 	msg := make([]byte, header)
 	copy(msg, signature)
 	binary.LittleEndian.PutUint32(msg[8:], 3)
@@ -230,10 +229,10 @@ func (c *Client) Authenticate(challengeMsg []byte) ([]byte, error) {
 	for _, p := range payload {
 		msg = append(msg, p...)
 	}
-	copy(msg[72:88], hmacMD5(exported, c.negotiate, challengeMsg, msg))
+	copy(msg[72:88], HMACMD5(exported, c.negotiate, challengeMsg, msg))
 
 	if flags&(flagSign|flagSeal) != 0 {
-		c.session = newSession(flags, exported)
+		c.session = NewClientSession(flags, exported)
 	}
 	return msg, nil
 }
@@ -280,86 +279,4 @@ func splitUser(login string) (user, domain string) {
 		return u, d
 	}
 	return login, ""
-}
-
-func filetime(t time.Time) uint64 {
-	const epochDiff = 116444736000000000
-	return uint64(t.UnixNano()/100) + epochDiff
-}
-
-type avPair struct {
-	id    uint16
-	value []byte
-}
-
-func marshalAVPairs(pairs []avPair) []byte {
-	var b []byte
-	for _, p := range append(pairs, avPair{id: avEOL}) {
-		b = binary.LittleEndian.AppendUint16(b, p.id)
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(p.value)))
-		b = append(b, p.value...)
-	}
-	return b
-}
-
-func parseAVPairs(b []byte) ([]avPair, error) {
-	var pairs []avPair
-	for len(b) >= 4 {
-		id := binary.LittleEndian.Uint16(b)
-		n := int(binary.LittleEndian.Uint16(b[2:]))
-		if id == avEOL {
-			return pairs, nil
-		}
-		if 4+n > len(b) {
-			return nil, errors.New("the server's NTLM CHALLENGE has a malformed target info list")
-		}
-		pairs = append(pairs, avPair{id, b[4 : 4+n]})
-		b = b[4+n:]
-	}
-	return pairs, nil
-}
-
-func field(msg []byte, off int) ([]byte, error) {
-	n := int(binary.LittleEndian.Uint16(msg[off:]))
-	start := int(binary.LittleEndian.Uint32(msg[off+4:]))
-	if n == 0 {
-		return nil, nil
-	}
-	if start > len(msg) || n > len(msg)-start {
-		return nil, fmt.Errorf("the server's NTLM CHALLENGE has a field (offset %d, length %d) outside its %d bytes", start, n, len(msg))
-	}
-	return msg[start : start+n], nil
-}
-
-func toUTF16(s string) []byte {
-	u := utf16.Encode([]rune(s))
-	b := make([]byte, 2*len(u))
-	for i, c := range u {
-		binary.LittleEndian.PutUint16(b[2*i:], c)
-	}
-	return b
-}
-
-func fromUTF16(b []byte) string {
-	u := make([]uint16, len(b)/2)
-	for i := range u {
-		u[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-	return string(utf16.Decode(u))
-}
-
-func hmacMD5(key []byte, data ...[]byte) []byte {
-	m := hmac.New(md5.New, key)
-	for _, d := range data {
-		m.Write(d)
-	}
-	return m.Sum(nil)
-}
-
-func newRC4(key []byte) *rc4.Cipher {
-	c, err := rc4.NewCipher(key)
-	if err != nil { // only for key lengths outside 1..256; ours are 16
-		panic(fmt.Sprintf("ntlm: RC4 key of %d bytes: %v", len(key), err))
-	}
-	return c
 }

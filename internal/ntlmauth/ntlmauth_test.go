@@ -1,4 +1,4 @@
-package ntlmauth
+package ntlmauth_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/ntlm"
 )
 
@@ -26,7 +27,7 @@ func testServer(level string) *ntlm.Server {
 }
 
 // login runs c against a new session of srv; binding is the server's channel.
-func login(t *testing.T, srv *ntlm.Server, c *Client, binding []byte) (*ntlm.Session, error) {
+func login(t *testing.T, srv *ntlm.Server, c *ntlmauth.Client, binding []byte) (*ntlm.Session, error) {
 	t.Helper()
 	sess := srv.NewSession()
 	chal, err := sess.Challenge(c.Negotiate())
@@ -43,7 +44,7 @@ func login(t *testing.T, srv *ntlm.Server, c *Client, binding []byte) (*ntlm.Ses
 
 func TestLogonSealsBothWays(t *testing.T) {
 	for _, user := range []string{"Administrator", `SQL01\Administrator`} {
-		c := &Client{User: user, Password: testPassword, TargetSPN: "HTTP/sql01"}
+		c := &ntlmauth.Client{User: user, Password: testPassword, TargetSPN: "HTTP/sql01"}
 		sess, err := login(t, testServer("strict"), c, nil)
 		if err != nil {
 			t.Fatalf("%s: logon refused: %v", user, err)
@@ -70,7 +71,7 @@ func TestLogonSealsBothWays(t *testing.T) {
 }
 
 func TestWrongPasswordRefused(t *testing.T) {
-	_, err := login(t, testServer("relaxed"), &Client{User: "Administrator", Password: "nope"}, nil)
+	_, err := login(t, testServer("relaxed"), &ntlmauth.Client{User: "Administrator", Password: "nope"}, nil)
 	if !errors.Is(err, ntlm.ErrAuthFailed) || errors.Is(err, ntlm.ErrRelayRefused) {
 		t.Fatalf("wrong password: %v, want ErrAuthFailed only", err)
 	}
@@ -101,7 +102,7 @@ func TestRelayedLogonRefused(t *testing.T) {
 		{"another certificate, hardening none", "none", "HTTP/sql01", attackerCert, hostCert, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Client{User: "Administrator", Password: testPassword, TargetSPN: tc.spn, ChannelBindings: tc.client}
+			c := &ntlmauth.Client{User: "Administrator", Password: testPassword, TargetSPN: tc.spn, ChannelBindings: tc.client}
 			_, err := login(t, testServer(tc.level), c, tc.server)
 			if tc.relayed != errors.Is(err, ntlm.ErrRelayRefused) {
 				t.Fatalf("err = %v; want relay refused: %v", err, tc.relayed)
@@ -117,15 +118,16 @@ func TestRelayedLogonRefused(t *testing.T) {
 // handshake (another server challenge) is refused.
 func TestAuthenticateReplayedIntoAnotherHandshake(t *testing.T) {
 	srv := testServer("relaxed")
-	c := &Client{User: "Administrator", Password: testPassword, TargetSPN: "HTTP/sql01"}
+	c := &ntlmauth.Client{User: "Administrator", Password: testPassword, TargetSPN: "HTTP/sql01"}
+	negotiate := c.Negotiate()
 	first := srv.NewSession()
-	chal, _ := first.Challenge(c.Negotiate())
+	chal, _ := first.Challenge(negotiate)
 	auth, err := c.Authenticate(chal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := srv.NewSession()
-	if _, err := other.Challenge(c.negotiate); err != nil {
+	if _, err := other.Challenge(negotiate); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Authenticate(auth); !errors.Is(err, ntlm.ErrAuthFailed) {
@@ -134,10 +136,10 @@ func TestAuthenticateReplayedIntoAnotherHandshake(t *testing.T) {
 }
 
 func TestChannelBindingsHashOfNoChannelIsZero(t *testing.T) {
-	if got := ChannelBindingsHash(nil); !bytes.Equal(got, make([]byte, 16)) {
+	if got := ntlmauth.ChannelBindingsHash(nil); !bytes.Equal(got, make([]byte, 16)) {
 		t.Fatalf("no channel: %x", got)
 	}
-	if bytes.Equal(ChannelBindingsHash([]byte("a")), ChannelBindingsHash([]byte("b"))) {
+	if bytes.Equal(ntlmauth.ChannelBindingsHash([]byte("a")), ntlmauth.ChannelBindingsHash([]byte("b"))) {
 		t.Fatal("different channels hash the same")
 	}
 }

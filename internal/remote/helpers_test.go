@@ -15,6 +15,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/ntlm"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
 )
 
@@ -74,14 +75,9 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 	h := &testHost{tls: o.tls}
 	h.srv = wsman.NewServer(wsman.Config{
 		ComputerName: "SQL01",
-		Lookup: func(domain, user string) (string, bool) {
-			if strings.EqualFold(user, testUser) {
-				return testPassword, true
-			}
-			return "", false
-		},
-		AllowBasic: true,
-		AllowNTLM:  true,
+		Lookup:       ntlm.OneAccount(testUser, testPassword),
+		AllowBasic:   true,
+		AllowNTLM:    true,
 		// Basic over this plain-HTTP fixture sends clear text: opted in here and in
 		// config("basic"). NTLM seals its bodies whatever this says.
 		AllowUnencrypted: !o.encryptionRequired,

@@ -4,7 +4,6 @@
 package remote
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -12,11 +11,7 @@ import (
 )
 
 // Host runs the operations of internal/contract on one host.
-type Host interface {
-	ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error)
-	SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error)
-	RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
-}
+type Host = contract.Host
 
 // Config says how to reach one host's WinRM listener. Connections go straight to the
 // host: HTTP proxies (HTTP_PROXY, HTTPS_PROXY) are not used.

@@ -11,7 +11,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 // Well-known SIDs the provider and the simulator reason about.
@@ -28,13 +29,7 @@ const (
 
 // ServiceSID returns the per-service SID of the named service, as Windows computes it.
 func ServiceSID(serviceName string) string {
-	upper := strings.ToUpper(serviceName)
-	units := utf16.Encode([]rune(upper))
-	buf := make([]byte, 2*len(units))
-	for i, u := range units {
-		binary.LittleEndian.PutUint16(buf[2*i:], u)
-	}
-	sum := sha1.Sum(buf)
+	sum := sha1.Sum(utf16le.Encode(strings.ToUpper(serviceName)))
 	var sb strings.Builder
 	sb.WriteString("S-1-5-80")
 	for i := 0; i < 5; i++ {

@@ -154,23 +154,45 @@ func TestPytdsServerProperties(t *testing.T) {
 	}
 }
 
-func TestTsqlServerServices(t *testing.T) {
+// requireTsql returns the path of FreeTDS's tsql, or skips the test without it.
+func requireTsql(t *testing.T) string {
+	t.Helper()
 	tsql, err := exec.LookPath("tsql")
 	if err != nil {
 		t.Skip("tsql is not installed (Debian package freetds-bin)")
 	}
-	sim := startFleet(t)
-	host, port, _ := net.SplitHostPort(sqlAddr(t, sim, "sql02", "MSSQLSERVER"))
+	return tsql
+}
+
+// runTsql runs tsql over TDS 7.4 against the SQL Server at addr as the fleet's SQL
+// login, sending each batch followed by "go", then "exit".
+func runTsql(t *testing.T, tsql, addr string, batches ...string) ([]byte, error) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	conf := filepath.Join(t.TempDir(), "freetds.conf")
 	if err := os.WriteFile(conf, []byte("[global]\n\ttds version = 7.4\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var input strings.Builder
+	for _, b := range batches {
+		input.WriteString(b + "\ngo\n")
+	}
+	input.WriteString("exit\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tsql, "-H", host, "-p", port, "-U", sqlUser, "-P", sqlPassword)
-	cmd.Stdin = strings.NewReader(contract.QueryServerServices + "\ngo\nexit\n")
+	cmd.Stdin = strings.NewReader(input.String())
 	cmd.Env = append(os.Environ(), "FREETDSCONF="+conf, "TDSVER=7.4")
-	out, err := cmd.CombinedOutput()
+	return cmd.CombinedOutput()
+}
+
+func TestTsqlServerServices(t *testing.T) {
+	tsql := requireTsql(t)
+	sim := startFleet(t)
+	out, err := runTsql(t, tsql, sqlAddr(t, sim, "sql02", "MSSQLSERVER"), contract.QueryServerServices)
 	if err != nil {
 		t.Fatalf("tsql: %v\n%s", err, out)
 	}

@@ -243,22 +243,19 @@ func (s *Sim) controlHandler() http.Handler {
 	mux.HandleFunc("GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.EnginesDown())
 	})
-	mux.HandleFunc("GET /v1/hosts/{host}", func(w http.ResponseWriter, r *http.Request) {
-		h, err := s.Host(r.PathValue("host"))
-		if err != nil {
-			writeError(w, err)
-			return
+	// hostView answers with what view reads of the host the path names.
+	hostView := func(view func(*host.Host) any) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			h, err := s.Host(r.PathValue("host"))
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, view(h))
 		}
-		writeJSON(w, http.StatusOK, h.Snapshot())
-	})
-	mux.HandleFunc("GET /v1/hosts/{host}/audit", func(w http.ResponseWriter, r *http.Request) {
-		h, err := s.Host(r.PathValue("host"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, h.Audit())
-	})
+	}
+	mux.HandleFunc("GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() }))
+	mux.HandleFunc("GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() }))
 	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Host(r.PathValue("host")); err != nil {
 			writeError(w, err)

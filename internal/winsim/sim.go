@@ -348,34 +348,13 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		Executor:    model,
 		Logf:        s.logf,
 	})
-	httpL, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(hostHTTPPort(hc))))
-	if err != nil {
-		return fmt.Errorf("host %s: listening for WinRM over HTTP on %s port %d: %w (pick another http_port, or 0 for a free one)", name, address, hostHTTPPort(hc), err)
+	if sh.httpAddr, err = s.serveWinRM(sh, "HTTP", hostHTTPPort(hc), "http_port", sh.wsman.Serve); err != nil {
+		return err
 	}
-	sh.listeners = append(sh.listeners, httpL)
-	sh.httpAddr = httpL.Addr().String()
-	httpL = &costListener{Listener: httpL, rtt: sh.rtt, stats: &sh.winrmWire}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := sh.wsman.Serve(httpL); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-			s.logf("winsim: host %s: WinRM HTTP listener %s stopped: %v", name, sh.httpAddr, err)
-		}
-	}()
-	httpsL, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(hostHTTPSPort(hc))))
-	if err != nil {
-		return fmt.Errorf("host %s: listening for WinRM over HTTPS on %s port %d: %w (pick another https_port, or 0 for a free one)", name, address, hostHTTPSPort(hc), err)
+	serveTLS := func(l net.Listener) error { return sh.wsman.ServeTLS(l, winrmTLS) }
+	if sh.httpsAddr, err = s.serveWinRM(sh, "HTTPS", hostHTTPSPort(hc), "https_port", serveTLS); err != nil {
+		return err
 	}
-	sh.listeners = append(sh.listeners, httpsL)
-	sh.httpsAddr = httpsL.Addr().String()
-	httpsL = &costListener{Listener: httpsL, rtt: sh.rtt, stats: &sh.winrmWire}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := sh.wsman.ServeTLS(httpsL, winrmTLS); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-			s.logf("winsim: host %s: WinRM HTTPS listener %s stopped: %v", name, sh.httpsAddr, err)
-		}
-	}()
 	s.logf("winsim: host %s: WinRM on http://%s/wsman and https://%s/wsman", name, sh.httpAddr, sh.httpsAddr)
 
 	for _, inst := range model.Instances() {
@@ -388,6 +367,27 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// serveWinRM listens for WinRM over proto ("HTTP" or "HTTPS") on the host's address
+// and port (0: a free one), serves it with serve until Close, and returns the
+// address it listens on. setting names the configuration key of the port.
+func (s *Sim) serveWinRM(sh *simHost, proto string, port int, setting string, serve func(net.Listener) error) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(sh.address, strconv.Itoa(port)))
+	if err != nil {
+		return "", fmt.Errorf("host %s: listening for WinRM over %s on %s port %d: %w (pick another %s, or 0 for a free one)", sh.name, proto, sh.address, port, err, setting)
+	}
+	sh.listeners = append(sh.listeners, l)
+	addr := l.Addr().String()
+	served := &costListener{Listener: l, rtt: sh.rtt, stats: &sh.winrmWire}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			s.logf("winsim: host %s: WinRM %s listener %s stopped: %v", sh.name, proto, addr, err)
+		}
+	}()
+	return addr, nil
 }
 
 func (s *Sim) startSQLEndpoint(sh *simHost, inst *host.Instance, hc host.HostConfig, tlsCfg *tls.Config) (*sqlEndpoint, error) {

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,28 +199,14 @@ func TestPytdsDBAQueries(t *testing.T) {
 }
 
 func TestTsqlDBAQueries(t *testing.T) {
-	tsql, err := exec.LookPath("tsql")
-	if err != nil {
-		t.Skip("tsql is not installed (Debian package freetds-bin)")
-	}
+	tsql := requireTsql(t)
 	sim := startFleet(t)
-	host, port, _ := net.SplitHostPort(sqlAddr(t, sim, "sql02", "MSSQLSERVER"))
-	conf := filepath.Join(t.TempDir(), "freetds.conf")
-	if err := os.WriteFile(conf, []byte("[global]\n\ttds version = 7.4\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, tsql, "-H", host, "-p", port, "-U", sqlUser, "-P", sqlPassword)
-	cmd.Stdin = strings.NewReader(strings.Join([]string{
-		strings.ReplaceAll(agRoleQuery, "\n", " "), "go",
-		"SELECT SERVERPROPERTY('Edition') AS edition, CAST(SERVERPROPERTY('IsHadrEnabled') AS int) AS hadr", "go",
-		"SELECT TOP 1 servicename FROM sys.dm_server_services ORDER BY servicename DESC", "go",
-		"SELECT nope FROM sys.availability_groups", "go",
-		"exit", "",
-	}, "\n"))
-	cmd.Env = append(os.Environ(), "FREETDSCONF="+conf, "TDSVER=7.4")
-	out, _ := cmd.CombinedOutput()
+	// tsql exits non-zero for the failing batch; its output is what is checked.
+	out, _ := runTsql(t, tsql, sqlAddr(t, sim, "sql02", "MSSQLSERVER"),
+		strings.ReplaceAll(agRoleQuery, "\n", " "),
+		"SELECT SERVERPROPERTY('Edition') AS edition, CAST(SERVERPROPERTY('IsHadrEnabled') AS int) AS hadr",
+		"SELECT TOP 1 servicename FROM sys.dm_server_services ORDER BY servicename DESC",
+		"SELECT nope FROM sys.availability_groups")
 	for _, want := range []string{
 		"role_desc\tname\nSECONDARY\tAG1\n",
 		"edition\thadr\nDeveloper Edition (64-bit)\t1\n",

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 // Wire format of the three NTLMSSP messages (MS-NLMP 2.2.1) and their pieces.
@@ -77,18 +79,11 @@ func checkHeader(msg []byte, want uint32, name string) error {
 // field reads a (Len, MaxLen, Offset) security buffer at off and returns the bytes
 // it points at (MS-NLMP 2.2.1.3 "...Fields"). name is used in error messages.
 func field(msg []byte, off int, msgName, name string) ([]byte, error) {
-	if off+8 > len(msg) {
-		return nil, fmt.Errorf("ntlm: %s message: too short (%d bytes) to hold the %s field: the client sent a truncated NTLM message", msgName, len(msg), name)
+	b, err := ntlmauth.Field(msg, off)
+	if err != nil {
+		return nil, fmt.Errorf("ntlm: %s message: the %s field: %w: the client sent a truncated or malformed NTLM message", msgName, name, err)
 	}
-	n := int(binary.LittleEndian.Uint16(msg[off:]))
-	start := int(binary.LittleEndian.Uint32(msg[off+4:]))
-	if n == 0 {
-		return nil, nil
-	}
-	if start < 0 || start > len(msg) || n > len(msg)-start {
-		return nil, fmt.Errorf("ntlm: %s message: the %s field (offset %d, length %d) lies outside the %d-byte message: the client sent a malformed NTLM message", msgName, name, start, n, len(msg))
-	}
-	return msg[start : start+n], nil
+	return b, nil
 }
 
 // putField writes a security buffer header at off for a payload of n bytes at start.
@@ -103,16 +98,7 @@ func encodeString(s string, unicode bool) []byte {
 	if !unicode {
 		return []byte(s)
 	}
-	return utf16le(s)
-}
-
-func utf16le(s string) []byte {
-	u := utf16.Encode([]rune(s))
-	b := make([]byte, 2*len(u))
-	for i, c := range u {
-		binary.LittleEndian.PutUint16(b[2*i:], c)
-	}
-	return b
+	return utf16le.Encode(s)
 }
 
 // decodeString is the inverse of encodeString; an odd UTF-16 length is an error.
@@ -120,52 +106,11 @@ func decodeString(b []byte, unicode bool, msgName, name string) (string, error) 
 	if !unicode {
 		return string(b), nil
 	}
-	if len(b)%2 != 0 {
-		return "", fmt.Errorf("ntlm: %s message: the %s field has an odd length (%d) for UTF-16: the client sent a malformed NTLM message", msgName, name, len(b))
+	s, err := utf16le.Decode(b)
+	if err != nil {
+		return "", fmt.Errorf("ntlm: %s message: the %s field: %w: the client sent a malformed NTLM message", msgName, name, err)
 	}
-	u := make([]uint16, len(b)/2)
-	for i := range u {
-		u[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-	return string(utf16.Decode(u)), nil
-}
-
-// avPair is one AV_PAIR of a target info list (MS-NLMP 2.2.2.1).
-type avPair struct {
-	id    uint16
-	value []byte
-}
-
-func marshalAVPairs(pairs []avPair) []byte {
-	var b []byte
-	for _, p := range append(pairs, avPair{id: avEOL}) {
-		b = binary.LittleEndian.AppendUint16(b, p.id)
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(p.value)))
-		b = append(b, p.value...)
-	}
-	return b
-}
-
-// parseAVPairs reads AV pairs up to MsvAvEOL. Bytes after EOL (NTLMv2 clients append
-// padding) are ignored; a list without EOL is accepted if it ends on a pair boundary.
-func parseAVPairs(b []byte) ([]avPair, error) {
-	var pairs []avPair
-	for len(b) > 0 {
-		if len(b) < 4 {
-			return nil, fmt.Errorf("ntlm: AUTHENTICATE message: truncated AV_PAIR in the NTLMv2 response: the client sent a malformed NTLM message")
-		}
-		id := binary.LittleEndian.Uint16(b)
-		n := int(binary.LittleEndian.Uint16(b[2:]))
-		if id == avEOL {
-			break
-		}
-		if 4+n > len(b) {
-			return nil, fmt.Errorf("ntlm: AUTHENTICATE message: AV_PAIR %d of length %d runs past the NTLMv2 response: the client sent a malformed NTLM message", id, n)
-		}
-		pairs = append(pairs, avPair{id: id, value: b[4 : 4+n]})
-		b = b[4+n:]
-	}
-	return pairs, nil
+	return s, nil
 }
 
 // parseNegotiate reads the NegotiateFlags of a NEGOTIATE_MESSAGE (MS-NLMP 2.2.1.1).
@@ -277,11 +222,15 @@ const micOffset = 72
 
 // ntlmv2AVPairs reads the AV pairs of an NTLMv2_CLIENT_CHALLENGE blob
 // (MS-NLMP 2.2.2.7): they follow its 28-byte fixed part.
-func ntlmv2AVPairs(blob []byte) ([]avPair, error) {
+func ntlmv2AVPairs(blob []byte) ([]ntlmauth.AVPair, error) {
 	if len(blob) < 28 {
 		return nil, fmt.Errorf("ntlm: AUTHENTICATE message: NTLMv2 response blob is %d bytes, need at least 28: the client sent a malformed NTLM message", len(blob))
 	}
-	return parseAVPairs(blob[28:])
+	pairs, err := ntlmauth.ParseAVPairs(blob[28:])
+	if err != nil {
+		return nil, fmt.Errorf("ntlm: AUTHENTICATE message: the NTLMv2 response: %w: the client sent a malformed NTLM message", err)
+	}
+	return pairs, nil
 }
 
 // hostNames are the names a CHALLENGE_MESSAGE announces (MS-NLMP 2.2.2.1). A
@@ -308,11 +257,11 @@ func namesFor(computer, domain string) hostNames {
 // targetInfo builds the CHALLENGE_MESSAGE target info (MS-NLMP 2.2.2.1): the names
 // and the server's time as a FILETIME (NTLMv2 clients echo it in their response).
 func (n hostNames) targetInfo(filetime uint64) []byte {
-	return marshalAVPairs([]avPair{
-		{avNbDomainName, utf16le(n.nbDomain)},
-		{avNbComputerName, utf16le(n.nbComputer)},
-		{avDNSDomainName, utf16le(n.dnsDomain)},
-		{avDNSComputerName, utf16le(n.dnsComputer)},
-		{avTimestamp, binary.LittleEndian.AppendUint64(nil, filetime)},
+	return ntlmauth.MarshalAVPairs([]ntlmauth.AVPair{
+		{ID: avNbDomainName, Value: utf16le.Encode(n.nbDomain)},
+		{ID: avNbComputerName, Value: utf16le.Encode(n.nbComputer)},
+		{ID: avDNSDomainName, Value: utf16le.Encode(n.dnsDomain)},
+		{ID: avDNSComputerName, Value: utf16le.Encode(n.dnsComputer)},
+		{ID: avTimestamp, Value: binary.LittleEndian.AppendUint64(nil, filetime)},
 	})
 }

@@ -19,16 +19,14 @@ package ntlm
 
 import (
 	"crypto/hmac"
-	"crypto/md5"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/md4" //nolint:staticcheck // NTLM is defined over MD4 (MS-NLMP 3.3.1).
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
 )
 
 // ErrAuthFailed is wrapped by the error Authenticate returns when the credentials are
@@ -39,6 +37,17 @@ var ErrAuthFailed = errors.New("ntlm: authentication failed")
 // Lookup returns the password of a user. The user name compares case-insensitively;
 // domain is what the client sent: "", the host's computer name, or a domain name.
 type Lookup func(domain, user string) (password string, ok bool)
+
+// OneAccount is the Lookup of a host with a single account, user (compared without
+// case) under any domain the client names: a fixture for tests of the layers above.
+func OneAccount(user, password string) Lookup {
+	return func(_, name string) (string, bool) {
+		if strings.EqualFold(name, user) {
+			return password, true
+		}
+		return "", false
+	}
+}
 
 // Server holds what a Windows host needs to answer NTLM logons.
 type Server struct {
@@ -86,7 +95,7 @@ type Session struct {
 	serverChallenge [8]byte
 	flags           uint32 // flags of the CHALLENGE_MESSAGE, then the negotiated NegFlg
 	identity        Identity
-	sec             *security // nil unless signing or sealing was negotiated
+	sec             *ntlmauth.Session // nil unless signing or sealing was negotiated
 }
 
 // NewSession starts the NTLM state of a new connection.
@@ -115,16 +124,10 @@ func (s *Session) Challenge(negotiate []byte) ([]byte, error) {
 	// The target name is the NetBIOS domain (or the computer, for a workgroup host).
 	// It is sent even when not requested, like Windows: Azure/go-ntlmssp reads it
 	// regardless of NTLMSSP_REQUEST_TARGET and uses it as the user's domain.
-	s.challenge = buildChallenge(s.flags, s.serverChallenge, names.nbDomain, names.targetInfo(filetime(time.Now())))
+	s.challenge = buildChallenge(s.flags, s.serverChallenge, names.nbDomain, names.targetInfo(ntlmauth.Filetime(time.Now())))
 	s.negotiate = append([]byte(nil), negotiate...)
 	s.state = stateChallenged
 	return append([]byte(nil), s.challenge...), nil
-}
-
-// filetime converts t to a Windows FILETIME: 100 ns intervals since 1601-01-01.
-func filetime(t time.Time) uint64 {
-	const epochDiff = 116444736000000000 // 1601-01-01 to 1970-01-01 in 100 ns
-	return uint64(t.UnixNano()/100) + epochDiff
 }
 
 // Authenticate verifies the client's AUTHENTICATE_MESSAGE (MS-NLMP 3.2.5.1.2) and
@@ -192,13 +195,10 @@ func (s *Session) verify(msg, binding []byte) (Identity, error) {
 	// with ResponseKeyNT = NTOWFv2 = HMAC_MD5(MD4(UTF16LE(password)), UTF16LE(UPPER(user)+domain)).
 	// Servers SHOULD also accept clients that left the domain out (3.2.5.1.2).
 	proof, blob := am.ntResponse[:16], am.ntResponse[16:]
-	hash := md4.New()
-	hash.Write(utf16le(password))
-	ntHash := hash.Sum(nil)
 	var responseKey []byte
 	for _, dom := range uniq(am.domain, "") {
-		key := hmacMD5(ntHash, utf16le(strings.ToUpper(am.user)+dom))
-		if hmac.Equal(hmacMD5(key, s.serverChallenge[:], blob), proof) {
+		key := ntlmauth.NTOWFv2(password, am.user, dom)
+		if hmac.Equal(ntlmauth.HMACMD5(key, s.serverChallenge[:], blob), proof) {
 			responseKey = key
 			break
 		}
@@ -210,13 +210,13 @@ func (s *Session) verify(msg, binding []byte) (Identity, error) {
 	// Keys (MS-NLMP 3.3.2, 3.4.5.1): SessionBaseKey = HMAC_MD5(ResponseKeyNT, NTProofStr);
 	// for NTLMv2 KeyExchangeKey = SessionBaseKey. With KEY_EXCH the client chose a random
 	// ExportedSessionKey and sent it RC4-encrypted with KeyExchangeKey.
-	keyExchangeKey := hmacMD5(responseKey, proof)
+	keyExchangeKey := ntlmauth.HMACMD5(responseKey, proof)
 	exported := keyExchangeKey
 	if flags&flagKeyExch != 0 && flags&(flagSign|flagSeal) != 0 {
 		if len(am.encryptedRandomSessionKey) != 16 {
 			return Identity{}, fmt.Errorf("ntlm: AUTHENTICATE message: key exchange negotiated but EncryptedRandomSessionKey is %d bytes, want 16: the client sent a malformed NTLM message", len(am.encryptedRandomSessionKey))
 		}
-		exported = rc4Once(keyExchangeKey, am.encryptedRandomSessionKey)
+		exported = ntlmauth.RC4K(keyExchangeKey, am.encryptedRandomSessionKey)
 	}
 
 	if err := s.checkMIC(msg, blob, exported); err != nil {
@@ -228,7 +228,7 @@ func (s *Session) verify(msg, binding []byte) (Identity, error) {
 
 	s.flags = flags
 	if flags&(flagSign|flagSeal) != 0 {
-		s.sec = newSecurity(flags, exported)
+		s.sec = ntlmauth.NewServerSession(flags, exported)
 	}
 	return id, nil
 }
@@ -243,7 +243,7 @@ func (s *Session) checkMIC(msg, blob, exported []byte) error {
 	}
 	hasMIC := false
 	for _, p := range pairs {
-		if p.id == avFlags && len(p.value) == 4 && p.value[0]&avFlagMICPresent != 0 {
+		if p.ID == avFlags && len(p.Value) == 4 && p.Value[0]&avFlagMICPresent != 0 {
 			hasMIC = true
 		}
 	}
@@ -258,7 +258,7 @@ func (s *Session) checkMIC(msg, blob, exported []byte) error {
 	}
 	zeroed := append([]byte(nil), msg...)
 	clear(zeroed[micOffset : micOffset+16])
-	want := hmacMD5(exported, s.negotiate, s.challenge, zeroed)
+	want := ntlmauth.HMACMD5(exported, s.negotiate, s.challenge, zeroed)
 	if !hmac.Equal(want, msg[micOffset:micOffset+16]) {
 		return fmt.Errorf("%w: message integrity check (MIC) failed: the NTLM messages were altered in transit (or relayed from another connection), or the client computed its session key differently", ErrRelayRefused)
 	}
@@ -281,11 +281,11 @@ func (s *Session) checkBindings(blob, binding []byte) error {
 	var target string
 	var cbt []byte
 	for _, p := range pairs {
-		switch p.id {
+		switch p.ID {
 		case avTargetName:
-			target, _ = decodeString(p.value, true, "AUTHENTICATE", "MsvAvTargetName")
+			target, _ = decodeString(p.Value, true, "AUTHENTICATE", "MsvAvTargetName")
 		case avChannelBindings:
-			cbt = p.value
+			cbt = p.Value
 		}
 	}
 	if target != "" && len(s.srv.TargetNames) > 0 && !targetMatches(target, s.srv.TargetNames) {
@@ -302,7 +302,7 @@ func (s *Session) checkBindings(blob, binding []byte) error {
 	case absent:
 		return nil
 	}
-	if !hmac.Equal(cbt, channelBindingsHash(binding)) {
+	if !hmac.Equal(cbt, ntlmauth.ChannelBindingsHash(binding)) {
 		return fmt.Errorf("%w: the logon's channel bindings are those of another TLS certificate than this host's: the client talked TLS to someone else (a relay, or a TLS-intercepting proxy)", ErrRelayRefused)
 	}
 	return nil
@@ -337,16 +337,6 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// channelBindingsHash is MD5 of a gss_channel_bindings_struct with no addresses and
-// the given application data (RFC 2744 as MS-NLMP 2.2.2.1 uses it).
-func channelBindingsHash(appData []byte) []byte {
-	b := make([]byte, 16, 20+len(appData))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(appData)))
-	b = append(b, appData...)
-	sum := md5.Sum(b)
-	return sum[:]
-}
-
 // Identity returns the authenticated account; ok is false before Authenticate
 // succeeded.
 func (s *Session) Identity() (id Identity, ok bool) {
@@ -360,7 +350,7 @@ func (s *Session) Identity() (id Identity, ok bool) {
 func (s *Session) Sealing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state == stateAuthenticated && s.sec != nil && s.flags&flagSeal != 0
+	return s.state == stateAuthenticated && s.sec.Sealing()
 }
 
 func uniq(a, b string) []string {
@@ -368,19 +358,4 @@ func uniq(a, b string) []string {
 		return []string{a}
 	}
 	return []string{a, b}
-}
-
-func hmacMD5(key []byte, data ...[]byte) []byte {
-	m := hmac.New(md5.New, key)
-	for _, d := range data {
-		m.Write(d)
-	}
-	return m.Sum(nil)
-}
-
-// rc4Once is RC4K (MS-NLMP 6): a one-shot RC4 with a fresh key.
-func rc4Once(key, data []byte) []byte {
-	out := make([]byte, len(data))
-	newRC4(key).XORKeyStream(out, data)
-	return out
 }

@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"unicode/utf16"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 // PRELOGIN option tokens (MS-TDS 2.2.6.5).
@@ -121,7 +122,7 @@ func parseLogin7(data []byte) (*login7, error) {
 		if password {
 			raw = unmanglePassword(raw)
 		}
-		return decodeUTF16(raw), nil
+		return utf16le.Decode(raw) // n is even: cannot fail
 	}
 	var err error
 	if l.HostName, err = field(offHostName, "HostName", false); err != nil {
@@ -154,12 +155,4 @@ func unmanglePassword(b []byte) []byte {
 		out[i] = c<<4 | c>>4
 	}
 	return out
-}
-
-func decodeUTF16(b []byte) string {
-	u := make([]uint16, len(b)/2)
-	for i := range u {
-		u[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-	return string(utf16.Decode(u))
 }

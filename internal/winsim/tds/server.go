@@ -28,6 +28,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
 
 // Options configure a Server.
@@ -448,10 +450,11 @@ func batchText(data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(data)%2 != 0 {
-		return "", errors.New("batch text has an odd number of bytes, so it is not UTF-16")
+	text, err := utf16le.Decode(data)
+	if err != nil {
+		return "", fmt.Errorf("batch text: %w", err)
 	}
-	return decodeUTF16(data), nil
+	return text, nil
 }
 
 func skipAllHeaders(data []byte) ([]byte, error) {
@@ -486,7 +489,7 @@ func rpcError(data []byte) *SQLError {
 				name = fmt.Sprintf("procedure id %d", id)
 			}
 		} else if int(n)*2 <= len(rest) {
-			name = decodeUTF16(rest[:int(n)*2])
+			name, _ = utf16le.Decode(rest[:int(n)*2]) // an even length: cannot fail
 		}
 	}
 	if name == "sp_executesql" || name == "sp_prepexec" || name == "sp_prepare" {

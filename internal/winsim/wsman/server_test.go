@@ -17,6 +17,7 @@ import (
 	"github.com/masterzen/winrm"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/ntlm"
 )
 
 const (
@@ -58,14 +59,9 @@ func newEnv(t *testing.T, useTLS bool, tweak func(*Config)) *testEnv {
 	}
 	cfg := Config{
 		ComputerName: testHost,
-		Lookup: func(domain, user string) (string, bool) {
-			if strings.EqualFold(user, testUser) {
-				return testPassword, true
-			}
-			return "", false
-		},
-		AllowBasic: true,
-		AllowNTLM:  true,
+		Lookup:       ntlm.OneAccount(testUser, testPassword),
+		AllowBasic:   true,
+		AllowNTLM:    true,
 		// These tests exercise the protocol with Basic and unsealed NTLM over HTTP
 		// too: they opt in to clear text. Windows' default (false) is tested below.
 		AllowUnencrypted: true,
