@@ -149,11 +149,11 @@ func (e *accEnv) providerConfig(withSQL bool) string {
 	return e.providerConfigWith(accPassword, withSQL)
 }
 
-func (e *accEnv) providerConfigWith(password string, withSQL bool) string {
-	// The full source address: OpenTofu reads an unqualified "hashicorp/mssqlifi" as
-	// registry.opentofu.org/..., which is not the provider the test framework
-	// reattaches (an import-only first step then tries to download it).
-	s := fmt.Sprintf(`
+// requiredProviders names the provider by its full source address: OpenTofu reads an
+// unqualified "hashicorp/mssqlifi" as registry.opentofu.org/..., which is not the
+// provider the test framework reattaches (an import-only first step then tries to
+// download it).
+const requiredProviders = `
 terraform {
   required_providers {
     mssqlifi = {
@@ -161,7 +161,25 @@ terraform {
     }
   }
 }
+`
 
+// sqlBlock is the provider's sql block for the test login, TLS verified against the
+// simulator's CA.
+func (e *accEnv) sqlBlock() string {
+	return fmt.Sprintf(`
+  sql {
+    username = %q
+    password = %q
+    encrypt  = "true"
+    ca_cert  = <<-EOT
+%s
+EOT
+  }
+`, accSQLUser, accSQLPass, strings.TrimSpace(string(e.sim.CACertPEM())))
+}
+
+func (e *accEnv) providerConfigWith(password string, withSQL bool) string {
+	s := requiredProviders + fmt.Sprintf(`
 provider "mssqlifi" {
   winrm {
     username = %q
@@ -174,16 +192,7 @@ EOT
   }
 `, accUser, password, accAuth(), e.httpsPort, strings.TrimSpace(string(e.sim.CACertPEM())))
 	if withSQL {
-		s += fmt.Sprintf(`
-  sql {
-    username = %q
-    password = %q
-    encrypt  = "true"
-    ca_cert  = <<-EOT
-%s
-EOT
-  }
-`, accSQLUser, accSQLPass, strings.TrimSpace(string(e.sim.CACertPEM())))
+		s += e.sqlBlock()
 	}
 	return s + "}\n"
 }

@@ -60,15 +60,7 @@ func (e *accEnv) kerberosProviderConfig(k *kdc.KDC, logon string) string {
 // the KDC's krb5.conf and the host's SPN; args holds the logon and auth lines
 // (no auth line: the default, negotiate).
 func (e *accEnv) winrmHTTPProviderConfig(k *kdc.KDC, args string) string {
-	return fmt.Sprintf(`
-terraform {
-  required_providers {
-    mssqlifi = {
-      source = "registry.terraform.io/hashicorp/mssqlifi"
-    }
-  }
-}
-
+	return requiredProviders + fmt.Sprintf(`
 provider "mssqlifi" {
   winrm {
 %s
@@ -77,16 +69,7 @@ provider "mssqlifi" {
     spn       = %q
     krb5_conf = %q
   }
-  sql {
-    username = %q
-    password = %q
-    encrypt  = "true"
-    ca_cert  = <<-EOT
-%s
-EOT
-  }
-}
-`, args, e.httpPort, accKrbSPN, k.Krb5Conf, accSQLUser, accSQLPass, strings.TrimSpace(string(e.sim.CACertPEM())))
+`, args, e.httpPort, accKrbSPN, k.Krb5Conf) + e.sqlBlock() + "}\n"
 }
 
 // apply, an empty plan, and destroy over Kerberos; the host ran every operation

@@ -39,6 +39,20 @@ func isEncrypted(contentType string) bool {
 
 // unwrapEncrypted unseals a multipart/encrypted request body sealed with NTLM.
 func unwrapEncrypted(session *ntlm.Session, body []byte) ([]byte, error) {
+	return unwrapWith(body, "NTLM", func(sigLen int) bool { return sigLen == 16 }, func(sig, data []byte) ([]byte, error) {
+		plain, err := session.Unseal(sig, data)
+		if err != nil {
+			return nil, fmt.Errorf("unsealing failed (wrong session key or out-of-order message): %w", err)
+		}
+		return plain, nil
+	})
+}
+
+// unwrapWith unseals a multipart/encrypted body with unseal, whatever the
+// authentication that sealed it: the MIME framing, then the payload's signature
+// length (which sigLenOK checks), signature and sealed data, then the original
+// length the header announced.
+func unwrapWith(body []byte, scheme string, sigLenOK func(int) bool, unseal func(sig, data []byte) ([]byte, error)) ([]byte, error) {
 	length, payload, err := parseEncrypted(body)
 	if err != nil {
 		return nil, err
@@ -47,12 +61,12 @@ func unwrapEncrypted(session *ntlm.Session, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encrypted WS-Management message: payload of %d bytes has no signature length", len(payload))
 	}
 	sigLen := int(binary.LittleEndian.Uint32(payload[:4]))
-	if sigLen != 16 || len(payload) < 4+sigLen {
-		return nil, fmt.Errorf("encrypted WS-Management message: signature length %d, want 16 (NTLM)", sigLen)
+	if !sigLenOK(sigLen) || len(payload) < 4+sigLen {
+		return nil, fmt.Errorf("encrypted WS-Management message: %s signature length %d does not fit the %d-byte payload", scheme, sigLen, len(payload))
 	}
-	plain, err := session.Unseal(payload[4:4+sigLen], payload[4+sigLen:])
+	plain, err := unseal(payload[4:4+sigLen], payload[4+sigLen:])
 	if err != nil {
-		return nil, fmt.Errorf("encrypted WS-Management message: unsealing failed (wrong session key or out-of-order message): %w", err)
+		return nil, fmt.Errorf("encrypted WS-Management message: %w", err)
 	}
 	if len(plain) != length {
 		return nil, fmt.Errorf("encrypted WS-Management message: %d bytes after unsealing, header says Length=%d", len(plain), length)

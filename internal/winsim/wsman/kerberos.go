@@ -295,25 +295,7 @@ func clientAddress(remote string) types.HostAddress {
 // NTLM's; the signature is the wrap token's header part.
 
 func unwrapEncryptedKerberos(k *krbConn, body []byte) ([]byte, error) {
-	length, payload, err := parseEncrypted(body)
-	if err != nil {
-		return nil, err
-	}
-	if len(payload) < 4 {
-		return nil, fmt.Errorf("encrypted WS-Management message: payload of %d bytes has no signature length", len(payload))
-	}
-	sigLen := int(binary.LittleEndian.Uint32(payload[:4]))
-	if sigLen < 16 || len(payload) < 4+sigLen {
-		return nil, fmt.Errorf("encrypted WS-Management message: Kerberos signature length %d does not fit the %d-byte payload", sigLen, len(payload))
-	}
-	plain, err := k.sealer.Unseal(payload[4:4+sigLen], payload[4+sigLen:])
-	if err != nil {
-		return nil, fmt.Errorf("encrypted WS-Management message: %w", err)
-	}
-	if len(plain) != length {
-		return nil, fmt.Errorf("encrypted WS-Management message: %d bytes after unsealing, header says Length=%d", len(plain), length)
-	}
-	return plain, nil
+	return unwrapWith(body, "Kerberos", func(sigLen int) bool { return sigLen >= 16 }, k.sealer.Unseal)
 }
 
 func wrapEncryptedKerberos(k *krbConn, plain []byte) ([]byte, error) {
