@@ -145,7 +145,7 @@ func legacyLogon(t *testing.T, addr string, caPEM []byte) {
 	if err != nil || len(chal) == 0 {
 		t.Fatalf("no challenge relayed: %q", resp.Header.Get("WWW-Authenticate"))
 	}
-	auth, err := azure.ProcessChallenge(chal, testUser, testPassword, true)
+	auth, err := azure.NewAuthenticateMessage(chal, testUser, testPassword, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func FuzzAuthenticate(f *testing.F) {
 	f.Add(auth)
 	azureNeg, _ := azure.NewNegotiateMessage("", "")
 	chal, _ = testServer().NewSession().Challenge(azureNeg)
-	auth, _ = azure.ProcessChallenge(chal, "Administrator", testPassword, true)
+	auth, _ = azure.NewAuthenticateMessage(chal, "Administrator", testPassword, nil)
 	f.Add(auth)
 	f.Fuzz(func(t *testing.T, authenticate []byte) {
 		sess := testServer().NewSession()

@@ -38,8 +38,9 @@ func testServer() *Server {
 // a new session. user may be "DOMAIN\user", as masterzen passes it.
 func azureLogin(t *testing.T, srv *Server, user, password string) (*Session, Identity, error) {
 	t.Helper()
-	name, domain, domainNeeded := azure.GetDomain(user)
-	neg, err := azure.NewNegotiateMessage(domain, "")
+	// The NEGOTIATE names the client machine's domain (none here); the AUTHENTICATE
+	// takes the user's domain from "DOMAIN\user".
+	neg, err := azure.NewNegotiateMessage("", "")
 	if err != nil {
 		t.Fatalf("azure NewNegotiateMessage: %v", err)
 	}
@@ -48,9 +49,9 @@ func azureLogin(t *testing.T, srv *Server, user, password string) (*Session, Ide
 	if err != nil {
 		t.Fatalf("Challenge(azure negotiate): %v", err)
 	}
-	auth, err := azure.ProcessChallenge(chal, name, password, domainNeeded)
+	auth, err := azure.NewAuthenticateMessage(chal, user, password, nil)
 	if err != nil {
-		t.Fatalf("azure ProcessChallenge rejected our CHALLENGE: %v", err)
+		t.Fatalf("azure NewAuthenticateMessage rejected our CHALLENGE: %v", err)
 	}
 	id, err := sess.Authenticate(auth)
 	return sess, id, err
