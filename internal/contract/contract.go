@@ -143,6 +143,9 @@ type SetRightResult struct {
 	Holders []Principal `json:"holders"`
 }
 
+// MaxRestartSeconds is the largest timeout_seconds restart_instance accepts (24 hours).
+const MaxRestartSeconds = 86400
+
 // RestartInstanceParams restarts the Engine and the dependents that were running.
 type RestartInstanceParams struct {
 	Instance       string `json:"instance"`
