@@ -152,20 +152,6 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.St
 	return nil
 }
 
-// restart restarts the Engine (and its running dependents) within the time the
-// context leaves, keeping a margin for reading back.
-func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, out *Outcome) error {
-	secs := e.restartSeconds(ctx)
-	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs})
-	_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: secs})
-	out.Changed = true // a failed restart may have stopped services
-	if err != nil {
-		return out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason})
-	}
-	out.Restarted = true
-	return nil
-}
-
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
 func (e *Engine) waitReady(ctx context.Context, t Target, st *sqlcheck.Target, out *Outcome) error {

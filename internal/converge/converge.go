@@ -23,6 +23,7 @@ type Host interface {
 	ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error)
 	SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error)
 	RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
+	RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error)
 }
 
 // Clients opens the clients the engine needs. Implementations may open them lazily

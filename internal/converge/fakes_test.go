@@ -44,8 +44,11 @@ type fakeHost struct {
 	// onRestart runs when restart_instance is called (e.g. to end the context).
 	onRestart func()
 
-	reads, setRights, restarts int
-	restartParams              []contract.RestartInstanceParams
+	reads, setRights, restarts, statuses int
+	restartParams                        []contract.RestartInstanceParams
+	// last is the last restart; statusErr fails restart_status.
+	last      *contract.RestartInstanceResult
+	statusErr error
 }
 
 func newFakeHost() *fakeHost {
@@ -154,7 +157,23 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 			h.ri.ErrorLog.Enabled = &on
 		}
 	}
-	return &contract.RestartInstanceResult{ServiceName: h.ri.ServiceName, ServiceState: contract.StateRunning}, nil
+	h.last = &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: contract.PhaseDone, Finished: true,
+		ServiceName: h.ri.ServiceName, ServiceState: contract.StateRunning}
+	return h.last, nil
+}
+
+// RestartStatus reports the last restart (or none).
+func (h *fakeHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.statuses++
+	if h.statusErr != nil {
+		return nil, h.statusErr
+	}
+	if h.last == nil {
+		return &contract.RestartInstanceResult{ServiceName: h.ri.ServiceName}, nil
+	}
+	return h.last, nil
 }
 
 // fakeChecker answers for the fake host's running Engine.
