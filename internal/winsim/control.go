@@ -23,6 +23,8 @@ import (
 //	{"action":"set_group_policy_right","right":"SeManageVolumePrivilege","sids":["S-1-5-32-544"]}
 //	{"action":"refresh_group_policy"}
 //	{"action":"uninstall_instance","instance":"REPORTING"}
+//	{"action":"fail_start","service":"MSSQLSERVER","code":1067,"times":-1}
+//	{"action":"slow_stop","service":"MSSQLSERVER","stop_ms":30000}
 //
 // Service actions wait until the service reaches its target state (Running, or
 // Stopped for stop_service) unless "wait" is false; "timeout_seconds" bounds the wait
@@ -37,6 +39,11 @@ type Action struct {
 	Force          bool     `json:"force,omitempty"`
 	Wait           *bool    `json:"wait,omitempty"`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
+	// fail_start: the Windows error code (0: 1067) and how many starts fail (-1: all, 0: clear).
+	Code  int `json:"code,omitempty"`
+	Times int `json:"times,omitempty"`
+	// slow_stop: how long the service's stops take from now on.
+	StopMS int `json:"stop_ms,omitempty"`
 }
 
 // Action names.
@@ -49,6 +56,8 @@ const (
 	ActionSetGroupPolicyRight  = "set_group_policy_right"
 	ActionRefreshGroupPolicy   = "refresh_group_policy"
 	ActionUninstallInstance    = "uninstall_instance"
+	ActionFailStart            = "fail_start"
+	ActionSlowStop             = "slow_stop"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -181,6 +190,21 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionFailStart, ActionSlowStop:
+		if err := need("service", a.Service); err != nil {
+			return res, err
+		}
+		res.Service = a.Service
+		if a.Action == ActionFailStart {
+			err = h.FailStarts(a.Service, a.Code, a.Times)
+		} else {
+			err = h.SetStopDuration(a.Service, time.Duration(a.StopMS)*time.Millisecond)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+		}
+		return res, nil
+
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
 	default:
@@ -191,6 +215,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
+	ActionFailStart, ActionSlowStop,
 }
 
 // controlHandler serves the HTTP JSON control plane.

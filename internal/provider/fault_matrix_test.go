@@ -1,0 +1,112 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// The fault matrix (issue 8): each fault is injected through the simulator's control
+// API, then a real terraform apply runs. Each row checks that the apply ends within
+// its timeout (plus 30 s) with a diagnostic naming the cause, that the state says
+// what the host has (the next plan runs and privilege_granted is the host's), and
+// that the Engine runs at the end unless the fault was that it will not start.
+func TestCLI_faultMatrix(t *testing.T) {
+	t.Parallel()
+	const createTimeout = time.Minute
+	type row struct {
+		name      string
+		actions   []winsim.Action
+		wantErr   string // regexp on the error diagnostics; "" : the apply succeeds
+		engineUp  bool
+		maxApply  time.Duration
+		gotApply  time.Duration
+		gotResult string
+	}
+	rows := []*row{
+		{name: "the Engine will not start (1067)", engineUp: false, maxApply: 30 * time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Code: 1067, Times: -1}},
+			wantErr: `(?s)did not start after 3 attempts.*Windows error 1067.*17058`},
+		{name: "two failed starts, then the Engine starts", engineUp: true, maxApply: 45 * time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Code: 1069, Times: 2}}},
+		{name: "a stop slower than the restart's deadline", engineUp: true, maxApply: createTimeout + 30*time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionSlowStop, Service: "MSSQLSERVER", StopMS: 40000}},
+			wantErr: `(?s)did not stop within \d+ seconds.*starts it again as soon as it has stopped`},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			w := newCLI(t)
+			e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100 })
+			for _, a := range r.actions {
+				if err := e.sim.Do(e.name, a); err != nil {
+					t.Fatalf("injecting %+v: %v", a, err)
+				}
+			}
+			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n  }", createTimeout)))
+			ap := w.apply()
+			r.gotApply = ap.Duration
+			if ap.Duration > r.maxApply {
+				t.Errorf("the apply took %s, more than %s", ap.Duration.Round(time.Second), r.maxApply)
+			}
+			if r.wantErr == "" {
+				r.gotResult = "applied"
+				if ap.Exit != 0 {
+					t.Fatalf("apply failed (exit %d):\n%s", ap.Exit, ap.describe())
+				}
+			} else {
+				errs := ap.errors()
+				r.gotResult = "failed"
+				if ap.Exit == 0 || len(errs) == 0 {
+					t.Fatalf("the apply succeeded; want an error matching %s:\n%s", r.wantErr, ap.describe())
+				}
+				re := regexp.MustCompile(r.wantErr)
+				found := false
+				for _, d := range errs {
+					if re.MatchString(d.Summary + ": " + d.Detail) {
+						found = true
+						r.gotResult = "failed: " + d.Summary
+					}
+				}
+				if !found {
+					t.Errorf("no error diagnostic matches %s:\n%s", r.wantErr, ap.describe())
+				}
+			}
+			// The state says what the host has: the grant was made either way.
+			a := w.attrs(resName)
+			if a["privilege_granted"] != e.holds(defaultSvcSID) {
+				t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
+			}
+			p := w.plan()
+			if p.Exit == 1 {
+				t.Errorf("the next plan failed:\n%s", p.describe())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := e.host().WaitServiceState(ctx, "MSSQLSERVER", contract.StateRunning)
+			if r.engineUp && err != nil {
+				t.Errorf("the Engine is not Running at the end: %v", err)
+			}
+			if !r.engineUp {
+				if st, _ := e.host().ServiceState("MSSQLSERVER"); st == contract.StateRunning {
+					t.Errorf("the Engine runs although its starts fail")
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "\n%-45s | %-8s | %s\n", "fault", "apply", "result")
+		for _, r := range rows {
+			fmt.Fprintf(&sb, "%-45s | %-8s | %s\n", r.name, r.gotApply.Round(time.Second), r.gotResult)
+		}
+		t.Log(sb.String())
+	})
+}
