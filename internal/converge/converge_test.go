@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -543,4 +544,40 @@ func TestDestroy(t *testing.T) {
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
 		wantError(t, err, KindObserveFailed)
 	})
+}
+
+// The restart's answer is lost and restart_status cannot be read either, but the
+// host did restart: the read-back shows the instance as asked, so the apply succeeds
+// with a warning naming the error instead of failing (and tainting).
+func TestApplyConvergedDespiteTheConnection(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = errBoom, true
+	w.host.statusErr = errBoom
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply = %v; want success with a warning", err)
+	}
+	if !slices.Contains(codes(out.Warnings), WarnRecovered) {
+		t.Fatalf("warnings %v; want %s", codes(out.Warnings), WarnRecovered)
+	}
+	if out.Assessment == nil || !out.Assessment.PrivilegeGranted || !out.Restarted {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+// The same lost answers, but the host did not restart: the apply fails and the
+// state records what is true (granted, restart pending).
+func TestApplyNotConvergedAfterTheConnection(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr = errBoom
+	w.host.statusErr = errBoom
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	e := wantError(t, err, KindRestartFailed)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(e, &unfinished) {
+		t.Fatalf("error %v; want the restart reported as not seen to finish", err)
+	}
+	if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
+		t.Fatalf("outcome %+v", out.Assessment)
+	}
 }

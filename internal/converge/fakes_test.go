@@ -46,6 +46,8 @@ type fakeHost struct {
 
 	reads, setRights, restarts, statuses int
 	restartParams                        []contract.RestartInstanceParams
+	// restartErrAfterEffect: restart_instance restarts, then fails with restartErr.
+	restartErrAfterEffect bool
 	// last is the last restart; statusErr fails restart_status.
 	last      *contract.RestartInstanceResult
 	statusErr error
@@ -144,7 +146,7 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	if h.onRestart != nil {
 		h.onRestart()
 	}
-	if h.restartErr != nil {
+	if h.restartErr != nil && !h.restartErrAfterEffect {
 		if h.restartStops {
 			h.ri.ServiceState = contract.StateStopped
 		}
@@ -159,6 +161,9 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	}
 	h.last = &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: contract.PhaseDone, Finished: true,
 		ServiceName: h.ri.ServiceName, ServiceState: contract.StateRunning}
+	if h.restartErr != nil {
+		return nil, h.restartErr // the restart happened; its answer was lost
+	}
 	return h.last, nil
 }
 
