@@ -65,9 +65,15 @@ func (e *RestartOutcomeError) Error() string {
 type RestartUnfinishedError struct {
 	Phase string // the last phase reported, "" if none was
 	Err   error  // why the engine stopped asking
+	// NotReceived: the host has no record of the request after every send; nothing
+	// was stopped.
+	NotReceived bool
 }
 
 func (e *RestartUnfinishedError) Error() string {
+	if e.NotReceived {
+		return fmt.Sprintf("the restart request did not reach the host after %d attempts, so nothing was stopped: %v", maxRestartSends, e.Err)
+	}
 	phase := e.Phase
 	if phase == "" {
 		phase = "unknown"
@@ -147,7 +153,7 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			// The host has no record of this request (the first one was lost): send it
 			// again; its id makes it start at most one restart.
 			if sends++; sends > maxRestartSends {
-				return fail(&RestartUnfinishedError{Phase: phase, Err: lastSendErr}, nil)
+				return fail(&RestartUnfinishedError{Phase: phase, Err: lastSendErr, NotReceived: true}, nil)
 			}
 			res, err = h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx),
 				RestartID: id, WaitSeconds: e.waitSeconds(ctx)})

@@ -76,7 +76,11 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 					"the service can restart.", ce.ServiceName, ce.RestartReason, t, ce.Err))
 			return
 		case errors.As(ce.Err, &unfinished):
-			diags.AddError(fmt.Sprintf("The restart of SQL Server %s on %s was not seen to finish", t.Instance, t.Host),
+			summary := fmt.Sprintf("The restart of SQL Server %s on %s was not seen to finish", t.Instance, t.Host)
+			if unfinished.NotReceived {
+				summary = fmt.Sprintf("The restart request did not reach %s", t.Host)
+			}
+			diags.AddError(summary,
 				fmt.Sprintf("The restart of %s (%s) on %s: %s Run terraform plan to see what the host has now.",
 					ce.ServiceName, ce.RestartReason, t, hostErrorDetail(t, ce.Err, user)))
 			return

@@ -25,6 +25,8 @@ func TestCLI_faultMatrix(t *testing.T) {
 		name      string
 		actions   []winsim.Action
 		wantErr   string // regexp on the error diagnostics; "" : the apply succeeds
+		wantWarn  string // regexp on a warning the apply must give; "": none needed
+		stopMS    int    // the Engine's stop duration (default 100 ms)
 		engineUp  bool
 		maxApply  time.Duration
 		gotApply  time.Duration
@@ -36,6 +38,36 @@ func TestCLI_faultMatrix(t *testing.T) {
 			wantErr: `(?s)did not start after 3 attempts.*Windows error 1067.*17058`},
 		{name: "two failed starts, then the Engine starts", engineUp: true, maxApply: 45 * time.Second,
 			actions: []winsim.Action{{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Code: 1069, Times: 2}}},
+		{name: "one reset of restart_instance's answer", engineUp: true, maxApply: 30 * time.Second, stopMS: 1500,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: "restart_instance"}}}},
+		{name: "every answer of restart_instance reset", engineUp: true, maxApply: 30 * time.Second, stopMS: 1500,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: "restart_instance", Count: -1}}}},
+		{name: "reset when the Engine is Stop Pending", engineUp: true, maxApply: 30 * time.Second, stopMS: 3000,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, Service: "MSSQLSERVER",
+				WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, State: contract.StateStopPending, Count: -1}}}},
+		{name: "answer lost, then HTTP 500 on restart_status", engineUp: true, maxApply: 30 * time.Second, stopMS: 1500,
+			actions: []winsim.Action{
+				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: "restart_instance", Count: -1}},
+				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Operation: "restart_status", Count: -1}},
+			},
+			wantWarn: `The apply hit an error, but the host converged`},
+		{name: "answer lost, then HTTP 401 on restart_status", engineUp: true, maxApply: 30 * time.Second, stopMS: 1500,
+			actions: []winsim.Action{
+				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: "restart_instance", Count: -1}},
+				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP401, Operation: "restart_status", Count: -1}},
+			},
+			wantWarn: `The apply hit an error, but the host converged`},
+		{name: "HTTP 500 on every read_instance", engineUp: true, maxApply: 30 * time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Receive", Operation: "read_instance", Count: -1}}},
+			wantErr: `(?s)HTTP 500.*after 3 attempts`},
+		{name: "HTTP 500 on every Send", engineUp: true, maxApply: 30 * time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Count: -1}}},
+			wantErr: `(?s)HTTP 500.*after 3 attempts`},
+		{name: "HTTP 500 on the Send of restart_instance", engineUp: true, maxApply: 30 * time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Operation: "restart_instance", Count: -1}}},
+			wantErr: `(?s)restart.*HTTP 500`},
+		{name: "slow replies (1 s each)", engineUp: true, maxApply: createTimeout + 30*time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
 		{name: "a stop slower than the restart's deadline", engineUp: true, maxApply: createTimeout + 30*time.Second,
 			actions: []winsim.Action{{Action: winsim.ActionSlowStop, Service: "MSSQLSERVER", StopMS: 40000}},
 			wantErr: `(?s)did not stop within \d+ seconds.*starts it again as soon as it has stopped`},
@@ -44,7 +76,11 @@ func TestCLI_faultMatrix(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
-			e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100 })
+			stop := r.stopMS
+			if stop == 0 {
+				stop = 100
+			}
+			e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, stop })
 			for _, a := range r.actions {
 				if err := e.sim.Do(e.name, a); err != nil {
 					t.Fatalf("injecting %+v: %v", a, err)
@@ -79,10 +115,23 @@ func TestCLI_faultMatrix(t *testing.T) {
 					t.Errorf("no error diagnostic matches %s:\n%s", r.wantErr, ap.describe())
 				}
 			}
+			if r.wantWarn != "" {
+				if len(ap.find("warning", r.wantWarn, "")) == 0 {
+					t.Errorf("no warning matching %s:\n%s", r.wantWarn, ap.describe())
+				} else {
+					r.gotResult += " with a warning"
+				}
+			}
 			// The state says what the host has: the grant was made either way.
 			a := w.attrs(resName)
-			if a["privilege_granted"] != e.holds(defaultSvcSID) {
+			t.Logf("host operations: %v", e.operations())
+			granted, _ := a["privilege_granted"].(bool) // nil: not in the state (nothing was changed)
+			if granted != e.holds(defaultSvcSID) {
 				t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
+			}
+			// The next plan (with the faults cleared) runs and agrees with the host.
+			if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionClearFaults}); err != nil {
+				t.Fatal(err)
 			}
 			p := w.plan()
 			if p.Exit == 1 {

@@ -31,6 +31,7 @@ type winrmHost struct {
 	newClient func() (*winrm.Client, error)
 	mu        sync.Mutex
 	idle      []*winrm.Client
+	sends     *sendWatches // nil: not watched
 }
 
 // maxIdleClients bounds the clients kept for reuse per host.
@@ -78,15 +79,26 @@ func New(cfg Config) (Host, error) {
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
 	// Our own transport for both kinds: it keeps every NTLM handshake on one
 	// connection (see transport.go). It ignores HTTP proxies.
-	params.TransportDecorator = func() winrm.Transporter { return newTransport(auth, cfg.Username, cfg.Password) }
+	// Each client's transport is watched for failed Sends (sendwatch.go).
+	watches := &sendWatches{}
 	newClient := func() (*winrm.Client, error) {
-		return winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, params)
+		sw := newSendWatch()
+		p := *params
+		p.TransportDecorator = func() winrm.Transporter {
+			sw.Transporter = newTransport(auth, cfg.Username, cfg.Password)
+			return sw
+		}
+		c, err := winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, &p)
+		if err == nil {
+			watches.m.Store(c, sw)
+		}
+		return c, err
 	}
 	client, err := newClient()
 	if err != nil {
 		return nil, configError(cfg, &ConfigError{Setting: SettingCACert, Err: fmt.Errorf("cannot set up the WinRM client: %w", err)})
 	}
-	return &winrmHost{cfg: cfg, port: port, newClient: newClient, idle: []*winrm.Client{client}}, nil
+	return &winrmHost{cfg: cfg, port: port, newClient: newClient, idle: []*winrm.Client{client}, sends: watches}, nil
 }
 
 // configError reports what Validate (or the client's set-up) refused; the Setting is
@@ -157,10 +169,16 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 		return e
 	}
 	start := time.Now()
+	var sendFailed <-chan error
+	if h.sends != nil {
+		sendFailed = h.sends.failedSends(client)
+	}
+	rctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 	done := make(chan runOutcome, 1)
 	go func() {
 		var stdout, stderr bytes.Buffer
-		code, err := client.RunWithContextWithInput(ctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
+		code, err := client.RunWithContextWithInput(rctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
 		// Only now is the client free: after a cancellation masterzen still cleans up.
 		h.giveBack(client)
 		done <- runOutcome{exitCode: code, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
@@ -168,6 +186,10 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	var out runOutcome
 	select {
 	case out = <-done:
+	case err := <-sendFailed:
+		// The command will never get its input: stop it now, with the Send's error.
+		cancelRun()
+		out = runOutcome{exitCode: -1, err: err}
 	case <-ctx.Done():
 		// masterzen notices the context only between requests, so a long poll could
 		// hold us for the operation timeout: answer now and let it clean up (it

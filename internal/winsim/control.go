@@ -44,6 +44,8 @@ type Action struct {
 	Times int `json:"times,omitempty"`
 	// slow_stop: how long the service's stops take from now on.
 	StopMS int `json:"stop_ms,omitempty"`
+	// winrm_fault: the fault (faults.go).
+	WinRMFault
 }
 
 // Action names.
@@ -58,6 +60,8 @@ const (
 	ActionUninstallInstance    = "uninstall_instance"
 	ActionFailStart            = "fail_start"
 	ActionSlowStop             = "slow_stop"
+	ActionWinRMFault           = "winrm_fault"
+	ActionClearFaults          = "clear_faults"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -205,6 +209,19 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionWinRMFault, ActionClearFaults:
+		sh, ok := s.byName[strings.ToLower(hostName)]
+		if !ok {
+			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+		}
+		if a.Action == ActionClearFaults {
+			sh.faults.clear()
+			return res, nil
+		}
+		f := a.WinRMFault
+		f.Service = a.Service // "service" is the Action's field in JSON
+		return res, sh.faults.add(f)
+
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
 	default:
@@ -215,7 +232,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
-	ActionFailStart, ActionSlowStop,
+	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults,
 }
 
 // controlHandler serves the HTTP JSON control plane.

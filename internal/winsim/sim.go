@@ -90,6 +90,7 @@ type simHost struct {
 	httpsAddr string
 	instances []*sqlEndpoint
 	listeners []net.Listener // the WinRM listeners, closed by Close in case Serve never ran
+	faults    *faultSet      // injected WinRM faults (faults.go)
 }
 
 // sqlEndpoint is one instance's TDS listener. The host model opens and closes it as
@@ -298,7 +299,9 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	}
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 
+	sh.faults = &faultSet{ops: map[string]string{}, model: model}
 	sh.wsman = wsman.NewServer(wsman.Config{
+		Wrap:         sh.faults.wrap,
 		ComputerName: computer,
 		DomainName:   hc.Domain,
 		Lookup:       model.Lookup,
