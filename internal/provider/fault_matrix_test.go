@@ -27,6 +27,7 @@ func TestCLI_faultMatrix(t *testing.T) {
 		wantErr   string // regexp on the error diagnostics; "" : the apply succeeds
 		wantWarn  string // regexp on a warning the apply must give; "": none needed
 		stopMS    int    // the Engine's stop duration (default 100 ms)
+		wrongPort bool   // sql_port is a port where nothing listens
 		engineUp  bool
 		maxApply  time.Duration
 		gotApply  time.Duration
@@ -66,6 +67,8 @@ func TestCLI_faultMatrix(t *testing.T) {
 		{name: "HTTP 500 on the Send of restart_instance", engineUp: true, maxApply: 30 * time.Second,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Operation: "restart_instance", Count: -1}}},
 			wantErr: `(?s)restart.*HTTP 500`},
+		{name: "a wrong sql_port (nothing listens there)", engineUp: true, maxApply: time.Minute + 15*time.Second, wrongPort: true,
+			wantErr: `(?s)did not accept connections.*nothing accepts connections on port \d+`},
 		{name: "slow replies (1 s each)", engineUp: true, maxApply: createTimeout + 30*time.Second,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
 		{name: "a stop slower than the restart's deadline", engineUp: true, maxApply: createTimeout + 30*time.Second,
@@ -86,7 +89,11 @@ func TestCLI_faultMatrix(t *testing.T) {
 					t.Fatalf("injecting %+v: %v", a, err)
 				}
 			}
-			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n  }", createTimeout)))
+			extra := fmt.Sprintf("timeouts {\n    create = %q\n  }", createTimeout)
+			if r.wrongPort {
+				extra += fmt.Sprintf("\n  sql_port = %d", freePort(t, e.addr))
+			}
+			w.write(e.providerConfig(true) + resourceConfig(e.addr, extra))
 			ap := w.apply()
 			r.gotApply = ap.Duration
 			if ap.Duration > r.maxApply {

@@ -264,6 +264,11 @@ func (c *checker) encrypted(ctx context.Context, t Target, conn *sql.Conn, r *Re
 func (c *checker) WaitReady(ctx context.Context, t Target) error {
 	delay := 250 * time.Millisecond
 	var last error
+	refusedLimit := t.RefusedLimit
+	if refusedLimit <= 0 {
+		refusedLimit = DefaultRefusedLimit
+	}
+	var refusedSince time.Time // when the current run of refused connections began
 	for attempt := 1; ; attempt++ {
 		db, conn, err := c.open(ctx, t)
 		if err == nil {
@@ -277,6 +282,20 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 			return err
 		}
 		last = err
+		if errors.As(err, &e) && e.Kind == KindUnreachable && e.Setting == SettingPort {
+			if refusedSince.IsZero() {
+				refusedSince = time.Now()
+			} else if since := time.Since(refusedSince); since >= refusedLimit {
+				return &Error{
+					Target: t, Kind: KindUnreachable, Setting: SettingPort, Err: err,
+					Message: fmt.Sprintf("nothing accepts connections on port %d of %s: refused for %s (%d attempts) although the service was started; last error: %s",
+						t.Port, t.Host, since.Round(time.Second), attempt, messageOf(err)),
+					Hint: fmt.Sprintf("Check that %d is the TCP port the instance listens on (SQL Server Configuration Manager, TCP/IP, IPAll) and that the firewall allows it", t.Port),
+				}
+			}
+		} else {
+			refusedSince = time.Time{}
+		}
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
