@@ -69,6 +69,8 @@ func TestCLI_faultMatrix(t *testing.T) {
 			wantErr: `(?s)restart.*HTTP 500`},
 		{name: "a wrong sql_port (nothing listens there)", engineUp: true, maxApply: time.Minute + 15*time.Second, wrongPort: true,
 			wantErr: `(?s)did not accept connections.*nothing accepts connections on port \d+`},
+		{name: "TDS connections dropped after login (3 times)", engineUp: true, maxApply: 45 * time.Second,
+			actions: []winsim.Action{{Action: winsim.ActionTDSDrop, Instance: "MSSQLSERVER", Times: 3}}},
 		{name: "slow replies (1 s each)", engineUp: true, maxApply: createTimeout + 30*time.Second,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
 		{name: "a stop slower than the restart's deadline", engineUp: true, maxApply: createTimeout + 30*time.Second,

@@ -25,6 +25,9 @@ import (
 //	{"action":"uninstall_instance","instance":"REPORTING"}
 //	{"action":"fail_start","service":"MSSQLSERVER","code":1067,"times":-1}
 //	{"action":"slow_stop","service":"MSSQLSERVER","stop_ms":30000}
+//	{"action":"tds_drop_after_login","instance":"MSSQLSERVER","times":-1}
+//	{"action":"winrm_fault","fault":"reset","request":"Receive","operation":"restart_instance"} (faults.go)
+//	{"action":"clear_faults"}
 //
 // Service actions wait until the service reaches its target state (Running, or
 // Stopped for stop_service) unless "wait" is false; "timeout_seconds" bounds the wait
@@ -62,6 +65,7 @@ const (
 	ActionSlowStop             = "slow_stop"
 	ActionWinRMFault           = "winrm_fault"
 	ActionClearFaults          = "clear_faults"
+	ActionTDSDrop              = "tds_drop_after_login"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -209,6 +213,22 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionTDSDrop:
+		if err := need("instance", a.Instance); err != nil {
+			return res, err
+		}
+		sh, ok := s.byName[strings.ToLower(hostName)]
+		if !ok {
+			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+		}
+		for _, ep := range sh.instances {
+			if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
+				ep.server.DropAfterLogin(a.Times)
+				return res, nil
+			}
+		}
+		return res, fmt.Errorf("%s: host %s has no SQL endpoint for instance %s: %w", a.Action, hostName, a.Instance, host.ErrNoSuchInstance)
+
 	case ActionWinRMFault, ActionClearFaults:
 		sh, ok := s.byName[strings.ToLower(hostName)]
 		if !ok {
@@ -216,6 +236,9 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		if a.Action == ActionClearFaults {
 			sh.faults.clear()
+			for _, ep := range sh.instances {
+				ep.server.DropAfterLogin(0)
+			}
 			return res, nil
 		}
 		f := a.WinRMFault
@@ -232,7 +255,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
-	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults,
+	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
 }
 
 // controlHandler serves the HTTP JSON control plane.
