@@ -581,3 +581,33 @@ func TestApplyNotConvergedAfterTheConnection(t *testing.T) {
 		t.Fatalf("outcome %+v", out.Assessment)
 	}
 }
+
+// Every restart_instance request is lost on the way and the host has no record of
+// any: the engine sends it at most maxRestartSends times, then says nothing was
+// stopped.
+func TestApplyRestartRequestNeverArrives(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr = errBoom
+	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(err, &unfinished) || !unfinished.NotReceived {
+		t.Fatalf("error %v; want the request reported as not received", err)
+	}
+	if w.host.restarts != maxRestartSends {
+		t.Fatalf("restart_instance sent %d times, want %d", w.host.restarts, maxRestartSends)
+	}
+}
+
+// A restart that ran and failed on the host is reported with the host's account
+// (Windows error, error log), at once, without polling to the deadline.
+func TestApplyRestartOutcomeFailed(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartResult = &contract.RestartInstanceResult{Found: true, Phase: contract.PhaseDone, Finished: true,
+		Error: contract.RestartStartFailed, Message: "MSSQLSERVER stopped but did not start after 3 attempts: it is Stopped (Windows error 1067).",
+		Win32ExitCode: 1067, ErrorLogTail: []string{"Error: 17058"}, ServiceState: contract.StateStopped}
+	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	e := wantError(t, err, KindRestartFailed)
+	if e.Restart == nil || e.Restart.Win32ExitCode != 1067 || !strings.Contains(err.Error(), "17058") || w.host.statuses != 0 {
+		t.Fatalf("error %v (restart %+v, %d status polls)", err, e.Restart, w.host.statuses)
+	}
+}

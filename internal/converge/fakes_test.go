@@ -46,6 +46,8 @@ type fakeHost struct {
 
 	reads, setRights, restarts, statuses int
 	restartParams                        []contract.RestartInstanceParams
+	// restartResult, when set, is restart_instance's answer (no effect on the host).
+	restartResult *contract.RestartInstanceResult
 	// restartErrAfterEffect: restart_instance restarts, then fails with restartErr.
 	restartErrAfterEffect bool
 	// last is the last restart; statusErr fails restart_status.
@@ -145,6 +147,12 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	h.restartParams = append(h.restartParams, p)
 	if h.onRestart != nil {
 		h.onRestart()
+	}
+	if h.restartResult != nil {
+		r := *h.restartResult
+		r.RestartID = p.RestartID
+		h.last = &r
+		return &r, nil
 	}
 	if h.restartErr != nil && !h.restartErrAfterEffect {
 		if h.restartStops {
