@@ -48,11 +48,11 @@ cleanup() {
 	fi
 	exec 3<&-
 	if [[ $rc -ne 0 && -f "$work/winsim.log" ]]; then
-		# Keep the evidence: demo/work/ is ignored by git.
-		rm -rf "$root/demo/work"
-		mkdir -p "$root/demo/work"
-		cp -r "$work"/*.log "$work"/*.json "$work"/*.tf "$root/demo/work/" 2>/dev/null || true
-		echo "demo: failed (exit $rc); logs kept in demo/work/. Last lines of the simulator's log:" >&2
+		# Keep the evidence: demo/failed-run/ is ignored by git.
+		rm -rf "$root/demo/failed-run"
+		mkdir -p "$root/demo/failed-run"
+		cp -r "$work"/*.log "$work"/*.json "$work"/*.tf "$root/demo/failed-run/" 2>/dev/null || true
+		echo "demo: failed (exit $rc); logs kept in demo/failed-run/. Last lines of the simulator's log:" >&2
 		tail -n 20 "$work/winsim.log" >&2 || true
 	fi
 	rm -rf "$work"
@@ -91,6 +91,7 @@ provider_installation {
 }
 TFRC
 export TF_CLI_CONFIG_FILE="$work/cli.tfrc"
+echo "$tfname will warn \"Provider development overrides are in effect\": expected here, it means the provider comes from this build (bin/) instead of a registry."
 export TF_IN_AUTOMATION=1
 export CHECKPOINT_DISABLE=1
 unset TF_LOG TF_CLI_ARGS TF_DATA_DIR

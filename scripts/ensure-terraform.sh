@@ -5,7 +5,8 @@
 #   otherwise OpenTofu v1.12.6 built from the Go module proxy (Terraform itself cannot
 #   be built from the proxy), cached under ${XDG_CACHE_HOME:-$HOME/.cache}/mssqlifi.
 #
-# The build takes about four minutes on two cores, once; later calls reuse it.
+# The build takes 6 to 8 minutes on two cores (longer on a busy machine), once; later
+# calls reuse it.
 set -euo pipefail
 
 TOFU_VERSION="${MSSQLIFI_TOFU_VERSION:-1.12.6}"
@@ -26,7 +27,8 @@ fi
 cached_ok() {
 	[[ -x "$TOFU_BIN" ]] || return 1
 	local v
-	v="$(TF_CLI_CONFIG_FILE=/dev/null "$TOFU_BIN" -version 2>/dev/null | head -n1)" || return 1
+	# The whole output first: `| head -n1` under pipefail fails when tofu dies of SIGPIPE.
+	v="$(TF_CLI_CONFIG_FILE=/dev/null "$(dirname "${BASH_SOURCE[0]}")/tf-version.sh" "$TOFU_BIN" 2>/dev/null)" || return 1
 	[[ "$v" == "OpenTofu v${TOFU_VERSION}" ]]
 }
 
@@ -36,7 +38,7 @@ if cached_ok; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-	log "go is not on PATH: install Go 1.26 or put terraform on PATH, then run this again"
+	log "go is not on PATH: install Go 1.26.8 (the version in go.mod) or put terraform on PATH, then run this again"
 	exit 1
 fi
 
@@ -60,14 +62,14 @@ modinfo="$(cd "$workdir" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -jso
 	log "go mod download of OpenTofu v${TOFU_VERSION} failed: check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY))"
 	exit 1
 }
-moddir="$(printf '%s\n' "$modinfo" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)"
+moddir="$(sed -n '/^[[:space:]]*"Dir": /{s/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p;q;}' <<<"$modinfo")"
 if [[ -z "$moddir" || ! -d "$moddir" ]]; then
 	log "could not find the OpenTofu module folder in go mod download's answer:"
 	printf '%s\n' "$modinfo" >&2
 	exit 1
 fi
 
-log "building tofu from $moddir into $CACHE_DIR (about 4 minutes on 2 cores)"
+log "building tofu from $moddir into $CACHE_DIR: 6 to 8 minutes on 2 cores, once; nothing is printed meanwhile"
 # The module folder is read-only; the build writes only to -o and the build cache.
 if ! (cd "$moddir" && GOFLAGS=-buildvcs=false go build -trimpath \
 	-ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
@@ -77,5 +79,5 @@ if ! (cd "$moddir" && GOFLAGS=-buildvcs=false go build -trimpath \
 	exit 1
 fi
 mv -f "$TOFU_BIN.tmp" "$TOFU_BIN"
-log "built $(TF_CLI_CONFIG_FILE=/dev/null "$TOFU_BIN" -version | head -n1) in $((SECONDS - start))s"
+log "built $(TF_CLI_CONFIG_FILE=/dev/null "$(dirname "${BASH_SOURCE[0]}")/tf-version.sh" "$TOFU_BIN") in $((SECONDS - start))s"
 printf '%s\n' "$TOFU_BIN"

@@ -39,7 +39,15 @@ check() { # DIR [extra .tf files to add]
 		fail=1
 	fi
 }
-check "$work/examples/provider"
+# Each provider*.tf is a complete configuration of its own (the registry page shows
+# them one after the other): validate each alone.
+for f in "$work"/examples/provider/provider*.tf; do
+	d="$work/examples/provider-${f##*/}"
+	d="${d%.tf}"
+	mkdir -p "$d"
+	cp "$f" "$d/"
+	check "$d"
+done
 for d in "$work"/examples/resources/* "$work"/examples/data-sources/*; do
 	check "$d" "$root/examples/provider/provider.tf"
 done

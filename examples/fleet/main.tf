@@ -33,8 +33,8 @@ module "sql_fleet" {
         MSSQLSERVER = {}
       }
     }
-    # A host whose WinRM listens on a non-default port; its TDE-only instance keeps
-    # IFI off.
+    # A host whose WinRM listens on a non-default port; its instance sits on storage
+    # shared with other tenants, so IFI stays off there.
     "sql03.contoso.com" = {
       port = 15986
       instances = {

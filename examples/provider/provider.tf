@@ -12,10 +12,13 @@ terraform {
 provider "mssqlifi" {
   winrm {
     # username and password from MSSQLIFI_WINRM_USERNAME / MSSQLIFI_WINRM_PASSWORD
-    auth  = "ntlm" # or "basic"
-    https = true   # port 5986; TLS verification stays on
+    auth  = "negotiate" # the default; "ntlm", or "basic" for prepared hosts
+    https = true        # port 5986; with false, HTTP 5985 and NTLM-encrypted messages
     # CA that signed the hosts' WinRM certificates, if not a public one.
     ca_cert = file("${path.module}/winrm-ca.pem")
+    # The SPN the NTLM logon is bound to, when hosts are reached by IP or alias
+    # (default "HTTP/<host>"; MSSQLIFI_WINRM_SPN).
+    # spn = "HTTP/sql01.contoso.com"
     timeout = "60s"
   }
 
@@ -23,6 +26,7 @@ provider "mssqlifi" {
   # sys.dm_server_services; without them it reads the error log's startup line.
   sql {
     # username and password from MSSQLIFI_SQL_USERNAME / MSSQLIFI_SQL_PASSWORD
+    auth    = "sql" # a SQL Server login; "ntlm" for DOMAIN\user (MSSQLIFI_SQL_AUTH)
     encrypt = "strict"
     ca_cert = file("${path.module}/sql-ca.pem")
   }

@@ -6,8 +6,10 @@
 //
 //	powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand <bootstrap>
 //
-// with stdin = base64(UTF-8 JSON of the parameters) + "\n" + the operation's script.
-// The bootstrap (scripts/bootstrap.ps1) reads stdin, decodes the parameters into
+// with stdin framed by EncodeInput: a line of base64(UTF-8 JSON of the parameters), a
+// line with the script's line count, then the operation's script. The bootstrap
+// (scripts/bootstrap.ps1) reads exactly that, never waiting for an end-of-input (a
+// console-mode stdin on Windows never delivers one), decodes the parameters into
 // $Params and runs the script. The script prints one JSON object (the result type)
 // on stdout and exits 0; a failure it foresees prints a ScriptError as JSON on stdout
 // and exits with one of the Exit* codes; anything else is a terminating PowerShell
@@ -49,8 +51,24 @@ const (
 
 // ScriptError is what a script prints on stdout when it fails in a way it foresaw.
 type ScriptError struct {
-	Error   string `json:"error"`   // machine-readable code: invalid_parameters, clustered, timeout, not_found, lsa_error
+	// Error is a machine-readable code: invalid_parameters, clustered, timeout,
+	// not_found, lsa_error, or CodeConstrainedLanguage.
+	Error   string `json:"error"`
 	Message string `json:"message"` // a sentence for people
+}
+
+// CodeConstrainedLanguage is the bootstrap's answer (exit ExitRefused), before it
+// reads anything, when Windows PowerShell does not run in FullLanguage mode: an
+// AppLocker or App Control for Business policy that enforces script rules puts
+// commands in ConstrainedLanguage mode, where the operations cannot run
+// (docs/design/host-knowledge.md). The bootstrap builds its message as
+// ConstrainedLanguageMessage does; a test holds the two together.
+const CodeConstrainedLanguage = "constrained_language"
+
+// ConstrainedLanguageMessage is the bootstrap's message for a language mode.
+func ConstrainedLanguageMessage(mode string) string {
+	return "Windows PowerShell runs in " + mode + " mode for this user (an AppLocker or App Control policy enforces script rules), " +
+		"so the provider scripts cannot run"
 }
 
 // Principal is a SID with the account name Windows translated it to, when it could.
@@ -239,3 +257,11 @@ func Params(op Operation) any {
 	}
 	return nil
 }
+
+// The error-log scan of read_instance reads the startup section only: at most
+// ErrorLogScanMaxLines lines and about ErrorLogScanMaxBytes bytes (read_instance.ps1
+// holds the same numbers; scripts_test.go checks them), never a whole log.
+const (
+	ErrorLogScanMaxLines = 10000
+	ErrorLogScanMaxBytes = 1 << 20
+)

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bufio"
 	"bytes"
 	"embed"
 	"encoding/base64"
@@ -8,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 )
@@ -93,8 +96,11 @@ func DecodeCommand(encoded string) (string, error) {
 	return string(utf16.Decode(units)), nil
 }
 
-// EncodeInput builds the stdin of one operation: base64 JSON parameters, a newline,
-// the script.
+// EncodeInput builds the stdin of one operation, framed so that the bootstrap knows
+// where it ends without waiting for an end-of-input: a line of base64 JSON
+// parameters, a line with the number of lines of the script, then the script (every
+// line ending in "\n"). A console-mode stdin on Windows never reports end-of-input
+// (docs/design/winrm-stdin-and-cost-model.md), so nothing may wait for one.
 func EncodeInput(op Operation, params any) ([]byte, error) {
 	script, err := Script(op)
 	if err != nil {
@@ -107,27 +113,113 @@ func EncodeInput(op Operation, params any) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(base64.StdEncoding.EncodeToString(js))
 	b.WriteString("\n")
+	b.WriteString(strconv.Itoa(strings.Count(script, "\n")))
+	b.WriteString("\n")
 	b.WriteString(script)
 	return b.Bytes(), nil
+}
+
+// MaxScriptLines bounds the line count a framed input may announce.
+const MaxScriptLines = 100000
+
+// InputError is framed input the bootstrap cannot read; Stage names the step that
+// failed as the bootstrap would meet it: "params" (no first line), "count" (the
+// second line is missing or not a number) or "script" (stdin ended before the
+// announced lines).
+type InputError struct {
+	Stage   string
+	Detail  string
+	Missing bool   // the line was missing (stdin ended), not malformed
+	Value   string // the malformed line, trimmed
+}
+
+func (e *InputError) Error() string { return "framed stdin, " + e.Stage + ": " + e.Detail }
+
+// ReadInput reads one framed input from r as the bootstrap does: the parameters
+// line, the count line, then exactly that many lines. It never reads past the frame
+// or waits for end-of-input, and returns the bytes of the frame (line ends as sent).
+func ReadInput(r io.Reader) ([]byte, error) {
+	br := bufio.NewReader(r)
+	var frame bytes.Buffer
+	line := func() (string, bool, error) {
+		s, err := br.ReadString('\n')
+		frame.WriteString(s)
+		if err == io.EOF {
+			return s, s != "", nil
+		}
+		return s, true, err
+	}
+	if _, ok, err := line(); err != nil || !ok {
+		return frame.Bytes(), inputErr("params", "stdin ended before the parameters line", err)
+	}
+	countLine, ok, err := line()
+	if err != nil || !ok {
+		return frame.Bytes(), inputErr("count", "stdin ended before the line count", err)
+	}
+	n, cerr := strconv.Atoi(strings.TrimSpace(countLine))
+	if cerr != nil || n < 0 || n > MaxScriptLines {
+		return frame.Bytes(), &InputError{Stage: "count", Value: strings.TrimSpace(countLine), Detail: fmt.Sprintf("the line count %q is not a number of lines", strings.TrimSpace(countLine))}
+	}
+	for i := 0; i < n; i++ {
+		if _, ok, err := line(); err != nil || !ok {
+			return frame.Bytes(), inputErr("script", fmt.Sprintf("stdin ended after %d of %d script lines", i, n), err)
+		}
+	}
+	return frame.Bytes(), nil
+}
+
+func inputErr(stage, detail string, err error) error {
+	ie := &InputError{Stage: stage, Detail: detail, Missing: err == nil}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ie, err)
+	}
+	return ie
 }
 
 // ErrUnknownScript means stdin did not carry one of this contract's scripts verbatim.
 var ErrUnknownScript = errors.New("stdin does not carry a known mssqlifi operation script")
 
-// DecodeInput splits an operation's stdin into its operation and its JSON parameters.
-// It accepts only a script identical to Script(op) for the operation its header
-// names; anything else is ErrUnknownScript.
+// DecodeInput splits an operation's framed stdin (EncodeInput) into its operation and
+// its JSON parameters. It accepts only a script identical to Script(op) for the
+// operation its header names; anything else is ErrUnknownScript.
 func DecodeInput(stdin []byte) (Operation, json.RawMessage, error) {
 	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
-	i := strings.IndexByte(s, '\n')
-	if i < 0 {
+	first, rest, ok := strings.Cut(s, "\n")
+	if !ok {
 		return "", nil, ErrUnknownScript
 	}
-	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s[:i]))
+	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first))
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
 	}
-	script := s[i+1:]
+	countLine, script, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return "", nil, ErrUnknownScript
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(countLine))
+	if err != nil || n != strings.Count(script, "\n") {
+		return "", nil, fmt.Errorf("%w: the line count %q does not match the script", ErrUnknownScript, strings.TrimSpace(countLine))
+	}
+	return decodeScript(script, js)
+}
+
+// DecodeUnframedInput decodes the input of the bootstrap of 0.1.0, which read stdin
+// to its end: base64 JSON parameters, a newline, the script. The simulator models
+// that bootstrap to show why it hangs on Windows in console mode.
+func DecodeUnframedInput(stdin []byte) (Operation, json.RawMessage, error) {
+	s := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	first, script, ok := strings.Cut(s, "\n")
+	if !ok {
+		return "", nil, ErrUnknownScript
+	}
+	js, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first))
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: parameters are not base64: %v", ErrUnknownScript, err)
+	}
+	return decodeScript(script, js)
+}
+
+func decodeScript(script string, js []byte) (Operation, json.RawMessage, error) {
 	first, _, _ := strings.Cut(script, "\n")
 	name, ok := strings.CutPrefix(first, headerPrefix)
 	if !ok {

@@ -1,10 +1,14 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInputRoundTrip(t *testing.T) {
@@ -43,5 +47,92 @@ func TestCommandLineFitsCmdExe(t *testing.T) {
 	got, err := DecodeCommand(CommandArgs()[5])
 	if err != nil || got != Bootstrap() {
 		t.Fatalf("bootstrap does not round-trip: %v", err)
+	}
+}
+
+// On Windows a console-mode stdin never reports end-of-input: the frame must be
+// readable from a stream that stays open after it.
+func TestReadInputStopsAtTheFrameWithoutEndOfInput(t *testing.T) {
+	in, err := EncodeInput(OpReadInstance, ReadInstanceParams{Instance: "MSSQLSERVER", Right: RightManageVolume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w := io.Pipe()
+	defer w.Close()
+	go func() { _, _ = w.Write(in) }() // and never closes: no end-of-input
+	got := make(chan []byte, 1)
+	errc := make(chan error, 1)
+	go func() {
+		b, err := ReadInput(r)
+		got <- b
+		errc <- err
+	}()
+	select {
+	case b := <-got:
+		if err := <-errc; err != nil || !bytes.Equal(b, in) {
+			t.Fatalf("ReadInput = %d bytes, %v; want the %d bytes of the frame", len(b), err, len(in))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadInput waited for end-of-input")
+	}
+	if op, _, err := DecodeInput(in); err != nil || op != OpReadInstance {
+		t.Fatalf("DecodeInput = %s, %v", op, err)
+	}
+}
+
+func TestReadInputReportsWhereTheFrameBreaks(t *testing.T) {
+	in, _ := EncodeInput(OpSetRight, SetRightParams{Right: RightManageVolume, SID: "S-1-5-32-544", Grant: true})
+	lines := strings.SplitAfter(string(in), "\n")
+	for _, c := range []struct{ input, stage string }{
+		{"", "params"},
+		{lines[0], "count"},
+		{lines[0] + "many\n", "count"},
+		{strings.Join(lines[:len(lines)-3], ""), "script"},
+	} {
+		_, err := ReadInput(strings.NewReader(c.input))
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Stage != c.stage {
+			t.Errorf("ReadInput(%.40q...) = %v, want an InputError at %q", c.input, err, c.stage)
+		}
+	}
+	// A count that does not match the script is refused.
+	bad := lines[0] + "3\n" + strings.Join(lines[2:], "")
+	if _, _, err := DecodeInput([]byte(bad)); !errors.Is(err, ErrUnknownScript) {
+		t.Fatalf("DecodeInput accepted a wrong line count: %v", err)
+	}
+}
+
+// read_instance.ps1 bounds its error-log scan with the numbers the simulator mirrors.
+func TestErrorLogScanBoundsMatchTheScript(t *testing.T) {
+	s := mustRead("read_instance.ps1")
+	for _, want := range []string{
+		fmt.Sprintf("$maxErrorLogLines = %d\n", ErrorLogScanMaxLines),
+		fmt.Sprintf("$maxErrorLogBytes = %d\n", ErrorLogScanMaxBytes),
+	} {
+		if !strings.Contains(strings.ReplaceAll(s, "\r\n", "\n"), want) {
+			t.Errorf("read_instance.ps1 does not hold %q", strings.TrimSpace(want))
+		}
+	}
+}
+
+// The bootstrap checks the language mode first, with core types only, and answers
+// a ScriptError whose text is ConstrainedLanguageMessage's, exiting ExitRefused.
+func TestBootstrapChecksTheLanguageModeFirst(t *testing.T) {
+	b := Bootstrap()
+	var code []string
+	for _, l := range strings.Split(b, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			code = append(code, l)
+		}
+	}
+	want := []string{
+		"$mssqlifiMode = [string]$ExecutionContext.SessionState.LanguageMode",
+		"if ($mssqlifiMode -ne 'FullLanguage') {",
+		`'{"error":"` + CodeConstrainedLanguage + `","message":"` + ConstrainedLanguageMessage(`' + $mssqlifiMode + '`) + `"}'`,
+		fmt.Sprintf("exit %d", ExitRefused),
+		"}",
+	}
+	if len(code) < len(want) || strings.Join(code[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the bootstrap does not begin with the language-mode check:\n%s\nwant:\n%s", strings.Join(code[:min(len(code), len(want))], "\n"), strings.Join(want, "\n"))
 	}
 }

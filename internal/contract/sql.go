@@ -1,7 +1,8 @@
 package contract
 
 // The queries the provider sends to SQL Server, parameterless, so they travel as
-// SQLBatch. The simulator's TDS endpoint recognises exactly these texts.
+// SQLBatch. The simulator answers them as SQL Server does, among other SELECTs
+// (internal/winsim/FIDELITY.md).
 const (
 	// QueryServerProperties: one row. IsClustered is 1/0; InstanceName is NULL for
 	// the default instance.
@@ -24,6 +25,19 @@ const (
 	// appears as soon as any database uses TDE.
 	QueryEncryptedDatabases = "SELECT database_id, DB_NAME(database_id) AS database_name, encryption_state " +
 		"FROM sys.dm_database_encryption_keys"
+
+	// QueryHADREnabled: one row. is_hadr_enabled is 1 when Always On availability
+	// groups are enabled, 0 when not, NULL on builds before 2012 (which have no
+	// HADR views): only with 1 does the provider send QueryLocalReplicas.
+	QueryHADREnabled = "SELECT CAST(SERVERPROPERTY('IsHadrEnabled') AS int) AS is_hadr_enabled"
+
+	// QueryLocalReplicas: one row per availability group the instance is a replica
+	// of (none when it is in no group). role_desc is PRIMARY, SECONDARY or RESOLVING.
+	// Needs VIEW SERVER STATE.
+	QueryLocalReplicas = "SELECT ag.name AS availability_group, rs.role_desc " +
+		"FROM sys.dm_hadr_availability_replica_states AS rs " +
+		"INNER JOIN sys.availability_groups AS ag ON ag.group_id = rs.group_id " +
+		"WHERE rs.is_local = 1 ORDER BY ag.name"
 )
 
 // SQL Server error numbers the provider tells apart.
@@ -35,4 +49,4 @@ const (
 )
 
 // Queries lists every query above.
-var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases}
+var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryLocalReplicas}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
@@ -19,11 +20,12 @@ import (
 // changed, the instance is read back and the Outcome says what is true now (or
 // carries a WarnStateStale warning when it could not be read). Errors are *Error.
 func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
-	out := &Outcome{}
+	out := &Outcome{IneffectiveRestart: d.IneffectiveRestart}
 	obs, err := e.found(ctx, t)
 	if err != nil {
 		return out, err
 	}
+	startedBefore := obs.Instance.ProcessStartTime
 	a, p, err := ifi.PlanApply(d, obs.Observed)
 	if err != nil {
 		var ref *ifi.Refusal
@@ -39,15 +41,22 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	if err != nil {
 		return out, err
 	}
+	out.Warnings = slices.Clone(p.Warnings) // the plan's own, kept after a failure too
 
 	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
 		return e.recover(ctx, t, d, p.Restart, out, err)
 	}
 	if p.Restart {
-		if err := e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out); err != nil {
+		release, err := e.restartSlot(ctx, t, out)
+		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
-		if err := e.waitReady(ctx, t, obs.SQLTarget, out); err != nil {
+		err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out)
+		if err == nil {
+			err = e.waitReady(ctx, t, obs.SQLTarget, out)
+		}
+		release()
+		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
 	}
@@ -58,16 +67,47 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 			return out, err
 		}
 	}
+	if out.Restarted {
+		a = e.learn(ctx, t, d, obs, a, startedBefore, out)
+	}
 	out.Assessment = a
 	out.Enabled = d.Enabled
-	out.Warnings = append(slices.Clone(obs.Warnings), a.Warnings...)
+	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
 		if err := ifi.Check(a); err != nil {
 			out.Enabled = EnabledInState(d, a)
-			return out, out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
+			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
+			return out, ferr
 		}
 	}
 	return out, nil
+}
+
+// learn is the end of an apply that restarted the Engine: when SQL Server reports
+// IFI on although the right's holders the host reports do not reach the start
+// account, and the Engine's process did start anew, the restart taught that the
+// start account gets the right through something the host cannot see (a domain or
+// nested group in Administrators). The lesson goes into out (for the private state)
+// and a is assessed again with it, so that no further restart is planned for it.
+// A restart that went as expected forgets any earlier lesson.
+func (e *Engine) learn(ctx context.Context, t Target, d ifi.Desired, obs *Observation, a *ifi.Assessment,
+	startedBefore *time.Time, out *Outcome) *ifi.Assessment {
+	out.IneffectiveRestart = nil
+	m := ifi.LearnIneffectiveRestart(a)
+	after := obs.Instance.ProcessStartTime
+	if m == nil || after == nil || (startedBefore != nil && !after.After(*startedBefore)) {
+		return a // as expected, or the Engine did not start anew: ifi.Check says so
+	}
+	d.IneffectiveRestart = m
+	la, err := ifi.Assess(d, obs.Observed)
+	if err != nil || la.IneffectiveRestart == nil {
+		return a
+	}
+	e.info(ctx, "the restart left IFI on: the start account gets the right through membership the host does not report", map[string]any{
+		"host": t.Host, "instance": t.Instance, "start_account_sid": m.StartAccountSID, "process_start": after.String(),
+	})
+	out.IneffectiveRestart = m
+	return la
 }
 
 // Read observes t and assesses it against d. A missing instance is a KindNotFound
@@ -86,9 +126,10 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 		"verified_by": string(a.VerifiedBy),
 	})
 	return &Outcome{
-		Assessment: a,
-		Enabled:    EnabledInState(d, a),
-		Warnings:   append(slices.Clone(obs.Warnings), a.Warnings...),
+		Assessment:         a,
+		IneffectiveRestart: d.IneffectiveRestart,
+		Enabled:            EnabledInState(d, a),
+		Warnings:           append(slices.Clone(obs.Warnings), a.Warnings...),
 	}, nil
 }
 
@@ -100,9 +141,15 @@ var SetupReference = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, 
 var wishWarnings = []string{ifi.WarnRestartPending, ifi.WarnStaysOn, ifi.WarnSIDTypeNone}
 
 // Describe reads t without changing anything and assesses it against
-// SetupReference. Its warnings describe the instance only, not a wish.
-func (e *Engine) Describe(ctx context.Context, t Target) (*Outcome, error) {
-	out, err := e.Read(ctx, t, SetupReference)
+// SetupReference with grantee ("" means the service SID), so PrivilegeGranted says
+// whether that grantee holds the right. Its warnings describe the instance only,
+// not a wish.
+func (e *Engine) Describe(ctx context.Context, t Target, grantee ifi.Grantee) (*Outcome, error) {
+	ref := SetupReference
+	if grantee != "" {
+		ref.Grantee = grantee
+	}
+	out, err := e.Read(ctx, t, ref)
 	if err != nil {
 		return out, err
 	}

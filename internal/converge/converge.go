@@ -15,6 +15,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -59,7 +60,10 @@ type Target struct {
 	SQLPort  int // SQL port override; 0: what the host reports
 }
 
-func (t Target) String() string { return fmt.Sprintf("instance %s on %s", t.Instance, t.Host) }
+// String names the target for messages, its user-supplied text escaped (safetext).
+func (t Target) String() string {
+	return fmt.Sprintf("instance %s on %s", safetext.Escape(t.Instance), safetext.Escape(t.Host))
+}
 
 // Default durations.
 const (
@@ -88,6 +92,9 @@ type Engine struct {
 	Clock   Clock  // nil: SystemClock
 	// RecoveryTimeout bounds the read-back after a failed step; 0: DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
+	// Restarts bounds concurrent restarts across the instances this engine (and
+	// any other sharing the limiter) converges; nil: no limit.
+	Restarts *RestartLimiter
 }
 
 // New returns an engine over c with the system clock and no logging.
@@ -108,6 +115,10 @@ type Outcome struct {
 	Restarted bool
 	// Warnings for the user, in order: the observation's, then the decision's.
 	Warnings []ifi.Warning
+	// IneffectiveRestart is the lesson for the caller to keep for the next
+	// operation (in Desired): the one this apply's restart taught, nil after a
+	// restart that went as expected, else the one it was given.
+	IneffectiveRestart *ifi.IneffectiveRestart
 }
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
 var enable = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
@@ -60,6 +62,7 @@ func TestApplySucceeds(t *testing.T) {
 		wantChanged bool
 		wantRestart bool
 		wantWarn    []string
+		replicas    []sqlcheck.Replica
 	}{
 		{name: "nothing to do", host: newFakeHost().granted(svcSID), desired: enable,
 			wantGranted: true, wantIFI: ptr(true)},
@@ -75,7 +78,13 @@ func TestApplySucceeds(t *testing.T) {
 			h.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
 			return h
 		}(), desired: enable, noSQL: true,
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnAGUnknown}},
+		{name: "a secondary replica restarts as usual", host: newFakeHost(), desired: enable, replicas: []sqlcheck.Replica{{Group: "AG1", Role: "SECONDARY"}},
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true},
+		{name: "a primary replica restarts when opted in, with a warning", host: newFakeHost(),
+			desired:     ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeededIncludingPrimary},
+			replicas:    []sqlcheck.Replica{{Group: "AG1", Role: "PRIMARY"}},
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnPrimaryRestart}},
 		{name: "stopped service: grant, no restart", host: func() *fakeHost {
 			h := newFakeHost()
 			h.ri.ServiceState = contract.StateStopped
@@ -84,6 +93,7 @@ func TestApplySucceeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(tc.host)
+			w.checker.replicas = tc.replicas
 			if tc.noSQL {
 				w.clients.checker = nil
 			}
@@ -161,6 +171,18 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 					t.Errorf("refusal %+v, want the clustered refusal", e.Refusal)
 				}
 			}},
+		{name: "primary replica needing a restart is refused", setup: func(w *world) {
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG2", Role: "SECONDARY"}, {Group: "AG1", Role: "PRIMARY"}}
+		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
+			if e.Refusal == nil || !strings.Contains(e.Refusal.Summary, "Primary availability replica") ||
+				!strings.Contains(e.Refusal.Detail, "AG1, AG2") || !strings.Contains(e.Refusal.Detail, "FAILOVER") ||
+				!strings.Contains(e.Refusal.Detail, `restart = "if_needed_including_primary"`) {
+				t.Errorf("refusal %+v, want the primary-replica refusal naming both groups, the failover and the opt-in", e.Refusal)
+			}
+		}},
+		{name: "replica resolving its role needing a restart is refused", setup: func(w *world) {
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Role: "RESOLVING"}}
+		}, kind: KindRefused},
 		{name: "Group Policy that does not list the grantee is refused", setup: func(w *world) {
 			w.host.ri.GroupPolicy = contract.GroupPolicyInfo{Known: true, Defined: true, Holders: []contract.Principal{{SID: acctSID}}}
 		}, kind: KindRefused},
@@ -287,7 +309,7 @@ func TestApplyRecoveryOutlivesTheDeadline(t *testing.T) {
 	w.host.onRestart = cancel
 	w.host.restartErr = context.Canceled
 	out, err := w.engine.Apply(ctx, defaultTarget, enable)
-	wantError(t, err, KindRestartFailed)
+	_ = wantError(t, err, KindRestartFailed)
 	if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
 		t.Fatalf("after the failed restart the state says %+v, want the grant read back", out.Assessment)
 	}
@@ -465,7 +487,7 @@ func TestRead(t *testing.T) {
 
 	w.host.installed = false
 	_, err = w.engine.Read(context.Background(), defaultTarget, enable)
-	wantError(t, err, KindNotFound)
+	_ = wantError(t, err, KindNotFound)
 }
 
 // The data source's read: warnings about a wish are left out, those about the
@@ -475,7 +497,7 @@ func TestDescribe(t *testing.T) {
 	h.ri.ServiceSIDType = 0 // a wish warning: the service SID does not count
 	w := newWorld(h)
 	w.checker.tde = []string{"Payroll"}
-	out, err := w.engine.Describe(context.Background(), defaultTarget)
+	out, err := w.engine.Describe(context.Background(), defaultTarget, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,6 +509,30 @@ func TestDescribe(t *testing.T) {
 	}
 	if out.Assessment.GranteeSID != svcSID {
 		t.Errorf("grantee_sid %s, want the service SID", out.Assessment.GranteeSID)
+	}
+}
+
+// The data source's grantee decides whose grant privilege_granted reports: a grant
+// to the start account is not a grant to the service SID.
+func TestDescribeGrantee(t *testing.T) {
+	for _, tc := range []struct {
+		grantee     ifi.Grantee
+		wantSID     string
+		wantGranted bool
+	}{
+		{"", svcSID, false},
+		{ifi.GranteeServiceSID, svcSID, false},
+		{ifi.GranteeServiceAccount, acctSID, true},
+	} {
+		w := newWorld(newFakeHost().granted(acctSID))
+		out, err := w.engine.Describe(context.Background(), defaultTarget, tc.grantee)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Assessment.GranteeSID != tc.wantSID || out.Assessment.PrivilegeGranted != tc.wantGranted {
+			t.Errorf("grantee %q: grantee_sid %s, privilege_granted %v; want %s, %v", tc.grantee,
+				out.Assessment.GranteeSID, out.Assessment.PrivilegeGranted, tc.wantSID, tc.wantGranted)
+		}
 	}
 }
 
@@ -521,7 +567,7 @@ func TestDestroy(t *testing.T) {
 		h.installed = false
 		w := newWorld(h)
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
-		wantError(t, err, KindNotFound)
+		_ = wantError(t, err, KindNotFound)
 		if h.setRights != 0 {
 			t.Error("set_right ran for an instance that is gone")
 		}
@@ -542,7 +588,7 @@ func TestDestroy(t *testing.T) {
 		w := newWorld(newFakeHost().granted(svcSID))
 		w.host.readErr = func(int) error { return errBoom }
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
-		wantError(t, err, KindObserveFailed)
+		_ = wantError(t, err, KindObserveFailed)
 	})
 }
 
@@ -609,5 +655,67 @@ func TestApplyRestartOutcomeFailed(t *testing.T) {
 	e := wantError(t, err, KindRestartFailed)
 	if e.Restart == nil || e.Restart.Win32ExitCode != 1067 || !strings.Contains(err.Error(), "17058") || w.host.statuses != 0 {
 		t.Fatalf("error %v (restart %+v, %d status polls)", err, e.Restart, w.host.statuses)
+	}
+}
+
+// A restart to turn IFI off that leaves it on, because the start account is in a
+// group nested in Administrators that the host does not expand: the apply succeeds
+// with a warning and a lesson, and with the lesson the next apply and refresh
+// neither restart nor show a diff.
+func TestApplyIneffectiveRestartWarnsOnce(t *testing.T) {
+	h := newFakeHost().granted(winsid.Administrators, svcSID)
+	h.hiddenAdmin = true
+	w := newWorld(h)
+	disable := ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
+	out, err := w.engine.Apply(context.Background(), defaultTarget, disable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.restarts != 1 || h.holds(svcSID) {
+		t.Fatalf("restarts %d, grant held %v: want one restart and the grant revoked", h.restarts, h.holds(svcSID))
+	}
+	wantWarning(t, out.Warnings, ifi.WarnHiddenMembership)
+	a := out.Assessment
+	if out.IneffectiveRestart == nil || out.Enabled || a.RestartPending == nil || *a.RestartPending || fmtBool(a.RunningIFI) != "true" {
+		t.Fatalf("lesson %v, enabled %v, restart_pending %s, ifi %s; want a lesson, false, false, true",
+			out.IneffectiveRestart, out.Enabled, fmtBool(a.RestartPending), fmtBool(a.RunningIFI))
+	}
+
+	d := disable
+	d.IneffectiveRestart = out.IneffectiveRestart
+	rd, err := w.engine.Read(context.Background(), defaultTarget, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Enabled || rd.IneffectiveRestart != d.IneffectiveRestart {
+		t.Errorf("refresh: enabled %v, lesson %v; want false (no diff) and the lesson kept", rd.Enabled, rd.IneffectiveRestart)
+	}
+	wantWarning(t, rd.Warnings, ifi.WarnHiddenMembership)
+	again, err := w.engine.Apply(context.Background(), defaultTarget, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.restarts != 1 || again.Changed || again.IneffectiveRestart != d.IneffectiveRestart {
+		t.Errorf("second apply: restarts %d, changed %v, lesson %v; want no restart, no change, the lesson kept",
+			h.restarts, again.Changed, again.IneffectiveRestart)
+	}
+
+	// Without the lesson (as before it existed) the next apply restarts again.
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, disable); err != nil || h.restarts != 2 {
+		t.Errorf("apply without the lesson: err %v, restarts %d; want a second restart", err, h.restarts)
+	}
+}
+
+// IFI left on by a restart that did not start the Engine anew is not a hidden
+// membership: the check fails, naming the restart, and nothing is learned.
+func TestApplyRestartWithoutNewProcessIsNotALesson(t *testing.T) {
+	h := newFakeHost().granted(svcSID)
+	h.restartNoEffect = true
+	w := newWorld(h)
+	out, err := w.engine.Apply(context.Background(), defaultTarget,
+		ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded})
+	e := wantError(t, err, KindCheckFailed)
+	if !strings.Contains(e.Error(), "did not really restart") || out.IneffectiveRestart != nil {
+		t.Errorf("error %v, lesson %v; want the check error and no lesson", e, out.IneffectiveRestart)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // Kind says which step failed.
@@ -39,6 +40,9 @@ const (
 	// KindCheckFailed: after the restart SQL Server reports IFI other than the
 	// right and start account should give (ifi.Check).
 	KindCheckFailed
+	// KindRestartSlot: the deadline passed while other restarts held every slot of
+	// the RestartLimiter; the restart did not begin. MaxParallelRestarts is the limit.
+	KindRestartSlot
 )
 
 var kindNames = map[Kind]string{
@@ -46,6 +50,7 @@ var kindNames = map[Kind]string{
 	KindAssessFailed: "assess_failed", KindDecideFailed: "decide_failed", KindRefused: "refused",
 	KindSetRightFailed: "set_right_failed", KindRestartFailed: "restart_failed", KindNotReady: "not_ready",
 	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed",
+	KindRestartSlot: "restart_slot",
 }
 
 func (k Kind) String() string {
@@ -81,13 +86,15 @@ type Error struct {
 	Restart *contract.RestartInstanceResult
 	// SQLPort is where SQL Server was awaited, for KindNotReady.
 	SQLPort int
+	// MaxParallelRestarts is the limiter's limit, for KindRestartSlot.
+	MaxParallelRestarts int
 }
 
 func (e *Error) Error() string {
 	var what string
 	switch e.Kind {
 	case KindHostSetup:
-		what = "cannot set up WinRM for " + e.Target.Host
+		what = "cannot set up WinRM for " + safetext.Escape(e.Target.Host)
 	case KindObserveFailed:
 		what = "cannot read " + e.Target.String()
 	case KindNotFound, KindVanished:
@@ -108,6 +115,9 @@ func (e *Error) Error() string {
 		what = "cannot read back " + e.Target.String() + " after the change"
 	case KindCheckFailed:
 		what = "IFI is not as asked on " + e.Target.String() + " after the restart"
+	case KindRestartSlot:
+		what = fmt.Sprintf("the restart of %s did not begin: %d other restart(s) (the most allowed at once) were still running when the deadline passed",
+			e.Target, e.MaxParallelRestarts)
 	default:
 		what = e.Kind.String() + " on " + e.Target.String()
 	}
@@ -124,7 +134,7 @@ func (e *Error) Installed() string {
 	if e.Instance == nil || len(e.Instance.InstalledInstances) == 0 {
 		return "none"
 	}
-	return strings.Join(e.Instance.InstalledInstances, ", ")
+	return safetext.Escape(strings.Join(e.Instance.InstalledInstances, ", "))
 }
 
 // verb is "grant" or "revoke" for a step.

@@ -39,6 +39,9 @@ type fakeHost struct {
 	// restartNoEffect: the restart does not change what the Engine runs with (as
 	// when the service did not really restart).
 	restartNoEffect bool
+	// hiddenAdmin: the start account is in a group nested in Administrators that
+	// read_instance does not report, so its token holds what Administrators holds.
+	hiddenAdmin bool
 	// uninstallAfterRead uninstalls the instance after that many reads.
 	uninstallAfterRead int
 	// onRestart runs when restart_instance is called (e.g. to end the context).
@@ -70,9 +73,13 @@ func newFakeHost() *fakeHost {
 			ServiceSIDType:     1,
 			TCPPort:            1433,
 			GroupPolicy:        contract.GroupPolicyInfo{Known: true},
+			ProcessStartTime:   &fakeBoot,
 		},
 	}
 }
+
+// fakeBoot is when the fake Engine first started; each restart starts it a minute later.
+var fakeBoot = time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
 
 // granted sets the holders and gives the running Engine what they give.
 func (h *fakeHost) granted(sids ...string) *fakeHost {
@@ -82,7 +89,8 @@ func (h *fakeHost) granted(sids ...string) *fakeHost {
 }
 
 func (h *fakeHost) effective() bool {
-	return slices.Contains(h.holders, svcSID) || slices.Contains(h.holders, acctSID)
+	return slices.Contains(h.holders, svcSID) || slices.Contains(h.holders, acctSID) ||
+		h.hiddenAdmin && slices.Contains(h.holders, winsid.Administrators)
 }
 
 func (h *fakeHost) holds(sid string) bool {
@@ -161,6 +169,8 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 		return nil, h.restartErr
 	}
 	if !h.restartNoEffect {
+		started := fakeBoot.Add(time.Duration(h.restarts) * time.Minute)
+		h.ri.ProcessStartTime = &started
 		h.runningIFI = h.effective()
 		if h.ri.ErrorLog.Found { // the new startup line
 			on := h.runningIFI
@@ -195,6 +205,7 @@ type fakeChecker struct {
 	checkErr error
 	waitErr  error
 	tde      []string
+	replicas []sqlcheck.Replica // nil: Always On off
 
 	checks  int
 	waits   int
@@ -211,7 +222,7 @@ func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.R
 	defer c.h.mu.Unlock()
 	on := c.h.runningIFI
 	return &sqlcheck.Report{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
-		EncryptedDatabases: c.tde}, nil
+		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas}, nil
 }
 
 func (c *fakeChecker) WaitReady(ctx context.Context, t sqlcheck.Target) error {

@@ -82,6 +82,7 @@ func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
 				if rep.IFIColumnPresent {
 					dmv = rep.IFIEnabled
 				}
+				v.AG = agMembership(rep)
 			}
 		}
 	}
@@ -122,4 +123,24 @@ func (e *Engine) found(ctx context.Context, t Target) (*Observation, error) {
 		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
 	}
 	return o, nil
+}
+
+// agMembership sums up the instance's availability group replicas: primary when it
+// is the primary of any group, resolving when it is resolving in any other, else
+// secondary.
+func agMembership(rep *sqlcheck.Report) *ifi.AGMembership {
+	m := &ifi.AGMembership{Groups: []string{}}
+	for _, r := range rep.Replicas {
+		m.Groups = append(m.Groups, r.Group)
+		switch {
+		case r.Role == "PRIMARY":
+			m.Role = ifi.RolePrimary
+		case r.Role == "SECONDARY" && m.Role == "":
+			m.Role = ifi.RoleSecondary
+		case r.Role != "SECONDARY" && m.Role != ifi.RolePrimary:
+			m.Role = ifi.RoleResolving // RESOLVING, or a role this build does not know
+		}
+	}
+	slices.Sort(m.Groups)
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -12,7 +13,7 @@ import (
 func Assess(d Desired, o Observed) (*Assessment, error) {
 	ri := o.Instance
 	if ri == nil || !ri.Found {
-		return nil, fmt.Errorf("instance %q is not installed on %s", instanceName(o), o.Host)
+		return nil, fmt.Errorf("instance %q is not installed on %s", instanceName(o), safetext.Escape(o.Host))
 	}
 	if d.Grantee == "" {
 		d.Grantee = GranteeServiceSID
@@ -30,6 +31,7 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		SQLVersion:     o.Verification.SQLVersion,
 		TDEDatabases:   o.Verification.TDEDatabases,
 		Clustered:      ri.Clustered || o.Verification.Clustered,
+		AG:             o.Verification.AG,
 		desired:        d,
 		observed:       o,
 	}
@@ -59,6 +61,10 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		return nil, fmt.Errorf("unknown grantee %q: use \"service_sid\" or \"service_account\"", d.Grantee)
 	}
 
+	if hiddenApplies(d.IneffectiveRestart, a.ServiceAccountSID, o) {
+		a.hidden = d.IneffectiveRestart
+		a.IneffectiveRestart = a.hidden
+	}
 	holders := sidSet(ri.RightHolders)
 	a.PrivilegeGranted = holders[a.GranteeSID]
 	a.EffectiveAtNextStart, a.EffectiveVia, a.EffectiveViaOther = a.effective(holders)
@@ -80,12 +86,13 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		a.VerifiedBy = SourceNone
 	}
 
+	a.GroupPolicyKnown = ri.GroupPolicy.Known
 	a.GroupPolicyManaged = ri.GroupPolicy.Known && ri.GroupPolicy.Defined
 	if a.GroupPolicyManaged {
 		a.GroupPolicyHolders = ri.GroupPolicy.Holders
 	}
 
-	pendingBlocks := d.Restart != RestartNever && a.RestartPending != nil && *a.RestartPending
+	pendingBlocks := d.Restart.Restarts() && a.RestartPending != nil && *a.RestartPending
 	if d.Enabled {
 		a.Converged = a.PrivilegeGranted && !pendingBlocks
 	} else {
@@ -105,7 +112,7 @@ func instanceName(o Observed) string {
 
 // where names the instance for messages.
 func (a *Assessment) where() string {
-	return fmt.Sprintf("instance %s on %s", a.Instance, a.Host)
+	return fmt.Sprintf("instance %s on %s", safetext.Escape(a.Instance), safetext.Escape(a.Host))
 }
 
 // tokenSIDs lists the SIDs of the Engine's token at its next start, each with why.
@@ -155,6 +162,9 @@ func (a *Assessment) effective(holders map[string]bool) (bool, string, bool) {
 		if holders[t.sid] {
 			return true, t.why, true
 		}
+	}
+	if a.hidden != nil && a.hidden.covers(holders) {
+		return true, a.hiddenVia(), true
 	}
 	return false, "", false
 }

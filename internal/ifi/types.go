@@ -26,9 +26,20 @@ const (
 type RestartPolicy string
 
 const (
+	// RestartIfNeeded restarts the Engine when that makes IFI as asked, except on a
+	// failover cluster instance or the primary replica of an availability group.
 	RestartIfNeeded RestartPolicy = "if_needed"
-	RestartNever    RestartPolicy = "never"
+	// RestartIfNeededIncludingPrimary is RestartIfNeeded that also restarts the
+	// primary replica of an availability group (taking its databases offline until
+	// a failover or the restart completes).
+	RestartIfNeededIncludingPrimary RestartPolicy = "if_needed_including_primary"
+	RestartNever                    RestartPolicy = "never"
 )
+
+// Restarts reports whether the policy lets the provider restart the Engine.
+func (r RestartPolicy) Restarts() bool {
+	return r == RestartIfNeeded || r == RestartIfNeededIncludingPrimary
+}
 
 // Source says how the running Engine's IFI state was verified.
 type Source string
@@ -51,6 +62,9 @@ type Desired struct {
 	// PriorGranteeSID is the SID granted by an earlier apply; when it differs from
 	// the grantee now asked for, the grant moves (revoke the old SID, grant the new).
 	PriorGranteeSID string
+	// IneffectiveRestart is what an earlier apply learned from a restart that left
+	// IFI on (kept in the resource's private state); nil when none.
+	IneffectiveRestart *IneffectiveRestart
 }
 
 // Verification is what the running Engine says about itself.
@@ -62,7 +76,28 @@ type Verification struct {
 	SQLVersion   string
 	// Clustered is true when SQL Server itself reports a failover cluster instance.
 	Clustered bool
+	// AG is the instance's Always On availability group membership; nil when
+	// unknown (SQL Server was not asked).
+	AG *AGMembership
 }
+
+// AGMembership is what SQL Server says about the instance's availability groups.
+type AGMembership struct {
+	// Groups are the names of the groups the instance is a replica of, sorted;
+	// empty when it is in none (or Always On is off).
+	Groups []string
+	// Role is RolePrimary when the instance is the primary replica of any group,
+	// RoleResolving when it is resolving in any other, else RoleSecondary; ""
+	// when it is in no group.
+	Role string
+}
+
+// Availability group replica roles, as the computed attribute reports them.
+const (
+	RolePrimary   = "primary"
+	RoleSecondary = "secondary"
+	RoleResolving = "resolving"
+)
 
 // Observed is what the host reports now.
 type Observed struct {
@@ -91,6 +126,12 @@ const (
 	WarnGroupPolicy    = "group_policy"
 	WarnStaysOnDestroy = "stays_on_until_restart"
 	WarnNotRunning     = "not_running"
+	WarnAGUnknown      = "ag_unknown"
+	WarnGPUnknown      = "group_policy_unknown"
+	WarnPrimaryRestart = "primary_restart"
+	// WarnHiddenMembership: IFI stays on although enabled = false, through a
+	// membership the host does not report (an IneffectiveRestart applies).
+	WarnHiddenMembership = "hidden_membership"
 )
 
 // Assessment is the decision's view of one instance.
@@ -121,14 +162,25 @@ type Assessment struct {
 	SQLVersion        string
 	TDEDatabases      []string // nil when unknown
 	Clustered         bool
+	// AG is the instance's availability group membership; nil when unknown.
+	AG *AGMembership
 
 	GroupPolicyManaged bool
+	// GroupPolicyKnown: the host could read Group Policy (RSoP); when false,
+	// GroupPolicyManaged is false but means "unknown".
+	GroupPolicyKnown   bool
 	GroupPolicyHolders []contract.Principal
 	// Converged: the instance is as asked (drives the `enabled` value a refresh stores).
 	Converged bool
 
 	Warnings []Warning
 
+	// IneffectiveRestart is Desired.IneffectiveRestart when it still speaks for the
+	// instance (same start account and Administrators' members, IFI reported on);
+	// the assessment then counts it as a holder path. nil when none applies.
+	IneffectiveRestart *IneffectiveRestart
+
+	hidden     *IneffectiveRestart // = IneffectiveRestart
 	staysOn    bool
 	staysOnVia string
 	desired    Desired
@@ -156,6 +208,9 @@ type Plan struct {
 	Steps         []Step
 	Restart       bool
 	RestartReason string
+	// Warnings are about the plan itself (for example a restart whose
+	// availability-group role is unknown).
+	Warnings []Warning
 }
 
 // Changes reports whether the plan changes anything.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -23,7 +24,9 @@ func (a *Assessment) warnings() []Warning {
 			fmt.Sprintf("The service %s of %s is %q, so IFI cannot be verified; the right takes effect when the service starts. "+
 				"Start the service to verify.", a.ServiceName, a.where(), ri.ServiceState), nil})
 	}
-	if !d.Enabled && a.staysOn {
+	if !d.Enabled && a.staysOn && a.hidden != nil && a.staysOnVia == a.hiddenVia() {
+		w = append(w, a.hiddenWarning())
+	} else if !d.Enabled && a.staysOn {
 		w = append(w, Warning{WarnStaysOn, "IFI stays on although enabled = false",
 			fmt.Sprintf("On %s IFI stays on because %s; revoking the direct grant cannot turn it off. "+
 				"To turn IFI off, run the service %s as a non-administrator account without the right "+
@@ -55,6 +58,13 @@ func (a *Assessment) warnings() []Warning {
 		w = append(w, Warning{WarnTraceFlag1806, "Trace flag 1806 disables IFI",
 			fmt.Sprintf("The service %s of %s starts with -T1806, which turns IFI off whatever the right says. "+
 				"Remove -T1806 from the startup parameters (SQL Server Configuration Manager) and restart.", a.ServiceName, a.where()), nil})
+	}
+	if !a.GroupPolicyKnown {
+		w = append(w, Warning{WarnGPUnknown, "Group Policy unknown",
+			fmt.Sprintf("On %s the host could not tell whether a Group Policy defines \"Perform volume maintenance tasks\" (%s), so "+
+				"group_policy_managed is null. If a policy does, it reverts local changes at the next refresh (at a policy change, and at "+
+				"least every 16 hours). Check with gpresult /scope computer /h on the host, or enable RSoP logging.",
+				a.where(), safetext.Escape(ri.GroupPolicy.Detail)), nil})
 	}
 	if a.GroupPolicyManaged {
 		lists := "does not list " + a.GranteeSID

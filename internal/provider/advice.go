@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -15,6 +16,9 @@ import (
 
 // winrmAdvice names the provider arguments to change for a WinRM error, or "".
 func winrmAdvice(re *remote.Error) string {
+	if adv := kerberosAdvice(re); adv != "" {
+		return adv
+	}
 	switch re.Setting {
 	case remote.SettingHost:
 		return "Check the resource's host argument"
@@ -35,13 +39,29 @@ func winrmAdvice(re *remote.Error) string {
 		return "Set winrm.ca_cert to the CA that signed the listener's certificate, set winrm.tls_server_name when the certificate " +
 			"names another host, or (only for testing) winrm.insecure = true"
 	case remote.SettingAuth:
-		return `Set winrm.auth to "ntlm" (local and domain accounts) or "basic" (local accounts, listener with Basic enabled)`
+		if errors.Is(re, remote.ErrClearText) {
+			return `Use winrm.auth = "negotiate" (encrypted messages work over HTTP 5985) or winrm.https = true; only if the host ` +
+				`really accepts clear text (AllowUnencrypted=true, Basic=true) set winrm.allow_unencrypted = true`
+		}
+		return `Set winrm.auth to "negotiate" (the default: Kerberos or NTLM, local and domain accounts), "kerberos" (domain accounts), "ntlm", ` +
+			`or "basic" (local accounts, listener with Basic enabled)`
+	case remote.SettingAllowUnencrypted:
+		if re.Kind == remote.KindAuth {
+			return `The host requires encrypted WinRM messages: use winrm.auth = "negotiate", "kerberos" or "ntlm" without ` +
+				`winrm.allow_unencrypted (messages are then encrypted over HTTP), or winrm.https = true`
+		}
+		return "Remove winrm.allow_unencrypted: only auth = \"basic\" over plain HTTP sends messages in clear text"
+	case remote.SettingSPN:
+		return "Set winrm.spn (or " + EnvWinRMSPN + ") to the host's WinRM service principal name, HTTP/<host name>"
 	case remote.SettingUsername, remote.SettingPassword:
 		adv := "Check winrm.username and winrm.password (or the environment variables " + EnvWinRMUsername + " and " + EnvWinRMPassword + ")"
 		if re.Kind == remote.KindAuth {
-			if re.Auth == remote.AuthBasic {
-				adv += `; winrm.auth = "ntlm" works for domain accounts`
-			} else {
+			switch {
+			case re.Auth == remote.AuthBasic && !re.HTTPS:
+				adv += `; a default host refuses Basic over HTTP: use winrm.auth = "negotiate" (encrypted over HTTP) or winrm.https = true`
+			case re.Auth == remote.AuthBasic:
+				adv += `; winrm.auth = "negotiate" works for domain accounts`
+			default:
 				adv += `; for a local account on a domain-joined host, set winrm.auth = "basic" and winrm.https = true`
 			}
 		}
@@ -54,6 +74,49 @@ func winrmAdvice(re *remote.Error) string {
 		return "Raise the resource's timeouts (the timeouts block) if the host is just slow"
 	case re.Kind == remote.KindScript && re.Code == "timeout":
 		return "Raise the resource's timeouts (the timeouts block) if the service is just slow to start"
+	}
+	return ""
+}
+
+// kerberosAdvice is the advice for a Kerberos failure, by its cause, or "".
+func kerberosAdvice(re *remote.Error) string {
+	keytab := "winrm.keytab (or " + EnvWinRMKeytab + ")"
+	krb5Conf := "winrm.krb5_conf (or " + EnvWinRMKrb5Conf + ", or KRB5_CONFIG)"
+	spn := "winrm.spn (or " + EnvWinRMSPN + ")"
+	logOnItself := "set winrm.password (or " + EnvWinRMPassword + ") or " + keytab + " so the provider logs on itself"
+	switch {
+	case errors.Is(re, krb.ErrKDCUnreachable):
+		return "Make " + krb5Conf + " name KDCs of the realm that this machine reaches on port 88 (TCP and UDP). With winrm.auth = " +
+			`"negotiate" and a password the provider uses NTLM when no KDC answers; with "kerberos", a keytab or a credential cache it cannot`
+	case errors.Is(re, krb.ErrClockSkew):
+		return "No provider argument fixes a clock skew: synchronise the clocks of this machine, the KDC and the host (NTP, w32tm /resync); " +
+			`meanwhile winrm.auth = "ntlm" does not depend on the clocks`
+	case errors.Is(re, krb.ErrUnknownSPN):
+		return "Set " + spn + " to a service principal name of the host's computer account, such as HTTP/sql01.contoso.com " +
+			"(setspn -L <computer> lists them): a host reached by IP address or an alias needs it"
+	case errors.Is(re, krb.ErrExpired):
+		return "Run kinit again for the credential cache (KRB5CCNAME), or " + logOnItself
+	case errors.Is(re, krb.ErrBindings):
+		return "Reach the host without a TLS-intercepting proxy or load balancer in between, or use its HTTP listener: winrm.https = false " +
+			"(every message is then encrypted by Kerberos)"
+	case errors.Is(re, krb.ErrWrongPassword):
+		return "Check winrm.password (or " + EnvWinRMPassword + "), or export " + keytab + " again after the password changed"
+	case errors.Is(re, krb.ErrUnknownUser):
+		return "Check winrm.username (or " + EnvWinRMUsername + `): user@REALM or DOMAIN\user, or set winrm.realm (or ` + EnvWinRMRealm + ")"
+	case errors.Is(re, krb.ErrMutualAuth), errors.Is(re, krb.ErrRefused):
+		return "Check that the resource's host is the intended machine and that " + spn + " is its SPN (setspn -Q <spn> shows the account that holds it)"
+	case errors.Is(re, remote.ErrKerberosConfig):
+		switch re.Setting {
+		case remote.SettingKeytab:
+			return "Set " + keytab + " to a readable keytab with the user's keys, or set winrm.password instead"
+		case remote.SettingRealm:
+			return "Set winrm.realm (or " + EnvWinRMRealm + ") to a realm that " + krb5Conf + " lists with its KDCs"
+		case remote.SettingUsername:
+			return `Write winrm.username as user@REALM or DOMAIN\user, or set winrm.realm (or ` + EnvWinRMRealm + ")"
+		case remote.SettingPassword:
+			return "Run kinit user@REALM (the cache of KRB5CCNAME), or " + logOnItself
+		}
+		return "Set " + krb5Conf + " to a readable krb5.conf that lists the realm's KDCs"
 	}
 	return ""
 }
@@ -90,4 +153,17 @@ func sqlErrorDetail(err error) string {
 		return se.Error()
 	}
 	return se.Error() + ". " + adv
+}
+
+// constrainedLanguageAdvice says what an administrator of host can do when its
+// PowerShell runs the WinRM user's commands in ConstrainedLanguage mode (the script
+// error contract.CodeConstrainedLanguage); docs/design/host-knowledge.md has the sources.
+func constrainedLanguageAdvice(host, user string) string {
+	return fmt.Sprintf("PowerShell on %s runs in Constrained Language Mode for %s (an AppLocker or App Control for Business (WDAC) "+
+		"policy that enforces script rules); the provider's scripts need FullLanguage for the WinRM user, and it sends them as "+
+		"commands, not as script files, so signing cannot admit them. With AppLocker, whose rules apply per user or group, exclude the "+
+		"management account: add an Allow rule to the Script rules for %s (or a group of management accounts) that covers at least "+
+		"its %%TEMP%% folder, where Windows PowerShell tests the policy when it starts. App Control has no per-account exception: "+
+		"the provider can only run on this host under a policy with the rule option Disabled:Script Enforcement. Then run "+
+		"terraform apply again", host, user, user)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -23,9 +24,12 @@ func TestHostErrorDetailNamesTheArgument(t *testing.T) {
 		{"auth with ntlm", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "ntlm",
 			Message: "authentication failed for admin at sql01.example.test:5986"},
 			[]string{"authentication failed", "winrm.username", "winrm.password", EnvWinRMUsername, EnvWinRMPassword, `winrm.auth = "basic"`}},
-		{"auth with basic", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "basic",
-			Message: "authentication failed for admin at sql01.example.test:5986"},
-			[]string{`winrm.auth = "ntlm" works for domain accounts`}},
+		{"auth with basic over https", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "basic",
+			HTTPS: true, Message: "authentication failed for admin at sql01.example.test:5986"},
+			[]string{`winrm.auth = "negotiate" works for domain accounts`}},
+		{"auth with basic over http", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "basic",
+			Message: "authentication failed for admin at sql01.example.test:5985"},
+			[]string{`refuses Basic over HTTP`, `winrm.auth = "negotiate"`}},
 		{"access denied names the user", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingUsername, Message: "answered HTTP 500: Access is denied."},
 			[]string{"WinRM authentication failed for admin at sql01.example.test", "winrm.username"}},
 		{"http listener with https", &remote.Error{Host: tg.Host, Kind: remote.KindTLS, Setting: remote.SettingHTTPS, HTTPS: true, Message: "does not speak TLS"},
@@ -42,6 +46,17 @@ func TestHostErrorDetailNamesTheArgument(t *testing.T) {
 			[]string{"resource's timeouts"}},
 		{"unreachable", &remote.Error{Host: tg.Host, Kind: remote.KindUnreachable, Message: "cannot connect"},
 			[]string{"the Terraform state was not changed"}},
+		{"host requires encryption", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingAllowUnencrypted,
+			Message: "the host requires encrypted WinRM messages"}, []string{"requires encrypted WinRM messages", `"kerberos"`, "winrm.allow_unencrypted"}},
+		{"KDC unreachable", krbErr(remote.KindUnreachable, remote.SettingKrb5Conf, krb.KindKDCUnreachable), []string{"winrm.krb5_conf", EnvWinRMKrb5Conf, "port 88"}},
+		{"clock skew", krbErr(remote.KindAuth, remote.SettingNone, krb.KindClockSkew), []string{"clock skew", "NTP"}},
+		{"unknown SPN", krbErr(remote.KindAuth, remote.SettingSPN, krb.KindUnknownSPN), []string{"winrm.spn", EnvWinRMSPN, "setspn -L"}},
+		{"expired ticket", krbErr(remote.KindAuth, remote.SettingPassword, krb.KindExpired), []string{"kinit", "winrm.password", "winrm.keytab", EnvWinRMKeytab}},
+		{"CBT mismatch", krbErr(remote.KindAuth, remote.SettingHTTPS, krb.KindBindings), []string{"TLS-intercepting proxy", "winrm.https = false"}},
+		{"missing keytab", &remote.Error{Host: tg.Host, Kind: remote.KindConfig, Setting: remote.SettingKeytab, Message: "invalid WinRM configuration",
+			Err: fmt.Errorf("%w: %w", remote.ErrKerberosConfig, &krb.Error{Kind: krb.KindConfig, Part: krb.PartKeytab})}, []string{"winrm.keytab", EnvWinRMKeytab}},
+		{"unreadable krb5.conf", &remote.Error{Host: tg.Host, Kind: remote.KindConfig, Setting: remote.SettingKrb5Conf, Message: "invalid WinRM configuration",
+			Err: fmt.Errorf("%w: %w", remote.ErrKerberosConfig, &krb.Error{Kind: krb.KindConfig, Part: krb.PartKrb5Conf})}, []string{"winrm.krb5_conf", EnvWinRMKrb5Conf}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := hostErrorDetail(tg, fmt.Errorf("wrapped: %w", tc.err), "admin")
@@ -52,6 +67,12 @@ func TestHostErrorDetailNamesTheArgument(t *testing.T) {
 			}
 		})
 	}
+}
+
+// krbErr is a remote error caused by a Kerberos failure of kind k.
+func krbErr(kind remote.ErrorKind, setting remote.Setting, k krb.Kind) *remote.Error {
+	return &remote.Error{Host: "sql01.example.test", Kind: kind, Setting: setting, Auth: remote.AuthKerberos,
+		Message: "Kerberos: failed", Err: &krb.Error{Kind: k, Message: "failed"}}
 }
 
 func TestSQLErrorDetailNamesTheArgument(t *testing.T) {

@@ -251,10 +251,9 @@ func (w *cliWork) attrs(addr string) map[string]any {
 	return nil
 }
 
-// warnings are the warnings the provider raised (terraform's own notice about
+// errors are the errors the provider raised (terraform's own notice about
 // development overrides left out).
-func (r *tfRun) warnings() []tfDiag { return r.bySeverity("warning") }
-func (r *tfRun) errors() []tfDiag   { return r.bySeverity("error") }
+func (r *tfRun) errors() []tfDiag { return r.bySeverity("error") }
 
 func (r *tfRun) bySeverity(sev string) []tfDiag {
 	var out []tfDiag

@@ -366,3 +366,53 @@ func TestCLI_traceFlag1806(t *testing.T) {
 	}
 	w.plan().wantPlanExit(t, 0)
 }
+
+// The start account is in a domain group that is a member of Administrators; the
+// host lists the group but not its members. enabled = false: the apply restarts
+// once, SQL Server still reports IFI on, and the apply warns (not fails) naming the
+// nested group. The next plan is empty and the next apply does not restart again.
+func TestCLI_nestedGroupKeepsIFIOnWithoutRestartLoop(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	const groupName, groupSID = `CONTOSO\SQL Admins`, accDomSID + "-2201"
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Accounts[groupName] = groupSID
+		hc.Administrators = []string{groupName}
+		hc.Groups = map[string][]string{groupName: {accSvcAcct}}
+		hc.Instances[0].ServiceAccount = accSvcAcct
+	})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = false"))
+	n := len(e.operations())
+	r := w.apply()
+	if r.Exit != 0 {
+		t.Fatalf("terraform apply failed (exit %d), want success with a warning:\n%s", r.Exit, r.describe())
+	}
+	const summary = `^IFI stays on through a group the host cannot expand$`
+	r.wantDiag(t, "warning", summary, `domain or nested group in Administrators(.|\n)*cannot expand(.|\n)*`+
+		regexp.QuoteMeta(groupSID)+`(.|\n)*whoami /groups /priv`)
+	if got := countOp(e.opsSince(n), contract.OpRestartInstance); got != 1 {
+		t.Fatalf("the apply ran restart_instance %d times, want once", got)
+	}
+	if in := e.instance("MSSQLSERVER"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+		t.Fatalf("the simulated Engine lost IFI although its token has Administrators: %+v", in)
+	}
+	a := w.attrs(resName)
+	if a["enabled"] != false || a["ifi_enabled"] != true || a["restart_pending"] != false {
+		t.Errorf("state: enabled %v, ifi_enabled %v, restart_pending %v; want false, true, false",
+			a["enabled"], a["ifi_enabled"], a["restart_pending"])
+	}
+
+	started := e.serviceStart("MSSQLSERVER")
+	n = len(e.operations())
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	p.wantDiag(t, "warning", summary, regexp.QuoteMeta(accSvcAcct))
+	r = w.mustApply()
+	r.wantDiag(t, "warning", summary, "")
+	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 0 || countOp(ops, contract.OpSetRight) != 0 {
+		t.Errorf("plan and second apply changed the host: %v", ops)
+	}
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(started) {
+		t.Errorf("the second apply restarted the Engine: started %v, was %v", s, started)
+	}
+}

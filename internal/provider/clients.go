@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
 
@@ -28,10 +29,58 @@ type clients struct {
 	sql         *sqlcheck.Config // nil: no SQL credentials configured
 	openHost    hostOpener
 	openChecker checkerOpener
+	// restarts bounds concurrent restarts across every resource of the run
+	// (max_parallel_restarts); nil: no limit.
+	restarts *converge.RestartLimiter
 
 	mu      sync.Mutex
 	hosts   map[hostKey]remote.Host
 	checker sqlcheck.Checker
+	// claims: the instances the resources of this run manage, each with how its
+	// resource spells it. Terraform configures the provider anew for every run
+	// (plan, apply), so the registry is per run.
+	claims map[instanceKey]string
+}
+
+// instanceKey names one SQL Server instance whatever its spelling: the normalised
+// host address and the upper-cased instance name.
+type instanceKey struct {
+	host     string
+	instance string
+}
+
+// newInstanceKey normalises a host and an instance name: an IPv4-mapped IPv6
+// address is its IPv4 address, an IPv6 address its canonical form, a DNS name is
+// lower-cased without its trailing dot; instance names compare without case.
+func newInstanceKey(host, instance string) instanceKey {
+	h := strings.TrimSpace(host)
+	if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
+		if v4 := ip.To4(); v4 != nil {
+			h = v4.String()
+		} else {
+			h = ip.String()
+		}
+	} else {
+		h = strings.TrimSuffix(strings.ToLower(h), ".")
+	}
+	return instanceKey{host: h, instance: strings.ToUpper(strings.TrimSpace(instance))}
+}
+
+// claim records that a resource spelled by manages host/instance in this run. When
+// another resource claimed the same instance first, it returns that one's spelling
+// and false.
+func (c *clients) claim(host, instance, by string) (string, bool) {
+	k := newInstanceKey(host, instance)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if other, taken := c.claims[k]; taken {
+		return other, false
+	}
+	if c.claims == nil {
+		c.claims = map[instanceKey]string{}
+	}
+	c.claims[k] = by
+	return "", true
 }
 
 type hostKey struct {
@@ -45,7 +94,7 @@ func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOp
 
 // engine is the converge engine over these clients, logging through tflog.
 func (c *clients) engine() *converge.Engine {
-	return &converge.Engine{Clients: c, Log: tflogLogger{}}
+	return &converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: c.restarts}
 }
 
 // port is the WinRM port used for a resource whose port argument is p (0: unset).

@@ -4,10 +4,13 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
 var (
@@ -31,8 +34,12 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 		"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`HOST/INSTANCE`."},
 		"host": schema.StringAttribute{Required: true, Validators: []validator.String{hostValidator},
 			MarkdownDescription: "DNS name or IP address of the Windows host, as WinRM reaches it."},
-		"instance": schema.StringAttribute{Optional: true, Validators: []validator.String{instanceNameValidator},
+		"instance": schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{instanceNameValidator},
 			MarkdownDescription: "SQL Server instance name: `MSSQLSERVER` (the default instance, default) or a named instance's name."},
+		"grantee": schema.StringAttribute{Optional: true, Computed: true,
+			Validators: []validator.String{stringvalidator.OneOf(string(ifi.GranteeServiceSID), string(ifi.GranteeServiceAccount))},
+			MarkdownDescription: "Whose grant `privilege_granted` reports: `service_sid` (default, `NT SERVICE\\<service>`) or " +
+				"`service_account` (the service's start account), as the resource's `grantee`."},
 		"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`."},
 		"sql_port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
@@ -63,12 +70,17 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		return
 	}
 	t := m.target()
-	out, err := d.c.engine().Describe(ctx, t)
+	grantee := ifi.GranteeServiceSID
+	if !m.Grantee.IsNull() && !m.Grantee.IsUnknown() {
+		grantee = ifi.Grantee(m.Grantee.ValueString())
+	}
+	out, err := d.c.engine().Describe(ctx, t, grantee)
 	if err != nil {
 		addEngineError(&resp.Diagnostics, opRead, err, d.c.winrm.Username)
 		return
 	}
 	m.Instance = types.StringValue(t.Instance)
+	m.Grantee = types.StringValue(string(grantee))
 	m.ID = types.StringValue(importID(t.Host, t.Instance))
 	m.computedModel.set(out.Assessment)
 	addWarnings(&resp.Diagnostics, out.Warnings)

@@ -109,3 +109,36 @@ func TestAccDataSource_instanceNotFound(t *testing.T) {
 		},
 	})
 }
+
+// A grant to the start account (grantee = "service_account" in the resource) shows
+// in the data source only when it is asked about that grantee; by default it reports
+// the service SID's grant, as SQL Server Setup makes it.
+func TestAccDataSource_grantee(t *testing.T) {
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Instances[0].ServiceAccount = accSvcAcct
+	})
+	if _, err := e.host().GrantRight(contract.RightManageVolume, accSvcSID); err != nil {
+		t.Fatal(err)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{
+			{
+				Config: e.providerConfig(true) + dataSourceConfig(e.addr, `grantee = "service_account"`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					expectDS("grantee", knownvalue.StringExact("service_account")),
+					expectDS("grantee_sid", knownvalue.StringExact(accSvcSID)),
+					expectDS("privilege_granted", knownvalue.Bool(true)),
+				},
+			},
+			{
+				Config: e.providerConfig(true) + dataSourceConfig(e.addr, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					expectDS("grantee", knownvalue.StringExact("service_sid")),
+					expectDS("grantee_sid", knownvalue.StringExact(defaultSvcSID)),
+					expectDS("privilege_granted", knownvalue.Bool(false)),
+				},
+			},
+		},
+	})
+}

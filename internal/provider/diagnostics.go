@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // operation says which Terraform operation an engine error comes from, since the
@@ -33,7 +34,8 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 		diags.AddError("Unexpected error", fmt.Sprintf("%v. This is a bug in the provider; please report it.", err))
 		return
 	}
-	t := ce.Target
+	t := escapedTarget(ce.Target)
+	user = safetext.Escape(user)
 	switch ce.Kind {
 	case converge.KindHostSetup:
 		diags.AddError(fmt.Sprintf("Cannot set up WinRM for %s", t.Host), hostErrorDetail(t, ce.Err, user))
@@ -106,9 +108,22 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 		}
 	case converge.KindCheckFailed:
 		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), ce.Err.Error())
+	case converge.KindRestartSlot:
+		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: no restart slot before the deadline", t.Instance, t.Host),
+			fmt.Sprintf("The restart of %s waited for other instances' restarts (max_parallel_restarts = %d) until the operation's "+
+				"timeout ran out, and did not begin; the right was changed as asked, so a restart is pending. Run terraform apply again, "+
+				"raise the resource's timeouts, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
+				t, ce.MaxParallelRestarts, EnvMaxParallelRestarts))
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}
+}
+
+// escapedTarget is t with its user-supplied text escaped for messages (safetext);
+// every diagnostic that names a target goes through it.
+func escapedTarget(t converge.Target) converge.Target {
+	t.Host, t.Instance = safetext.Escape(t.Host), safetext.Escape(t.Instance)
+	return t
 }
 
 // hostErrorDetail says what failed at the host and what to do next.
@@ -121,7 +136,9 @@ func hostErrorDetail(t converge.Target, err error, user string) string {
 		}
 		// remote says what failed and what to check on the host; the provider's
 		// arguments to change are ours to name.
-		if adv := winrmAdvice(re); adv != "" {
+		if re.Kind == remote.KindScript && re.Code == contract.CodeConstrainedLanguage {
+			msg += ". " + constrainedLanguageAdvice(t.Host, user)
+		} else if adv := winrmAdvice(re); adv != "" {
 			msg += ". " + adv
 		} else if re.Hint == "" && (re.Kind == remote.KindUnreachable || re.Kind == remote.KindTimeout) {
 			msg += ". Check that the host is up, WinRM listens on the configured port and no firewall blocks it; the Terraform state was not changed"
@@ -133,13 +150,14 @@ func hostErrorDetail(t converge.Target, err error, user string) string {
 
 // notFoundDetail names the instances the host has.
 func notFoundDetail(t converge.Target, ri *contract.ReadInstanceResult) string {
+	t = escapedTarget(t)
 	inst := "none"
 	if ri != nil && len(ri.InstalledInstances) > 0 {
-		inst = strings.Join(ri.InstalledInstances, ", ")
+		inst = safetext.Escape(strings.Join(ri.InstalledInstances, ", "))
 	}
 	name := t.Host
 	if ri != nil && ri.ComputerName != "" {
-		name = fmt.Sprintf("%s (%s)", t.Host, ri.ComputerName)
+		name = fmt.Sprintf("%s (%s)", t.Host, safetext.Escape(ri.ComputerName))
 	}
 	return fmt.Sprintf("SQL Server instance %q is not installed on %s; installed instances: %s. Check the instance argument.",
 		t.Instance, name, inst)
@@ -174,6 +192,9 @@ func warningDetail(w ifi.Warning) string {
 		return w.Detail + " Check the provider's sql block."
 	case converge.WarnSQLPortUnknown:
 		return w.Detail + " Set sql_port on the resource so SQL Server can be asked."
+	case ifi.WarnAGUnknown:
+		return w.Detail + " Configure the provider's sql block (a login with VIEW SERVER STATE) so that a primary replica is recognised and " +
+			"not restarted, or set restart = \"never\" and restart in a maintenance window."
 	case converge.WarnSQLCheck:
 		return fmt.Sprintf("%s Cause: %s. Check the sql block's login (it needs VIEW SERVER STATE), encryption settings and sql_port.",
 			w.Detail, sqlErrorDetail(w.Err))

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"strings"
+
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -30,6 +32,7 @@ type ifiDataSourceModel struct {
 	Instance types.String `tfsdk:"instance"`
 	Port     types.Int64  `tfsdk:"port"`
 	SQLPort  types.Int64  `tfsdk:"sql_port"`
+	Grantee  types.String `tfsdk:"grantee"`
 	computedModel
 }
 
@@ -48,6 +51,8 @@ type computedModel struct {
 	GroupPolicyManaged types.Bool   `tfsdk:"group_policy_managed"`
 	TDEDatabases       types.List   `tfsdk:"tde_databases"`
 	Clustered          types.Bool   `tfsdk:"clustered"`
+	AvailabilityGroup  types.String `tfsdk:"availability_group"`
+	AvailabilityRole   types.String `tfsdk:"availability_role"`
 }
 
 func (m *computedModel) set(a *ifi.Assessment) {
@@ -61,6 +66,9 @@ func (m *computedModel) set(a *ifi.Assessment) {
 	m.VerifiedBy = types.StringValue(string(a.VerifiedBy))
 	m.SQLVersion = types.StringValue(a.SQLVersion)
 	m.GroupPolicyManaged = types.BoolValue(a.GroupPolicyManaged)
+	if !a.GroupPolicyKnown {
+		m.GroupPolicyManaged = types.BoolNull()
+	}
 	if a.TDEDatabases == nil {
 		m.TDEDatabases = types.ListNull(types.StringType)
 	} else {
@@ -71,6 +79,11 @@ func (m *computedModel) set(a *ifi.Assessment) {
 		m.TDEDatabases = types.ListValueMust(types.StringType, vals)
 	}
 	m.Clustered = types.BoolValue(a.Clustered)
+	m.AvailabilityGroup, m.AvailabilityRole = types.StringNull(), types.StringNull()
+	if a.AG != nil && len(a.AG.Groups) > 0 {
+		m.AvailabilityGroup = types.StringValue(strings.Join(a.AG.Groups, ", "))
+		m.AvailabilityRole = types.StringValue(a.AG.Role)
+	}
 }
 
 func (m *ifiResourceModel) target() converge.Target {

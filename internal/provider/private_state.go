@@ -3,8 +3,11 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
 // privateDesired is the private-state key holding what the user last applied: a
@@ -43,4 +46,39 @@ func getDesired(ctx context.Context, p privateGetter, fallback bool) (bool, diag
 		return fallback, ds
 	}
 	return dp.Enabled, ds
+}
+
+// privateIneffectiveRestart is the private-state key holding what an apply learned
+// from a restart that left IFI on against the holders the host reports
+// (ifi.IneffectiveRestart): fed back into every later read and apply, it keeps the
+// provider from restarting SQL Server again for nothing on each apply.
+const privateIneffectiveRestart = "ineffective_restart"
+
+// setIneffectiveRestart records m in the private state; nil removes the key.
+func setIneffectiveRestart(ctx context.Context, p privateSetter, m *ifi.IneffectiveRestart) diag.Diagnostics {
+	if m == nil {
+		return p.SetKey(ctx, privateIneffectiveRestart, nil)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		var ds diag.Diagnostics
+		ds.AddWarning("Cannot record the ineffective restart", fmt.Sprintf("Encoding it for the private state failed: %v. "+
+			"The next apply may restart SQL Server again. This is a bug in the provider; please report it.", err))
+		return ds
+	}
+	return p.SetKey(ctx, privateIneffectiveRestart, b)
+}
+
+// getIneffectiveRestart is the recorded lesson, nil when none (or unreadable: the
+// provider then only loses the lesson, and may restart once more to learn it again).
+func getIneffectiveRestart(ctx context.Context, p privateGetter) (*ifi.IneffectiveRestart, diag.Diagnostics) {
+	b, ds := p.GetKey(ctx, privateIneffectiveRestart)
+	if ds.HasError() || len(b) == 0 {
+		return nil, ds
+	}
+	var m ifi.IneffectiveRestart
+	if err := json.Unmarshal(b, &m); err != nil || m.StartAccountSID == "" {
+		return nil, ds
+	}
+	return &m, ds
 }

@@ -5,12 +5,16 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -19,7 +23,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -29,7 +35,17 @@ const (
 	EnvWinRMPassword = "MSSQLIFI_WINRM_PASSWORD"
 	EnvSQLUsername   = "MSSQLIFI_SQL_USERNAME"
 	EnvSQLPassword   = "MSSQLIFI_SQL_PASSWORD"
+	EnvSQLAuth       = "MSSQLIFI_SQL_AUTH"
+
+	EnvWinRMAllowUnencrypted = "MSSQLIFI_WINRM_ALLOW_UNENCRYPTED"
+	EnvWinRMSPN              = "MSSQLIFI_WINRM_SPN"
+
+	// EnvMaxParallelRestarts is max_parallel_restarts when the configuration leaves it out.
+	EnvMaxParallelRestarts = "MSSQLIFI_MAX_PARALLEL_RESTARTS"
 )
+
+// defaultMaxParallelRestarts: a fleet apply restarts one instance at a time.
+const defaultMaxParallelRestarts = 1
 
 var _ provider.Provider = &mssqlifiProvider{}
 
@@ -42,8 +58,9 @@ type mssqlifiProvider struct {
 }
 
 type providerModel struct {
-	WinRM *winrmModel `tfsdk:"winrm"`
-	SQL   *sqlModel   `tfsdk:"sql"`
+	MaxParallelRestarts types.Int64 `tfsdk:"max_parallel_restarts"`
+	WinRM               *winrmModel `tfsdk:"winrm"`
+	SQL                 *sqlModel   `tfsdk:"sql"`
 }
 
 type winrmModel struct {
@@ -56,9 +73,14 @@ type winrmModel struct {
 	CACert        types.String `tfsdk:"ca_cert"`
 	TLSServerName types.String `tfsdk:"tls_server_name"`
 	Timeout       types.String `tfsdk:"timeout"`
+	// AllowUnencrypted and SPN: see security.go.
+	AllowUnencrypted types.Bool   `tfsdk:"allow_unencrypted"`
+	SPN              types.String `tfsdk:"spn"`
+	kerberosModel
 }
 
 type sqlModel struct {
+	Auth                   types.String `tfsdk:"auth"`
 	Username               types.String `tfsdk:"username"`
 	Password               types.String `tfsdk:"password"`
 	Encrypt                types.String `tfsdk:"encrypt"`
@@ -88,6 +110,16 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			"grants or revokes the right *Perform volume maintenance tasks* (`SeManageVolumePrivilege`) through the LSA API, " +
 			"restarts the Database Engine when that is needed and allowed, and verifies the result through SQL Server itself " +
 			"(`sys.dm_server_services`) or its error log.",
+		Attributes: map[string]schema.Attribute{
+			"max_parallel_restarts": schema.Int64Attribute{
+				Optional: true,
+				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
+					"and the wait until SQL Server accepts logins). Default `1`: a fleet apply rolls through its restarts one at a time, while " +
+					"reads and grants still run in parallel up to terraform's `-parallelism`. `0` means no limit. A restart that waits for a " +
+					"slot counts against its resource's timeouts. Defaults to the environment variable `" + EnvMaxParallelRestarts + "`.",
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
+			},
+		},
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
 				MarkdownDescription: "How to reach the hosts' WinRM service. The account must be a local administrator of each host.",
@@ -103,9 +135,26 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						MarkdownDescription: "WinRM password. Defaults to the environment variable `" + EnvWinRMPassword + "`.",
 					},
 					"auth": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "Authentication: `ntlm` (default) or `basic` (Basic sends the password in every request; use it only over HTTPS).",
-						Validators:          []validator.String{stringvalidator.OneOf("ntlm", "basic")},
+						Optional: true,
+						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
+							"else NTLM; see \"Authentication and transport security\"), `kerberos` (domain accounts; the host proves its identity), `ntlm`, or " +
+							"`basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP only with `allow_unencrypted`). " +
+							"NTLM logons carry a MIC, the host's SPN and, over HTTPS, channel bindings, as Kerberos authenticators do; over HTTP every message is encrypted.",
+						Validators: []validator.String{stringvalidator.OneOf("negotiate", "kerberos", "ntlm", "basic")},
+					},
+					"allow_unencrypted": schema.BoolAttribute{
+						Optional: true,
+						MarkdownDescription: "Let `auth = \"basic\"` over plain HTTP send the password and every message in clear text, for a host " +
+							"configured with `AllowUnencrypted=true` and `Basic=true`. Default `false` (or the environment variable `" +
+							EnvWinRMAllowUnencrypted + "`); any other use is refused at plan, and this one warns.",
+					},
+					"spn": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Service principal name of the hosts' WinRM service: Kerberos asks a ticket for it, and the NTLM logon is bound to it " +
+							"(`MsvAvTargetName`), so that a host it was not meant for refuses it. Default `HTTP/<host>`; set it (for example " +
+							"`HTTP/sql01.contoso.com`) when hosts are reached by IP address or alias. " +
+							"Defaults to the environment variable `" + EnvWinRMSPN + "`.",
+						Validators: []validator.String{spnValidator},
 					},
 					"https": schema.BoolAttribute{
 						Optional:            true,
@@ -141,6 +190,13 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				MarkdownDescription: "Optional SQL login used to verify IFI through `sys.dm_server_services` and to find TDE databases. " +
 					"It needs `VIEW SERVER STATE`. Without it, verification falls back to the SQL Server error log.",
 				Attributes: map[string]schema.Attribute{
+					"auth": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Login kind: `sql` (default; a SQL Server login) or `ntlm` (a Windows account, `DOMAIN\\user`). `kerberos` " +
+							"is reserved and refused until it works end to end. A user name with a backslash is a Windows logon, so it needs `ntlm`, and " +
+							"`ntlm` needs one: a mismatch is refused at plan. Defaults to the environment variable `" + EnvSQLAuth + "`.",
+						Validators: []validator.String{stringvalidator.OneOf("sql", "ntlm", "kerberos")},
+					},
 					"username": schema.StringAttribute{
 						Optional:            true,
 						MarkdownDescription: "SQL login. Defaults to the environment variable `" + EnvSQLUsername + "`.",
@@ -168,6 +224,9 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			},
 		},
 	}
+	for name, attr := range kerberosAttributes() {
+		resp.Schema.Blocks["winrm"].(schema.SingleNestedBlock).Attributes[name] = attr
+	}
 }
 
 func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -184,6 +243,8 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	for name, v := range map[string]interface{ IsUnknown() bool }{
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
+		"allow_unencrypted": w.AllowUnencrypted, "spn": w.SPN,
+		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
@@ -199,11 +260,23 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		Insecure:      boolOr(w.Insecure, false),
 		CACert:        []byte(w.CACert.ValueString()),
 		TLSServerName: w.TLSServerName.ValueString(),
-		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults below)
+		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults)
 		Username:      stringOrEnv(w.Username, EnvWinRMUsername),
 		Password:      stringOrEnv(w.Password, EnvWinRMPassword),
 		Port:          int(w.Port.ValueInt64()), // 0: each resource's port, else remote's default for the scheme
+		SPN:           stringOrEnv(w.SPN, EnvWinRMSPN),
 	}
+	// The security rules (provider_security.go) were checked by ValidateConfig at
+	// plan; Configure checks them again for the errors, with the same values.
+	sec := readSecurity(cfg)
+	rc.AllowUnencrypted = sec.allowUnencrypted
+	for _, d := range sec.diagnostics() {
+		if d.Severity() == diag.SeverityError {
+			resp.Diagnostics.Append(d)
+		}
+	}
+	applyKerberos(w.kerberosModel, &rc)
+	resp.Diagnostics.Append(validateKerberos(rc)...)
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}
@@ -215,12 +288,15 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		}
 		rc.Timeout = d
 	}
-	if rc.Username == "" {
+	// Kerberos (auth "kerberos", or the default "negotiate") may log on from a keytab
+	// or the credential cache instead of a password.
+	kerberosWithoutPassword := (rc.Auth == "" || rc.Auth == remote.AuthNegotiate || rc.Auth == remote.AuthKerberos) && rc.Password == ""
+	if rc.Username == "" && !(kerberosWithoutPassword && rc.Keytab == "") {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
 			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
 				" to a local administrator of the hosts.")
 	}
-	if rc.Password == "" {
+	if rc.Password == "" && !kerberosWithoutPassword {
 		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
 			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
 	}
@@ -252,15 +328,18 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 			"The sql block has no username: set sql.username or the environment variable "+EnvSQLUsername+
 				", or remove the sql block to verify through the error log instead.")
 	}
+	maxRestarts := maxParallelRestarts(cfg.MaxParallelRestarts, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 
 	tflog.Debug(ctx, "configured mssqlifi", map[string]any{
 		"winrm_username": rc.Username, "winrm_password": rc.Password, "winrm_auth": rc.Auth,
-		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil,
+		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil, "max_parallel_restarts": maxRestarts,
 	})
+	rc.UserAgent, sc = remote.UserAgent(p.version), sc.WithAppName(remote.UserAgent(p.version))
 	c := newClients(rc, sc, p.openHost, p.openChecker)
+	c.restarts = converge.NewRestartLimiter(maxRestarts)
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }
@@ -293,6 +372,31 @@ func maskSecrets(ctx context.Context, c *clients) context.Context {
 		ctx = tflog.MaskAllFieldValuesStrings(ctx, secrets...)
 	}
 	return ctx
+}
+
+// maxParallelRestarts is max_parallel_restarts: the configured value, else the
+// environment variable, else the default.
+func maxParallelRestarts(v types.Int64, diags *diag.Diagnostics) int {
+	if v.IsUnknown() {
+		diags.AddAttributeError(path.Root("max_parallel_restarts"), "Unknown max_parallel_restarts",
+			"max_parallel_restarts depends on a value known only after apply; use a value known at plan time.")
+		return 0
+	}
+	if !v.IsNull() {
+		return int(v.ValueInt64())
+	}
+	env := strings.TrimSpace(os.Getenv(EnvMaxParallelRestarts))
+	if env == "" {
+		return defaultMaxParallelRestarts
+	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n < 0 {
+		diags.AddAttributeError(path.Root("max_parallel_restarts"), "Invalid "+EnvMaxParallelRestarts,
+			fmt.Sprintf("The environment variable %s is %s, not a whole number of 0 or more: set it to the number of instances "+
+				"to restart at once (0 = no limit), or unset it for the default of %d.", EnvMaxParallelRestarts, safetext.Escape(env), defaultMaxParallelRestarts))
+		return 0
+	}
+	return n
 }
 
 func stringOr(v types.String, def string) string {

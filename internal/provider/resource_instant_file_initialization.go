@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 var (
@@ -105,8 +106,12 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			Computed: true,
 			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
 			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
-				"that is what makes IFI as asked. `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
-			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartNever))},
+				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
+				"group: the apply then refuses before changing anything (fail over first; secondaries restart as usual). " +
+				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica (its databases are unavailable until it is back, " +
+				"unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
+			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
+				string(ifi.RestartNever))},
 		},
 	}
 	for k, v := range computedResourceAttributes() {
@@ -179,6 +184,9 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 
 	desired := plan.desired()
 	desired.PriorGranteeSID = prior.GranteeSID.ValueString()
+	var ds diag.Diagnostics
+	desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
 	plan.ID = prior.ID
 	r.apply(ctx, plan, desired, &resp.State, resp.Private, &resp.Diagnostics)
 }
@@ -196,6 +204,7 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 	if st := plan.withOutcome(out); st != nil {
 		diags.Append(state.Set(ctx, st)...)
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
+		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
 	}
 }
 
@@ -235,6 +244,8 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	} else {
 		var ds diag.Diagnostics
 		desired.Enabled, ds = getDesired(ctx, req.Private, desired.Enabled)
+		resp.Diagnostics.Append(ds...)
+		desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
 		resp.Diagnostics.Append(ds...)
 	}
 	t := state.target()
@@ -321,6 +332,12 @@ func parseImportID(id string) (host, instance string, err error) {
 // ModifyPlan warns at plan time about what the apply will refuse or leave undone,
 // from what the last refresh saw.
 func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !req.Plan.Raw.IsNull() {
+		r.claimInstance(ctx, req, resp)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	if req.State.Raw.IsNull() {
 		return // create: nothing known yet
 	}
@@ -329,7 +346,7 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	t := state.target()
+	t := escapedTarget(state.target())
 	if req.Plan.Raw.IsNull() {
 		if !state.IFIEnabled.Equal(types.BoolValue(false)) {
 			resp.Diagnostics.AddWarning("IFI stays on until the next restart",
@@ -351,10 +368,50 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 				"membership; the apply refuses if the policy disagrees, because the policy would revert it within 90 minutes. Change the GPO instead.",
 				t, ifi.GPOSetting))
 	}
-	if state.Clustered.ValueBool() && plan.Restart.ValueString() == string(ifi.RestartIfNeeded) &&
+	if state.Clustered.ValueBool() && ifi.RestartPolicy(plan.Restart.ValueString()).Restarts() &&
 		(membershipChanges || !plan.Restart.Equal(state.Restart)) {
 		resp.Diagnostics.AddWarning("Clustered instance with restart = \"if_needed\"",
 			fmt.Sprintf("%s is a failover cluster instance. If the change needs a restart, the apply refuses: the provider never restarts a "+
 				"clustered instance through the service manager. Set restart = \"never\" and restart the role through Failover Cluster Manager.", t))
 	}
+	if role := state.AvailabilityRole.ValueString(); (role == ifi.RolePrimary || role == ifi.RoleResolving) &&
+		plan.Restart.ValueString() == string(ifi.RestartIfNeeded) && (membershipChanges || !plan.Restart.Equal(state.Restart)) {
+		resp.Diagnostics.AddWarning("Primary availability replica with restart = \"if_needed\"",
+			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s. If the change needs a restart, the apply refuses "+
+				"and changes nothing: fail over first, or set restart = %q.", t, role, safetext.Escape(state.AvailabilityGroup.ValueString()), ifi.RestartIfNeededIncludingPrimary))
+	}
+}
+
+// claimInstance refuses a second resource for an instance another resource of this
+// run already manages: the two would undo each other (one grants, one revokes, and
+// SQL Server restarts on every apply) or restart it twice at once. Hosts and
+// instance names are compared normalised (newInstanceKey).
+func (r *ifiResource) claimInstance(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.c == nil {
+		return // the provider is not configured yet (unknown provider settings)
+	}
+	var host, instance types.String
+	var enabled types.Bool
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("host"), &host)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("instance"), &instance)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("enabled"), &enabled)...)
+	if resp.Diagnostics.HasError() || host.IsUnknown() || host.IsNull() || instance.IsUnknown() || instance.IsNull() {
+		return
+	}
+	by := fmt.Sprintf("host = %q, instance = %q", safetext.Escape(host.ValueString()), safetext.Escape(instance.ValueString()))
+	if !enabled.IsUnknown() && !enabled.IsNull() {
+		by += fmt.Sprintf(", enabled = %t", enabled.ValueBool())
+	}
+	other, ok := r.c.claim(host.ValueString(), instance.ValueString(), by)
+	if ok {
+		return
+	}
+	k := newInstanceKey(host.ValueString(), instance.ValueString())
+	resp.Diagnostics.AddAttributeError(path.Root("instance"), "Two resources manage one SQL Server instance",
+		fmt.Sprintf("This resource (%s) and another mssqlifi_instant_file_initialization resource of this configuration (%s) both "+
+			"manage instance %s on %s (hosts are compared as addresses, so 127.0.2.2 and ::ffff:127.0.2.2 are one host, and DNS "+
+			"names and instance names without case). Two resources for one instance undo each other's changes and restart SQL Server "+
+			"on every apply. Nothing was changed. Keep one resource per instance: remove one of them (terraform state rm if it is "+
+			"already in the state), or point it at the instance it was meant for.",
+			by, other, safetext.Escape(k.instance), safetext.Escape(k.host)))
 }

@@ -54,9 +54,16 @@ var computedAttributes = map[string]computedAttr{
 	"sql_version": {kind: computedString,
 		description: "SQL Server build, e.g. `16.0.4135.4`."},
 	"group_policy_managed": {kind: computedBool, stable: true,
-		description: "A domain Group Policy defines who holds the right; the resource then refuses changes the policy would revert."},
+		description: "A domain Group Policy defines who holds the right; the resource then refuses changes the policy would revert. " +
+			"Null when the host cannot tell (RSoP has no data or cannot be read), with a warning."},
 	"tde_databases": {kind: computedStringList, stable: true,
 		description: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
+	"availability_group": {kind: computedString,
+		description: "Always On availability group(s) the instance is a replica of, as SQL Server reports them (names joined by \", \"); " +
+			"null when it is in none, or when SQL Server cannot be asked (no `sql` block)."},
+	"availability_role": {kind: computedString,
+		description: "The instance's availability replica role: `primary`, `secondary` or `resolving` (`primary` when it is the primary of any " +
+			"group); null when it is in no group, or when SQL Server cannot be asked. With `restart = \"if_needed\"` a primary (or resolving) replica is never restarted."},
 	"clustered": {kind: computedBool, stable: true,
 		description: "The instance is a failover cluster instance; the resource never restarts it."},
 }

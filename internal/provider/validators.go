@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -49,6 +50,25 @@ func checkHost(host string) error {
 				return fmt.Errorf("%q is not a DNS name or IP address: the character %q is not allowed (give the name only, without scheme, port or path)", host, r)
 			}
 		}
+	}
+	return nil
+}
+
+// checkSPN accepts a service principal name SERVICE/host[:port], such as
+// HTTP/sql01.contoso.com, where host is a DNS name or an IP address.
+func checkSPN(spn string) error {
+	class, host, ok := strings.Cut(spn, "/")
+	if !ok || class == "" || strings.ContainsAny(class, " \\@:") {
+		return fmt.Errorf("%q is not a service principal name: write it as SERVICE/host, for example HTTP/sql01.contoso.com", spn)
+	}
+	if h, port, ok := strings.Cut(host, ":"); ok && net.ParseIP(host) == nil {
+		if _, err := strconv.Atoi(port); err != nil {
+			return fmt.Errorf("%q is not a service principal name: the part after the host's \":\" must be a port number", spn)
+		}
+		host = h
+	}
+	if err := checkHost(host); err != nil {
+		return fmt.Errorf("%q is not a service principal name: %v", spn, err)
 	}
 	return nil
 }
@@ -100,6 +120,7 @@ var (
 	hostValidator         = stringCheck{"a DNS name or an IP address", checkHost}
 	durationValidator     = stringCheck{"a positive duration such as \"60s\"", checkDuration}
 	pemValidator          = stringCheck{"PEM-encoded certificates", checkPEM}
+	spnValidator          = stringCheck{"a service principal name such as HTTP/sql01.contoso.com", checkSPN}
 )
 
 func (v stringCheck) Description(context.Context) string         { return "value must be " + v.desc }

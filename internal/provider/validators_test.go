@@ -28,6 +28,18 @@ func TestCheckInstanceName(t *testing.T) {
 		"Δ1":                "non-ASCII",
 		"Prüfung":           "non-ASCII",
 		"İNST":              "non-ASCII",
+		// Issue 8: hostile names that reached a host before the rule was ASCII only.
+		"SQLЕXPRESS":   "non-ASCII", // Cyrillic Е
+		"ＳＱＬ":          "non-ASCII", // fullwidth
+		"İ":            "non-ASCII", // Turkish dotted capital I
+		"ſql":          "non-ASCII", // long s, folds to "s"
+		"SQL٢٠٢٢":      "non-ASCII", // Arabic-Indic digits
+		"SQL۲":         "non-ASCII", // Extended Arabic-Indic digit
+		"\u212Aelvin":  "non-ASCII", // Kelvin sign, folds to "k"
+		"SQL\u202Eexe": "non-ASCII", // right-to-left override
+		"SQL\u200B":    "non-ASCII", // zero-width space
+		"SQL\x00":      "not allowed",
+		"SQL\r\nX":     "not allowed",
 	}
 	for _, n := range good {
 		if err := checkInstanceName(n); err != nil {
@@ -38,6 +50,10 @@ func TestCheckInstanceName(t *testing.T) {
 		err := checkInstanceName(n)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("checkInstanceName(%q) = %v, want an error containing %q", n, err, want)
+			continue
+		}
+		if msg := err.Error(); strings.ContainsAny(msg, "\r\n\x00\u202E\u200B") {
+			t.Errorf("checkInstanceName(%q): the message echoes a control character: %q", n, msg)
 		}
 	}
 }
@@ -148,5 +164,58 @@ func TestSchemasValid(t *testing.T) {
 		if _, ok := ds.Schema.Attributes[want]; !ok {
 			t.Errorf("data source lacks %s", want)
 		}
+	}
+}
+
+func TestCheckSPN(t *testing.T) {
+	for _, s := range []string{"HTTP/sql01", "HTTP/sql01.contoso.com", "WSMAN/sql01.contoso.com:5985", "HTTP/10.0.0.5"} {
+		if err := checkSPN(s); err != nil {
+			t.Errorf("checkSPN(%q) = %v, want nil", s, err)
+		}
+	}
+	for s, want := range map[string]string{
+		"sql01":             "SERVICE/host",
+		"/sql01":            "SERVICE/host",
+		"HTTP/":             "host is empty",
+		"HTTP/sql 01":       "not allowed",
+		"HTTP/sql01:port":   "port number",
+		`CONTOSO\x/sql01`:   "SERVICE/host",
+		"HTTP/https://sql1": "port number",
+	} {
+		if err := checkSPN(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkSPN(%q) = %v, want an error containing %q", s, err, want)
+		}
+	}
+}
+
+// One instance, whatever the spelling of its host and name.
+func TestInstanceKey(t *testing.T) {
+	same := [][2][2]string{
+		{{"127.0.2.2", "MSSQLSERVER"}, {"::ffff:127.0.2.2", "mssqlserver"}},
+		{{"127.0.2.2", "REPORTING"}, {"[::ffff:7f00:202]", "Reporting"}},
+		{{"SQL01.Example.com.", "A"}, {"sql01.example.com", "a"}},
+		{{"fe80::1", "X"}, {"FE80:0:0:0:0:0:0:1", "x"}},
+	}
+	for _, p := range same {
+		if a, b := newInstanceKey(p[0][0], p[0][1]), newInstanceKey(p[1][0], p[1][1]); a != b {
+			t.Errorf("%v and %v are different instances (%v, %v), want one", p[0], p[1], a, b)
+		}
+	}
+	differ := [][2][2]string{
+		{{"127.0.2.2", "MSSQLSERVER"}, {"127.0.2.3", "MSSQLSERVER"}},
+		{{"sql01", "A"}, {"sql01.example.com", "A"}},
+		{{"sql01", "A"}, {"sql01", "B"}},
+	}
+	for _, p := range differ {
+		if newInstanceKey(p[0][0], p[0][1]) == newInstanceKey(p[1][0], p[1][1]) {
+			t.Errorf("%v and %v are one instance, want two", p[0], p[1])
+		}
+	}
+	c := &clients{}
+	if _, ok := c.claim("127.0.2.2", "MSSQLSERVER", "first"); !ok {
+		t.Fatal("the first claim was refused")
+	}
+	if other, ok := c.claim("::ffff:127.0.2.2", "mssqlserver", "second"); ok || other != "first" {
+		t.Errorf("second claim: ok %v, other %q; want refused, naming first", ok, other)
 	}
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 
@@ -18,26 +19,32 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
-// winrmHost is a Host reached through masterzen/winrm. It holds one client (and so one
-// HTTP transport with its connections) per configured host; nothing is global.
+// winrmHost is a Host reached over WinRM with our own exchange (exchange.go) on our
+// own transport (transport.go). It holds the sessions of one configured host;
+// nothing is global.
 type winrmHost struct {
 	cfg  Config
 	port int
-	// newClient makes a masterzen client with its own transport (transport.go), which
-	// keeps each NTLM handshake on one connection. An operation still borrows a
-	// client that no other operation uses meanwhile, so operations never wait for each
-	// other's connections; idle clients are kept, so sequential operations reuse
-	// their authenticated connections.
-	newClient func() (*winrm.Client, error)
-	mu        sync.Mutex
-	idle      []*winrm.Client
-	sends     *sendWatches // nil: not watched
+	// newSession makes a session with its own transport, which keeps each NTLM
+	// handshake and exchange on one connection. An operation borrows a session that
+	// no other operation uses meanwhile, so operations never wait for each other's
+	// connections; idle sessions are kept, so sequential operations reuse their
+	// authenticated connections. Every session shares the host's TLS session cache.
+	newSession func() (*session, error)
+	// krb is the Kerberos logon shared by the sessions, nil for NTLM and Basic.
+	krb  *krbLogon
+	mu   sync.Mutex
+	idle []*session
 }
 
-// maxIdleClients bounds the clients kept for reuse per host.
+// kerberosClock, when set, is the clock of Kerberos authenticators (tests move it to
+// provoke a clock skew); nil is time.Now.
+var kerberosClock func() time.Time
+
+// maxIdleClients bounds the sessions kept for reuse per host.
 const maxIdleClients = 4
 
-func (h *winrmHost) borrow() (*winrm.Client, error) {
+func (h *winrmHost) borrow() (*session, error) {
 	h.mu.Lock()
 	if n := len(h.idle); n > 0 {
 		c := h.idle[n-1]
@@ -46,10 +53,10 @@ func (h *winrmHost) borrow() (*winrm.Client, error) {
 		return c, nil
 	}
 	h.mu.Unlock()
-	return h.newClient()
+	return h.newSession()
 }
 
-func (h *winrmHost) giveBack(c *winrm.Client) {
+func (h *winrmHost) giveBack(c *session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.idle) < maxIdleClients {
@@ -65,6 +72,10 @@ func New(cfg Config) (Host, error) {
 		return nil, configError(cfg, err)
 	}
 	port, auth, timeout := cfg.Port, cfg.Auth, cfg.Timeout
+	kl, err := newKrbLogon(cfg, kerberosClock)
+	if err != nil {
+		return nil, configError(cfg, err)
+	}
 	// The operation timeout bounds each Receive's long poll; the HTTP response header
 	// timeout must outlast it or every idle poll would look like a dead server.
 	endpoint := &winrm.Endpoint{
@@ -77,28 +88,35 @@ func New(cfg Config) (Host, error) {
 		Timeout:       timeout + 30*time.Second,
 	}
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
-	// Our own transport for both kinds: it keeps every NTLM handshake on one
-	// connection (see transport.go). It ignores HTTP proxies.
-	// Each client's transport is watched for failed Sends (sendwatch.go).
-	watches := &sendWatches{}
-	newClient := func() (*winrm.Client, error) {
-		sw := newSendWatch()
-		p := *params
-		p.TransportDecorator = func() winrm.Transporter {
-			sw.Transporter = newTransport(auth, cfg.Username, cfg.Password)
-			return sw
-		}
-		c, err := winrm.NewClientWithParameters(endpoint, cfg.Username, cfg.Password, &p)
-		if err == nil {
-			watches.m.Store(c, sw)
-		}
-		return c, err
+	// Our own exchange and transport for every scheme: one connection per operation,
+	// TLS sessions resumed across operations (exchange.go). It ignores HTTP proxies.
+	tlsSessions := tls.NewLRUClientSessionCache(8)
+	newSession := func() (*session, error) {
+		return newSession(endpoint, params, cfg, auth, tlsSessions, kl)
 	}
-	client, err := newClient()
+	client, err := newSession()
 	if err != nil {
 		return nil, configError(cfg, &ConfigError{Setting: SettingCACert, Err: fmt.Errorf("cannot set up the WinRM client: %w", err)})
 	}
-	return &winrmHost{cfg: cfg, port: port, newClient: newClient, idle: []*winrm.Client{client}, sends: watches}, nil
+	return &winrmHost{cfg: cfg, port: port, newSession: newSession, krb: kl, idle: []*session{client}}, nil
+}
+
+// NewTransporter is a masterzen/winrm Transporter on this package's transport with
+// cfg's authentication (Kerberos, NTLM or Basic; messages encrypted over HTTP), for
+// programs that drive masterzen's client themselves; masterzen's Endpoint gives the
+// address and TLS settings. The error is a *ConfigError.
+func NewTransporter(cfg Config) (winrm.Transporter, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kl, err := newKrbLogon(cfg, kerberosClock)
+	if err != nil {
+		return nil, err
+	}
+	t := newSecureTransport(cfg, cfg.Auth)
+	t.krb = kl
+	return t, nil
 }
 
 // configError reports what Validate (or the client's set-up) refused; the Setting is
@@ -169,37 +187,10 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 		return e
 	}
 	start := time.Now()
-	var sendFailed <-chan error
-	if h.sends != nil {
-		sendFailed = h.sends.failedSends(client)
-	}
-	rctx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	done := make(chan runOutcome, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		code, err := client.RunWithContextWithInput(rctx, contract.CommandLine(), &stdout, &stderr, bytes.NewReader(stdin))
-		// Only now is the client free: after a cancellation masterzen still cleans up.
-		h.giveBack(client)
-		done <- runOutcome{exitCode: code, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
-	}()
-	var out runOutcome
-	select {
-	case out = <-done:
-	case err := <-sendFailed:
-		// The command will never get its input: stop it now, with the Send's error.
-		cancelRun()
-		out = runOutcome{exitCode: -1, err: err}
-	case <-ctx.Done():
-		// masterzen notices the context only between requests, so a long poll could
-		// hold us for the operation timeout: answer now and let it clean up (it
-		// signals the command to terminate) in the background.
-		select {
-		case out = <-done:
-		default:
-			out = runOutcome{exitCode: -1, err: ctx.Err()}
-		}
-	}
+	// Only when done is the session free: after a failure its shell is deleted in
+	// the background first. stdin is a pipe (not a console), whose end the bootstrap
+	// does not need either.
+	out := client.run(ctx, contract.Shell, contract.CommandArgs(), stdin, false, func() { h.giveBack(client) })
 	fields := map[string]any{
 		"operation":   string(op),
 		"host":        h.cfg.Host,
@@ -212,6 +203,12 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	}
 	if out.err != nil {
 		fields["error"] = out.err.Error()
+	}
+	if h.krb.use() {
+		fields["logon"] = "kerberos"
+	} else if why := h.krb.fellBack(); why != "" {
+		fields["logon"] = "ntlm"
+		fields["kerberos_not_used"] = why
 	}
 	tflog.Debug(ctx, "WinRM operation finished", fields)
 	return h.interpret(ctx, op, out, result)
@@ -293,6 +290,9 @@ func scriptHint(code string) string {
 		return "Check the instance name (MSSQLSERVER for the default instance) and that SQL Server is installed on this host"
 	case "lsa_error":
 		return "Changing user rights needs a local Administrator; check the WinRM user's group membership"
+	case contract.CodeConstrainedLanguage:
+		return "Nothing was changed. The operations need FullLanguage; check with " +
+			"powershell -NoProfile -Command '$ExecutionContext.SessionState.LanguageMode' run as the WinRM user on the host"
 	}
 	return ""
 }

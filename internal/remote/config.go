@@ -16,17 +16,21 @@ const (
 	// quickconfig" makes the HTTP one; an HTTPS listener is made by hand).
 	DefaultHTTPPort  = 5985
 	DefaultHTTPSPort = 5986
-	// DefaultAuth is NTLM: it works for local and domain accounts, while Basic is off
-	// in a WinRM service's defaults and works for local accounts only.
-	DefaultAuth = AuthNTLM
+	// DefaultAuth is Negotiate, what a default domain host's listener offers and
+	// what Windows clients send: Kerberos when a ticket can be had, else NTLM
+	// (kerberos.go). Basic is off in a WinRM service's defaults and works for local
+	// accounts only.
+	DefaultAuth = AuthNegotiate
 	// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
 	DefaultTimeout = 60 * time.Second
 )
 
 // Authentication schemes Config.Auth accepts.
 const (
-	AuthNTLM  = "ntlm"
-	AuthBasic = "basic"
+	AuthNegotiate = "negotiate"
+	AuthNTLM      = "ntlm"
+	AuthBasic     = "basic"
+	AuthKerberos  = "kerberos"
 )
 
 // Sentinel errors of Validate; each error Validate returns wraps one of them (and is a
@@ -38,6 +42,13 @@ var (
 	ErrPortRange       = errors.New("port out of range")
 	ErrTimeout         = errors.New("timeout is negative")
 	ErrCACert          = errors.New("the CA certificate holds no PEM certificate")
+	// ErrClearText: Basic over plain HTTP would send the password in clear text.
+	ErrClearText = errors.New("basic authentication over plain HTTP would send the password in clear text, so it was not sent")
+	// ErrUnencryptedUnused: AllowUnencrypted means nothing with these settings.
+	ErrUnencryptedUnused = errors.New("allowing unencrypted messages has no effect here")
+	// ErrKerberosConfig: krb5.conf, the keytab, the credential cache or the realm
+	// cannot be used (the error also wraps the *krb.Error that says why).
+	ErrKerberosConfig = errors.New("the Kerberos configuration cannot be used")
 )
 
 // Setting names a Config field, so a caller can tell its user which of its own
@@ -56,6 +67,11 @@ const (
 	SettingUsername
 	SettingPassword
 	SettingTimeout
+	SettingSPN
+	SettingAllowUnencrypted
+	SettingKeytab
+	SettingKrb5Conf
+	SettingRealm
 )
 
 // String is the Config field's name.
@@ -81,6 +97,16 @@ func (s Setting) String() string {
 		return "Password"
 	case SettingTimeout:
 		return "Timeout"
+	case SettingSPN:
+		return "SPN"
+	case SettingAllowUnencrypted:
+		return "AllowUnencrypted"
+	case SettingKeytab:
+		return "Keytab"
+	case SettingKrb5Conf:
+		return "Krb5Conf"
+	case SettingRealm:
+		return "Realm"
 	}
 	return "none"
 }
@@ -96,7 +122,7 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // SetDefaults fills what is unset: the port from HTTPS (5986, else 5985), the
-// authentication scheme (NTLM; a given one is lower-cased) and the operation timeout.
+// authentication scheme (DefaultAuth; a given one is lower-cased) and the operation timeout.
 func (c *Config) SetDefaults() {
 	if c.Port == 0 {
 		c.Port = DefaultHTTPPort
@@ -126,11 +152,25 @@ func (c Config) Validate() error {
 	if c.Port < 1 || c.Port > 65535 {
 		bad(SettingPort, ErrPortRange, "%d; WinRM listens on %d (HTTP) or %d (HTTPS)", c.Port, DefaultHTTPPort, DefaultHTTPSPort)
 	}
-	if c.Auth != AuthNTLM && c.Auth != AuthBasic {
-		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (local and domain accounts) and %q (local accounts, listener with Basic enabled)",
-			c.Auth, AuthNTLM, AuthBasic)
+	switch c.Auth {
+	case AuthNegotiate, AuthNTLM, AuthKerberos:
+		if c.AllowUnencrypted {
+			bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "%s encrypts every message over HTTP", c.Auth)
+		}
+	case AuthBasic:
+		if !c.HTTPS && !c.AllowUnencrypted {
+			bad(SettingAuth, ErrClearText, "use Negotiate or NTLM (encrypted messages over HTTP), or HTTPS")
+		}
+	default:
+		bad(SettingAuth, ErrUnsupportedAuth, "%q; the schemes are %q (Kerberos or NTLM: local and domain accounts), %q (domain accounts), %q and %q (local accounts, listener with Basic enabled)",
+			c.Auth, AuthNegotiate, AuthKerberos, AuthNTLM, AuthBasic)
 	}
-	if c.Username == "" {
+	if c.AllowUnencrypted && c.HTTPS {
+		bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "HTTPS encrypts the channel")
+	}
+	// Kerberos from a credential cache logs on as the cache's principal.
+	fromCache := (c.Auth == AuthKerberos || c.Auth == AuthNegotiate) && c.Password == "" && c.Keytab == ""
+	if c.Username == "" && !fromCache {
 		bad(SettingUsername, ErrNoUsername, "give a local Administrator of the host")
 	}
 	if c.Timeout < 0 {

@@ -18,11 +18,11 @@ func TestSetDefaults(t *testing.T) {
 		in   Config
 		want Config
 	}{
-		{"http", Config{}, Config{Port: 5985, Auth: "ntlm", Timeout: 60 * time.Second}},
-		{"https", Config{HTTPS: true}, Config{HTTPS: true, Port: 5986, Auth: "ntlm", Timeout: 60 * time.Second}},
-		{"explicit port kept", Config{HTTPS: true, Port: 15986}, Config{HTTPS: true, Port: 15986, Auth: "ntlm", Timeout: 60 * time.Second}},
+		{"http", Config{}, Config{Port: 5985, Auth: "negotiate", Timeout: 60 * time.Second}},
+		{"https", Config{HTTPS: true}, Config{HTTPS: true, Port: 5986, Auth: "negotiate", Timeout: 60 * time.Second}},
+		{"explicit port kept", Config{HTTPS: true, Port: 15986}, Config{HTTPS: true, Port: 15986, Auth: "negotiate", Timeout: 60 * time.Second}},
 		{"auth lower-cased", Config{Auth: " Basic "}, Config{Port: 5985, Auth: "basic", Timeout: 60 * time.Second}},
-		{"timeout kept", Config{Timeout: 5 * time.Second}, Config{Port: 5985, Auth: "ntlm", Timeout: 5 * time.Second}},
+		{"timeout kept", Config{Timeout: 5 * time.Second}, Config{Port: 5985, Auth: "negotiate", Timeout: 5 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.in
@@ -41,7 +41,7 @@ func TestSetDefaults(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := Config{Host: "sql01", Username: "u"}
+	ok := Config{Host: "sql01", Username: "u", Password: "p"}
 	ok.SetDefaults()
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("Validate(%+v) = %v; want nil", ok, err)
@@ -54,7 +54,10 @@ func TestValidate(t *testing.T) {
 	}{
 		{"no host", func(c *Config) { c.Host = " " }, ErrNoHost, SettingHost},
 		{"no username", func(c *Config) { c.Username = "" }, ErrNoUsername, SettingUsername},
-		{"kerberos", func(c *Config) { c.Auth = "kerberos" }, ErrUnsupportedAuth, SettingAuth},
+		{"kerberos without a user but a password", func(c *Config) { c.Auth, c.Username = "kerberos", "" }, ErrNoUsername, SettingUsername},
+		{"kerberos with allow_unencrypted", func(c *Config) { c.Auth, c.AllowUnencrypted = "kerberos", true }, ErrUnencryptedUnused, SettingAllowUnencrypted},
+		{"digest", func(c *Config) { c.Auth = "digest" }, ErrUnsupportedAuth, SettingAuth},
+		{"basic over http", func(c *Config) { c.Auth = "basic" }, ErrClearText, SettingAuth},
 		{"port 0 without defaults", func(c *Config) { c.Port = 0 }, ErrPortRange, SettingPort},
 		{"port too high", func(c *Config) { c.Port = 65536 }, ErrPortRange, SettingPort},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, ErrTimeout, SettingTimeout},
@@ -86,7 +89,7 @@ func TestNoCallerAdvice(t *testing.T) {
 	forbidden := []string{"winrm.", "sql.", "MSSQLIFI_", "terraform apply", "terraform plan", "ca_cert", "sql_port",
 		"tls_server_name", "trust_server_certificate", "https =", "https = ", "auth =", "insecure =", "encrypt =",
 		"resource's timeouts", "provider's", "sql block", "winrm block"}
-	for _, dir := range []string{".", filepath.Join("..", "sqlcheck")} {
+	for _, dir := range []string{".", "krb", filepath.Join("..", "sqlcheck")} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -24,6 +24,9 @@ var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 // which setting is likely at fault, and what to check on the host.
 func (h *winrmHost) classify(err error) *Error {
 	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
+	if ke := h.classifyKerberos(err); ke != nil {
+		return ke
+	}
 	e := h.newError("", KindUnknown)
 	e.Err = err
 	msg := err.Error()
@@ -36,6 +39,22 @@ func (h *winrmHost) classify(err error) *Error {
 		}
 		e.Message = fmt.Sprintf("the operation on %s did not finish before the deadline", where)
 		e.Hint = "Check why the host answers slowly"
+		return e
+	}
+
+	var encErr *encryptionRequiredError
+	if errors.As(err, &encErr) {
+		e.Kind = KindAuth
+		e.Message = fmt.Sprintf("the host requires encrypted WinRM messages: %s refused a message sent in clear text over HTTP (AllowUnencrypted=false, Windows' default)", where)
+		e.Setting = SettingAllowUnencrypted
+		e.Hint = "Negotiate and NTLM encrypt every message over HTTP; HTTPS encrypts the channel"
+		return e
+	}
+	if errors.Is(err, errBasicOverHTTP) {
+		e.Kind = KindAuth
+		e.Message = fmt.Sprintf("auth \"basic\" to %s over plain HTTP would send the password in clear text, so nothing was sent", where)
+		e.Setting = SettingAuth
+		e.Hint = "Negotiate encrypts every message over HTTP; clear text only suits a host that allows it (Basic=true, AllowUnencrypted=true)"
 		return e
 	}
 
@@ -57,8 +76,21 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
+			if why := h.krb.fellBack(); why != "" {
+				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", why)
+			}
+			switch {
+			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
+				e.Message = fmt.Sprintf("authentication failed for %s at %s with Basic over plain HTTP", h.cfg.Username, where)
+				e.Hint = "Windows refuses Basic over HTTP unless the service allows it (Basic=true and AllowUnencrypted=true; both false by default), " +
+					"so the host requires encrypted WinRM messages here: Negotiate (encrypted over HTTP) or HTTPS works. " + e.Hint
+			case h.cfg.Auth != AuthBasic && h.cfg.HTTPS:
+				e.Hint += ". Over HTTPS the logon is also bound to the TLS certificate the provider saw (channel binding): a host with " +
+					"CbtHardeningLevel=Strict refuses it when a TLS-intercepting proxy or load balancer terminates TLS in between; " +
+					"connect to the host directly, or use HTTP 5985 (messages are encrypted by NTLM)"
+			}
 			return e
-		case status == 400 && h.cfg.HTTPS == false:
+		case status == 400 && !h.cfg.HTTPS:
 			e.Kind = KindProtocol
 			e.Message = fmt.Sprintf("%s rejected the request (HTTP 400)", where)
 			e.Setting = SettingHTTPS

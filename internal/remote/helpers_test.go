@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -38,6 +39,7 @@ type testHost struct {
 	srv   *wsman.Server
 	port  int
 	caPEM []byte
+	tls   bool
 
 	mu    sync.Mutex
 	calls []call
@@ -63,11 +65,13 @@ type hostOptions struct {
 	handler func(http.Handler) http.Handler
 	// logf receives the endpoint's log.
 	logf func(format string, args ...any)
+	// encryptionRequired: AllowUnencrypted=false, Windows' default (Basic still on).
+	encryptionRequired bool
 }
 
 func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 	t.Helper()
-	h := &testHost{}
+	h := &testHost{tls: o.tls}
 	h.srv = wsman.NewServer(wsman.Config{
 		ComputerName: "SQL01",
 		Lookup: func(domain, user string) (string, bool) {
@@ -78,21 +82,24 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 		},
 		AllowBasic: true,
 		AllowNTLM:  true,
-		Logf:       o.logf,
+		// Basic over this plain-HTTP fixture sends clear text: opted in here and in
+		// config("basic"). NTLM seals its bodies whatever this says.
+		AllowUnencrypted: !o.encryptionRequired,
+		Logf:             o.logf,
 		Executor: wsman.ExecutorFunc(func(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 			line := strings.TrimSpace(cmd.Command + " " + strings.Join(cmd.Arguments, " "))
 			if line != contract.CommandLine() {
-				io.WriteString(stderr, "unexpected command line: "+line)
+				_, _ = io.WriteString(stderr, "unexpected command line: "+line)
 				return 1
 			}
-			in, err := io.ReadAll(cmd.Stdin)
+			in, err := contract.ReadInput(cmd.Stdin)
 			if err != nil {
-				io.WriteString(stderr, err.Error())
+				_, _ = io.WriteString(stderr, err.Error())
 				return 1
 			}
 			op, params, err := contract.DecodeInput(in)
 			if err != nil {
-				io.WriteString(stderr, "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\"><S S=\"Error\">"+err.Error()+"_x000D__x000A_</S></Objs>")
+				_, _ = io.WriteString(stderr, "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\"><S S=\"Error\">"+err.Error()+"_x000D__x000A_</S></Objs>")
 				return 1
 			}
 			h.mu.Lock()
@@ -106,8 +113,8 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 					return 1
 				}
 			}
-			io.WriteString(stdout, a.stdout)
-			io.WriteString(stderr, a.stderr)
+			_, _ = io.WriteString(stdout, a.stdout)
+			_, _ = io.WriteString(stderr, a.stderr)
 			return a.code
 		}),
 	})
@@ -126,9 +133,11 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 		hs := &http.Server{Handler: o.handler(h.srv.Handler()), ConnContext: h.srv.ConnContext}
 		go func() { served <- hs.Serve(l) }()
 		t.Cleanup(func() {
-			h.srv.Close()
-			hs.Close()
-			<-served
+			_ = h.srv.Close()
+			_ = hs.Close()
+			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("WinRM test server: %v", err)
+			}
 		})
 		return h
 	case o.tls:
@@ -139,14 +148,17 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 		go func() { served <- h.srv.Serve(l) }()
 	}
 	t.Cleanup(func() {
-		h.srv.Close()
-		<-served
+		_ = h.srv.Close()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("WinRM test server: %v", err)
+		}
 	})
 	return h
 }
 
 func (h *testHost) config(auth string) Config {
-	return Config{Host: "127.0.0.1", Port: h.port, Auth: auth, Username: testUser, Password: testPassword, Timeout: 20 * time.Second}
+	return Config{Host: "127.0.0.1", Port: h.port, Auth: auth, Username: testUser, Password: testPassword, Timeout: 20 * time.Second,
+		AllowUnencrypted: auth == AuthBasic && !h.tls}
 }
 
 func (h *testHost) recorded() []call {

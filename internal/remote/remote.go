@@ -28,10 +28,40 @@ type Config struct {
 	Insecure      bool   // skip TLS verification (only when the user asked)
 	CACert        []byte // PEM; empty: system roots
 	TLSServerName string // overrides the name checked in the host's certificate
-	Auth          string // AuthNTLM or AuthBasic; "": DefaultAuth
-	Username      string
-	Password      string
-	Timeout       time.Duration // per WinRM request (operation timeout); 0: DefaultTimeout
+	Auth          string // AuthNegotiate, AuthNTLM, AuthKerberos or AuthBasic; "": DefaultAuth
+	// Username: DOMAIN\user or user@REALM for domain accounts. With Kerberos from a
+	// credential cache it may be empty (the cache's principal logs on).
+	Username string
+	Password string
+	Timeout  time.Duration // per WinRM request (operation timeout); 0: DefaultTimeout
+	// SPN is the service principal name of the host's WinRM service: the Kerberos
+	// ticket is asked for it, and the NTLM logon is bound to it (MsvAvTargetName);
+	// "": HTTP/<Host>. Set it when the host is reached by IP address or alias.
+	SPN string
+	// Kerberos: a keytab with the user's keys instead of a password, else the
+	// credential cache (KRB5CCNAME); krb5.conf (default KRB5_CONFIG, then
+	// /etc/krb5.conf); the realm (default: from Username, else krb5.conf's
+	// default_realm).
+	Keytab   string
+	Krb5Conf string
+	Realm    string
+	// AllowUnencrypted lets auth "basic" over plain HTTP send the password and the
+	// messages in clear text. Negotiate, NTLM and Kerberos over HTTP always encrypt;
+	// HTTPS needs no more.
+	AllowUnencrypted bool
+	// UserAgent is the HTTP User-Agent header of every request, so the host's
+	// administrators can tell this provider's requests apart (UserAgent(version));
+	// "": UserAgent("dev").
+	UserAgent string
+}
+
+// UserAgent is how the provider names itself to hosts: the WinRM User-Agent header
+// and the SQL connection's application name (program_name in sys.dm_exec_sessions).
+func UserAgent(version string) string {
+	if version == "" {
+		version = "dev"
+	}
+	return "terraform-provider-mssqlifi/" + version
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.

@@ -101,7 +101,9 @@ func TestSetRightAndRestart(t *testing.T) {
 		switch op {
 		case contract.OpSetRight:
 			var p contract.SetRightParams
-			json.Unmarshal(params, &p)
+			if err := json.Unmarshal(params, &p); err != nil {
+				t.Error(err)
+			}
 			return answer{stdout: jsonOf(t, contract.SetRightResult{Changed: p.Grant, Holders: []contract.Principal{{SID: p.SID}}})}
 		case contract.OpRestartInstance:
 			return answer{stdout: jsonOf(t, contract.RestartInstanceResult{
@@ -350,8 +352,13 @@ func TestNewValidates(t *testing.T) {
 		want     string
 	}{
 		{Config{Username: "u"}, ErrNoHost, SettingHost, "no host"},
-		{Config{Host: "h", Username: "u", Auth: "kerberos"}, ErrUnsupportedAuth, SettingAuth, `not supported: "kerberos"`},
-		{Config{Host: "h"}, ErrNoUsername, SettingUsername, "no WinRM username"},
+		{Config{Host: "h", Username: "u", Auth: "kerberos", Password: "p", Krb5Conf: "no-such-krb5.conf"}, ErrKerberosConfig, SettingKrb5Conf, "cannot read krb5.conf no-such-krb5.conf"},
+		{Config{Host: "h", Username: "u", Auth: "kerberos", AllowUnencrypted: true}, ErrUnencryptedUnused, SettingAllowUnencrypted, "kerberos encrypts every message"},
+		{Config{Host: "h", Username: "u", Auth: "digest"}, ErrUnsupportedAuth, SettingAuth, `not supported: "digest"`},
+		{Config{Host: "h", Username: "u", Auth: "basic"}, ErrClearText, SettingAuth, "over plain HTTP would send the password in clear text"},
+		{Config{Host: "h", Username: "u", AllowUnencrypted: true}, ErrUnencryptedUnused, SettingAllowUnencrypted, "negotiate encrypts every message"},
+		{Config{Host: "h", Username: "u", Auth: "basic", HTTPS: true, AllowUnencrypted: true}, ErrUnencryptedUnused, SettingAllowUnencrypted, "HTTPS encrypts the channel"},
+		{Config{Host: "h", Password: "p"}, ErrNoUsername, SettingUsername, "no WinRM username"},
 		{Config{Host: "h", Username: "u", HTTPS: true, CACert: []byte("not a pem")}, ErrCACert, SettingCACert, "holds no PEM certificate"},
 	} {
 		_, err := New(tc.cfg)

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"strconv"
@@ -26,6 +27,7 @@ const (
 // real WS-Management endpoint, and a real TDS endpoint per instance that listens only
 // while the model says the Engine accepts connections.
 type simHost struct {
+	sim      *winsim.Sim
 	port     int            // WinRM over HTTP
 	sqlPorts map[string]int // by instance name
 }
@@ -42,7 +44,7 @@ func newSimHost(t testing.TB, cfg host.HostConfig) *simHost {
 		}
 	})
 	info := sim.Info().Hosts[0]
-	s := &simHost{port: portOf(t, info.WinRM), sqlPorts: map[string]int{}}
+	s := &simHost{sim: sim, port: portOf(t, info.WinRM), sqlPorts: map[string]int{}}
 	for _, inst := range info.Instances {
 		s.sqlPorts[inst.Name] = portOf(t, inst.SQL)
 	}
@@ -247,6 +249,61 @@ func TestAgainstSimulatorConcurrentOperationsOverNTLM(t *testing.T) {
 			t.Errorf("operation %d: %v", i, err)
 		} else if got[i] != want {
 			t.Errorf("operation %d read %q; want %q (answers crossed)", i, got[i], want)
+		}
+	}
+}
+
+// A host whose PowerShell runs in ConstrainedLanguage mode (AppLocker or App Control
+// script enforcement): every operation fails through masterzen/winrm with the
+// script error constrained_language, exit 3, a message naming the mode and a hint,
+// and nothing changes on the host.
+func TestAgainstSimulatorConstrainedLanguage(t *testing.T) {
+	cfg := simConfig()
+	cfg.PowerShellLanguageMode = host.LanguageConstrained
+	sim := newSimHost(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := sim.remote(t, testUser, testPassword)
+	serviceSID := winsid.ServiceSID("MSSQLSERVER")
+	for op, call := range map[contract.Operation]func() error{
+		contract.OpReadInstance: func() error {
+			_, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+			return err
+		},
+		contract.OpSetRight: func() error {
+			_, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: serviceSID, Grant: true})
+			return err
+		},
+		contract.OpRestartInstance: func() error {
+			_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30})
+			return err
+		},
+	} {
+		err := call()
+		var re *Error
+		if !errors.As(err, &re) {
+			t.Fatalf("%s: error %v (%T), want *remote.Error", op, err, err)
+		}
+		if re.Kind != KindScript || re.Code != contract.CodeConstrainedLanguage || re.ExitCode != contract.ExitRefused || re.Op != op {
+			t.Errorf("%s: kind %v, code %q, exit %d, op %s; want the script error %s, exit %d", op, re.Kind, re.Code, re.ExitCode, re.Op,
+				contract.CodeConstrainedLanguage, contract.ExitRefused)
+		}
+		for _, want := range []string{"127.0.0.1", "ConstrainedLanguage mode", "AppLocker", "App Control", "LanguageMode"} {
+			if !strings.Contains(re.Error(), want) {
+				t.Errorf("%s: error %q does not say %q", op, re.Error(), want)
+			}
+		}
+	}
+	hs, err := sim.sim.Host("sql01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasSID(hs.Snapshot().Rights[contract.RightManageVolume], serviceSID) {
+		t.Error("set_right granted the right in ConstrainedLanguage mode")
+	}
+	for _, a := range hs.Audit() {
+		if a.Operation != "" || a.ExitCode != contract.ExitRefused {
+			t.Errorf("audit entry %+v: want no operation run (stdin unread) and exit %d", a, contract.ExitRefused)
 		}
 	}
 }

@@ -18,13 +18,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Azure/go-ntlmssp"
 	"github.com/masterzen/winrm"
 	"github.com/masterzen/winrm/soap"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
 )
 
 // transport is a winrm.Transporter that owns its TCP connections, so that NTLM works:
-// NTLM authenticates a connection, not a request (FACTS.md, WinRM). masterzen's
+// NTLM authenticates a connection, not a request (docs/design/windows-behaviour.md#ntlm-over-http). masterzen's
 // ClientNTLM sends the three legs of the handshake as independent round trips on a
 // pooled net/http Transport, so a leg can leave on another connection (a concurrent
 // Send and Receive of one command, or a connection returned to the pool a moment too
@@ -36,9 +37,24 @@ import (
 // transports honoured HTTP_PROXY/HTTPS_PROXY; a proxy would also break NTLM's
 // connection binding unless it tunnels).
 type transport struct {
-	auth     string // "ntlm" or "basic"
+	auth     string // "negotiate", "kerberos", "ntlm" or "basic"
 	user     string
 	password string
+	// spn is the service principal name the NTLM logon names (MsvAvTargetName), so
+	// that a host it was not meant for refuses it: "HTTP/<host>" unless overridden.
+	spn string
+	// allowUnencrypted lets Basic send its password and the bodies in clear text over
+	// plain HTTP; without it the transport refuses before sending anything.
+	allowUnencrypted bool
+	// encrypt: NTLM or Kerberos over plain HTTP seals every body (MS-WSMV 2.2.9.1),
+	// as a host with AllowUnencrypted=false (Windows' default) demands. Set by
+	// Transport.
+	encrypt bool
+	// userAgent is the User-Agent header of every request ("": Go's default).
+	userAgent string
+	// krb, when set, logs connections on with Kerberos (kerberos.go); it is the
+	// host's, shared by all its transports. nil: NTLM (or Basic).
+	krb *krbLogon
 
 	// Set by Transport.
 	url     *url.URL
@@ -46,13 +62,15 @@ type transport struct {
 	tlsConf *tls.Config // nil over plain HTTP
 	timeout time.Duration
 	dial    func(network, addr string) (net.Conn, error)
+	// sessions, when set, lets TLS resume sessions across the host's transports.
+	sessions tls.ClientSessionCache
 
 	mu   sync.Mutex
 	idle []*conn
 }
 
-// maxIdleConns bounds the connections a transport keeps for reuse. One operation
-// uses two at a time (masterzen sends stdin while it polls for output).
+// maxIdleConns bounds the connections a transport keeps for reuse. Our exchange
+// (exchange.go) uses one per operation; masterzen's Run used two at a time.
 const maxIdleConns = 4
 
 // maxResponseBody bounds a response body; WinRM's MaxEnvelopeSize is far smaller.
@@ -66,6 +84,25 @@ func newTransport(auth, user, password string) *transport {
 	return &transport{auth: auth, user: user, password: password}
 }
 
+// newSecureTransport is the transport for cfg with its authentication auth.
+func newSecureTransport(cfg Config, auth string) *transport {
+	t := newTransport(auth, cfg.Username, cfg.Password)
+	t.userAgent = cfg.UserAgent
+	if t.userAgent == "" {
+		t.userAgent = UserAgent("")
+	}
+	t.spn = cfg.SPN
+	if t.spn == "" {
+		t.spn = DefaultSPN(cfg.Host)
+	}
+	t.allowUnencrypted = cfg.AllowUnencrypted
+	return t
+}
+
+// DefaultSPN is the service principal name of a host's WinRM service as Windows
+// clients name it: HTTP/<host as given>.
+func DefaultSPN(host string) string { return "HTTP/" + host }
+
 var _ winrm.Transporter = (*transport)(nil)
 
 // Transport takes the endpoint's address, TLS settings and timeout.
@@ -76,6 +113,7 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 	}
 	t.addr = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 	t.url = &url.URL{Scheme: scheme, Host: t.addr, Path: "/wsman"}
+	t.encrypt = !ep.HTTPS && t.auth != "basic"
 	t.timeout = ep.Timeout
 	if t.timeout <= 0 {
 		t.timeout = DefaultTimeout + 30*time.Second
@@ -90,8 +128,9 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 		}
 		t.tlsConf = &tls.Config{
 			ServerName:         name,
-			InsecureSkipVerify: ep.Insecure, //nolint:gosec // only when the user set insecure = true
+			InsecureSkipVerify: ep.Insecure, // only when the user set insecure = true
 			MinVersion:         tls.VersionTLS12,
+			ClientSessionCache: t.sessions,
 		}
 		if len(ep.CACert) > 0 {
 			pool := x509.NewCertPool()
@@ -112,6 +151,9 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 // *httpStatusError.
 func (t *transport) Post(_ *winrm.Client, request *soap.SoapMessage) (string, error) {
 	body := []byte(request.String())
+	if err := t.mayPost(); err != nil {
+		return "", err
+	}
 	c, err := t.get()
 	if err != nil {
 		return "", t.fail(err)
@@ -126,13 +168,42 @@ func (t *transport) Post(_ *winrm.Client, request *soap.SoapMessage) (string, er
 	} else {
 		t.put(c)
 	}
+	return t.answer(resp)
+}
+
+// mayPost refuses what must never be sent: the password in clear text, unless the
+// user said so.
+func (t *transport) mayPost() error {
+	if t.auth == AuthBasic && t.tlsConf == nil && !t.allowUnencrypted {
+		return t.fail(errBasicOverHTTP)
+	}
+	return nil
+}
+
+// answer is the SOAP body of a response, or the error it stands for.
+func (t *transport) answer(resp *response) (string, error) {
 	if strings.Contains(resp.header.Get("Content-Type"), "application/soap+xml") {
 		if resp.status != http.StatusOK {
 			return "", &httpStatusError{Status: resp.status, Body: string(resp.body), SOAP: true}
 		}
 		return string(resp.body), nil
 	}
+	if t.tlsConf == nil && !resp.sealed && resp.status == http.StatusInternalServerError && len(resp.body) == 0 {
+		// Windows' answer to a clear-text body when AllowUnencrypted is false.
+		return "", &encryptionRequiredError{Status: resp.status}
+	}
 	return "", &httpStatusError{Status: resp.status}
+}
+
+// errBasicOverHTTP: Basic over plain HTTP without allow_unencrypted.
+var errBasicOverHTTP = errors.New("Basic authentication over plain HTTP would send the password in clear text; the request was not sent")
+
+// encryptionRequiredError is a host's refusal of a clear-text body over HTTP: HTTP 500
+// with no SOAP fault, as Windows answers with AllowUnencrypted=false.
+type encryptionRequiredError struct{ Status int }
+
+func (e *encryptionRequiredError) Error() string {
+	return fmt.Sprintf("http response error: %d - the host refused a message sent in clear text", e.Status)
 }
 
 // httpStatusError is an answer other than 200 with a SOAP body. Its text is
@@ -170,8 +241,13 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	authed bool       // NTLM completed on this connection
+	authed bool       // NTLM or Kerberos completed on this connection
 	idle   chan error // while pooled: the result of the background liveness read
+	// binding is the TLS channel's "tls-server-end-point" data (RFC 5929), nil over HTTP.
+	binding []byte
+	// seal protects the bodies of an authenticated connection over HTTP: this
+	// connection's own NTLM session or Kerberos context.
+	seal sealer
 }
 
 func (c *conn) close() { _ = c.nc.Close() }
@@ -238,6 +314,11 @@ func (t *transport) dialConn() (*conn, error) {
 			return nil, err
 		}
 		nc = tc
+		c := &conn{nc: nc, br: bufio.NewReader(nc), bw: bufio.NewWriter(nc)}
+		if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+			c.binding = ntlmauth.TLSServerEndPoint(certs[0])
+		}
+		return c, nil
 	}
 	return &conn{nc: nc, br: bufio.NewReader(nc), bw: bufio.NewWriter(nc)}, nil
 }
@@ -248,37 +329,84 @@ type response struct {
 	header http.Header
 	body   []byte
 	close  bool // the server will close the connection
+	sealed bool // the body was encrypted (and is now the plain SOAP envelope)
 }
 
-// exchange sends body on c, authenticating as needed, within one deadline.
+// exchange sends body on c, authenticating as needed, within one deadline. Over
+// plain HTTP with NTLM or Kerberos the body is sealed, and the answer unsealed.
 func (t *transport) exchange(c *conn, body []byte) (*response, error) {
 	if err := c.nc.SetDeadline(time.Now().Add(t.timeout)); err != nil {
 		return nil, err
 	}
 	if t.auth == "basic" {
-		return t.roundTrip(c, body, func(r *http.Request) { r.SetBasicAuth(t.user, t.password) })
+		return t.roundTrip(c, body, "", func(r *http.Request) { r.SetBasicAuth(t.user, t.password) })
 	}
-	if c.authed {
-		resp, err := t.roundTrip(c, body, nil)
-		if err != nil || resp.status != http.StatusUnauthorized || resp.close {
+	// At most one re-authentication: a server that forgot the connection answers 401
+	// to a request that relied on it.
+	for attempt := 0; ; attempt++ {
+		if !c.authed {
+			resp, carried, err := t.handshake(c, body)
+			if err != nil || !c.authed || carried {
+				return resp, err
+			}
+		}
+		resp, err := t.send(c, body)
+		if err != nil || resp.status != http.StatusUnauthorized || resp.close || attempt > 0 {
 			return resp, err
 		}
-		// The server no longer knows this connection: authenticate it again, once.
-		c.authed = false
+		c.authed, c.seal = false, nil
 	}
-	return t.ntlmHandshake(c, body)
 }
 
-// ntlmHandshake authenticates c with NTLM while sending body: NEGOTIATE on the
-// first request (HTTP Negotiate lets a client start with its token, RFC 4559 and
-// MS-WSMV), the server's CHALLENGE in a 401, then exactly one AUTHENTICATE, all on c.
-func (t *transport) ntlmHandshake(c *conn, body []byte) (*response, error) {
-	user, domain, domainNeeded := ntlmUser(t.user)
-	negotiate, err := ntlmssp.NewNegotiateMessage(domain, "")
-	if err != nil {
-		return nil, fmt.Errorf("building the NTLM NEGOTIATE message: %w", err)
+// handshake authenticates c: with Kerberos when the host's logon says so (falling
+// back to NTLM on this same connection when "negotiate" cannot get a ticket; nothing
+// was sent then), else NTLM. carried: the handshake's last leg carried body, and
+// resp is its answer (NTLM without encryption).
+func (t *transport) handshake(c *conn, body []byte) (resp *response, carried bool, err error) {
+	if t.krb.use() {
+		err := t.krbHandshake(c)
+		if err == nil || !t.krb.fallBack(err) {
+			return nil, false, err
+		}
 	}
-	resp, err := t.roundTrip(c, body, negotiateHeader(negotiate))
+	resp, err = t.ntlmHandshake(c, body)
+	return resp, !t.encrypt, err
+}
+
+// send posts body on an authenticated connection, sealed when encrypting.
+func (t *transport) send(c *conn, body []byte) (*response, error) {
+	if !t.encrypt {
+		return t.roundTrip(c, body, "", nil)
+	}
+	framed, err := wrapBody(c.seal, body)
+	if err != nil {
+		return nil, fmt.Errorf("encrypting the WinRM message: %w", err)
+	}
+	resp, err := t.roundTrip(c, framed, encryptedContentType(c.seal.Protocol()), nil)
+	if err != nil || !isEncryptedType(resp.header.Get("Content-Type")) {
+		return resp, err
+	}
+	plain, err := unwrapBody(c.seal, resp.body)
+	if err != nil {
+		return nil, fmt.Errorf("decrypting the host's WinRM message: %w", err)
+	}
+	resp.body, resp.sealed = plain, true
+	resp.header.Set("Content-Type", soapContentType)
+	return resp, nil
+}
+
+// ntlmHandshake authenticates c with NTLM: NEGOTIATE on the first request (HTTP
+// Negotiate lets a client start with its token, RFC 4559 and MS-WSMV), the server's
+// CHALLENGE in a 401, then exactly one AUTHENTICATE, all on c. Without encryption the
+// legs carry body and the answer is body's; with it they carry an empty body (nothing
+// leaves in clear text, as pywinrm does) and the caller sends body sealed.
+func (t *transport) ntlmHandshake(c *conn, body []byte) (*response, error) {
+	client := &ntlmauth.Client{User: t.user, Password: t.password, TargetSPN: t.spn, ChannelBindings: c.binding}
+	legBody := body
+	if t.encrypt {
+		legBody = nil
+	}
+	resp, err := t.roundTrip(c, legBody, "", negotiateHeader(client.Negotiate()))
 	if err != nil || resp.status != http.StatusUnauthorized {
 		return resp, err
 	}
@@ -294,17 +422,27 @@ func (t *transport) ntlmHandshake(c *conn, body []byte) (*response, error) {
 	if resp.close {
 		return nil, errors.New("the server closed the connection in the middle of the NTLM handshake (after its challenge), so it cannot be finished")
 	}
-	authenticate, err := ntlmssp.ProcessChallenge(challenge, user, t.password, domainNeeded)
+	authenticate, err := client.Authenticate(challenge)
 	if err != nil {
 		return nil, fmt.Errorf("answering the server's NTLM challenge: %w", err)
 	}
-	resp, err = t.roundTrip(c, body, negotiateHeader(authenticate))
+	resp, err = t.roundTrip(c, legBody, "", negotiateHeader(authenticate))
 	if err != nil {
 		return nil, err
 	}
 	// Anything but 401 means the server accepted the AUTHENTICATE (a SOAP fault such
 	// as a Receive's OperationTimeout still comes on an authenticated connection).
 	c.authed = resp.status != http.StatusUnauthorized
+	if !c.authed || !t.encrypt {
+		return resp, nil
+	}
+	if !client.Session().Sealing() {
+		return nil, errors.New("the host did not grant NTLM sealing, so WinRM messages over HTTP cannot be encrypted")
+	}
+	c.seal = ntlmSealer{client.Session()}
+	if resp.close {
+		return nil, errors.New("the server closed the connection right after the NTLM logon, before the encrypted message could be sent")
+	}
 	return resp, nil
 }
 
@@ -331,31 +469,27 @@ func negotiateToken(values []string) ([]byte, error) {
 	return nil, nil
 }
 
-// ntlmUser splits the user name as Azure/go-ntlmssp's Negotiator (and so masterzen's
-// ClientNTLM) does: DOMAIN\user gives the domain; user@domain is sent whole, with
-// the domain left to the server; a bare user name takes the server's domain.
-func ntlmUser(login string) (user, domain string, domainNeeded bool) {
-	if d, u, ok := strings.Cut(login, `\`); ok {
-		return u, d, true
-	}
-	if strings.Contains(login, "@") {
-		return login, "", false
-	}
-	return login, "", true
-}
-
 // roundTrip writes one POST of body on c and reads the whole answer.
-func (t *transport) roundTrip(c *conn, body []byte, auth func(*http.Request)) (*response, error) {
+func (t *transport) roundTrip(c *conn, body []byte, contentType string, auth func(*http.Request)) (*response, error) {
+	if contentType == "" {
+		contentType = soapContentType
+	}
 	req := &http.Request{
 		Method:        http.MethodPost,
 		URL:           t.url,
 		Host:          t.addr,
-		Header:        http.Header{"Content-Type": {"application/soap+xml;charset=UTF-8"}},
+		Header:        http.Header{"Content-Type": {contentType}},
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
+	}
+	if len(body) == 0 {
+		req.Body = nil // Content-Length: 0, not a chunked empty body
+	}
+	if t.userAgent != "" {
+		req.Header.Set("User-Agent", t.userAgent)
 	}
 	if auth != nil {
 		auth(req)

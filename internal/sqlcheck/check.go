@@ -85,7 +85,11 @@ func (c *checker) connector(t Target) (*mssql.Connector, error) {
 	if c.cfg.TLSServerName != "" {
 		q.Set("hostnameincertificate", c.cfg.TLSServerName)
 	}
-	q.Set("app name", "terraform-provider-mssqlifi")
+	appName := c.cfg.AppName
+	if appName == "" {
+		appName = "terraform-provider-mssqlifi"
+	}
+	q.Set("app name", appName)
 	u := &url.URL{
 		Scheme:   "sqlserver",
 		User:     url.UserPassword(c.cfg.Username, c.cfg.Password),
@@ -131,6 +135,8 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 		fields["error"] = err.Error()
 	} else {
 		fields["ifi_column_present"] = r.IFIColumnPresent
+		fields["hadr_enabled"] = r.HADREnabled
+		fields["replicas"] = fmt.Sprint(r.Replicas)
 		if r.IFIEnabled != nil {
 			fields["ifi_enabled"] = *r.IFIEnabled
 		}
@@ -162,7 +168,39 @@ func (c *checker) check(ctx context.Context, t Target) (*Report, error) {
 	if err := c.encrypted(ctx, t, conn, r); err != nil {
 		return nil, err
 	}
+	if err := c.replicas(ctx, t, conn, r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// replicas reads the instance's availability group replicas, only when Always On
+// is enabled: IsHadrEnabled 0 means none, NULL a build without the HADR views.
+func (c *checker) replicas(ctx context.Context, t Target, conn *sql.Conn, r *Report) error {
+	var hadr sql.NullInt64
+	if err := conn.QueryRowContext(ctx, contract.QueryHADREnabled).Scan(&hadr); err != nil {
+		return c.classify(ctx, t, err)
+	}
+	r.HADREnabled = hadr.Valid && hadr.Int64 == 1
+	if !r.HADREnabled {
+		return nil
+	}
+	rows, err := conn.QueryContext(ctx, contract.QueryLocalReplicas)
+	if err != nil {
+		return c.classify(ctx, t, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var group, role sql.NullString
+		if err := rows.Scan(&group, &role); err != nil {
+			return c.classify(ctx, t, err)
+		}
+		r.Replicas = append(r.Replicas, Replica{Group: group.String, Role: strings.ToUpper(strings.TrimSpace(role.String))})
+	}
+	if err := rows.Err(); err != nil {
+		return c.classify(ctx, t, err)
+	}
+	return nil
 }
 
 // services reads the Engine's row of sys.dm_server_services.
@@ -259,10 +297,26 @@ func (c *checker) encrypted(ctx context.Context, t Target, conn *sql.Conn, r *Re
 	return nil
 }
 
-// WaitReady polls a login with a bounded backoff (250 ms doubling to 5 s) until one
-// succeeds or ctx ends. A wrong password ends the wait at once: waiting cannot fix it.
+// ReadyPollInterval is how often WaitReady tries a login. It is fixed and short, so
+// the wait ends at most this long after SQL Server accepts logins (a growing backoff
+// used to wait seconds after SQL Server was ready).
+const ReadyPollInterval = 250 * time.Millisecond
+
+// DefaultReadyTimeout bounds WaitReady when ctx carries no deadline of its own.
+const DefaultReadyTimeout = 10 * time.Minute
+
+// WaitReady polls a login every ReadyPollInterval until one succeeds or the
+// deadline passes (ctx's, else DefaultReadyTimeout). A wrong password ends the wait
+// at once: waiting cannot fix it. Connections refused for t.RefusedLimit in a row
+// (nothing listens on the port) end it too, naming the port.
 func (c *checker) WaitReady(ctx context.Context, t Target) error {
-	delay := 250 * time.Millisecond
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultReadyTimeout)
+		defer cancel()
+	}
+	ticker := time.NewTicker(ReadyPollInterval)
+	defer ticker.Stop()
 	var last error
 	refusedLimit := t.RefusedLimit
 	if refusedLimit <= 0 {
@@ -296,19 +350,14 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		} else {
 			refusedSince = time.Time{}
 		}
-		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return &Error{
 				Target: t, Kind: KindTimeout, Err: errors.Join(ctx.Err(), last),
-				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts); last error: %s", attempt, messageOf(last)),
+				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts, one every %s); last error: %s", attempt, ReadyPollInterval, messageOf(last)),
 				Hint:    "The service may still be recovering databases: look at the SQL Server error log",
 			}
-		case <-timer.C:
-		}
-		if delay *= 2; delay > 5*time.Second {
-			delay = 5 * time.Second
+		case <-ticker.C:
 		}
 	}
 }

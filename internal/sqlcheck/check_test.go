@@ -30,6 +30,9 @@ type sqlServer struct {
 	servicesErr *tds.SQLError // answer the services query with this error
 	engineIFI   any           // "Y", "N" or nil
 	clustered   string
+	hadr        any     // SERVERPROPERTY('IsHadrEnabled'): nil (before 2012), int32(0) or int32(1)
+	replicas    [][]any // rows of the local-replica query: group name, role_desc
+	replicaErr  *tds.SQLError
 
 	mu      sync.Mutex
 	batches []string
@@ -86,6 +89,15 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 				{int32(8), nil, int32(3)},       // DB_NAME not visible
 			},
 		}}, nil
+	case contract.QueryHADREnabled:
+		return []tds.ResultSet{{Columns: []tds.Column{{Name: "is_hadr_enabled", Type: tds.TypeInt, Nullable: true}},
+			Rows: [][]any{{s.hadr}}}}, nil
+	case contract.QueryLocalReplicas:
+		if s.replicaErr != nil {
+			return nil, s.replicaErr
+		}
+		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 128, true), nv("role_desc", 60, true)},
+			Rows: s.replicas}}, nil
 	}
 	return nil, &tds.SQLError{Number: 208, State: 1, Class: 16, Line: 1, Message: "Invalid object name."}
 }
@@ -111,9 +123,11 @@ func serve(t testing.TB, h tds.Handler, opts tds.Options, wrap func(net.Listener
 	done := make(chan error, 1)
 	go func() { done <- ep.srv.Serve(served) }()
 	t.Cleanup(func() {
-		l.Close()
+		_ = l.Close()
 		ep.srv.CloseConnections()
-		<-done
+		if err := <-done; err != nil {
+			t.Logf("TDS test endpoint stopped: %v", err) // Serve ends with the closed listener's error
+		}
 	})
 	return ep
 }
@@ -158,8 +172,37 @@ func TestCheckReadsEngineRowAndTDE(t *testing.T) {
 			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			if len(h.batches) != 3 {
+			// One connection, four batches: the HADR views are not asked when IsHadrEnabled is NULL.
+			if len(h.batches) != 4 {
 				t.Fatalf("batches = %q", h.batches)
+			}
+		})
+	}
+}
+
+// Always On: the HADR views are asked only when IsHadrEnabled is 1; NULL (builds
+// before 2012, which have no such views) and 0 mean no replica, and do not fail.
+func TestCheckAvailabilityGroups(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		srv      *sqlServer
+		wantHADR bool
+		want     string
+	}{
+		{"before 2012", &sqlServer{engineIFI: "Y", replicaErr: &tds.SQLError{Number: 208, Class: 16, State: 1, Message: "Invalid object name 'sys.dm_hadr_availability_replica_states'."}}, false, "[]"},
+		{"hadr off", &sqlServer{engineIFI: "Y", hadr: int32(0), replicaErr: &tds.SQLError{Number: 208, Class: 16, State: 1, Message: "must not be asked"}}, false, "[]"},
+		{"hadr on, no group", &sqlServer{engineIFI: "Y", hadr: int32(1)}, true, "[]"},
+		{"primary", &sqlServer{engineIFI: "Y", hadr: int32(1), replicas: [][]any{{"AG1", "PRIMARY"}}}, true, "[{AG1 PRIMARY}]"},
+		{"two groups", &sqlServer{engineIFI: "Y", hadr: int32(1), replicas: [][]any{{"AG1", "SECONDARY"}, {"AG2", "resolving"}}}, true, "[{AG1 SECONDARY} {AG2 RESOLVING}]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := serve(t, tc.srv, tds.Options{}, nil)
+			r, err := New(plainConfig()).Check(ctxFor(t, 10*time.Second), ep.target())
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			if r.HADREnabled != tc.wantHADR || fmt.Sprint(r.Replicas) != tc.want && !(tc.want == "[]" && len(r.Replicas) == 0) {
+				t.Errorf("HADREnabled %v, replicas %v; want %v, %s", r.HADREnabled, r.Replicas, tc.wantHADR, tc.want)
 			}
 		})
 	}
@@ -303,6 +346,24 @@ func TestWaitReadyRetriesUntilLogin(t *testing.T) {
 	}
 	if n := fl.accepted.Load(); n != 3 {
 		t.Fatalf("WaitReady connected %d times, want 3 (two dropped, one login)", n)
+	}
+}
+
+// After a restart SQL Server may refuse logins for a while; the wait must notice it
+// is ready soon after, not back off for seconds. Six refused logins at a fixed
+// 250 ms take 1.5 s; a backoff doubling from 250 ms would need 12.75 s and miss the
+// 5 s deadline.
+func TestWaitReadyPollsAtAFixedShortInterval(t *testing.T) {
+	var fl *flakyListener
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{}, func(l net.Listener) net.Listener {
+		fl = &flakyListener{Listener: l, drop: 6}
+		return fl
+	})
+	if err := New(plainConfig()).WaitReady(ctxFor(t, 5*time.Second), ep.target()); err != nil {
+		t.Fatalf("WaitReady did not see SQL Server accept a login after 6 refusals within 5 s: %v", err)
+	}
+	if n := fl.accepted.Load(); n != 7 {
+		t.Fatalf("WaitReady connected %d times, want 7 (six dropped, one login)", n)
 	}
 }
 

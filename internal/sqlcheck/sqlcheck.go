@@ -15,6 +15,21 @@ type Config struct {
 	CACert                 []byte // PEM
 	TrustServerCertificate bool
 	TLSServerName          string // optional override of the name checked in the certificate
+	// AppName is the connection's application name (LOGIN7 AppName; program_name in
+	// sys.dm_exec_sessions), "terraform-provider-mssqlifi/<version>"; "": without the
+	// version.
+	AppName string
+}
+
+// WithAppName returns a copy of c with AppName set, or nil when c is nil (no SQL
+// credentials configured).
+func (c *Config) WithAppName(name string) *Config {
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	cp.AppName = name
+	return &cp
 }
 
 // Target is one instance's SQL endpoint.
@@ -49,6 +64,17 @@ type Report struct {
 	ServiceAccount string
 	// EncryptedDatabases are the TDE databases (encryption_state 2 or 3), tempdb excluded.
 	EncryptedDatabases []string
+	// HADREnabled: SERVERPROPERTY('IsHadrEnabled') is 1. When false (0, or NULL on
+	// builds without Always On) Replicas is empty and the HADR views were not asked.
+	HADREnabled bool
+	// Replicas are the availability groups the instance is a replica of, by name.
+	Replicas []Replica
+}
+
+// Replica is the instance's replica of one Always On availability group.
+type Replica struct {
+	Group string // sys.availability_groups.name
+	Role  string // sys.dm_hadr_availability_replica_states.role_desc: PRIMARY, SECONDARY or RESOLVING
 }
 
 // Checker verifies instances.

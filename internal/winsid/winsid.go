@@ -7,7 +7,7 @@
 package winsid
 
 import (
-	"crypto/sha1" //nolint:gosec // SHA-1 is what Windows uses for service SIDs; not a security choice of ours.
+	"crypto/sha1" // SHA-1 is what Windows uses for service SIDs; not a security choice of ours.
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -34,7 +34,7 @@ func ServiceSID(serviceName string) string {
 	for i, u := range units {
 		binary.LittleEndian.PutUint16(buf[2*i:], u)
 	}
-	sum := sha1.Sum(buf) //nolint:gosec
+	sum := sha1.Sum(buf)
 	var sb strings.Builder
 	sb.WriteString("S-1-5-80")
 	for i := 0; i < 5; i++ {

@@ -2,7 +2,8 @@ package winsid
 
 import "testing"
 
-// Known values from Windows (FACTS.md), checked against `sc.exe showsid` output.
+// Known values from Windows (docs/design/windows-behaviour.md#service-sids), checked
+// against `sc.exe showsid` output.
 func TestServiceSIDKnownValues(t *testing.T) {
 	cases := map[string]string{
 		"MSSQLSERVER":      "S-1-5-80-3880718306-3832830129-1677859214-2598158968-1052248003",

@@ -28,6 +28,14 @@ import (
 //	{"action":"tds_drop_after_login","instance":"MSSQLSERVER","times":-1}
 //	{"action":"winrm_fault","fault":"reset","request":"Receive","operation":"restart_instance"} (faults.go)
 //	{"action":"clear_faults"}
+//	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"secondary"}
+//	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"primary","group":"AG2"}
+//	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"none"}
+//	{"action":"set_language_mode","mode":"ConstrainedLanguage"}
+//
+// set_ag_role changes an Always On replica's role (a failover), joins the instance
+// to "group" or, with role "none", removes it from its group; the instance must
+// have Always On enabled in its configuration.
 //
 // Service actions wait until the service reaches its target state (Running, or
 // Stopped for stop_service) unless "wait" is false; "timeout_seconds" bounds the wait
@@ -39,6 +47,8 @@ type Action struct {
 	SIDs           []string `json:"sids,omitempty"`
 	Service        string   `json:"service,omitempty"`
 	Instance       string   `json:"instance,omitempty"`
+	Role           string   `json:"role,omitempty"`
+	Group          string   `json:"group,omitempty"`
 	Force          bool     `json:"force,omitempty"`
 	Wait           *bool    `json:"wait,omitempty"`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
@@ -49,6 +59,7 @@ type Action struct {
 	StopMS int `json:"stop_ms,omitempty"`
 	// winrm_fault: the fault (faults.go).
 	WinRMFault
+	Mode           string   `json:"mode,omitempty"`
 }
 
 // Action names.
@@ -66,6 +77,8 @@ const (
 	ActionWinRMFault           = "winrm_fault"
 	ActionClearFaults          = "clear_faults"
 	ActionTDSDrop              = "tds_drop_after_login"
+	ActionSetAGRole            = "set_ag_role"
+	ActionSetLanguageMode      = "set_language_mode"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -244,6 +257,29 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		f := a.WinRMFault
 		f.Service = a.Service // "service" is the Action's field in JSON
 		return res, sh.faults.add(f)
+	case ActionSetAGRole:
+		if err := need("instance", a.Instance); err != nil {
+			return res, err
+		}
+		if err := need("role", a.Role); err != nil {
+			return res, err
+		}
+		if err := h.SetAGRole(a.Instance, a.Group, a.Role); err != nil {
+			if errors.Is(err, host.ErrBadAGRole) {
+				err = fmt.Errorf("%w: %v", ErrBadAction, err)
+			}
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+		}
+		return res, nil
+
+	case ActionSetLanguageMode:
+		if err := need("mode", a.Mode); err != nil {
+			return res, err
+		}
+		if err := h.SetLanguageMode(a.Mode); err != nil {
+			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+		}
+		return res, nil
 
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
@@ -256,6 +292,7 @@ var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
+	ActionSetAGRole, ActionSetLanguageMode,
 }
 
 // controlHandler serves the HTTP JSON control plane.
@@ -266,6 +303,9 @@ func (s *Sim) controlHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Info())
+	})
+	mux.HandleFunc("GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.EnginesDown())
 	})
 	mux.HandleFunc("GET /v1/hosts/{host}", func(w http.ResponseWriter, r *http.Request) {
 		h, err := s.Host(r.PathValue("host"))
@@ -304,7 +344,7 @@ func (s *Sim) controlHandler() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
 		})
 	})
 	return mux

@@ -13,6 +13,9 @@ func hostHTTPSPort(hc host.HostConfig) int       { return hc.WinRM.HTTPSPort }
 func hostAllowBasic(hc host.HostConfig) bool     { return hc.WinRM.BasicEnabled() }
 func hostAllowNTLM(hc host.HostConfig) bool      { return hc.WinRM.NTLMEnabled() }
 func hostComputerName(hc host.HostConfig) string { return hc.ComputerNameOrDefault() }
+func hostKerberos(hc host.HostConfig) *host.KerberosConfig {
+	return hc.WinRM.Kerberos
+}
 
 type instanceView struct {
 	name    string

@@ -39,6 +39,9 @@ type Options struct {
 	CertDir string
 	// Logf receives the simulator's log lines; nil discards them.
 	Logf func(format string, args ...any)
+	// Cost, when set, is the cost model of every host, replacing the hosts' own
+	// "cost" settings: benchmarks turn the model on here (host.CostConfig).
+	Cost *host.CostConfig
 }
 
 // Info describes the running simulator: exactly the JSON line winsim prints.
@@ -46,6 +49,14 @@ type Info struct {
 	Control string     `json:"control"`
 	CACert  string     `json:"ca_cert"`
 	Hosts   []HostInfo `json:"hosts"`
+}
+
+// EnginesDown is what GET /v1/engines_down answers: how many Engines of the fleet
+// are down now (they left Running and are not back), and the most that were down
+// at once (host.DownGauge): 1 when restarts rolled through the fleet one at a time.
+type EnginesDown struct {
+	Now int `json:"engines_down"`
+	Max int `json:"max_engines_down"`
 }
 
 // HostInfo is one host's listeners.
@@ -72,6 +83,7 @@ type Sim struct {
 
 	hosts  []*simHost
 	byName map[string]*simHost
+	down   host.DownGauge // the fleet's Engines that are down (Info.MaxEnginesDown)
 
 	control     *http.Server
 	controlAddr string
@@ -91,6 +103,10 @@ type simHost struct {
 	instances []*sqlEndpoint
 	listeners []net.Listener // the WinRM listeners, closed by Close in case Serve never ran
 	faults    *faultSet      // injected WinRM faults (faults.go)
+
+	rtt       time.Duration // the cost model's round trip
+	winrmWire wireStats
+	sqlWire   wireStats
 }
 
 // sqlEndpoint is one instance's TDS listener. The host model opens and closes it as
@@ -102,6 +118,8 @@ type sqlEndpoint struct {
 	server   *tds.Server
 	logf     func(format string, args ...any)
 	wg       *sync.WaitGroup
+	rtt      time.Duration // the cost model's round trip
+	stats    *wireStats
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -153,10 +171,11 @@ func (e *sqlEndpoint) open() error {
 func (e *sqlEndpoint) serve(l net.Listener) {
 	e.listener = l
 	e.notifyLocked()
+	served := net.Listener(&costListener{Listener: l, rtt: e.rtt, stats: e.stats})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		if err := e.server.Serve(l); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := e.server.Serve(served); err != nil && !errors.Is(err, net.ErrClosed) {
 			e.logf("winsim: instance %s: TDS server on %s stopped: %v", e.instance, e.addr, err)
 		}
 	}()
@@ -249,6 +268,16 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 		return nil, fmt.Errorf("writing the simulator CA certificate to %s: %w", s.caPath, err)
 	}
 
+	if opts.Cost != nil {
+		hosts := make([]host.HostConfig, len(cfg.Hosts))
+		copy(hosts, cfg.Hosts)
+		for i := range hosts {
+			hosts[i].Cost = *opts.Cost
+		}
+		c := *cfg
+		c.Hosts = hosts
+		cfg = &c
+	}
 	for i := range cfg.Hosts {
 		if err := s.startHost(cfg, i, validity); err != nil {
 			return nil, err
@@ -281,11 +310,11 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	name := hc.Name
 	address := hc.Address
 	ip := net.ParseIP(address)
-	model, err := host.New(hc, host.Options{Logf: s.logf})
+	model, err := host.New(hc, host.Options{Logf: s.logf, Down: &s.down})
 	if err != nil {
 		return fmt.Errorf("host %s: building the host model: %w", name, err)
 	}
-	sh := &simHost{name: name, address: address, model: model}
+	sh := &simHost{name: name, address: address, model: model, rtt: model.Cost().RoundTrip}
 	// Register the host at once so Close releases what was opened even if a later
 	// step fails.
 	s.hosts = append(s.hosts, sh)
@@ -298,8 +327,13 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		return fmt.Errorf("host %s: %w", name, err)
 	}
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	winrmTLS := countHandshakes(tlsCfg, &sh.winrmWire)
 
 	sh.faults = &faultSet{ops: map[string]string{}, model: model}
+	kerberos, err := wsmanKerberos(hc)
+	if err != nil {
+		return err
+	}
 	sh.wsman = wsman.NewServer(wsman.Config{
 		Wrap:         sh.faults.wrap,
 		ComputerName: computer,
@@ -307,8 +341,15 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		Lookup:       model.Lookup,
 		AllowBasic:   hostAllowBasic(hc),
 		AllowNTLM:    hostAllowNTLM(hc),
-		Executor:     model,
-		Logf:         s.logf,
+		// Windows' defaults unless the configuration says otherwise.
+		AllowUnencrypted: hc.WinRM.AllowUnencrypted,
+		CBTHardening:     hc.WinRM.CBTHardeningLevel,
+		// The names the host answers to, as in its certificate: an NTLM logon naming
+		// another host was relayed.
+		TargetNames: append(append([]string{}, dnsNames...), address, strings.ToLower(computer)+dnsSuffix(hc.Domain)),
+		Kerberos:    kerberos,
+		Executor:    model,
+		Logf:        s.logf,
 	})
 	httpL, err := net.Listen("tcp", net.JoinHostPort(address, strconv.Itoa(hostHTTPPort(hc))))
 	if err != nil {
@@ -316,6 +357,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	}
 	sh.listeners = append(sh.listeners, httpL)
 	sh.httpAddr = httpL.Addr().String()
+	httpL = &costListener{Listener: httpL, rtt: sh.rtt, stats: &sh.winrmWire}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -329,10 +371,11 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	}
 	sh.listeners = append(sh.listeners, httpsL)
 	sh.httpsAddr = httpsL.Addr().String()
+	httpsL = &costListener{Listener: httpsL, rtt: sh.rtt, stats: &sh.winrmWire}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := sh.wsman.ServeTLS(httpsL, tlsCfg); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		if err := sh.wsman.ServeTLS(httpsL, winrmTLS); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.logf("winsim: host %s: WinRM HTTPS listener %s stopped: %v", name, sh.httpsAddr, err)
 		}
 	}()
@@ -368,6 +411,8 @@ func (s *Sim) startSQLEndpoint(sh *simHost, inst *host.Instance, hc host.HostCon
 		logf:     s.logf,
 		wg:       &s.wg,
 		changed:  make(chan struct{}),
+		rtt:      sh.rtt,
+		stats:    &sh.sqlWire,
 	}
 	ep.mu.Lock()
 	ep.serve(l)
@@ -408,6 +453,9 @@ func (s *Sim) Info() Info {
 	}
 	return info
 }
+
+// EnginesDown reports the fleet's Engines that are down now, and the most at once.
+func (s *Sim) EnginesDown() EnginesDown { return EnginesDown{Now: s.down.Now(), Max: s.down.Max()} }
 
 // CACertPEM returns the CA certificate that signed every host's certificate.
 func (s *Sim) CACertPEM() []byte { return s.ca.CertPEM() }
@@ -496,4 +544,12 @@ func uniqueStrings(in []string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// dnsSuffix is ".domain" for a domain with a DNS name, else "".
+func dnsSuffix(domain string) string {
+	if strings.Contains(domain, ".") {
+		return "." + strings.ToLower(domain)
+	}
+	return ""
 }

@@ -26,7 +26,9 @@ resource "mssqlifi_instant_file_initialization" "sql03" {
   sql_port = 14330
 }
 
-# Turn IFI off (for example for a TDE-only server): revokes the grant and restarts.
+# Turn IFI off where un-zeroed allocations are not acceptable, for example volumes
+# shared with other tenants or a compliance rule that requires zeroed allocation:
+# revokes the grant and restarts, so the running Engine zeroes new space again.
 resource "mssqlifi_instant_file_initialization" "sql04" {
   host    = "sql04.contoso.com"
   enabled = false

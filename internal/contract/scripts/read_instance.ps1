@@ -56,8 +56,13 @@ if (Test-Path -LiteralPath $parametersPath) {
 
 $clustered = Test-Path -LiteralPath "$root\Cluster"
 
-# The service, filtered in PowerShell: no WQL is built from input.
-$service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $serviceName } | Select-Object -First 1
+# Only this service, filtered by WMI (not every service on the host). The name comes
+# from the validated instance name (letters, digits, _ and $ only); it is checked
+# again before it goes into the WQL filter.
+if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$serviceName' is not a SQL Server service name."
+}
+$service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
 if (-not $service) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "Instance $($instance.Name) is registered ($($instance.Id)) but its service $serviceName does not exist on $computerName."
 }
@@ -88,6 +93,8 @@ if ($null -eq $sidType) {
     $sidType = 0
 }
 
+# SIDs only: the provider compares SIDs, and translating every holder can ask a
+# domain controller on each refresh.
 $holders = Get-RightHolder -Right $right
 
 # Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
@@ -110,10 +117,16 @@ catch {
     }
 }
 
-# Group Policy: the winning (precedence 1) RSoP setting for the right, if any.
+# Group Policy: the winning (precedence 1) RSoP setting for the right, if any. RSoP
+# without any Group Policy object (not even the local one) has no data: unknown, not
+# "no policy defines the right".
 $policyHolders = New-Object System.Collections.Generic.List[object]
 $groupPolicy = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
 try {
+    $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
+    if ($gpoCount -eq 0) {
+        throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
+    }
     $settings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1' | Where-Object { $_.UserRight -eq $right })
     $groupPolicy.known = $true
     if ($settings.Count -gt 0) {
@@ -121,7 +134,8 @@ try {
         foreach ($entry in @($settings[0].AccountList)) {
             $text = ([string]$entry).TrimStart('*')
             if ($text -match '^S-1-\d+(-\d+)+\z') {
-                $policyHolders.Add((New-Principal -Sid $text))
+                # Shown in a warning, so named; only when a policy defines the right.
+                $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
             }
             else {
                 try {
@@ -135,22 +149,29 @@ try {
         }
     }
     else {
-        $groupPolicy.detail = 'No winning Group Policy setting defines the right (an empty RSoP can also mean RSoP logging is off).'
+        $groupPolicy.detail = "No Group Policy setting defines the right (RSoP lists $gpoCount Group Policy objects)."
     }
 }
 catch {
+    $groupPolicy.known = $false
     $groupPolicy.detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
 }
 $groupPolicy.holders = $policyHolders.ToArray()
 
-# The current error log's startup line about Instant File Initialization.
+# The current error log's startup line about Instant File Initialization, searched
+# in the startup section only: at most the first $maxErrorLogLines lines and about
+# $maxErrorLogBytes bytes, never a whole (possibly multi-GB) log.
+$maxErrorLogLines = 10000
+$maxErrorLogBytes = 1048576
 $errorLog = [ordered]@{ path = $errorLogPath; found = $false }
 if ($errorLogPath -and (Test-Path -LiteralPath $errorLogPath)) {
     try {
         $stream = New-Object System.IO.FileStream($errorLogPath, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
         try {
             $reader = New-Object System.IO.StreamReader($stream, $true)
-            while ($null -ne ($line = $reader.ReadLine())) {
+            $lineCount = 0
+            while ($lineCount -lt $maxErrorLogLines -and $stream.Position -le $maxErrorLogBytes -and $null -ne ($line = $reader.ReadLine())) {
+                $lineCount++
                 if ($line -match 'Database Instant File Initialization: (enabled|disabled)') {
                     $errorLog.found = $true
                     $errorLog.line = $line.Trim()

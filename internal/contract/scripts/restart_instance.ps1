@@ -34,6 +34,9 @@ if (-not $instance.Name) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "SQL Server instance $instanceName is not installed on $computerName."
 }
 $serviceName = $instance.ServiceName
+if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$serviceName' is not a SQL Server service name."
+}
 if (Test-Path -LiteralPath "$($instance.Root)\Cluster") {
     Exit-WithError -Code 3 -ErrorName 'clustered' -Message "$instanceName on $computerName is a failover cluster instance: it must not be stopped through the service control manager. Restart its SQL Server resource through the cluster (Failover Cluster Manager, or Stop-ClusterResource/Start-ClusterResource)."
 }

@@ -5,6 +5,11 @@ $sidText = [string]$Params.sid
 if (-not (Test-RightName -Name $right)) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$right' is not a user right name (Se...Privilege)."
 }
+# Only the right behind Instant File Initialization, whoever sends the parameters:
+# a stolen or relayed session must not grant anything else through this script.
+if ($right -cne 'SeManageVolumePrivilege') {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "set_right changes only SeManageVolumePrivilege; '$right' is refused on $($env:COMPUTERNAME)."
+}
 if ($Params.grant -isnot [bool]) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'grant must be true or false.'
 }
@@ -23,16 +28,16 @@ if (-not $sid) {
 
 function Test-Holder {
     param([string] $Right, [string] $Sid)
-    return (@([Mssqlifi.Lsa]::GetAccountsWithRight($Right)) -contains $Sid)
+    return (@(Get-LsaAccountsWithRight -Right $Right) -contains $Sid)
 }
 
 try {
     $before = Test-Holder -Right $right -Sid $sid
     if ($Params.grant) {
-        [Mssqlifi.Lsa]::AddRight($sid, $right)
+        Add-LsaAccountRight -Sid $sid -Right $right
     }
     else {
-        [Mssqlifi.Lsa]::RemoveRight($sid, $right)
+        Remove-LsaAccountRight -Sid $sid -Right $right
     }
     $after = Test-Holder -Right $right -Sid $sid
     $holders = Get-RightHolder -Right $right

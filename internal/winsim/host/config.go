@@ -39,6 +39,17 @@ type HostConfig struct {
 	// WinRM configures the WS-Management listeners and who may log on.
 	WinRM WinRMConfig `json:"winrm"`
 
+	// PowerShellLanguageMode is the language mode Windows PowerShell runs the WinRM
+	// users' commands in: "FullLanguage" (default) or "ConstrainedLanguage", as
+	// under an AppLocker or App Control for Business policy that enforces script
+	// rules. The bootstrap then answers the ScriptError constrained_language
+	// (exit 3) before it reads stdin. The control action set_language_mode changes it.
+	PowerShellLanguageMode string `json:"powershell_language_mode,omitempty"`
+
+	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
+	// default; see CostConfig.
+	Cost CostConfig `json:"cost,omitempty"`
+
 	// Accounts maps account names to SIDs for domain and local accounts, e.g.
 	// {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"}. Names are case-insensitive. An
 	// account missing here cannot be translated: a service running as it reports
@@ -49,11 +60,19 @@ type HostConfig struct {
 	// (S-1-5-32-544), as SIDs or names. Default: the local Administrator account
 	// (<machine SID>-500). WinRM users with "administrator": true are always added.
 	Administrators []string `json:"administrators,omitempty"`
-	// Rights is the initial local holder list of each user right, right name →
-	// SIDs or names. Rights not named keep Windows' defaults; the only default the
-	// model has is SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows'
-	// default for "Perform volume maintenance tasks", FACTS.md). Naming
-	// SeManageVolumePrivilege here replaces that default (an empty list: nobody).
+	// Groups are domain (or nested local) groups, group → members, each as a SID or
+	// a name (the group's name must be in "accounts"). A process's token carries
+	// every group its account is in, directly or through other groups, and
+	// Administrators when any of them is a direct member of Administrators, as a
+	// domain logon's token does. read_instance reports a group in Administrators
+	// only as itself, never its members: Get-LocalGroupMember and the WinNT
+	// provider list the direct members of a local group (docs/design/host-knowledge.md).
+	Groups map[string][]string `json:"groups,omitempty"`
+	// Rights is the initial local holder list of each user right, right name → SIDs or
+	// names. Rights not named keep Windows' defaults; the only default the model has is
+	// SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows' default for "Perform
+	// volume maintenance tasks", docs/design/windows-behaviour.md#who-holds-the-right).
+	// Naming SeManageVolumePrivilege here replaces that default (an empty list: nobody).
 	Rights map[string][]string `json:"rights,omitempty"`
 	// GroupPolicy is the domain Group Policy as far as user rights go.
 	GroupPolicy GroupPolicyConfig `json:"group_policy"`
@@ -71,16 +90,36 @@ type WinRMConfig struct {
 	HTTPPort int `json:"http_port,omitempty"`
 	// HTTPSPort is the WinRM HTTPS listener's port; 0 picks a free one.
 	HTTPSPort int `json:"https_port,omitempty"`
-	// Basic enables Basic authentication. Default true.
+	// Basic enables Basic authentication. Default false, as on Windows.
 	Basic *bool `json:"basic,omitempty"`
 	// NTLM enables NTLM (Negotiate) authentication. Default true.
 	NTLM *bool `json:"ntlm,omitempty"`
+	// AllowUnencrypted is the service's AllowUnencrypted. Default false, as on
+	// Windows: over HTTP, Basic is refused and bodies must be sealed with NTLM.
+	AllowUnencrypted bool `json:"allow_unencrypted,omitempty"`
+	// CBTHardeningLevel is the service's CbtHardeningLevel for NTLM and Kerberos over HTTPS:
+	// "none", "relaxed" (default, as on Windows) or "strict".
+	CBTHardeningLevel string `json:"cbt_hardening_level,omitempty"`
 	// Users may log on over WinRM.
 	Users []UserConfig `json:"users,omitempty"`
+	// Kerberos enables Kerberos logons (HTTP "Negotiate" with Kerberos, and the
+	// "Kerberos" scheme) as on a domain-joined host. Default off.
+	Kerberos *KerberosConfig `json:"kerberos,omitempty"`
 }
 
-// BasicEnabled reports whether Basic authentication is on (default true).
-func (w WinRMConfig) BasicEnabled() bool { return w.Basic == nil || *w.Basic }
+// KerberosConfig is the host's membership in a Kerberos realm: the keys of its
+// service principals, and the realm whose users log on as domain users.
+type KerberosConfig struct {
+	// Realm is the domain's realm, e.g. "MSSQLIFI.TEST": its principal user@REALM
+	// logs on as <domain>\user (the host's "domain" must be set).
+	Realm string `json:"realm"`
+	// Keytab is the path of a keytab holding the host's HTTP/<fqdn>@REALM keys
+	// (kadmin ktadd, ktpass), as the computer account's keys on Windows.
+	Keytab string `json:"keytab"`
+}
+
+// BasicEnabled reports whether Basic authentication is on (default false).
+func (w WinRMConfig) BasicEnabled() bool { return w.Basic != nil && *w.Basic }
 
 // NTLMEnabled reports whether NTLM authentication is on (default true).
 func (w WinRMConfig) NTLMEnabled() bool { return w.NTLM == nil || *w.NTLM }
@@ -107,8 +146,8 @@ type GroupPolicyConfig struct {
 	RSoPAvailable *bool `json:"rsop_available,omitempty"`
 	// Rights are the rights a GPO defines, right → SIDs or names. A policy-defined
 	// right's local holder list is overwritten by the policy's at every refresh
-	// (FACTS.md), and once when the host is built (the host has already processed
-	// its policy when the simulation begins).
+	// (docs/design/windows-behaviour.md#group-policy), and once when the host is built
+	// (the host has already processed its policy when the simulation begins).
 	Rights map[string][]string `json:"rights,omitempty"`
 }
 
@@ -170,8 +209,54 @@ type InstanceConfig struct {
 	ReadyMS int `json:"ready_ms,omitempty"`
 	// FailStart makes every Engine start fail (error 1067).
 	FailStart bool `json:"fail_start,omitempty"`
+	// StartupNoiseLines are informational lines each start writes to the error log
+	// before the IFI line; more than contract.ErrorLogScanMaxLines put it beyond the
+	// section read_instance scans. Default 0.
+	StartupNoiseLines int `json:"startup_noise_lines,omitempty"`
 	// Stopped: the Engine (and Agent) are stopped when the host is built.
 	Stopped bool `json:"stopped,omitempty"`
+	// HADREnabled is the Always On availability groups feature of the instance
+	// (SERVERPROPERTY('IsHadrEnabled')). Default: true when AvailabilityGroup is
+	// set, else false. Needs SQL Server 2012 (11.x) or later.
+	HADREnabled *bool `json:"hadr_enabled,omitempty"`
+	// AvailabilityGroup makes the instance a replica of an availability group. The
+	// control action set_ag_role changes its role, joins or leaves a group.
+	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group,omitempty"`
+}
+
+// AvailabilityGroupConfig is the instance's replica of an Always On availability
+// group, as the HADR DMVs report it.
+type AvailabilityGroupConfig struct {
+	// Name is sys.availability_groups.name, e.g. "AG1".
+	Name string `json:"name"`
+	// Role is "primary" or "secondary" (sys.dm_hadr_availability_replica_states.role_desc).
+	Role string `json:"role"`
+}
+
+// AG replica roles, as the configuration and set_ag_role name them.
+const (
+	AGRolePrimary   = "primary"
+	AGRoleSecondary = "secondary"
+)
+
+// HADR reports whether Always On availability groups are enabled on the instance.
+func (c InstanceConfig) HADR() bool {
+	if c.HADREnabled != nil {
+		return *c.HADREnabled
+	}
+	return c.AvailabilityGroup != nil
+}
+
+// validateAG checks an availability group's name and role.
+func validateAG(ag AvailabilityGroupConfig) error {
+	if strings.TrimSpace(ag.Name) == "" || len([]rune(ag.Name)) > 128 {
+		return fmt.Errorf(`availability group "name" %q must be 1 to 128 characters, e.g. "AG1"`, ag.Name)
+	}
+	switch strings.ToLower(ag.Role) {
+	case AGRolePrimary, AGRoleSecondary:
+		return nil
+	}
+	return fmt.Errorf(`availability group %q: "role" %q is not %q or %q`, ag.Name, ag.Role, AGRolePrimary, AGRoleSecondary)
 }
 
 // HasAgent reports whether the instance has SQL Server Agent (default true).
@@ -245,10 +330,11 @@ func (v version) atLeast(major, minor, build int) bool {
 	return v.Build >= build
 }
 
-// hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on
-// 2012 SP4 (11.0.7001) and 2016 SP1 (13.0.4001) and later majors. FACTS.md: 2014 is
-// not documented (unverified), so the model leaves it out there: the provider must
-// then treat IFI as unknown.
+// hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on 2012
+// SP4 (11.0.7001) and 2016 SP1 (13.0.4001) and later majors.
+// docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: 2014 is not
+// documented (unverified), so the model leaves it out there: the provider must then treat
+// IFI as unknown.
 func (v version) hasIFIColumn() bool {
 	switch v.Major {
 	case 11:
@@ -262,7 +348,8 @@ func (v version) hasIFIColumn() bool {
 }
 
 // writesIFILogLine: the startup line "Database Instant File Initialization:
-// enabled|disabled" appears from 2012 SP4, 2014 SP2 and 2016 (FACTS.md).
+// enabled|disabled" appears from 2012 SP4, 2014 SP2 and 2016
+// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server).
 func (v version) writesIFILogLine() bool {
 	switch v.Major {
 	case 11:
@@ -361,6 +448,20 @@ func (c HostConfig) Validate() error {
 		if ic.StartMS < 0 || ic.StopMS < 0 || ic.ReadyMS < 0 {
 			errs = append(errs, fmt.Errorf(`%s: "start_ms", "stop_ms" and "ready_ms" must not be negative`, where))
 		}
+		if ic.AvailabilityGroup != nil {
+			if err := validateAG(*ic.AvailabilityGroup); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+			if !ic.HADR() {
+				errs = append(errs, fmt.Errorf(`%s: "availability_group" needs "hadr_enabled" true (or left out): an instance without Always On cannot be a replica`, where))
+			}
+		}
+		if ic.HADR() {
+			v, err := parseVersion(orDefault(ic.Version, DefaultVersion))
+			if err == nil && v.Major < 11 {
+				errs = append(errs, fmt.Errorf(`%s: Always On availability groups need SQL Server 2012 (11.x) or later, not version %s: drop "hadr_enabled" and "availability_group"`, where, v))
+			}
+		}
 		if ic.SQLPort < 0 || ic.SQLPort > 65535 {
 			errs = append(errs, fmt.Errorf(`%s: "sql_port" %d is not a TCP port (0-65535; 0 picks a free one)`, where, ic.SQLPort))
 		}
@@ -385,6 +486,17 @@ func (c HostConfig) Validate() error {
 			errs = append(errs, fmt.Errorf(`winrm: "%s" %d is not a TCP port (0-65535; 0 picks a free one)`, l.field, l.port))
 		}
 	}
+	switch strings.ToLower(c.WinRM.CBTHardeningLevel) {
+	case "", "none", "relaxed", "strict":
+	default:
+		errs = append(errs, fmt.Errorf(`winrm.cbt_hardening_level %q: use "none", "relaxed" (the default) or "strict"`, c.WinRM.CBTHardeningLevel))
+	}
+	if _, err := CanonicalLanguageMode(c.PowerShellLanguageMode); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Cost.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for i, u := range c.WinRM.Users {
 		if strings.TrimSpace(u.Name) == "" {
 			errs = append(errs, fmt.Errorf(`winrm.users[%d]: "name" is empty`, i))
@@ -396,3 +508,23 @@ func (c HostConfig) Validate() error {
 func validSIDType(t int) bool { return t == 0 || t == 1 || t == 3 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// PowerShell language modes the simulator models.
+const (
+	LanguageFull        = "FullLanguage"
+	LanguageConstrained = "ConstrainedLanguage"
+)
+
+// ErrBadLanguageMode is wrapped by CanonicalLanguageMode's errors.
+var ErrBadLanguageMode = errors.New("unknown PowerShell language mode")
+
+// CanonicalLanguageMode spells a language mode as PowerShell does; "" is FullLanguage.
+func CanonicalLanguageMode(mode string) (string, error) {
+	switch {
+	case mode == "" || strings.EqualFold(mode, LanguageFull):
+		return LanguageFull, nil
+	case strings.EqualFold(mode, LanguageConstrained):
+		return LanguageConstrained, nil
+	}
+	return "", fmt.Errorf(`%w: "powershell_language_mode" %q: use %q (default) or %q`, ErrBadLanguageMode, mode, LanguageFull, LanguageConstrained)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,17 +16,19 @@ import (
 )
 
 // Execute runs one command a WinRM client started (wsman.Executor). It accepts the
-// provider's shape only (FACTS.md: a short bootstrap on the command line, the script
-// on stdin): powershell.exe with exactly contract.CommandArgs(), stdin =
-// contract.EncodeInput(...). The operation's result is printed as JSON on stdout,
-// exit 0; a failure the script foresees prints a contract.ScriptError on stdout and
-// exits with the contract's code; anything else fails as powershell.exe would (exit
-// 1, a CLIXML error record on stderr). Other programs answer as cmd.exe would.
+// provider's shape only (docs/design/windows-behaviour.md#running-powershell-over-winrm:
+// a short bootstrap on the command line, the script on stdin): powershell.exe with
+// exactly contract.CommandArgs(), stdin = contract.EncodeInput(...). The operation's
+// result is printed as JSON on stdout, exit 0; a failure the script foresees prints a
+// contract.ScriptError on stdout and exits with the contract's code; anything else fails
+// as powershell.exe would (exit 1, a CLIXML error record on stderr). Other programs
+// answer as cmd.exe would.
 //
 // Validation, as the operations' scripts (internal/contract/scripts) do it:
 //   - instance: contract.InstanceNameSyntaxValid (common.ps1 Test-SqlInstanceName,
 //     case-sensitive) → else invalid_parameters (exit 2);
-//   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters; a
+//   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters;
+//     set_right: anything but SeManageVolumePrivilege → invalid_parameters; a
 //     name Windows does not know fails in the LSA (STATUS_NO_SUCH_PRIVILEGE);
 //   - sid: S-1-<authority>-<sub>... that SecurityIdentifier accepts → else
 //     invalid_parameters;
@@ -38,7 +41,7 @@ import (
 // with a CLIXML error (the SCM refuses to open the service).
 func (h *Host) Execute(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 	start := h.now()
-	entry := AuditEntry{Time: start.UTC(), User: cmd.User}
+	entry := AuditEntry{Time: start.UTC(), User: cmd.User, UserAgent: cmd.UserAgent}
 	// WinRS joins the command and its arguments with blanks into one command line for
 	// CreateProcess, so clients that pass the arguments as one element (pywinrm) and
 	// clients that pass them one by one (masterzen) start the same process.
@@ -141,7 +144,8 @@ func summarizeCommand(tokens []string) string {
 // psFailure is a terminating PowerShell error: CLIXML on stderr, exit 1.
 func psFailure(stderr io.Writer, entry *AuditEntry, message, category, errorID string) int {
 	entry.Error = message
-	io.WriteString(stderr, clixmlError(message, category, errorID))
+	// stderr is the command's output stream: a failed write means the client has gone.
+	_, _ = io.WriteString(stderr, clixmlError(message, category, errorID))
 	return contract.ExitFailure
 }
 
@@ -151,6 +155,7 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 		return psFailure(stderr, entry, "winsim does not model this PowerShell command line: it runs only "+contract.Shell+" "+strings.Join(want[:5], " ")+" <the mssqlifi bootstrap> (contract.CommandArgs)",
 			"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledCommand")
 	}
+	var bootstrap string
 	for i := range want {
 		if i == len(want)-1 {
 			dec, err := contract.DecodeCommand(args[i])
@@ -159,10 +164,11 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 				return psFailure(stderr, entry, "Cannot process the command because the value specified with -EncodedCommand is not properly encoded. The value must be Base64 encoded.",
 					"InvalidArgument: (:) [], ParameterBindingException", "EncodedCommandNotBase64")
 			}
-			if dec != contract.Bootstrap() {
+			if dec != contract.Bootstrap() && dec != unframedBootstrap {
 				return psFailure(stderr, entry, "winsim does not model this script: the -EncodedCommand is not the mssqlifi bootstrap of this build (contract.Bootstrap); the simulator does not interpret PowerShell",
 					"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledScript")
 			}
+			bootstrap = dec
 			continue
 		}
 		if !strings.EqualFold(args[i], want[i]) {
@@ -170,34 +176,28 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 				"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledCommand")
 		}
 	}
-
-	stdin, err := readAllContext(ctx, cmd.Stdin)
-	if err != nil {
-		return psFailure(stderr, entry, "The pipeline has been stopped.", "OperationStopped: (:) [], PipelineStoppedException", "PipelineStopped")
+	h.chargeProcessStart(ctx)
+	if mode := h.LanguageMode(); mode != LanguageFull {
+		return constrainedLanguage(mode, bootstrap, stdout, stderr, entry)
 	}
-	// What the bootstrap does, in its order: split at the first newline, base64,
-	// JSON, then run the script.
-	text := strings.ReplaceAll(string(stdin), "\r\n", "\n")
-	nl := strings.IndexByte(text, '\n')
-	if nl < 0 {
-		return psFailure(stderr, entry, "Exception calling \"Substring\" with \"2\" argument(s): \"Length cannot be less than zero.\r\nParameter name: length\"",
-			"NotSpecified: (:) [], MethodInvocationException", "ArgumentOutOfRangeException")
-	}
-	if _, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text[:nl])); err != nil {
-		return psFailure(stderr, entry, "Exception calling \"FromBase64String\" with \"1\" argument(s): \"The input is not a valid Base-64 string as it contains a non-base 64 character, more than two padding characters, or an illegal character among the padding characters. \"",
-			"NotSpecified: (:) [], MethodInvocationException", "FormatException")
-	}
-	op, raw, err := contract.DecodeInput(stdin)
-	if err != nil {
-		if strings.Contains(err.Error(), "not JSON") {
-			return psFailure(stderr, entry, "ConvertFrom-Json : Invalid JSON primitive.",
-				"NotSpecified: (:) [ConvertFrom-Json], ArgumentException", "System.ArgumentException,Microsoft.PowerShell.Commands.ConvertFromJsonCommand")
+	var op contract.Operation
+	var raw json.RawMessage
+	if bootstrap == unframedBootstrap {
+		var code int
+		var ok bool
+		if op, raw, code, ok = h.readUnframed(ctx, cmd, stderr, entry); !ok {
+			return code
 		}
-		return psFailure(stderr, entry, "winsim does not model this script: stdin does not carry one of the contract's operation scripts verbatim (was it altered, or built from another version of internal/contract?); the simulator does not interpret PowerShell",
-			"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledScript")
+	} else {
+		var code int
+		var ok bool
+		if op, raw, code, ok = h.readFramed(ctx, cmd, stderr, entry); !ok {
+			return code
+		}
 	}
 	entry.Operation = string(op)
 	entry.Params = raw
+	h.chargeScript(ctx, op)
 	params := contract.Params(op)
 	if err := json.Unmarshal(raw, params); err != nil {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("the %s parameters do not have the contract's shape: %v", op, err))
@@ -217,9 +217,87 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
 }
 
-func readAllContext(ctx context.Context, r io.Reader) ([]byte, error) {
+// constrainedLanguage is the bootstrap in a language mode other than FullLanguage:
+// its first lines print the ScriptError as one string (PowerShell's output adds
+// CRLF) and exit ExitRefused, before stdin is read. 0.1.0's bootstrap began with a
+// method call on [Console], which ConstrainedLanguage refuses.
+func constrainedLanguage(mode, bootstrap string, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if bootstrap == unframedBootstrap {
+		return psFailure(stderr, entry, "Cannot invoke method. Method invocation is supported only on core types in this language mode.",
+			"InvalidOperation: (:) [], RuntimeException", "MethodInvocationNotSupportedInConstrainedLanguage")
+	}
+	msg := contract.ConstrainedLanguageMessage(mode)
+	entry.Error = contract.CodeConstrainedLanguage + ": " + msg
+	fmt.Fprintf(stdout, "{\"error\":\"%s\",\"message\":\"%s\"}\r\n", contract.CodeConstrainedLanguage, msg)
+	return contract.ExitRefused
+}
+
+// readFramed reads stdin as the bootstrap does (contract.ReadInput): the parameters
+// line, the line count, that many lines; never waiting for end-of-input. Its
+// failures are the bootstrap's own.
+func (h *Host) readFramed(ctx context.Context, cmd wsman.Command, stderr io.Writer, entry *AuditEntry) (contract.Operation, json.RawMessage, int, bool) {
+	stdin, err := readContext(ctx, cmd.Stdin, contract.ReadInput)
+	var ie *contract.InputError
+	switch {
+	case ctx.Err() != nil || errors.Is(err, errStopped):
+		return "", nil, psFailure(stderr, entry, "The pipeline has been stopped.", "OperationStopped: (:) [], PipelineStoppedException", "PipelineStopped"), false
+	case errors.As(err, &ie) && (ie.Stage == "params" || ie.Stage == "count" && ie.Missing):
+		// ReadLine answered $null, and the bootstrap called .Trim() on it.
+		return "", nil, psFailure(stderr, entry, "You cannot call a method on a null-valued expression.", "InvalidOperation: (:) [], RuntimeException", "InvokeMethodOnNull"), false
+	case errors.As(err, &ie) && ie.Stage == "count":
+		return "", nil, psFailure(stderr, entry, fmt.Sprintf("Cannot convert value %q to type \"System.Int32\". Error: \"Input string was not in a correct format.\"", ie.Value), "InvalidArgument: (:) [], RuntimeException", "InvalidCastFromStringToInteger"), false
+	case errors.As(err, &ie):
+		// The bootstrap's own throw.
+		return "", nil, psFailure(stderr, entry, ie.Detail, "OperationStopped: (:) [], RuntimeException", ie.Detail), false
+	case err != nil:
+		return "", nil, psFailure(stderr, entry, "The pipeline has been stopped.", "OperationStopped: (:) [], PipelineStoppedException", "PipelineStopped"), false
+	}
+	text := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	first, _, _ := strings.Cut(text, "\n")
+	if _, err := base64.StdEncoding.DecodeString(strings.TrimSpace(first)); err != nil {
+		return "", nil, psFailure(stderr, entry, "Exception calling \"FromBase64String\" with \"1\" argument(s): \"The input is not a valid Base-64 string as it contains a non-base 64 character, more than two padding characters, or an illegal character among the padding characters. \"",
+			"NotSpecified: (:) [], MethodInvocationException", "FormatException"), false
+	}
+	return decodeOperation(contract.DecodeInput, stdin, stderr, entry)
+}
+
+// readUnframed models the bootstrap of 0.1.0 ([Console]::In.ReadToEnd()): it waits
+// for end-of-input, which a console-mode stdin never delivers, so in console mode it
+// waits until the client terminates the command.
+func (h *Host) readUnframed(ctx context.Context, cmd wsman.Command, stderr io.Writer, entry *AuditEntry) (contract.Operation, json.RawMessage, int, bool) {
+	stdin, err := readContext(ctx, cmd.Stdin, io.ReadAll)
+	if err != nil {
+		return "", nil, psFailure(stderr, entry, "The pipeline has been stopped.", "OperationStopped: (:) [], PipelineStoppedException", "PipelineStopped"), false
+	}
+	text := strings.ReplaceAll(string(stdin), "\r\n", "\n")
+	nl := strings.IndexByte(text, '\n')
+	if nl < 0 {
+		return "", nil, psFailure(stderr, entry, "Exception calling \"Substring\" with \"2\" argument(s): \"Length cannot be less than zero.\r\nParameter name: length\"",
+			"NotSpecified: (:) [], MethodInvocationException", "ArgumentOutOfRangeException"), false
+	}
+	return decodeOperation(contract.DecodeUnframedInput, stdin, stderr, entry)
+}
+
+func decodeOperation(decode func([]byte) (contract.Operation, json.RawMessage, error), stdin []byte, stderr io.Writer, entry *AuditEntry) (contract.Operation, json.RawMessage, int, bool) {
+	op, raw, err := decode(stdin)
+	if err != nil {
+		if strings.Contains(err.Error(), "not JSON") {
+			return "", nil, psFailure(stderr, entry, "ConvertFrom-Json : Invalid JSON primitive.",
+				"NotSpecified: (:) [ConvertFrom-Json], ArgumentException", "System.ArgumentException,Microsoft.PowerShell.Commands.ConvertFromJsonCommand"), false
+		}
+		return "", nil, psFailure(stderr, entry, "winsim does not model this script: stdin does not carry one of the contract's operation scripts verbatim (was it altered, or built from another version of internal/contract?); the simulator does not interpret PowerShell",
+			"NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledScript"), false
+	}
+	return op, raw, 0, true
+}
+
+var errStopped = errors.New("the command was terminated")
+
+// readContext runs read on r until it returns or ctx ends (the client terminated the
+// command: the process is killed).
+func readContext(ctx context.Context, r io.Reader, read func(io.Reader) ([]byte, error)) ([]byte, error) {
 	if r == nil {
-		return nil, nil
+		r = strings.NewReader("")
 	}
 	type result struct {
 		b   []byte
@@ -227,14 +305,14 @@ func readAllContext(ctx context.Context, r io.Reader) ([]byte, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		b, err := io.ReadAll(r)
+		b, err := read(r)
 		ch <- result{b, err}
 	}()
 	select {
 	case res := <-ch:
 		return res.b, res.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, errStopped
 	}
 }
 
@@ -243,7 +321,7 @@ func writeJSON(w io.Writer, v any) {
 	if err != nil {
 		b = []byte(fmt.Sprintf(`{"error":"internal","message":%q}`, err.Error()))
 	}
-	w.Write(b) //nolint:errcheck // the client is gone if this fails
+	_, _ = w.Write(b) // the client is gone if this fails
 }
 
 func (h *Host) scriptError(stdout io.Writer, entry *AuditEntry, code int, name, message string) int {
@@ -258,11 +336,10 @@ const (
 	lsaNoPrivilege  = "LsaEnumerateAccountsWithUserRight failed: A specified privilege does not exist. (NTSTATUS 0xC0000060)"
 )
 
-// lsaTerminating is an LSA exception escaping read_instance: PowerShell reports
-// the .NET method call that threw.
+// lsaTerminating is an LSA exception escaping read_instance: lsa.ps1 throws the
+// Win32Exception itself, so PowerShell reports its message.
 func lsaTerminating(stderr io.Writer, entry *AuditEntry, lsaMessage string) int {
-	return psFailure(stderr, entry, `Exception calling "GetAccountsWithRight" with "1" argument(s): "`+lsaMessage+`"`,
-		"NotSpecified: (:) [], MethodInvocationException", "Win32Exception")
+	return psFailure(stderr, entry, lsaMessage, "OperationStopped: (:) [], Win32Exception", lsaMessage)
 }
 
 func (h *Host) checkInstanceParam(name string, stdout io.Writer, entry *AuditEntry) (int, bool) {
@@ -332,7 +409,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		TCPPort:               inst.port,
 		StartupParameters:     inst.startupParameters(),
 		Clustered:             inst.cfg.Clustered,
-		RightHolders:          h.principals(h.rights[right]),
+		RightHolders:          sidPrincipals(h.rights[right]),
 		AdministratorsMembers: h.principals(h.admins),
 		GroupPolicy:           h.groupPolicyInfo(right),
 		ErrorLog:              inst.findIFILineLocked(),
@@ -354,6 +431,11 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
 		return code
+	}
+	if p.Right != contract.RightManageVolume {
+		// set_right.ps1 refuses every other right itself.
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("set_right changes only %s; '%s' is refused on %s.", contract.RightManageVolume, p.Right, h.computer))
 	}
 	sid, err := ParseSID(p.SID)
 	if err != nil {
@@ -379,7 +461,7 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 	}
 	right, _ := canonicalRight(p.Right)
 	h.mu.Lock()
-	holders := h.principals(h.rights[right])
+	holders := sidPrincipals(h.rights[right])
 	h.mu.Unlock()
 	writeJSON(stdout, contract.SetRightResult{Changed: changed, Holders: holders})
 	return contract.ExitOK
@@ -407,7 +489,8 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
 	}
 	if inst.cfg.Clustered {
-		// FACTS.md: never stop a clustered SQL Server through the SCM.
+		// docs/design/windows-behaviour.md#failover-clusters: never stop a clustered SQL
+		// Server through the SCM.
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
 			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
 	}
@@ -467,8 +550,9 @@ func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusPar
 	return contract.ExitOK
 }
 
-// clixmlError renders an error record the way powershell.exe writes it to stderr
-// when its output is redirected (FACTS.md: only S="Error" records are errors).
+// clixmlError renders an error record the way powershell.exe writes it to stderr when its
+// output is redirected (docs/design/windows-behaviour.md#running-powershell-over-winrm:
+// only S="Error" records are errors).
 func clixmlError(message, category, errorID string) string {
 	var sb strings.Builder
 	sb.WriteString("#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">")

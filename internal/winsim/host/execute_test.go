@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,12 +84,14 @@ func TestExecuteReadInstance(t *testing.T) {
 	if strings.Join(res.StartupParameters, "|") != strings.Join(wantParams, "|") {
 		t.Fatalf("startup parameters %v", res.StartupParameters)
 	}
+	// Holders are SIDs only: read_instance does not translate them (a lookup per
+	// holder per refresh, possibly at a domain controller).
 	names := map[string]string{}
 	for _, p := range res.RightHolders {
 		names[p.SID] = p.Name
 	}
-	if len(res.RightHolders) != 3 || names[winsid.Administrators] != `BUILTIN\Administrators` ||
-		names[engineSID] != `NT SERVICE\MSSQLSERVER` || names["S-1-5-21-9-9-9-4242"] != "" {
+	if len(res.RightHolders) != 3 || len(names) != 3 || names[winsid.Administrators] != "" ||
+		names[engineSID] != "" || names["S-1-5-21-9-9-9-4242"] != "" {
 		t.Fatalf("holders %+v", res.RightHolders)
 	}
 	if len(res.AdministratorsMembers) != 1 || !strings.HasSuffix(res.AdministratorsMembers[0].SID, "-500") || res.AdministratorsMembers[0].Name != `SQL01\Administrator` {
@@ -145,7 +149,7 @@ func TestExecuteSetRight(t *testing.T) {
 	grant := contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true}
 	r := execOp(t, h, "Administrator", contract.OpSetRight, grant)
 	res := decode[contract.SetRightResult](t, r)
-	if r.code != 0 || !res.Changed || len(res.Holders) != 2 || res.Holders[1] != (contract.Principal{SID: engineSID, Name: `NT SERVICE\MSSQLSERVER`}) {
+	if r.code != 0 || !res.Changed || len(res.Holders) != 2 || res.Holders[1] != (contract.Principal{SID: engineSID}) {
 		t.Fatalf("grant: exit %d %+v", r.code, res)
 	}
 	res = decode[contract.SetRightResult](t, execOp(t, h, "Administrator", contract.OpSetRight, grant))
@@ -163,7 +167,17 @@ func TestExecuteSetRight(t *testing.T) {
 	if !strings.Contains(se.Message, "Access is denied") {
 		t.Fatalf("non-admin: %+v", se)
 	}
-	wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: "SeFooPrivilege", SID: engineSID, Grant: true}), 1, "lsa_error")
+	// Only SeManageVolumePrivilege, in the script itself: a stolen session cannot grant
+	// SeDebugPrivilege or SeTcbPrivilege (issue 7), nor an unknown right.
+	for _, right := range []string{"SeDebugPrivilege", "SeTcbPrivilege", "SeFooPrivilege"} {
+		se := wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: right, SID: "S-1-1-0", Grant: true}), 2, "invalid_parameters")
+		if !strings.Contains(se.Message, "only SeManageVolumePrivilege") {
+			t.Errorf("set_right %s: %q, want a refusal naming the only allowed right", right, se.Message)
+		}
+		if holders, _ := h.RightHolders(right); slices.Contains(holders, "S-1-1-0") {
+			t.Errorf("set_right %s granted it to Everyone", right)
+		}
+	}
 	if holders, _ := h.RightHolders(contract.RightManageVolume); len(holders) != 1 {
 		t.Fatalf("a refused grant changed the holders: %v", holders)
 	}
@@ -281,7 +295,9 @@ func TestExecuteUnrecognised(t *testing.T) {
 	}
 	isPSError(t, ps(contract.CommandArgs(), altered), "winsim does not model this script")
 	isPSError(t, ps(contract.CommandArgs(), "not base64!\n"+strings.SplitN(string(in), "\n", 2)[1]), "FromBase64String")
-	isPSError(t, ps(contract.CommandArgs(), "no newline"), "Substring")
+	isPSError(t, ps(contract.CommandArgs(), "no newline"), "null-valued expression")
+	isPSError(t, ps(contract.CommandArgs(), strings.SplitN(string(in), "\n", 2)[0]+"\nmany\n"), `Cannot convert value "many" to type "System.Int32"`)
+	isPSError(t, ps(contract.CommandArgs(), string(in[:len(in)-200])), "stdin ended after")
 	args := contract.CommandArgs()
 	args[5] = contract.EncodeCommand("Get-Process")
 	isPSError(t, ps(args, string(in)), "not the mssqlifi bootstrap")
@@ -365,5 +381,95 @@ func TestExecuteUnderscoreInstanceAndHostileNames(t *testing.T) {
 		if r.code != contract.ExitInvalidParams || !strings.Contains(r.stdout, "invalid_parameters") {
 			t.Errorf("read_instance %q: exit %d, stdout %s; want invalid_parameters (exit 2)", name, r.code, r.stdout)
 		}
+	}
+}
+
+// read_instance scans only the error log's startup section: an IFI line past it is
+// not found (as on a host whose log the script must not read whole). And Group
+// Policy tells "RSoP has no data" (unknown) from "no policy defines the right".
+func TestReadInstanceBoundsAndGroupPolicyKnowledge(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		noise     int
+		rsop      bool
+		wantLog   bool
+		wantKnown bool
+		gpDetail  string
+	}{
+		{"short log, RSoP without the right", 10, true, true, true, "No Group Policy setting defines the right"},
+		{"IFI line past the scanned section, RSoP without data", contract.ErrorLogScanMaxLines, false, false, false, "RSoP has no data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.GroupPolicy.RSoPAvailable = boolp(tc.rsop)
+			cfg.Instances[0].StartupNoiseLines = tc.noise
+			h := newHost(t, cfg)
+			r := execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+			res := decode[contract.ReadInstanceResult](t, r)
+			if res.ErrorLog.Found != tc.wantLog {
+				t.Errorf("errorlog found %v, want %v", res.ErrorLog.Found, tc.wantLog)
+			}
+			if res.GroupPolicy.Known != tc.wantKnown || res.GroupPolicy.Defined || !strings.Contains(res.GroupPolicy.Detail, tc.gpDetail) {
+				t.Errorf("group policy %+v, want known %v, not defined, detail with %q", res.GroupPolicy, tc.wantKnown, tc.gpDetail)
+			}
+		})
+	}
+}
+
+// A domain group in Administrators is reported as itself: read_instance does not
+// expand its members, although the start account's token has Administrators
+// through it (the restart after a revoke leaves IFI on).
+func TestReadInstanceDoesNotExpandNestedGroups(t *testing.T) {
+	const groupSID = "S-1-5-21-1004336348-1177238915-682003330-2201"
+	cfg := baseConfig()
+	cfg.Accounts[`CONTOSO\SQL Admins`] = groupSID
+	cfg.Administrators = []string{`CONTOSO\SQL Admins`}
+	cfg.Groups = map[string][]string{`CONTOSO\SQL Admins`: {`CONTOSO\sqlsvc`}}
+	cfg.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+	h := newHost(t, cfg)
+	res := decode[contract.ReadInstanceResult](t, execOp(t, h, "Administrator", contract.OpReadInstance,
+		contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}))
+	var admins []string
+	for _, p := range res.AdministratorsMembers {
+		admins = append(admins, p.SID)
+	}
+	if !slices.Contains(admins, groupSID) || slices.Contains(admins, sqlsvcSID) {
+		t.Fatalf("administrators_members %v: want the group %s and not its member %s", admins, groupSID, sqlsvcSID)
+	}
+	inst, _ := h.Instance("MSSQLSERVER")
+	if p := inst.Process(); p == nil || !p.IFI || !slices.Contains(p.TokenSIDs, groupSID) || !slices.Contains(p.TokenSIDs, winsid.Administrators) {
+		t.Fatalf("process %+v: want IFI through the group's Administrators membership", p)
+	}
+}
+
+// Under an AppLocker or App Control policy that enforces script rules, PowerShell
+// runs the bootstrap in ConstrainedLanguage mode: it answers constrained_language
+// (exit 3) before it reads stdin, whatever the operation; lifting the policy ends it.
+func TestExecuteConstrainedLanguage(t *testing.T) {
+	cfg := baseConfig()
+	cfg.PowerShellLanguageMode = "constrainedlanguage"
+	h := newHost(t, cfg)
+	r := execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true})
+	se := wantScriptError(t, r, contract.ExitRefused, contract.CodeConstrainedLanguage)
+	if se.Message != contract.ConstrainedLanguageMessage(LanguageConstrained) || !strings.HasSuffix(r.stdout, "}\r\n") {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	for _, p := range h.Snapshot().Rights[contract.RightManageVolume] {
+		if p.SID == engineSID {
+			t.Fatal("set_right ran in ConstrainedLanguage mode")
+		}
+	}
+	if a := h.Audit(); len(a) != 1 || a[0].Operation != "" || !strings.HasPrefix(a[0].Error, contract.CodeConstrainedLanguage) || a[0].ExitCode != contract.ExitRefused {
+		t.Fatalf("audit %+v: want one entry without an operation (stdin unread), the error and exit 3", a)
+	}
+	if err := h.SetLanguageMode("NoLanguage"); !errors.Is(err, ErrBadLanguageMode) {
+		t.Fatalf("SetLanguageMode(NoLanguage) = %v, want ErrBadLanguageMode", err)
+	}
+	if err := h.SetLanguageMode(LanguageFull); err != nil {
+		t.Fatal(err)
+	}
+	r = execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if r.code != 0 {
+		t.Fatalf("read_instance after the policy was lifted: exit %d, %s %s", r.code, r.stdout, r.stderr)
 	}
 }

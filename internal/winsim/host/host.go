@@ -3,7 +3,8 @@
 // the service control manager, the SQL Server Engine processes (with the token they
 // captured when they started), their error logs and their SQL answers. It also runs
 // the provider's host operations (internal/contract) as the WinRM endpoint's
-// executor. Every behaviour follows /work/shared/reference/FACTS.md; comments cite it.
+// executor. Every behaviour follows docs/design/windows-behaviour.md; comments cite
+// its sections.
 //
 // The model is safe for concurrent use. Services change state on timers (the
 // configured start/stop durations); use WaitServiceState to wait for a state.
@@ -31,6 +32,9 @@ type Options struct {
 	// Now is the clock for timestamps (process start times, error log lines, audit).
 	// Durations always run on real timers. Optional; default time.Now.
 	Now func() time.Time
+	// Down counts this host's Engines while they are down (DownGauge); hosts may
+	// share one. Optional.
+	Down *DownGauge
 }
 
 // Host is one simulated Windows host.
@@ -49,8 +53,10 @@ type Host struct {
 	sidNames   map[string]string // SID → display name (accounts table, local users)
 	users      []winrmUser
 	admins     []string            // direct members of S-1-5-32-544, SIDs
+	groupsOf   map[string][]string // member SID → SIDs of the groups it is directly in
 	rights     map[string][]string // canonical right → direct holders (SIDs), in grant order
 	rsop       bool
+	langMode   string              // PowerShell's language mode for WinRM users' commands
 	gpPolicy   map[string][]string // rights a GPO defines now (applied at the next refresh)
 	gpApplied  map[string][]string // rights as of the last refresh (what RSoP reports)
 	gpRefresh  time.Time
@@ -69,6 +75,9 @@ type Host struct {
 	endLife context.CancelFunc
 	// restarts is each instance's last restart (restart_job.go), by upper-case name.
 	restarts map[string]*restartJob
+
+	cost  Cost
+	stats stats
 }
 
 type winrmUser struct {
@@ -103,12 +112,14 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		cfg:        cfg,
 		opts:       opts,
 		computer:   cfg.ComputerNameOrDefault(),
+		cost:       cfg.Cost.Resolve(),
 		loc:        time.FixedZone("host", cfg.UTCOffsetMinutes*60),
 		changed:    make(chan struct{}),
 		accounts:   map[string]string{},
 		sidNames:   map[string]string{},
 		rights:     map[string][]string{},
 		rsop:       cfg.GroupPolicy.RSoP(),
+		langMode:   LanguageFull,
 		gpPolicy:   map[string][]string{},
 		gpApplied:  map[string][]string{},
 		svcByName:  map[string]*service{},
@@ -140,11 +151,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		} else {
 			wu.user = u.Name
 		}
-		full := wu.user
+		full := h.computer + `\` + wu.user
 		if wu.domain != "" {
 			full = wu.domain + `\` + wu.user
-		} else {
-			full = h.computer + `\` + wu.user
 		}
 		if sid, ok := h.accounts[strings.ToLower(full)]; ok {
 			wu.sid = sid
@@ -229,9 +238,29 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 			h.admins = appendUnique(h.admins, u.sid)
 		}
 	}
+	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
+		h.langMode = m
+	}
+	h.groupsOf = map[string][]string{}
+	for group, ms := range cfg.Groups {
+		gsid, err := h.resolvePrincipal(group)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("groups: %w", err))
+			continue
+		}
+		for _, m := range ms {
+			msid, err := h.resolvePrincipal(m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("groups[%s]: %w", group, err))
+				continue
+			}
+			h.groupsOf[msid] = appendUnique(h.groupsOf[msid], gsid)
+		}
+	}
 
 	// Rights: Windows' default holder of "Perform volume maintenance tasks" is
-	// BUILTIN\Administrators (FACTS.md: members of Administrators hold it by default).
+	// BUILTIN\Administrators (docs/design/windows-behaviour.md#who-holds-the-right:
+	// members of Administrators hold it by default).
 	h.rights[contract.RightManageVolume] = []string{winsid.Administrators}
 	for right, holders := range cfg.Rights {
 		canon, sids, err := h.resolveRightList("rights", right, holders)
@@ -353,8 +382,9 @@ func (h *Host) resolveRightList(field, right string, holders []string) (string, 
 	return canon, sids, nil
 }
 
-// nameOf translates a SID for display (LookupAccountSid); "" when it cannot, as for
-// an orphaned SID (FACTS.md: tolerate failure, work with SIDs).
+// nameOf translates a SID for display (LookupAccountSid); "" when it cannot, as for an
+// orphaned SID (docs/design/windows-behaviour.md#orphaned-and-untranslatable-sids:
+// tolerate failure, work with SIDs).
 func (h *Host) nameOf(sid string) string {
 	if n, ok := wellKnownNames[sid]; ok {
 		return n
@@ -374,6 +404,16 @@ func (h *Host) principals(sids []string) []contract.Principal {
 	out := make([]contract.Principal, 0, len(sids))
 	for _, s := range sids {
 		out = append(out, contract.Principal{SID: s, Name: h.nameOf(s)})
+	}
+	return out
+}
+
+// sidPrincipals lists SIDs without names: what the scripts report for a right's
+// holders, which they do not translate (lsa.ps1: Get-RightHolder).
+func sidPrincipals(sids []string) []contract.Principal {
+	out := make([]contract.Principal, 0, len(sids))
+	for _, s := range sids {
+		out = append(out, contract.Principal{SID: s})
 	}
 	return out
 }
@@ -491,15 +531,18 @@ func (h *Host) waitFor(ctx context.Context, cond func() (bool, error)) error {
 	}
 }
 
-// ---- LSA user rights (FACTS.md: LsaAddAccountRights/LsaRemoveAccountRights are
-// atomic per SID; adding a held right is a no-op; enumeration lists direct holders).
+// ---- LSA user rights
+// (docs/design/windows-behaviour.md#changing-user-rights-the-lsa-api:
+// LsaAddAccountRights/LsaRemoveAccountRights are atomic per SID; adding a held right is a
+// no-op; enumeration lists direct holders).
 
 // ErrNoSuchPrivilege is STATUS_NO_SUCH_PRIVILEGE: the right name is not one Windows knows.
 var ErrNoSuchPrivilege = errors.New("a specified privilege does not exist (STATUS_NO_SUCH_PRIVILEGE 0xC0000060)")
 
 // GrantRight adds one SID to a right's holders, like LsaAddAccountRights. changed is
 // false when the SID already held it. Running processes keep their tokens: nothing
-// changes for a running Engine until it restarts (FACTS.md).
+// changes for a running Engine until it restarts
+// (docs/design/windows-behaviour.md#the-restart-rule).
 func (h *Host) GrantRight(right, sid string) (bool, error) {
 	canon, s, err := checkRightAndSID(right, sid)
 	if err != nil {
@@ -556,8 +599,9 @@ func (h *Host) RightHolders(right string) ([]string, error) {
 	return slices.Clone(h.rights[canon]), nil
 }
 
-// ---- Group Policy (FACTS.md: domain policy wins over a local grant; a refresh
-// re-applies the security settings and overwrites the local holder list).
+// ---- Group Policy (docs/design/windows-behaviour.md#group-policy: domain policy wins
+// over a local grant; a refresh re-applies the security settings and overwrites the local
+// holder list).
 
 // SetGroupPolicyRight makes a GPO define a right's holder list (SIDs or names the
 // host can translate), applied at the next RefreshGroupPolicy. sids == nil removes
@@ -603,13 +647,20 @@ func (h *Host) refreshGroupPolicyLocked() {
 // groupPolicyInfo answers what RSOP_UserPrivilegeRight says about a right.
 func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 	if !h.rsop {
-		// FACTS.md: an empty RSoP result may mean RSoP logging is off: report unknown.
+		// docs/design/windows-behaviour.md#group-policy: an empty RSoP result may mean
+		// RSoP logging is off: report unknown.
+		// read_instance.ps1: RSoP without any Group Policy object has no data.
 		return contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{},
-			Detail: `RSoP data is not available on this host (root\rsop\computer returned nothing: RSoP logging may be off, or the host is not in a domain)`}
+			Detail: `Group Policy (RSoP) could not be read: RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)`}
 	}
 	sids, ok := h.gpApplied[right]
 	if !ok {
-		return contract.GroupPolicyInfo{Known: true, Defined: false, Holders: []contract.Principal{}}
+		gpos := 1 // Local Group Policy
+		if h.cfg.Domain != "" {
+			gpos = 2 // and Default Domain Policy
+		}
+		return contract.GroupPolicyInfo{Known: true, Defined: false, Holders: []contract.Principal{},
+			Detail: fmt.Sprintf("No Group Policy setting defines the right (RSoP lists %d Group Policy objects).", gpos)}
 	}
 	return contract.GroupPolicyInfo{Known: true, Defined: true, Holders: h.principals(sids),
 		Detail: "a Group Policy object defines this right (RSOP_UserPrivilegeRight precedence 1); local grants are overwritten at every policy refresh"}
@@ -621,12 +672,13 @@ func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 type AuditEntry struct {
 	Time      time.Time       `json:"time"`
 	User      string          `json:"user"`
-	Command   string          `json:"command"`            // the command line, the encoded bootstrap abbreviated
-	Operation string          `json:"operation"`          // "" when the command was not a recognised operation
-	Params    json.RawMessage `json:"params,omitempty"`   // the decoded parameters
-	ExitCode  int             `json:"exit_code"`          // the process exit code
-	Error     string          `json:"error,omitempty"`    // the error code or message, when it failed
-	Duration  string          `json:"duration,omitempty"` // how long it ran
+	UserAgent string          `json:"user_agent,omitempty"` // the HTTP User-Agent of the Command request
+	Command   string          `json:"command"`              // the command line, the encoded bootstrap abbreviated
+	Operation string          `json:"operation"`            // "" when the command was not a recognised operation
+	Params    json.RawMessage `json:"params,omitempty"`     // the decoded parameters
+	ExitCode  int             `json:"exit_code"`            // the process exit code
+	Error     string          `json:"error,omitempty"`      // the error code or message, when it failed
+	Duration  string          `json:"duration,omitempty"`   // how long it ran
 }
 
 // Audit returns every command run over WinRM, oldest first.
@@ -674,4 +726,25 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// SetLanguageMode changes the language mode PowerShell runs WinRM users' commands in
+// (as deploying or removing an AppLocker or App Control policy that enforces script
+// rules does). Errors wrap ErrBadLanguageMode.
+func (h *Host) SetLanguageMode(mode string) error {
+	m, err := CanonicalLanguageMode(mode)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.langMode = m
+	h.mu.Unlock()
+	return nil
+}
+
+// LanguageMode is the language mode PowerShell runs WinRM users' commands in.
+func (h *Host) LanguageMode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.langMode
 }

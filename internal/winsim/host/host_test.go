@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	engineSID = winsid.ServiceSID("MSSQLSERVER") // FACTS.md known value below
+	engineSID = winsid.ServiceSID("MSSQLSERVER") // docs/design/windows-behaviour.md#service-sids known value below
 	sqlsvcSID = "S-1-5-21-1004336348-1177238915-682003330-1105"
 )
 
@@ -76,8 +76,9 @@ func TestServiceSIDMatchesFacts(t *testing.T) {
 	}
 }
 
-// The rule that matters (FACTS.md): the Engine's token is captured at start; IFI =
-// SeManageVolumePrivilege through the token's SIDs (or LocalSystem) and no TF 1806.
+// The rule that matters (docs/design/windows-behaviour.md#the-restart-rule): the Engine's
+// token is captured at start; IFI = SeManageVolumePrivilege through the token's SIDs (or
+// LocalSystem) and no TF 1806.
 func TestTokenIFIRule(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -98,6 +99,19 @@ func TestTokenIFIRule(t *testing.T) {
 			c.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
 			c.Administrators = []string{`CONTOSO\sqlsvc`}
 		}, true, true, true},
+		{"start account in a domain group nested in another one, which is in Administrators", func(c *HostConfig) {
+			c.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+			c.Accounts[`CONTOSO\SQL Admins`] = "S-1-5-21-1004336348-1177238915-682003330-2201"
+			c.Accounts[`CONTOSO\DBA`] = "S-1-5-21-1004336348-1177238915-682003330-2202"
+			c.Administrators = []string{`CONTOSO\SQL Admins`}
+			c.Groups = map[string][]string{`CONTOSO\SQL Admins`: {`CONTOSO\DBA`}, `CONTOSO\DBA`: {`CONTOSO\sqlsvc`}}
+		}, true, true, true},
+		{"a domain group in Administrators without the start account", func(c *HostConfig) {
+			c.Instances[0].ServiceAccount = `CONTOSO\sqlsvc`
+			c.Accounts[`CONTOSO\SQL Admins`] = "S-1-5-21-1004336348-1177238915-682003330-2201"
+			c.Administrators = []string{`CONTOSO\SQL Admins`}
+			c.Groups = map[string][]string{`CONTOSO\SQL Admins`: {}}
+		}, false, false, false},
 		{"LocalSystem has it even with no holders", func(c *HostConfig) {
 			c.Instances[0].ServiceAccount = "LocalSystem"
 			c.Rights = map[string][]string{contract.RightManageVolume: {}}
@@ -446,7 +460,7 @@ func TestSQLHandler(t *testing.T) {
 	if _, e := def.TDSHandler().Batch(ctx, tds.Login{User: "weak"}, contract.QueryServerServices); e == nil || e.Number != 300 {
 		t.Fatalf("login without VIEW SERVER STATE: %+v", e)
 	}
-	if _, e := def.TDSHandler().Batch(ctx, tds.Login{User: "sa"}, "SELECT @@VERSION"); e == nil || !strings.Contains(e.Message, "winsim does not model this query") {
+	if _, e := def.TDSHandler().Batch(ctx, tds.Login{User: "sa"}, "SELECT @@VERSION"); e == nil || e.Number != 50000 || !strings.Contains(e.Message, "winsim does not model @@VERSION") {
 		t.Fatalf("unknown query: %+v", e)
 	}
 	// TDE databases never get IFI, even when the process has it.
@@ -465,6 +479,20 @@ func TestConfigErrors(t *testing.T) {
 		"unknown right":         func(c *HostConfig) { c.Rights = map[string][]string{"SeFooPrivilege": {}} },
 		"untranslatable member": func(c *HostConfig) { c.Administrators = []string{`CONTOSO\ghost`} },
 		"bad SID type":          func(c *HostConfig) { c.Instances[0].ServiceSIDType = intp(2) },
+		"AG role": func(c *HostConfig) {
+			c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "resolving"}
+		},
+		"AG without a name": func(c *HostConfig) {
+			c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Role: "primary"}
+		},
+		"AG with Always On off": func(c *HostConfig) {
+			c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "primary"}
+			c.Instances[0].HADREnabled = boolp(false)
+		},
+		"Always On before 2012": func(c *HostConfig) {
+			c.Instances[0].Version = "10.50.6000.34"
+			c.Instances[0].HADREnabled = boolp(true)
+		},
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -26,6 +26,8 @@ type Instance struct {
 	agent      *service // nil without Agent
 	traceFlags []int
 	tde        []string
+	hadr       bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
+	ag         *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
 
 	port       int
 	proc       *Process // the running Engine process; nil when stopped
@@ -44,19 +46,23 @@ type Instance struct {
 type Process struct {
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
-	// TokenSIDs are the SIDs of the process token (FACTS.md: rights are read into
-	// the token when the process starts).
+	// TokenSIDs are the SIDs of the process token
+	// (docs/design/windows-behaviour.md#the-restart-rule: rights are read into the token
+	// when the process starts).
 	TokenSIDs []string `json:"token_sids"`
 	// ManageVolume: the token holds SeManageVolumePrivilege.
 	ManageVolume bool `json:"manage_volume_privilege"`
 	// TraceFlags are the -T startup flags the process runs with.
 	TraceFlags []int `json:"trace_flags"`
-	// IFI is what the DMV and the error log report: the privilege, and trace flag
-	// 1806 off (FACTS.md: 1806 disables IFI).
+	// IFI is what the DMV and the error log report: the privilege, and trace flag 1806
+	// off (docs/design/windows-behaviour.md#when-ifi-never-applies: 1806 disables IFI).
 	IFI bool `json:"instant_file_initialization"`
 	// Connections counts the login attempts since the process started, successful
 	// or not, as SQL Server's @@CONNECTIONS does.
 	Connections int64 `json:"connections"`
+	// ProgramNames are the distinct application names (LOGIN7 AppName, program_name
+	// in sys.dm_exec_sessions) of those logins, in order of first appearance.
+	ProgramNames []string `json:"program_names"`
 }
 
 const maxArchivedLogs = 6
@@ -78,6 +84,12 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		traceFlags: slices.Clone(ic.StartupTraceFlags),
 		tde:        slices.Clone(ic.TDEDatabases),
 		port:       ic.SQLPort,
+		hadr:       ic.HADR(),
+	}
+	if ic.AvailabilityGroup != nil {
+		ag := *ic.AvailabilityGroup
+		ag.Role = strings.ToLower(ag.Role)
+		inst.ag = &ag
 	}
 	// Registry instance id: MSSQL<major>.<NAME>; 2008 R2 is MSSQL10_50.
 	major := strconv.Itoa(ver.Major)
@@ -85,7 +97,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		major = "10_50"
 	}
 	inst.id = "MSSQL" + major + "." + name
-	sidType := 1 // SQL Server Setup sets UNRESTRICTED (FACTS.md)
+	sidType := 1 // SQL Server Setup sets UNRESTRICTED (docs/design/windows-behaviour.md#who-holds-the-right)
 	if ic.ServiceSIDType != nil {
 		sidType = *ic.ServiceSIDType
 	}
@@ -154,14 +166,21 @@ func (i *Instance) Running() bool {
 
 // Ready reports whether the Engine accepts SQL connections (Running and ready_ms
 // passed).
-// countConnection records a login attempt on the running process (@@CONNECTIONS).
-func (i *Instance) countConnection() {
+// countConnection records a login attempt on the running process (@@CONNECTIONS)
+// and the application name it sent.
+func (i *Instance) countConnection(appName string) {
 	i.h.mu.Lock()
 	defer i.h.mu.Unlock()
 	if i.proc != nil {
 		i.proc.Connections++
+		if !slices.Contains(i.proc.ProgramNames, appName) && len(i.proc.ProgramNames) < maxProgramNames {
+			i.proc.ProgramNames = append(i.proc.ProgramNames, appName)
+		}
 	}
 }
+
+// maxProgramNames bounds the application names a process remembers.
+const maxProgramNames = 32
 
 func (i *Instance) Ready() bool {
 	i.h.mu.Lock()
@@ -260,12 +279,30 @@ func (h *Host) isAdministratorsMember(sid string) bool {
 	return slices.Contains(h.admins, sid)
 }
 
+// groupClosure lists the groups ("groups" in the configuration) sid is in, directly
+// or through other groups, as a logon token carries them.
+func (h *Host) groupClosure(sid string) []string {
+	var out []string
+	queue := slices.Clone(h.groupsOf[sid])
+	for len(queue) > 0 {
+		g := queue[0]
+		queue = queue[1:]
+		if slices.Contains(out, g) {
+			continue
+		}
+		out = append(out, g)
+		queue = append(queue, h.groupsOf[g]...)
+	}
+	return out
+}
+
 // captureTokenLocked builds the token of a process started under the service's
 // account, the way the SCM logs a service on: the account's SID, the per-service SID
-// when the SID type is unrestricted or restricted (FACTS.md), Administrators when the
-// account is a member (LocalSystem always is), and the groups every service logon
+// when the SID type is unrestricted or restricted (docs/design/windows-behaviour.md#who-holds-the-right), the configured groups
+// the account is in (transitively), Administrators when the account or one of those
+// groups is a member (LocalSystem always is), and the groups every service logon
 // gets. The token holds SeManageVolumePrivilege iff one of its SIDs is a direct
-// holder at this moment, or it is LocalSystem (FACTS.md).
+// holder at this moment, or it is LocalSystem (docs/design/windows-behaviour.md#who-holds-the-right).
 func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool) {
 	localSystem := s.accountSID == winsid.LocalSystem
 	if s.accountSID != "" {
@@ -274,7 +311,14 @@ func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool)
 	if s.sidType == 1 || s.sidType == 3 {
 		sids = appendUnique(sids, serviceSIDOf(s))
 	}
-	if localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID)) {
+	admin := localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID))
+	if s.accountSID != "" {
+		for _, g := range h.groupClosure(s.accountSID) {
+			sids = appendUnique(sids, g)
+			admin = admin || h.isAdministratorsMember(g)
+		}
+	}
+	if admin {
 		sids = append(sids, winsid.Administrators)
 	}
 	for _, g := range []string{winsid.Everyone, winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users} {
@@ -300,7 +344,7 @@ func (i *Instance) processStartedLocked() {
 	tf := slices.Clone(i.traceFlags)
 	i.proc = &Process{
 		PID: i.engine.pid, Started: i.engine.started, TokenSIDs: sids, ManageVolume: mv,
-		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806),
+		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806), ProgramNames: []string{},
 	}
 	i.ready = false
 	if len(i.errorlog) > 0 {
@@ -410,8 +454,9 @@ func (i *Instance) errorLogPath() string {
 	return ""
 }
 
-// ifiLineText is the startup message SQL Server writes (FACTS.md: 2012 SP4, 2014
-// SP2, 2016+).
+// ifiLineText is the startup message SQL Server writes
+// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: 2012 SP4, 2014 SP2,
+// 2016+).
 func ifiLineText(enabled bool) string {
 	state := "disabled"
 	if enabled {
@@ -443,10 +488,13 @@ func (i *Instance) startupLog() []string {
 		cont(" " + p[:2] + " " + p[2:])
 	}
 	add("Server", "Command Line Startup Parameters:")
-	cont(fmt.Sprintf(` -s "%s"`, i.name))
+	cont(fmt.Sprintf(` -s %q`, i.name)) // instance names have no quotes or backslashes
 	add("Server", "SQL Server detected 1 sockets with 2 cores per socket and 2 logical processors per socket, 2 total logical processors; using 2 logical processors based on SQL Server licensing. This is an informational message; no user action is required.")
 	for _, tf := range i.traceFlags {
 		add("Server", fmt.Sprintf("DBCC TRACEON %d, server process ID (SPID) 0. This is an informational message only; no user action is required.", tf))
+	}
+	for n := 0; n < i.cfg.StartupNoiseLines; n++ {
+		add("Server", fmt.Sprintf("Startup message %d of a noisy configuration. This is an informational message only; no user action is required.", n+1))
 	}
 	if i.ver.writesIFILogLine() {
 		add("Server", ifiLineText(i.proc.IFI))
@@ -471,7 +519,13 @@ func abs(n int) int {
 // findIFILine returns the IFI line of the current error log.
 func (i *Instance) findIFILineLocked() contract.ErrorLogInfo {
 	info := contract.ErrorLogInfo{Path: i.errorLogPath()}
-	for _, l := range i.errorlog {
+	// As read_instance.ps1: the startup section only (contract.ErrorLogScan*).
+	bytes := 0
+	for n, l := range i.errorlog {
+		if n >= contract.ErrorLogScanMaxLines || bytes > contract.ErrorLogScanMaxBytes {
+			break
+		}
+		bytes += len(l) + 2 // CRLF
 		idx := strings.Index(l, "Database Instant File Initialization: ")
 		if idx < 0 {
 			continue
@@ -492,8 +546,9 @@ type database struct {
 	TDE  bool
 }
 
-// databases lists the system databases and the TDE databases. tempdb is encrypted as
-// soon as any database uses TDE (FACTS.md via contract.QueryEncryptedDatabases).
+// databases lists the system databases and the TDE databases. tempdb is encrypted as soon
+// as any database uses TDE (docs/design/windows-behaviour.md#when-ifi-never-applies via
+// contract.QueryEncryptedDatabases).
 func (i *Instance) databases() []database {
 	anyTDE := len(i.tde) > 0
 	dbs := []database{{1, "master", false}, {2, "tempdb", anyTDE}, {3, "model", false}, {4, "msdb", false}}

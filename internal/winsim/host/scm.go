@@ -41,6 +41,7 @@ type service struct {
 	started   time.Time // process creation time
 	timer     *time.Timer
 	gen       uint64 // bumped on every armed transition; stale timers compare it
+	down      bool   // an Engine that left Running and is not back (Options.Down)
 }
 
 const (
@@ -280,8 +281,9 @@ func (h *Host) recordLocked(s *service) {
 	}
 }
 
-// beginStartLocked creates the service's process (Start Pending). An Engine captures
-// its token now (FACTS.md: rights are read into the token when the process starts).
+// beginStartLocked creates the service's process (Start Pending). An Engine captures its
+// token now (docs/design/windows-behaviour.md#the-restart-rule: rights are read into the
+// token when the process starts).
 func (h *Host) beginStartLocked(s *service) {
 	s.state = contract.StateStartPending
 	h.nextPID += 4 + len(h.events)%7*4
@@ -317,6 +319,10 @@ func (h *Host) beginStartLocked(s *service) {
 		h.recordLocked(s)
 		if s.inst != nil {
 			s.inst.engineRunningLocked()
+			if s.down {
+				s.down = false
+				h.opts.Down.add(-1)
+			}
 		}
 	})
 }
@@ -326,6 +332,10 @@ func (h *Host) beginStopLocked(s *service) {
 	h.recordLocked(s)
 	if s.inst != nil {
 		s.inst.engineStoppingLocked()
+		if !s.down {
+			s.down = true
+			h.opts.Down.add(1)
+		}
 	}
 	h.armLocked(s, s.stopDur, func() {
 		s.state = contract.StateStopped
@@ -407,10 +417,11 @@ func (h *Host) ServiceState(name string) (string, error) {
 	return s.state, nil
 }
 
-// RestartService restarts a service as Restart-Service -Force does and then starts
-// again the dependents that were running (FACTS.md: SqlServerDsc's
-// Restart-SqlService). It waits until the service and those dependents run, at
-// most two minutes.
+// RestartService restarts a service as Restart-Service -Force does and then starts again
+// the dependents that were running
+// (docs/design/windows-behaviour.md#restarting-with-dependents: SqlServerDsc's
+// Restart-SqlService). It waits until the service and those dependents run, at most two
+// minutes.
 func (h *Host) RestartService(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -66,13 +66,19 @@ type InstanceSnapshot struct {
 	InstantFileInitialization *bool `json:"instant_file_initialization"`
 	// DMVHasIFIColumn: this build's sys.dm_server_services has the IFI column.
 	DMVHasIFIColumn bool `json:"dmv_has_ifi_column"`
+	// HADREnabled: Always On availability groups are enabled (SERVERPROPERTY('IsHadrEnabled')).
+	HADREnabled bool `json:"hadr_enabled"`
+	// AvailabilityGroup is the instance's replica (group name, role primary or
+	// secondary); null when it is in no group.
+	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group"`
 	// ErrorLog is the current error log's IFI line.
 	ErrorLog  contract.ErrorLogInfo `json:"errorlog"`
 	Databases []DatabaseSnapshot    `json:"databases"`
 }
 
 // DatabaseSnapshot is one database and whether IFI applies to its data files
-// (FACTS.md: never for TDE-encrypted databases).
+// (docs/design/windows-behaviour.md#when-ifi-never-applies: never for TDE-encrypted
+// databases).
 type DatabaseSnapshot struct {
 	ID              int    `json:"id"`
 	Name            string `json:"name"`
@@ -130,7 +136,11 @@ func (h *Host) Snapshot() Snapshot {
 			ServiceName: i.engine.name, TCPPort: i.port, Clustered: i.cfg.Clustered,
 			StartupParameters: i.startupParameters(), Ready: i.ready,
 			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.findIFILineLocked(),
-			Databases: []DatabaseSnapshot{},
+			Databases: []DatabaseSnapshot{}, HADREnabled: i.hadr,
+		}
+		if i.ag != nil {
+			ag := *i.ag
+			is.AvailabilityGroup = &ag
 		}
 		if i.agent != nil {
 			is.AgentServiceName = i.agent.name
@@ -139,6 +149,7 @@ func (h *Host) Snapshot() Snapshot {
 			p := *i.proc
 			p.TokenSIDs = slices.Clone(p.TokenSIDs)
 			p.TraceFlags = slices.Clone(p.TraceFlags)
+			p.ProgramNames = slices.Clone(p.ProgramNames)
 			p.Started = p.Started.UTC()
 			is.Process = &p
 			ifi := p.IFI

@@ -26,8 +26,9 @@ var ErrNoSuchInstance = errors.New("no such SQL Server instance")
 //   - its TDS endpoint closes (the listener hook) and open connections drop;
 //   - user rights are untouched: LSA keeps the now-orphaned per-service SID in every
 //     holder list it was in (Setup does not revoke rights), and since the service no
-//     longer exists the SID no longer translates, so read_instance of another
-//     instance and the snapshot show it with an empty name (FACTS.md: orphaned SIDs
+//     longer exists the SID no longer translates, so read_instance of another instance
+//     and the snapshot show it with an empty name
+//     (docs/design/windows-behaviour.md#orphaned-and-untranslatable-sids: orphaned SIDs
 //     in holder lists).
 //
 // The host's configuration (Config) still lists the instance.

@@ -49,6 +49,8 @@ const (
 	avDNSDomainName   = 4
 	avFlags           = 6
 	avTimestamp       = 7
+	avTargetName      = 9
+	avChannelBindings = 10
 )
 
 // avFlagMICPresent is bit 0x2 of MsvAvFlags: the AUTHENTICATE_MESSAGE carries a MIC.

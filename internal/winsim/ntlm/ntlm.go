@@ -21,6 +21,7 @@ import (
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,6 +45,19 @@ type Server struct {
 	ComputerName string // NetBIOS name of the host, e.g. "SQL01"
 	DomainName   string // DNS or NetBIOS domain; "" for a workgroup host
 	Lookup       Lookup // the host's accounts
+
+	// TargetNames are the service principal names a client may name in
+	// MsvAvTargetName ("HTTP/sql01", "HTTP/sql01.contoso.com", "HTTP/127.0.0.2"),
+	// compared without case and without the service class. A logon naming another
+	// host is refused (SPN target name validation): it was meant for someone else
+	// and relayed here. Empty: not checked.
+	TargetNames []string
+
+	// CBTHardening is WinRM's CbtHardeningLevel for logons over TLS: "none" ignores
+	// channel bindings; "relaxed" (Windows' default) refuses bindings of another
+	// channel but accepts a client that sends none; "strict" also refuses a logon
+	// without bindings or without a MIC. "" is "relaxed".
+	CBTHardening string
 }
 
 // Identity is the authenticated account, as the client named it.
@@ -118,13 +132,20 @@ func filetime(t time.Time) uint64 {
 // logons return an error wrapping ErrAuthFailed; a malformed message returns another
 // error. Either way the session cannot be used any more.
 func (s *Session) Authenticate(authenticate []byte) (Identity, error) {
+	return s.AuthenticateChannel(authenticate, nil)
+}
+
+// AuthenticateChannel is Authenticate for a logon over TLS: binding is the channel's
+// "tls-server-end-point:" application data (RFC 5929) the client must have bound its
+// logon to, nil over plain HTTP.
+func (s *Session) AuthenticateChannel(authenticate, binding []byte) (Identity, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateChallenged {
 		return Identity{}, fmt.Errorf("ntlm: AUTHENTICATE message received in the wrong state (%s): send NEGOTIATE first, on the same connection, and authenticate only once", stateName(s.state))
 	}
 	s.state = stateFailed // until verified
-	id, err := s.verify(authenticate)
+	id, err := s.verify(authenticate, binding)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -137,7 +158,7 @@ func stateName(state int) string {
 	return [...]string{"no NEGOTIATE yet", "challenged", "already authenticated", "failed"}[state]
 }
 
-func (s *Session) verify(msg []byte) (Identity, error) {
+func (s *Session) verify(msg, binding []byte) (Identity, error) {
 	am, err := parseAuthenticate(msg)
 	if err != nil {
 		return Identity{}, err
@@ -199,7 +220,10 @@ func (s *Session) verify(msg []byte) (Identity, error) {
 	}
 
 	if err := s.checkMIC(msg, blob, exported); err != nil {
-		return Identity{}, fmt.Errorf("%w: user %s: %v", ErrAuthFailed, who, err)
+		return Identity{}, fmt.Errorf("%w: user %s: %w", ErrAuthFailed, who, err)
+	}
+	if err := s.checkBindings(blob, binding); err != nil {
+		return Identity{}, fmt.Errorf("%w: user %s: %w", ErrAuthFailed, who, err)
 	}
 
 	s.flags = flags
@@ -224,6 +248,9 @@ func (s *Session) checkMIC(msg, blob, exported []byte) error {
 		}
 	}
 	if !hasMIC {
+		if strings.EqualFold(s.srv.CBTHardening, "strict") {
+			return fmt.Errorf("%w: the AUTHENTICATE message has no MIC, which this host requires (CbtHardeningLevel Strict): the logon may have been tampered with or relayed", ErrRelayRefused)
+		}
 		return nil
 	}
 	if len(msg) < micOffset+16 {
@@ -233,9 +260,91 @@ func (s *Session) checkMIC(msg, blob, exported []byte) error {
 	clear(zeroed[micOffset : micOffset+16])
 	want := hmacMD5(exported, s.negotiate, s.challenge, zeroed)
 	if !hmac.Equal(want, msg[micOffset:micOffset+16]) {
-		return errors.New("message integrity check (MIC) failed: the NTLM messages were altered in transit or the client computed its session key differently")
+		return fmt.Errorf("%w: message integrity check (MIC) failed: the NTLM messages were altered in transit (or relayed from another connection), or the client computed its session key differently", ErrRelayRefused)
 	}
 	return nil
+}
+
+// ErrRelayRefused is wrapped (with ErrAuthFailed) by the error of a logon refused
+// because it was bound to another channel or meant for another host: a MIC that does
+// not verify or is missing under Strict, channel bindings of another TLS certificate,
+// or an MsvAvTargetName naming another host.
+var ErrRelayRefused = errors.New("ntlm: logon bound to another channel or host")
+
+// checkBindings applies SPN target name validation and the CBT hardening level to
+// the AV pairs of the client's NTLMv2 blob.
+func (s *Session) checkBindings(blob, binding []byte) error {
+	pairs, err := ntlmv2AVPairs(blob)
+	if err != nil {
+		return err
+	}
+	var target string
+	var cbt []byte
+	for _, p := range pairs {
+		switch p.id {
+		case avTargetName:
+			target, _ = decodeString(p.value, true, "AUTHENTICATE", "MsvAvTargetName")
+		case avChannelBindings:
+			cbt = p.value
+		}
+	}
+	if target != "" && len(s.srv.TargetNames) > 0 && !targetMatches(target, s.srv.TargetNames) {
+		return fmt.Errorf("%w: the logon names the service %q, which is not this host (%s): it was meant for another host and relayed here", ErrRelayRefused, target, strings.Join(s.srv.TargetNames, ", "))
+	}
+	level := strings.ToLower(s.srv.CBTHardening)
+	if binding == nil || level == "none" {
+		return nil
+	}
+	absent := len(cbt) == 0 || allZero(cbt)
+	switch {
+	case absent && level == "strict":
+		return fmt.Errorf("%w: the logon over TLS carries no channel bindings, which this host requires (CbtHardeningLevel Strict)", ErrRelayRefused)
+	case absent:
+		return nil
+	}
+	if !hmac.Equal(cbt, channelBindingsHash(binding)) {
+		return fmt.Errorf("%w: the logon's channel bindings are those of another TLS certificate than this host's: the client talked TLS to someone else (a relay, or a TLS-intercepting proxy)", ErrRelayRefused)
+	}
+	return nil
+}
+
+// targetMatches compares an SPN "CLASS/host[:port]" with the host's names.
+func targetMatches(spn string, names []string) bool {
+	host := spn
+	if _, h, ok := strings.Cut(spn, "/"); ok {
+		host = h
+	}
+	if h, _, ok := strings.Cut(host, ":"); ok && !strings.Contains(h, "]") && strings.Count(host, ":") == 1 {
+		host = h
+	}
+	for _, n := range names {
+		if _, h, ok := strings.Cut(n, "/"); ok {
+			n = h
+		}
+		if strings.EqualFold(host, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// channelBindingsHash is MD5 of a gss_channel_bindings_struct with no addresses and
+// the given application data (RFC 2744 as MS-NLMP 2.2.2.1 uses it).
+func channelBindingsHash(appData []byte) []byte {
+	b := make([]byte, 16, 20+len(appData))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(appData)))
+	b = append(b, appData...)
+	sum := md5.Sum(b)
+	return sum[:]
 }
 
 // Identity returns the authenticated account; ok is false before Authenticate

@@ -9,11 +9,14 @@ import (
 type ColumnType int
 
 const (
-	TypeNVarChar       ColumnType = iota + 1 // NVARCHARTYPE (0xE7); Column.Size is the character length
-	TypeInt                                  // INTNTYPE (0x26) length 4
-	TypeBigInt                               // INTNTYPE (0x26) length 8
-	TypeBit                                  // BITNTYPE (0x68)
-	TypeDateTimeOffset                       // DATETIMEOFFSETNTYPE (0x2B); Column.Scale 0-7
+	TypeNVarChar         ColumnType = iota + 1 // NVARCHARTYPE (0xE7); Column.Size is the character length
+	TypeInt                                    // INTNTYPE (0x26) length 4
+	TypeBigInt                                 // INTNTYPE (0x26) length 8
+	TypeBit                                    // BITNTYPE (0x68)
+	TypeDateTimeOffset                         // DATETIMEOFFSETNTYPE (0x2B); Column.Scale 0-7
+	TypeTinyInt                                // INTNTYPE (0x26) length 1: 0-255
+	TypeUniqueIdentifier                       // GUIDTYPE (0x24); the value is a string "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+	TypeVariant                                // SSVARIANTTYPE (0x62), what SERVERPROPERTY returns; the value is a string (nvarchar base) or an int32 (int base)
 )
 
 // Column describes one result column.
@@ -26,7 +29,8 @@ type Column struct {
 }
 
 // ResultSet is one set of rows. Row values are nil (NULL), string, int32, int64, bool
-// or time.Time, matching the column's type.
+// or time.Time, matching the column's type (a string for TypeUniqueIdentifier, a
+// string or an int32 for TypeVariant).
 type ResultSet struct {
 	Columns []Column
 	Rows    [][]any

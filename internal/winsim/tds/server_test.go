@@ -85,6 +85,16 @@ func (h *testHandler) Batch(ctx context.Context, _ Login, text string) ([]Result
 			{"SQL Server Agent (INST1) ☃", 17, int64(1) << 40, false, typedTime.UTC(), "note ✓", int32(-5), false,
 				time.Date(2001, 1, 1, 0, 0, 0, 0, time.FixedZone("", -8*3600)), "long ∑ text"},
 		}}}, nil
+	case "SELECT variants":
+		return []ResultSet{{Columns: []Column{
+			{Name: "v", Type: TypeVariant, Nullable: true},
+			{Name: "g", Type: TypeUniqueIdentifier, Nullable: true},
+			{Name: "t", Type: TypeTinyInt, Nullable: true},
+		}, Rows: [][]any{
+			{"16.0.4135.4 ✓", "6F9619FF-8B86-D011-B42D-00C04FC964FF", int32(1)},
+			{int32(-7), nil, int32(255)},
+			{nil, "00000000-0000-0000-0000-000000000001", nil},
+		}}}, nil
 	case "SELECT bad":
 		return []ResultSet{{Columns: []Column{{Name: "n", Type: TypeInt}}, Rows: [][]any{{"not a number"}}}}, nil
 	case "SELECT two":
@@ -548,5 +558,50 @@ func TestNonTDSClientIsDisconnected(t *testing.T) {
 	buf := make([]byte, 16)
 	if n, err := c.Read(buf); err == nil {
 		t.Fatalf("endpoint answered %d bytes to a batch sent before PRELOGIN; want the connection closed", n)
+	}
+}
+
+// sql_variant (what SERVERPROPERTY returns), uniqueidentifier and tinyint decode in
+// go-mssqldb as SQL Server's do.
+func TestVariantGUIDAndTinyInt(t *testing.T) {
+	ts := startServer(t, Options{})
+	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable"))
+	rows, err := db.QueryContext(ctxT(t), "SELECT variants")
+	if err != nil {
+		t.Fatalf("query: %v", err)
+	}
+	defer rows.Close()
+	cts, _ := rows.ColumnTypes()
+	var types []string
+	for _, ct := range cts {
+		types = append(types, ct.DatabaseTypeName())
+	}
+	if strings.Join(types, ",") != "SQL_VARIANT,UNIQUEIDENTIFIER,TINYINT" {
+		t.Errorf("column types %v; want SQL_VARIANT, UNIQUEIDENTIFIER, TINYINT", types)
+	}
+	var got []string
+	for rows.Next() {
+		var v any
+		var g mssql.NullUniqueIdentifier
+		var n sql.NullInt64
+		if err := rows.Scan(&v, &g, &n); err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		gs := "NULL"
+		if g.Valid {
+			gs = g.UUID.String()
+		}
+		got = append(got, fmt.Sprintf("%v|%s|%v", v, gs, n))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"16.0.4135.4 ✓|6F9619FF-8B86-D011-B42D-00C04FC964FF|{1 true}",
+		"-7|NULL|{255 true}",
+		"<nil>|00000000-0000-0000-0000-000000000001|{0 false}",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -2,7 +2,9 @@ package tds
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf16"
 )
@@ -42,7 +44,10 @@ const (
 
 // Wire type ids.
 const (
+	typeGUID           byte = 0x24
+	typeInt4           byte = 0x38 // INT4TYPE, a sql_variant's int base type
 	typeIntN           byte = 0x26
+	typeVariant        byte = 0x62
 	typeDateTimeOffset byte = 0x2B
 	typeBitN           byte = 0x68
 	typeNVarChar       byte = 0xE7
@@ -173,6 +178,15 @@ func (t *tokenBuf) colMetadata(cols []Column) error {
 		case TypeBigInt:
 			t.byte1(typeIntN)
 			t.byte1(8)
+		case TypeTinyInt:
+			t.byte1(typeIntN)
+			t.byte1(1)
+		case TypeUniqueIdentifier:
+			t.byte1(typeGUID)
+			t.byte1(16)
+		case TypeVariant:
+			t.byte1(typeVariant)
+			t.uint32le(variantMaxLen)
 		case TypeBit:
 			t.byte1(typeBitN)
 			t.byte1(1)
@@ -241,7 +255,7 @@ func (t *tokenBuf) value(c Column, v any) error {
 		}
 		t.uint16le(uint16(len(u) * 2))
 		t.utf16(u)
-	case TypeInt, TypeBigInt:
+	case TypeInt, TypeBigInt, TypeTinyInt:
 		if v == nil {
 			t.byte1(0)
 			return nil
@@ -257,13 +271,20 @@ func (t *tokenBuf) value(c Column, v any) error {
 		default:
 			return fmt.Errorf("value %v (%T) is not an integer", v, v)
 		}
-		if c.Type == TypeInt {
+		switch c.Type {
+		case TypeInt:
 			if n < -1<<31 || n > 1<<31-1 {
 				return fmt.Errorf("value %d does not fit an int", n)
 			}
 			t.byte1(4)
 			t.uint32le(uint32(int32(n)))
-		} else {
+		case TypeTinyInt:
+			if n < 0 || n > 255 {
+				return fmt.Errorf("value %d does not fit a tinyint (0-255)", n)
+			}
+			t.byte1(1)
+			t.byte1(byte(n))
+		default:
 			t.byte1(8)
 			t.uint64le(uint64(n))
 		}
@@ -282,6 +303,23 @@ func (t *tokenBuf) value(c Column, v any) error {
 		} else {
 			t.byte1(0)
 		}
+	case TypeUniqueIdentifier:
+		if v == nil {
+			t.byte1(0)
+			return nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("value %v (%T) is not a GUID string", v, v)
+		}
+		g, err := encodeGUID(s)
+		if err != nil {
+			return err
+		}
+		t.byte1(16)
+		t.b = append(t.b, g...)
+	case TypeVariant:
+		return t.variant(v)
 	case TypeDateTimeOffset:
 		if v == nil {
 			t.byte1(0)
@@ -301,6 +339,53 @@ func (t *tokenBuf) value(c Column, v any) error {
 		return fmt.Errorf("unknown column type %d", c.Type)
 	}
 	return nil
+}
+
+// variantMaxLen is the maximum length a sql_variant column declares (8000 bytes of
+// data plus the base type's header), as SQL Server sends it.
+const variantMaxLen = 8016
+
+// variant writes a sql_variant value: its total length (0 for NULL), the base type,
+// the count of property bytes, the properties, then the data. A string goes as
+// nvarchar (collation and maximum length as properties), an int32 as int.
+func (t *tokenBuf) variant(v any) error {
+	switch x := v.(type) {
+	case nil:
+		t.uint32le(0)
+	case string:
+		u := utf16.Encode([]rune(x))
+		if len(u) > 4000 {
+			return fmt.Errorf("sql_variant string of %d characters is longer than 4000", len(u))
+		}
+		t.uint32le(uint32(2 + 7 + 2*len(u)))
+		t.byte1(typeNVarChar)
+		t.byte1(7)
+		t.b = append(t.b, collation...)
+		t.uint16le(8000) // the base type's maximum length in bytes
+		t.utf16(u)
+	case int32:
+		t.uint32le(2 + 4)
+		t.byte1(typeInt4)
+		t.byte1(0)
+		t.uint32le(uint32(x))
+	default:
+		return fmt.Errorf("sql_variant value %v (%T) is neither a string nor an int32", v, v)
+	}
+	return nil
+}
+
+// encodeGUID encodes "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as uniqueidentifier's 16
+// bytes: the first three groups little-endian, the last two as written.
+func encodeGUID(s string) ([]byte, error) {
+	h := strings.ReplaceAll(s, "-", "")
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != 16 || len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return nil, fmt.Errorf("value %q is not a GUID such as 6F9619FF-8B86-D011-B42D-00C04FC964FF", s)
+	}
+	b[0], b[1], b[2], b[3] = b[3], b[2], b[1], b[0]
+	b[4], b[5] = b[5], b[4]
+	b[6], b[7] = b[7], b[6]
+	return b, nil
 }
 
 // unixDaysAtYear1 is the number of days from 0001-01-01 to 1970-01-01.

@@ -18,7 +18,8 @@ import (
 type connState struct {
 	mu      sync.Mutex
 	session *ntlm.Session // the NTLM handshake in progress or done on this connection
-	user    string        // the user the connection authenticated as with NTLM, or ""
+	krb     *krbConn      // the Kerberos context of this connection, if it logged on with Kerberos
+	user    string        // the user the connection authenticated as with NTLM or Kerberos, or ""
 }
 
 type connKey struct{}
@@ -32,6 +33,8 @@ func connStateFrom(ctx context.Context) *connState {
 type authResult struct {
 	user     string
 	session  *ntlm.Session // set when the connection is NTLM-authenticated (message sealing possible)
+	krb      *krbConn      // set when the connection is Kerberos-authenticated (message sealing possible)
+	reply    string        // a WWW-Authenticate value for the answer (Kerberos' mutual-auth AP-REP)
 	answered bool          // a 401 (NTLM challenge or refusal) was written
 }
 
@@ -47,17 +50,28 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) authResult
 	case header == "":
 		if cs != nil {
 			cs.mu.Lock()
-			user, session := cs.user, cs.session
+			user, session, kc := cs.user, cs.session, cs.krb
 			cs.mu.Unlock()
 			if user != "" {
-				return authResult{user: user, session: session}
+				return authResult{user: user, session: session, krb: kc}
 			}
 		}
 		s.logf("wsman: %s %s: no credentials; answering 401", r.RemoteAddr, r.URL.Path)
+	case strings.EqualFold(scheme, "Basic") && s.cfg.AllowBasic && r.TLS == nil && !s.cfg.AllowUnencrypted:
+		s.logf("wsman: %s: Basic over plain HTTP refused (AllowUnencrypted=false); answering 401", r.RemoteAddr)
 	case strings.EqualFold(scheme, "Basic") && s.cfg.AllowBasic:
 		if user, ok := s.checkBasic(token); ok {
 			return authResult{user: user}
 		}
+	case strings.EqualFold(scheme, "Kerberos") && s.cfg.Kerberos != nil:
+		raw, err := base64.StdEncoding.DecodeString(token)
+		if err != nil {
+			s.logf("wsman: %s: Kerberos token is not valid base64; answering 401", r.RemoteAddr)
+			break
+		}
+		return s.kerberosLeg(w, r, cs, scheme, raw)
+	case strings.EqualFold(scheme, "Negotiate") && s.cfg.Kerberos != nil && isKerberosToken(decodeOrNil(token)):
+		return s.kerberosLeg(w, r, cs, scheme, decodeOrNil(token))
 	case (strings.EqualFold(scheme, "Negotiate") || strings.EqualFold(scheme, "NTLM")) && s.cfg.AllowNTLM:
 		return s.ntlmLeg(w, r, cs, scheme, token)
 	default:
@@ -65,6 +79,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) authResult
 	}
 	s.unauthorized(w, "")
 	return authResult{answered: true}
+}
+
+// decodeOrNil decodes a base64 token, or returns nil.
+func decodeOrNil(token string) []byte {
+	raw, err := base64.StdEncoding.DecodeString(token)
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 // checkBasic verifies "Basic base64(user:password)". The user may be written
@@ -132,7 +155,7 @@ func (s *Server) ntlmLeg(w http.ResponseWriter, r *http.Request, cs *connState, 
 			return authResult{answered: true}
 		}
 		cs.mu.Lock()
-		cs.session, cs.user = session, ""
+		cs.session, cs.krb, cs.user = session, nil, ""
 		cs.mu.Unlock()
 		s.unauthorized(w, scheme+" "+base64.StdEncoding.EncodeToString(challenge))
 		return authResult{answered: true}
@@ -145,7 +168,13 @@ func (s *Server) ntlmLeg(w http.ResponseWriter, r *http.Request, cs *connState, 
 			s.unauthorized(w, "")
 			return authResult{answered: true}
 		}
-		id, err := session.Authenticate(msg)
+		var binding []byte
+		if r.TLS != nil {
+			s.mu.Lock()
+			binding = s.binding
+			s.mu.Unlock()
+		}
+		id, err := session.AuthenticateChannel(msg, binding)
 		if err != nil {
 			if !errors.Is(err, ntlm.ErrAuthFailed) {
 				s.logf("wsman: %s: NTLM AUTHENTICATE rejected: %v", r.RemoteAddr, err)
@@ -181,8 +210,11 @@ func (s *Server) unauthorized(w http.ResponseWriter, challenge string) {
 	case challenge != "":
 		h.Add("WWW-Authenticate", challenge)
 	default:
-		if s.cfg.AllowNTLM {
+		if s.cfg.AllowNTLM || s.cfg.Kerberos != nil {
 			h.Add("WWW-Authenticate", "Negotiate")
+		}
+		if s.cfg.Kerberos != nil {
+			h.Add("WWW-Authenticate", "Kerberos")
 		}
 		if s.cfg.AllowBasic {
 			h.Add("WWW-Authenticate", `Basic realm="WSMAN"`)

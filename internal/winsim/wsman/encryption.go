@@ -37,27 +37,11 @@ func isEncrypted(contentType string) bool {
 	return media == "multipart/encrypted" && strings.EqualFold(params["protocol"], encryptedProtocol)
 }
 
-// unwrapEncrypted unseals a multipart/encrypted request body.
+// unwrapEncrypted unseals a multipart/encrypted request body sealed with NTLM.
 func unwrapEncrypted(session *ntlm.Session, body []byte) ([]byte, error) {
-	rest, ok := bytes.CutPrefix(body, boundaryLine)
-	if !ok {
-		return nil, fmt.Errorf("encrypted WS-Management message: body does not start with %q", boundaryLine)
-	}
-	header, payload, ok := bytes.Cut(rest, boundaryLine)
-	if !ok {
-		return nil, fmt.Errorf("encrypted WS-Management message: second MIME part missing")
-	}
-	length, err := originalLength(header)
+	length, payload, err := parseEncrypted(body)
 	if err != nil {
 		return nil, err
-	}
-	payload, ok = bytes.CutSuffix(payload, closingLine)
-	if !ok {
-		return nil, fmt.Errorf("encrypted WS-Management message: closing boundary %q missing (multi-part messages larger than one chunk are not supported)", closingLine)
-	}
-	payload, ok = bytes.CutPrefix(payload, octetHeader)
-	if !ok {
-		return nil, fmt.Errorf("encrypted WS-Management message: second part is not application/octet-stream")
 	}
 	if len(payload) < 4 {
 		return nil, fmt.Errorf("encrypted WS-Management message: payload of %d bytes has no signature length", len(payload))
@@ -74,6 +58,33 @@ func unwrapEncrypted(session *ntlm.Session, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encrypted WS-Management message: %d bytes after unsealing, header says Length=%d", len(plain), length)
 	}
 	return plain, nil
+}
+
+// parseEncrypted checks the MIME framing of a multipart/encrypted body and
+// returns the original length and the octet-stream payload (signature length,
+// signature, sealed data), whatever the authentication that sealed it.
+func parseEncrypted(body []byte) (length int, payload []byte, err error) {
+	rest, ok := bytes.CutPrefix(body, boundaryLine)
+	if !ok {
+		return 0, nil, fmt.Errorf("encrypted WS-Management message: body does not start with %q", boundaryLine)
+	}
+	header, payload, ok := bytes.Cut(rest, boundaryLine)
+	if !ok {
+		return 0, nil, fmt.Errorf("encrypted WS-Management message: second MIME part missing")
+	}
+	length, err = originalLength(header)
+	if err != nil {
+		return 0, nil, err
+	}
+	payload, ok = bytes.CutSuffix(payload, closingLine)
+	if !ok {
+		return 0, nil, fmt.Errorf("encrypted WS-Management message: closing boundary %q missing (multi-part messages larger than one chunk are not supported)", closingLine)
+	}
+	payload, ok = bytes.CutPrefix(payload, octetHeader)
+	if !ok {
+		return 0, nil, fmt.Errorf("encrypted WS-Management message: second part is not application/octet-stream")
+	}
+	return length, payload, nil
 }
 
 // originalLength reads Length=N from the first part's OriginalContent header.
@@ -97,13 +108,18 @@ func originalLength(header []byte) (int, error) {
 	return 0, fmt.Errorf("encrypted WS-Management message: first part has no OriginalContent Length")
 }
 
-// wrapEncrypted seals a reply envelope in the same framing.
+// wrapEncrypted seals a reply envelope with NTLM in the same framing.
 func wrapEncrypted(session *ntlm.Session, plain []byte) []byte {
 	signature, sealed := session.Seal(plain)
+	return frameEncrypted(len(plain), signature, sealed)
+}
+
+// frameEncrypted puts a sealed message in the multipart/encrypted framing.
+func frameEncrypted(plainLen int, signature, sealed []byte) []byte {
 	var b bytes.Buffer
 	b.Write(boundaryLine)
 	b.WriteString("\tContent-Type: " + encryptedProtocol + "\r\n")
-	b.WriteString("\tOriginalContent: type=application/soap+xml;charset=UTF-8;Length=" + strconv.Itoa(len(plain)) + "\r\n")
+	b.WriteString("\tOriginalContent: type=application/soap+xml;charset=UTF-8;Length=" + strconv.Itoa(plainLen) + "\r\n")
 	b.Write(boundaryLine)
 	b.Write(octetHeader)
 	var n [4]byte

@@ -11,9 +11,14 @@ type Command struct {
 	ShellID   string   // the shell the command runs in
 	Command   string   // rsp:Command, e.g. "powershell.exe"
 	Arguments []string // rsp:Arguments, in order
-	// Stdin yields what the client sends with Send on the "stdin" stream; it returns
-	// io.EOF after the chunk marked End="true". A command that does not read it is fine.
+	UserAgent string   // the HTTP User-Agent header of the Command request
+	// Stdin yields what the client sends with Send on the "stdin" stream. In pipe
+	// mode (ConsoleModeStdin false) it returns io.EOF after the chunk marked
+	// End="true"; in console mode it never does, as on Windows: a read past the data
+	// blocks until the command is terminated. A command that does not read it is fine.
 	Stdin io.Reader
+	// ConsoleModeStdin is the Command's WINRS_CONSOLEMODE_STDIN option (default true).
+	ConsoleModeStdin bool
 }
 
 // Executor runs commands for the WS-Management endpoint: the "host" behind it.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func runPywinrm(t *testing.T, args map[string]any) pyResult {
 	}
 	argJSON, _ := json.Marshal(args)
 	cmd := exec.Command(python, "-c", pywinrmScript, string(argJSON))
-	cmd.Env = append(env, "NO_PROXY=*", "no_proxy=*")
+	cmd.Env = slices.Concat(env, []string{"NO_PROXY=*", "no_proxy=*"})
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -111,7 +112,7 @@ func TestPywinrm(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Like Windows' default AllowUnencrypted=false, which HTTPS and sealing satisfy.
-			env := newEnv(t, tc.https, func(c *Config) { c.RequireEncryption = !tc.allowUnencrypted })
+			env := newEnv(t, tc.https, func(c *Config) { c.AllowUnencrypted = tc.allowUnencrypted })
 			args := map[string]any{
 				"endpoint": env.endpoint(), "transport": tc.transport, "user": tc.user,
 				"password": testPassword, "encryption": tc.encryption, "command": "exit", "args": []string{"5"},
@@ -155,7 +156,7 @@ func TestPywinrmWrongPassword(t *testing.T) {
 // A sealed Receive that times out answers a sealed TimedOut fault, which
 // pywinrm must unseal and recognise to poll again.
 func TestPywinrmSealedOperationTimeout(t *testing.T) {
-	env := newEnv(t, false, func(c *Config) { c.RequireEncryption = true })
+	env := newEnv(t, false, func(c *Config) { c.AllowUnencrypted = false })
 	res := runPywinrm(t, map[string]any{
 		"endpoint": env.endpoint(), "transport": "ntlm", "user": testUser, "password": testPassword,
 		"encryption": "always", "command": "late", "args": []string{}, "op_timeout": 1, "read_timeout": 10,
@@ -171,13 +172,27 @@ func TestPywinrmSealedOperationTimeout(t *testing.T) {
 }
 
 func TestPywinrmUnencryptedRefused(t *testing.T) {
-	env := newEnv(t, false, func(c *Config) { c.RequireEncryption = true })
-	res := runPywinrm(t, map[string]any{
-		"endpoint": env.endpoint(), "transport": "basic", "user": testUser,
-		"password": testPassword, "encryption": "never", "command": "whoami", "args": []string{},
-	})
-	// What Ansible users see when AllowUnencrypted is false.
-	if !strings.Contains(res.Error, "InvalidCredentialsError") {
-		t.Errorf("pywinrm Basic over HTTP with AllowUnencrypted=false: %+v, want InvalidCredentialsError", res)
+	for _, tc := range []struct{ transport, want string }{
+		// What Ansible users see when AllowUnencrypted is false: Basic credentials
+		// refused, and an unsealed NTLM body answered HTTP 500 without a fault
+		// (pywinrm issues #129 and #208).
+		{"basic", "InvalidCredentialsError"},
+		{"ntlm", "Bad HTTP response returned from server. Code 500"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			env := newEnv(t, false, func(c *Config) { c.AllowUnencrypted = false })
+			res := runPywinrm(t, map[string]any{
+				"endpoint": env.endpoint(), "transport": tc.transport, "user": testUser,
+				"password": testPassword, "encryption": "never", "command": "whoami", "args": []string{},
+			})
+			if !strings.Contains(res.Error, tc.want) {
+				t.Errorf("pywinrm %s over HTTP without encryption, AllowUnencrypted=false: %+v, want %s", tc.transport, res, tc.want)
+			}
+			select {
+			case cmd := <-env.started:
+				t.Errorf("an unencrypted request ran a command: %q", cmd)
+			default:
+			}
+		})
 	}
 }

@@ -7,7 +7,9 @@ package wsman
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/ntlm"
@@ -32,10 +35,22 @@ type Config struct {
 	Executor     Executor
 	Logf         func(format string, args ...any) // optional
 
-	// RequireEncryption refuses unencrypted SOAP over plain HTTP with 401, as
-	// Windows does with WinRM's AllowUnencrypted=false (its default): clients
-	// must seal messages with NTLM. HTTPS is always accepted. Optional.
-	RequireEncryption bool
+	// AllowUnencrypted is WinRM's AllowUnencrypted (false by default, as on Windows).
+	// False: over plain HTTP, Basic credentials are refused (401) and a clear-text
+	// body on an NTLM-authenticated connection gets HTTP 500 with no body; clients
+	// must seal messages with NTLM. HTTPS is always accepted.
+	AllowUnencrypted bool
+
+	// CBTHardening is the CbtHardeningLevel for NTLM and Kerberos logons over HTTPS: "none",
+	// "relaxed" (default, as on Windows) or "strict" (ntlm.Server.CBTHardening).
+	CBTHardening string
+	// TargetNames are the host's SPNs an NTLM logon may name (MsvAvTargetName);
+	// a logon naming another host is refused as relayed. Empty: not checked.
+	TargetNames []string
+
+	// Kerberos enables Kerberos logons (Negotiate and Kerberos schemes) with the
+	// host's keytab; nil leaves Kerberos off. Optional.
+	Kerberos *KerberosConfig
 
 	// MaxOperationTimeout caps how long a Receive waits for output before it
 	// answers the TimedOut fault, whatever the client asks in OperationTimeout
@@ -58,7 +73,29 @@ type Server struct {
 
 	mu      sync.Mutex
 	servers []*http.Server
+	binding []byte // tls-server-end-point data of the HTTPS certificate (RFC 5929)
+
+	requests       atomic.Int64 // HTTP requests to /wsman
+	ntlmNegotiates atomic.Int64 // NTLM NEGOTIATE messages: handshakes begun
+	krbLogons      atomic.Int64 // Kerberos logons accepted (AP-REQ verified, AP-REP sent)
+	signals        atomic.Int64 // Signal requests
 }
+
+// Stats counts what an endpoint served, for benchmarks.
+type Stats struct {
+	Requests       int64 // HTTP requests, authentication legs included
+	NTLMHandshakes int64 // NTLM handshakes begun (NEGOTIATE messages)
+	KerberosLogons int64 // Kerberos logons accepted
+	Signals        int64 // Signal requests
+}
+
+// Stats returns the endpoint's counters.
+func (s *Server) Stats() Stats {
+	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), KerberosLogons: s.krbLogons.Load(), Signals: s.signals.Load()}
+}
+
+// ntlmNegotiatePrefix is "Negotiate " and the base64 of "NTLMSSP\x00" and type 1.
+const ntlmNegotiatePrefix = "Negotiate TlRMTVNTUAAB"
 
 const (
 	defaultOperationTimeout = 60 * time.Second
@@ -77,8 +114,9 @@ func NewServer(cfg Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:    cfg,
-		ntlm:   &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, Lookup: cfg.Lookup},
+		cfg: cfg,
+		ntlm: &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, Lookup: cfg.Lookup,
+			TargetNames: cfg.TargetNames, CBTHardening: cfg.CBTHardening},
 		shells: newShells(),
 		ctx:    ctx,
 		cancel: cancel,
@@ -105,6 +143,13 @@ func (s *Server) Serve(l net.Listener) error {
 
 // ServeTLS answers HTTPS on l with cfg (which must hold a certificate) until Close.
 func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
+	if len(cfg.Certificates) > 0 && len(cfg.Certificates[0].Certificate) > 0 {
+		if cert, err := x509.ParseCertificate(cfg.Certificates[0].Certificate[0]); err == nil {
+			s.mu.Lock()
+			s.binding = tlsServerEndPoint(cert)
+			s.mu.Unlock()
+		}
+	}
 	hs := s.newHTTPServer()
 	hs.TLSConfig = cfg
 	err := hs.ServeTLS(l, "", "")
@@ -160,6 +205,10 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if strings.HasPrefix(r.Header.Get("Authorization"), ntlmNegotiatePrefix) {
+		s.ntlmNegotiates.Add(1)
+	}
 	// Read the whole body first, whatever happens next: Go closes the
 	// connection after a response if much of the body went unread, and NTLM
 	// needs the connection to survive the 401 legs.
@@ -189,14 +238,23 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if auth.reply != "" {
+		w.Header().Add("WWW-Authenticate", auth.reply)
+	}
 	encrypted := isEncrypted(r.Header.Get("Content-Type"))
 	if encrypted {
-		if auth.session == nil {
-			s.logf("wsman: %s: encrypted message on a connection not authenticated with NTLM", r.RemoteAddr)
+		if auth.session == nil && auth.krb == nil {
+			s.logf("wsman: %s: encrypted message on a connection not authenticated with NTLM or Kerberos", r.RemoteAddr)
 			s.unauthorized(w, "")
 			return
 		}
-		plain, err := unwrapEncrypted(auth.session, body)
+		var plain []byte
+		var err error
+		if auth.krb != nil {
+			plain, err = unwrapEncryptedKerberos(auth.krb, body)
+		} else {
+			plain, err = unwrapEncrypted(auth.session, body)
+		}
 		if err != nil {
 			s.logf("wsman: %s: %v", r.RemoteAddr, err)
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -205,9 +263,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		body = plain
 	}
 
-	if !encrypted && r.TLS == nil && s.cfg.RequireEncryption && len(body) > 0 {
+	if !encrypted && r.TLS == nil && !s.cfg.AllowUnencrypted && len(body) > 0 {
+		// Windows answers HTTP 500 without a SOAP fault (FIDELITY.md).
 		s.logf("wsman: %s: unencrypted message over HTTP refused (AllowUnencrypted=false): use HTTPS or NTLM message encryption", r.RemoteAddr)
-		s.unauthorized(w, "")
+		w.Header().Set("Server", "Microsoft-HTTPAPI/2.0")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
 
@@ -222,7 +283,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	status, reply := s.dispatch(r, auth.user, body)
 	w.Header().Set("Server", "Microsoft-HTTPAPI/2.0")
 	if encrypted {
-		framed := wrapEncrypted(auth.session, reply)
+		var framed []byte
+		if auth.krb != nil {
+			var err error
+			if framed, err = wrapEncryptedKerberos(auth.krb, reply); err != nil {
+				s.logf("wsman: %s: sealing the answer with Kerberos failed: %v", r.RemoteAddr, err)
+				http.Error(w, "sealing the answer failed", http.StatusInternalServerError)
+				return
+			}
+		} else {
+			framed = wrapEncrypted(auth.session, reply)
+		}
 		w.Header().Set("Content-Type", encryptedContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(framed)))
 		w.WriteHeader(status)
@@ -300,8 +371,11 @@ func (s *Server) startCommand(r *http.Request, req *request, sh *shell, user str
 	if s.cfg.Executor == nil {
 		return faulted(badRequestFault("This WS-Management endpoint has no Executor configured. "))
 	}
+	// WINRS_CONSOLEMODE_STDIN: TRUE (the default) gives the command a console as
+	// stdin, FALSE a pipe (MS-WSMV 3.1.4.11).
+	console := !strings.EqualFold(strings.TrimSpace(req.option("WINRS_CONSOLEMODE_STDIN")), "FALSE")
 	ctx, cancel := context.WithCancel(s.ctx)
-	c := newCommand(cancel)
+	c := newCommand(cancel, console)
 	if !s.shells.addCommand(sh, c) {
 		cancel()
 		return faulted(shellNotFoundFault(sh.id))
@@ -311,9 +385,12 @@ func (s *Server) startCommand(r *http.Request, req *request, sh *shell, user str
 		ShellID:   sh.id,
 		Command:   strings.TrimSpace(line.Command),
 		Arguments: append([]string(nil), line.Arguments...),
+		UserAgent: r.UserAgent(),
 		Stdin:     c.stdin,
+
+		ConsoleModeStdin: console,
 	}
-	s.logf("wsman: %s: user %s started command %s in shell %s: %s (%d arguments)", r.RemoteAddr, user, c.id, sh.id, cmd.Command, len(cmd.Arguments))
+	s.logf("wsman: %s: user %s started command %s in shell %s: %s (%d arguments, console-mode stdin %t)", r.RemoteAddr, user, c.id, sh.id, cmd.Command, len(cmd.Arguments), console)
 	go s.execute(ctx, c, cmd)
 	return http.StatusOK, commandResponse(req.Header.MessageID, c.id)
 }
@@ -377,6 +454,7 @@ func (s *Server) receive(r *http.Request, req *request, sh *shell, faulted fault
 }
 
 func (s *Server) signal(r *http.Request, req *request, sh *shell, faulted faultFunc) (int, []byte) {
+	s.signals.Add(1)
 	if req.Body.Signal == nil {
 		return faulted(badRequestFault("The Signal request has no rsp:Signal body. "))
 	}
@@ -450,4 +528,11 @@ func mergeDone(a, b context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(a)
 	stop := context.AfterFunc(b, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// tlsServerEndPoint is RFC 5929's channel binding data for cert (SHA-256 for the
+// certificates the simulator issues).
+func tlsServerEndPoint(cert *x509.Certificate) []byte {
+	sum := sha256.Sum256(cert.Raw)
+	return append([]byte("tls-server-end-point:"), sum[:]...)
 }

@@ -66,8 +66,11 @@ func newEnv(t *testing.T, useTLS bool, tweak func(*Config)) *testEnv {
 		},
 		AllowBasic: true,
 		AllowNTLM:  true,
-		Executor:   ExecutorFunc(env.execute),
-		Logf:       func(format string, args ...any) { env.logf(t, format, args...) },
+		// These tests exercise the protocol with Basic and unsealed NTLM over HTTP
+		// too: they opt in to clear text. Windows' default (false) is tested below.
+		AllowUnencrypted: true,
+		Executor:         ExecutorFunc(env.execute),
+		Logf:             func(format string, args ...any) { env.logf(t, format, args...) },
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -127,7 +130,16 @@ func (env *testEnv) execute(ctx context.Context, cmd Command, stdout, stderr io.
 		fmt.Fprint(stderr, "err")
 		return code
 	case "cat":
-		if _, err := io.Copy(stdout, cmd.Stdin); err != nil {
+		// "cat N" copies N bytes of stdin; "cat" copies to the end of input, which a
+		// console-mode stdin never reaches.
+		var err error
+		if len(fields) > 1 {
+			n, _ := strconv.Atoi(fields[1])
+			_, err = io.CopyN(stdout, cmd.Stdin, int64(n))
+		} else {
+			_, err = io.Copy(stdout, cmd.Stdin)
+		}
+		if err != nil {
 			fmt.Fprint(stderr, err)
 			return 1
 		}
@@ -231,14 +243,18 @@ func TestMasterzenNTLM(t *testing.T) {
 	}
 }
 
-// With AllowUnencrypted=false (RequireEncryption) plain-HTTP clients that do
-// not seal get 401, over Basic and over masterzen's ClientNTLM alike.
+// With AllowUnencrypted=false (Windows' default) plain-HTTP clients that do not
+// seal are refused: Basic credentials with 401, an unsealed body on an NTLM
+// connection with HTTP 500 and no body (masterzen's ClientNTLM).
 func TestMasterzenUnencryptedRefused(t *testing.T) {
-	env := newEnv(t, false, func(c *Config) { c.RequireEncryption = true })
-	for name, params := range map[string]*winrm.Parameters{"basic": nil, "ntlm": ntlmParams()} {
-		_, _, _, err := env.client(t, testUser, testPassword, params).RunWithContextWithString(context.Background(), "whoami", "")
-		if err == nil || !strings.Contains(err.Error(), "401") {
-			t.Errorf("%s without sealing over HTTP, encryption required: err = %v, want a 401", name, err)
+	env := newEnv(t, false, func(c *Config) { c.AllowUnencrypted = false })
+	for name, tc := range map[string]struct {
+		params *winrm.Parameters
+		want   string
+	}{"basic": {nil, "401"}, "ntlm": {ntlmParams(), "500"}} {
+		_, _, _, err := env.client(t, testUser, testPassword, tc.params).RunWithContextWithString(context.Background(), "whoami", "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s without sealing over HTTP, encryption required: err = %v, want HTTP %s", name, err, tc.want)
 		}
 	}
 	select {
@@ -287,9 +303,23 @@ func TestMasterzenLargeStdin(t *testing.T) {
 	for i := 0; b.Len() < 400_000; i++ {
 		fmt.Fprintf(&b, "line %d of the script\n", i)
 	}
-	out, errOut, code := run(t, c, "cat", b.String())
+	out, errOut, code := run(t, c, fmt.Sprintf("cat %d", b.Len()), b.String())
 	if out != b.String() || code != 0 {
 		t.Errorf("cat returned %d bytes (stderr %q, exit %d), want the %d bytes sent", len(out), errOut, code, b.Len())
+	}
+}
+
+// masterzen sends WINRS_CONSOLEMODE_STDIN=TRUE: as on Windows, its End="true" never
+// reaches a reader, so a command that reads stdin to its end runs until the client
+// gives up and terminates it.
+func TestConsoleModeStdinNeverEnds(t *testing.T) {
+	env := newEnv(t, false, nil)
+	c := env.client(t, testUser, testPassword, winrm.NewParameters("PT1S", "en-US", 153600))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, _, _, err := c.RunWithContextWithString(ctx, "cat", "all of stdin\n")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cat to the end of a console-mode stdin = %v; want it to run until the deadline", err)
 	}
 }
 

@@ -132,8 +132,8 @@ func (ss *shells) closeAll() {
 	}
 }
 
-func newCommand(cancel context.CancelFunc) *command {
-	return &command{id: newGUID(), cancel: cancel, stdin: newStdinPipe(), changed: make(chan struct{})}
+func newCommand(cancel context.CancelFunc, consoleStdin bool) *command {
+	return &command{id: newGUID(), cancel: cancel, stdin: newStdinPipe(consoleStdin), changed: make(chan struct{})}
 }
 
 // terminate cancels the executor's context and ends its stdin.
@@ -223,18 +223,25 @@ func (c *command) takeLocked(limit int) output {
 
 // stdinPipe buffers what the client sends on stdin until the command reads it,
 // so Send never waits for the command (Windows buffers it too).
+//
+// In console mode (WINRS_CONSOLEMODE_STDIN=TRUE, the default) the command's stdin
+// is a console, as on Windows: End="true" is accepted, but a reader never sees
+// end-of-input, so a command that reads to the end waits until it is terminated.
+// In pipe mode (WINRS_CONSOLEMODE_STDIN=FALSE) End="true" closes the pipe and the
+// reader gets io.EOF.
 type stdinPipe struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	buf     bytes.Buffer
+	console bool // console mode: End never reaches the reader
 	ended   bool // the client sent End="true"
 	aborted bool // the command was terminated
 }
 
 var errStdinTerminated = errors.New("read stdin: the command was terminated by the client (Signal or shell Delete)")
 
-func newStdinPipe() *stdinPipe {
-	p := &stdinPipe{}
+func newStdinPipe(console bool) *stdinPipe {
+	p := &stdinPipe{console: console}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -261,17 +268,18 @@ func (p *stdinPipe) abort() {
 	p.cond.Broadcast()
 }
 
-// Read blocks until data arrives, returns io.EOF after the End chunk was read.
+// Read blocks until data arrives. In pipe mode it returns io.EOF after the End
+// chunk was read; in console mode it blocks until the command is terminated.
 func (p *stdinPipe) Read(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.buf.Len() == 0 && !p.ended && !p.aborted {
+	for p.buf.Len() == 0 && !p.aborted && !(p.ended && !p.console) {
 		p.cond.Wait()
 	}
 	if p.buf.Len() > 0 {
 		return p.buf.Read(b)
 	}
-	if p.aborted && !p.ended {
+	if p.aborted && (p.console || !p.ended) {
 		return 0, errStdinTerminated
 	}
 	return 0, io.EOF

@@ -143,6 +143,16 @@ func (r *request) shellID() string {
 	return ""
 }
 
+// option is the value of the request's wsman:Option named name, or "".
+func (r *request) option(name string) string {
+	for _, o := range r.Header.OptionSet.Options {
+		if strings.EqualFold(o.Name, name) {
+			return o.Value
+		}
+	}
+	return ""
+}
+
 // parseDuration reads the xs:duration forms WS-Management clients send in
 // OperationTimeout: PT60S, PT1.5S, PT5M0S, P0DT0H1M0S.
 func parseDuration(s string) (time.Duration, error) {

@@ -1,0 +1,31 @@
+# Bring an instance under Terraform as it is: the id is HOST/INSTANCE.
+import {
+  to = mssqlifi_instant_file_initialization.sql01
+  id = "sql01.contoso.com/MSSQLSERVER"
+}
+
+# A fleet at once (Terraform and OpenTofu 1.7+): one import and one resource per
+# instance, keyed by the same HOST/INSTANCE id.
+locals {
+  existing = toset([
+    "sql21.contoso.com/MSSQLSERVER",
+    "sql22.contoso.com/MSSQLSERVER",
+    "sql22.contoso.com/REPORTING",
+  ])
+}
+
+import {
+  for_each = local.existing
+  to       = mssqlifi_instant_file_initialization.existing[each.key]
+  id       = each.key
+}
+
+resource "mssqlifi_instant_file_initialization" "existing" {
+  for_each = local.existing
+
+  host     = split("/", each.key)[0]
+  instance = split("/", each.key)[1]
+  # Grant now, restart in the maintenance window: an import never restarts anything,
+  # and with "never" neither does the first apply.
+  restart = "never"
+}

@@ -1,0 +1,276 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// Availability groups, fleets and one instance claimed twice, through the real CLI.
+
+// agHost makes the default instance a replica of AG1 with the given role.
+func agHost(role string) func(*host.HostConfig) {
+	return func(hc *host.HostConfig) {
+		hc.Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: role}
+	}
+}
+
+// A primary replica that needs a restart: the apply refuses before changing
+// anything and says how to fail over or opt in; after a failover (the simulator's
+// control plane) the same apply grants and restarts, and the state reports the
+// group and the new role.
+func TestCLI_primaryReplicaIsNotRestarted(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, agHost(host.AGRolePrimary))
+	before := e.serviceStart("MSSQLSERVER")
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("the apply restarted a primary replica:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^Primary availability replica: refusing to restart it$`,
+		`primary replica of the Always On availability group AG1(.|\n)*Nothing was changed(.|\n)*FAILOVER(.|\n)*restart = "if_needed_including_primary"`)
+	if e.holds(defaultSvcSID) {
+		t.Error("the refused apply granted the right")
+	}
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+		t.Errorf("the refused apply restarted the Engine: started %v, was %v", s, before)
+	}
+
+	if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionSetAGRole, Instance: "MSSQLSERVER", Role: host.AGRoleSecondary}); err != nil {
+		t.Fatal(err)
+	}
+	w.mustApply()
+	if !e.holds(defaultSvcSID) {
+		t.Error("the apply on the secondary did not grant the right")
+	}
+	if s := e.serviceStart("MSSQLSERVER"); s.Equal(before) {
+		t.Error("the apply on the secondary did not restart the Engine")
+	}
+	a := w.attrs(resName)
+	if a["availability_group"] != "AG1" || a["availability_role"] != "secondary" || a["ifi_enabled"] != true {
+		t.Errorf("state: availability_group %v, availability_role %v, ifi_enabled %v; want AG1, secondary, true",
+			a["availability_group"], a["availability_role"], a["ifi_enabled"])
+	}
+	w.plan().wantPlanExit(t, 0)
+}
+
+// restart = "if_needed_including_primary" restarts a primary, with a warning.
+func TestCLI_primaryReplicaRestartsWhenOptedIn(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, agHost(host.AGRolePrimary))
+	n := len(e.operations())
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed_including_primary"`))
+	r := w.mustApply()
+	r.wantDiag(t, "warning", `^Restarting a primary availability replica$`, `primary replica of the availability group AG1`)
+	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 1 {
+		t.Errorf("operations %v, want one restart_instance", ops)
+	}
+	if a := w.attrs(resName); a["availability_role"] != "primary" || a["ifi_enabled"] != true {
+		t.Errorf("state: availability_role %v, ifi_enabled %v; want primary, true", a["availability_role"], a["ifi_enabled"])
+	}
+}
+
+// Without SQL credentials the role is unknown: a restart proceeds and says so, and
+// the attributes are null.
+func TestCLI_unknownReplicaRoleWarnsWhenRestarting(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, agHost(host.AGRolePrimary))
+	w.write(e.providerConfig(false) + resourceConfig(e.addr, ""))
+	r := w.mustApply()
+	r.wantDiag(t, "warning", `^Availability group role unknown: restarting anyway$`, `SQL Server was not asked(.|\n)*sql block`)
+	if a := w.attrs(resName); a["availability_group"] != nil || a["availability_role"] != nil {
+		t.Errorf("state: availability_group %v, availability_role %v; want null, null", a["availability_group"], a["availability_role"])
+	}
+}
+
+// fleetHost puts n named instances (I01..Inn) on the host, each with its SQL login,
+// without Agent, their Engines taking stopMS and startMS to stop and start.
+func fleetHost(n, stopMS, startMS int) func(*host.HostConfig) {
+	return func(hc *host.HostConfig) {
+		no := false
+		hc.Instances = nil
+		for i := 1; i <= n; i++ {
+			hc.Instances = append(hc.Instances, host.InstanceConfig{
+				Name: fmt.Sprintf("I%02d", i), Agent: &no, StopMS: stopMS, StartMS: startMS,
+				Logins: []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}},
+			})
+		}
+	}
+}
+
+// fleetConfig is one resource per instance I01..Inn; enabled(i) gives each its value.
+func fleetConfig(addr string, n int, restart string, enabled func(i int) bool) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `
+resource "mssqlifi_instant_file_initialization" "i%02d" {
+  host     = %q
+  instance = "I%02d"
+  enabled  = %t
+  restart  = %q
+}
+`, i, addr, i, enabled(i), restart)
+	}
+	return b.String()
+}
+
+// withMaxParallelRestarts adds max_parallel_restarts to a provider block.
+func withMaxParallelRestarts(providerBlock string, n int) string {
+	return strings.Replace(providerBlock, `provider "mssqlifi" {`, fmt.Sprintf("provider \"mssqlifi\" {\n  max_parallel_restarts = %d", n), 1)
+}
+
+// A fleet apply restarts one instance at a time by default (max_parallel_restarts =
+// 1), all of them in the end; with 0 (no limit) the restarts overlap, which shows
+// the simulator's measure can see it.
+func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	for _, tc := range []struct {
+		name    string
+		limit   string // "" = the default
+		maxDown func(int) bool
+		want    string
+	}{
+		{"default", "", func(m int) bool { return m == 1 }, "1"},
+		{"no limit", "0", func(m int) bool { return m > 1 }, "more than 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newCLI(t)
+			e := startSim(t, fleetHost(n, 300, 300))
+			cfg := e.providerConfig(true)
+			if tc.limit != "" {
+				cfg = withMaxParallelRestarts(cfg, 0)
+			}
+			w.write(cfg + fleetConfig(e.addr, n, "if_needed", func(int) bool { return true }))
+			if r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10"); r.Exit != 0 {
+				t.Fatalf("terraform apply failed (exit %d):\n%s", r.Exit, r.describe())
+			}
+			down := e.sim.EnginesDown()
+			if !tc.maxDown(down.Max) {
+				t.Errorf("at most %d Engines were down at once, want %s", down.Max, tc.want)
+			}
+			for i := 1; i <= n; i++ {
+				if in := e.instance(fmt.Sprintf("I%02d", i)); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+					t.Errorf("instance I%02d runs without IFI after the apply: %+v", i, in)
+				}
+			}
+			if down.Now != 0 {
+				t.Errorf("%d Engines are still down after the apply", down.Now)
+			}
+		})
+	}
+}
+
+// Two resources for one instance, spelled differently (an IPv4-mapped IPv6 address,
+// the instance name in lower case), one enabling and one disabling: the plan is
+// refused, naming both, and nothing reaches the host.
+func TestCLI_twoResourcesForOneInstanceAreRefused(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	n := len(e.operations())
+	w.write(e.providerConfig(true) + fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "a" {
+  host     = %q
+  instance = "MSSQLSERVER"
+  enabled  = true
+}
+
+resource "mssqlifi_instant_file_initialization" "b" {
+  host     = "::ffff:%s"
+  instance = "mssqlserver"
+  enabled  = false
+}
+`, e.addr, e.addr))
+	for _, r := range []*tfRun{w.plan(), w.apply()} {
+		if r.Exit != 1 {
+			t.Fatalf("terraform %s: exit %d, want 1 (refused):\n%s", r.Args[0], r.Exit, r.describe())
+		}
+		d := r.wantDiag(t, "error", `^Two resources manage one SQL Server instance$`,
+			`instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`(.|\n)*Keep one resource per instance`)
+		for _, spelling := range []string{`host = "` + e.addr + `", instance = "MSSQLSERVER", enabled = true`,
+			`host = "::ffff:` + e.addr + `", instance = "mssqlserver", enabled = false`} {
+			if !strings.Contains(d.Detail, spelling) {
+				t.Errorf("the error does not name %s: %q", spelling, d.Detail)
+			}
+		}
+		if len(r.errors()) != 1 {
+			t.Errorf("%d errors, want one (for the second claimant):\n%s", len(r.errors()), r.describe())
+		}
+	}
+	if ops := e.opsSince(n); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("a refused plan changed the host: %v", ops)
+	}
+}
+
+// controlHolders reads the direct holders of the right from the simulator's control
+// API (GET /v1/hosts/{host}), as an operator would.
+func (e *accEnv) controlHolders() map[string]bool {
+	e.t.Helper()
+	resp, err := http.Get("http://" + e.sim.ControlAddr() + "/v1/hosts/" + e.name)
+	if err != nil {
+		e.t.Fatalf("control API: %v", err)
+	}
+	defer resp.Body.Close()
+	var snap host.Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil || resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("control API: status %d, %v", resp.StatusCode, err)
+	}
+	out := map[string]bool{}
+	for _, p := range snap.Rights[contract.RightManageVolume] {
+		out[strings.ToUpper(p.SID)] = true
+	}
+	return out
+}
+
+// Ten instances on one host, -parallelism=10, each apply flipping every resource
+// (half enable, half disable, alternating), 20 rounds: after every round the host
+// holds exactly the grants asked for, none lost or extra, read through the control
+// API. restart = "never" keeps it fast; the LSA changes run concurrently.
+func TestCLI_concurrentGrantsAndRevokesOnOneHost(t *testing.T) {
+	t.Parallel()
+	const n, rounds = 10, 20
+	w := newCLI(t)
+	e := startSim(t, fleetHost(n, 0, 0))
+	base := e.controlHolders() // Windows' default holders (Administrators)
+	for round := 0; round < rounds; round++ {
+		enabled := func(i int) bool { return (i+round)%2 == 0 }
+		w.write(e.providerConfig(false) + fleetConfig(e.addr, n, "never", enabled))
+		r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10", "-refresh=false")
+		if r.Exit != 0 {
+			t.Fatalf("round %d: terraform apply failed (exit %d):\n%s", round, r.Exit, r.describe())
+		}
+		got := e.controlHolders()
+		var lost, extra []string
+		for i := 1; i <= n; i++ {
+			sid := strings.ToUpper(winsid.ServiceSID(fmt.Sprintf("MSSQL$I%02d", i)))
+			if enabled(i) && !got[sid] {
+				lost = append(lost, fmt.Sprintf("I%02d", i))
+			}
+			if !enabled(i) && got[sid] {
+				extra = append(extra, fmt.Sprintf("I%02d", i))
+			}
+			delete(got, sid)
+		}
+		for sid := range got {
+			if !base[sid] {
+				extra = append(extra, sid)
+			}
+		}
+		if len(lost) > 0 || len(extra) > 0 {
+			t.Fatalf("round %d: grants lost %v, extra %v", round, lost, extra)
+		}
+	}
+}

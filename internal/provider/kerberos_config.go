@@ -1,0 +1,134 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+)
+
+// Environment variables of the Kerberos settings of the winrm block.
+const (
+	EnvWinRMKeytab   = "MSSQLIFI_WINRM_KEYTAB"
+	EnvWinRMKrb5Conf = "MSSQLIFI_WINRM_KRB5_CONF"
+	EnvWinRMRealm    = "MSSQLIFI_WINRM_REALM"
+)
+
+// kerberosModel is the winrm block's Kerberos part.
+type kerberosModel struct {
+	Keytab   types.String `tfsdk:"keytab"`
+	Krb5Conf types.String `tfsdk:"krb5_conf"`
+	Realm    types.String `tfsdk:"realm"`
+}
+
+// kerberosAttributes are the winrm block's Kerberos arguments.
+func kerberosAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"keytab": schema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: "Kerberos (`auth = \"kerberos\"` or `\"negotiate\"`): path of a keytab holding the user's keys, used when no password is set. " +
+				"Without password and keytab the provider uses the credential cache of `KRB5CCNAME` (run `kinit` first). " +
+				"Defaults to the environment variable `" + EnvWinRMKeytab + "`.",
+		},
+		"krb5_conf": schema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: "Kerberos (`auth = \"kerberos\"` or `\"negotiate\"`): path of the krb5.conf naming the realm's KDCs. Default: the environment variable `" +
+				EnvWinRMKrb5Conf + "`, then `KRB5_CONFIG`, then `/etc/krb5.conf`.",
+		},
+		"realm": schema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: "Kerberos (`auth = \"kerberos\"` or `\"negotiate\"`): the Kerberos realm (the domain's DNS name in upper case). Default: from `username` " +
+				"(`user@REALM`, or `DOMAIN\\user` matched against krb5.conf), else krb5.conf's `default_realm`. Defaults to the environment variable `" + EnvWinRMRealm + "`.",
+		},
+	}
+}
+
+// applyKerberos copies the Kerberos settings into rc, with their environment fallbacks.
+func applyKerberos(k kerberosModel, rc *remote.Config) {
+	rc.Keytab = stringOrEnv(k.Keytab, EnvWinRMKeytab)
+	rc.Krb5Conf = stringOrEnv(k.Krb5Conf, EnvWinRMKrb5Conf)
+	rc.Realm = stringOrEnv(k.Realm, EnvWinRMRealm)
+}
+
+// validateKerberos checks at plan what can be checked without a KDC: a readable
+// keytab and krb5.conf, and a KDC for the realm. With auth = "negotiate" it checks
+// what was set explicitly (a keytab, a krb5_conf, a realm), since negotiate uses NTLM
+// when Kerberos is not configured. Kerberos settings with "ntlm" or "basic" get a
+// warning, since they would be ignored.
+func validateKerberos(rc remote.Config) diag.Diagnostics {
+	var diags diag.Diagnostics
+	at := func(name string) path.Path { return path.Root("winrm").AtName(name) }
+	auth := rc.Auth
+	if auth == "" {
+		auth = remote.DefaultAuth
+	}
+	if auth != remote.AuthKerberos && auth != remote.AuthNegotiate {
+		for name, v := range map[string]string{"keytab": rc.Keytab, "krb5_conf": rc.Krb5Conf, "realm": rc.Realm} {
+			if v != "" {
+				diags.AddAttributeWarning(at(name), "Kerberos setting ignored",
+					fmt.Sprintf("winrm.%s is used only with auth = \"kerberos\" or \"negotiate\"; auth is %q.", name, auth))
+			}
+		}
+		return diags
+	}
+	if auth == remote.AuthNegotiate && rc.Keytab == "" && rc.Krb5Conf == "" && rc.Realm == "" && rc.Password != "" {
+		return diags // Kerberos only if the default krb5.conf lists the realm's KDC, else NTLM
+	}
+	if rc.Keytab != "" && rc.Password == "" {
+		if st, err := os.Stat(rc.Keytab); err != nil || st.IsDir() {
+			why := "it is a directory"
+			if err != nil {
+				why = err.Error()
+			}
+			diags.AddAttributeError(at("keytab"), "Keytab not found",
+				fmt.Sprintf("winrm.keytab %s cannot be used: %s. Give the path of a keytab with the user's keys (ktutil, or ktpass on Windows), "+
+					"or set winrm.password instead.", rc.Keytab, why))
+		}
+	}
+	confPath := krb.Krb5ConfPath(rc.Krb5Conf)
+	conf, err := krb.LoadKrb5Conf(confPath)
+	if err != nil {
+		why := ""
+		if auth == remote.AuthNegotiate && rc.Password == "" && rc.Keytab == "" {
+			why = " Without a password (winrm.password or " + EnvWinRMPassword + ") negotiate logs on with Kerberos from the credential cache, which needs it."
+		}
+		diags.AddAttributeError(at("krb5_conf"), "Unreadable krb5.conf",
+			fmt.Sprintf("The Kerberos configuration %s cannot be used: %v. Set winrm.krb5_conf (or %s, or KRB5_CONFIG) to a readable krb5.conf that names the realm's KDCs.%s",
+				confPath, errText(err), EnvWinRMKrb5Conf, why))
+		return diags
+	}
+	if auth == remote.AuthNegotiate && rc.Password != "" && rc.Keytab == "" && rc.Realm == "" {
+		return diags // negotiate: NTLM when krb5.conf lists no KDC for the user's realm
+	}
+	if rc.Username == "" && rc.Password == "" && rc.Keytab == "" {
+		return diags // the credential cache names the realm; checked at the first logon
+	}
+	_, realm := krb.SplitPrincipal(rc.Username, conf)
+	attr := "username"
+	if rc.Realm != "" {
+		realm, attr = strings.ToUpper(rc.Realm), "realm"
+	}
+	if realm == "" {
+		diags.AddAttributeError(at("username"), "No Kerberos realm",
+			fmt.Sprintf("winrm.username %q names no realm and %s has no default_realm. Write it user@REALM (the domain's DNS name in upper case) or set winrm.realm.", rc.Username, confPath))
+		return diags
+	}
+	if !conf.LibDefaults.DNSLookupKDC && len(krb.RealmKDCs(conf, realm)) == 0 {
+		diags.AddAttributeError(at(attr), "Realm without KDC",
+			fmt.Sprintf("The realm %s (from winrm.%s) has no KDC in %s and dns_lookup_kdc is off. Add [realms] %s = { kdc = <domain controller> } to it, or set dns_lookup_kdc = true.",
+				realm, attr, confPath, realm))
+	}
+	return diags
+}
+
+// errText is an error's message without the package prefix.
+func errText(err error) string {
+	return strings.TrimPrefix(err.Error(), "kerberos: ")
+}

@@ -1,0 +1,234 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/masterzen/winrm"
+	"github.com/masterzen/winrm/soap"
+)
+
+// The WinRS exchange of one operation, written for the fewest round trips on one
+// connection (docs/design/winrm-stdin-and-cost-model.md):
+//
+//	Create (the NTLM or Kerberos handshake rides on it) → Command (WINRS_CONSOLEMODE_STDIN=FALSE)
+//	→ Send (all of stdin, End="true") → Receive until Done → Delete
+//
+// Every request goes out only after the previous answer, so one connection carries
+// them all, and ctx bounds each. No Signal follows a command that reported Done: the
+// Delete of the shell releases it. masterzen's message builders and parsers are used;
+// its RunWithContextWithInput is not, since it sends stdin while it polls (a second
+// connection), ends stdin in a separate Send and signals an exited command.
+
+// session is what one operation uses at a time: its own transport (so its own
+// connections), with the host's shared TLS session cache.
+type session struct {
+	t      *transport
+	url    string
+	params *winrm.Parameters
+}
+
+func newSession(ep *winrm.Endpoint, params *winrm.Parameters, cfg Config, auth string, sessions tls.ClientSessionCache, kl *krbLogon) (*session, error) {
+	t := newSecureTransport(cfg, auth)
+	t.sessions = sessions
+	t.krb = kl
+	if err := t.Transport(ep); err != nil {
+		return nil, err
+	}
+	return &session{t: t, url: t.url.String(), params: params}, nil
+}
+
+// cleanupTimeout bounds the Delete that releases a shell after a failed or cancelled
+// operation (it runs in the background).
+const cleanupTimeout = 30 * time.Second
+
+// run executes command with args in a new shell, sends stdin whole with
+// end-of-input, and collects the output until the command is done. consoleStdin
+// chooses WINRS_CONSOLEMODE_STDIN (false: a pipe, whose end the command sees).
+// done is called once the session is free again (after a background cleanup, if any).
+func (s *session) run(ctx context.Context, command string, args []string, stdin []byte, consoleStdin bool, done func()) runOutcome {
+	var stdout, stderr bytes.Buffer
+	fail := func(err error) runOutcome {
+		return runOutcome{exitCode: -1, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	}
+	resp, err := s.post(ctx, winrm.NewOpenShellRequest(s.url, s.params))
+	if err != nil {
+		done()
+		return fail(err)
+	}
+	shellID, err := winrm.ParseOpenShellResponse(resp)
+	if err != nil {
+		done()
+		return fail(err)
+	}
+	// From here a failure leaves a shell on the host: delete it in the background,
+	// within its own deadline, and answer at once.
+	abort := func(err error) runOutcome {
+		go func() {
+			cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			_, _ = s.post(cctx, winrm.NewDeleteShellRequest(s.url, shellID, s.params))
+			done()
+		}()
+		return fail(err)
+	}
+	resp, err = s.post(ctx, s.commandRequest(shellID, command, args, consoleStdin))
+	if err != nil {
+		return abort(err)
+	}
+	commandID, err := winrm.ParseExecuteCommandResponse(resp)
+	if err != nil {
+		return abort(err)
+	}
+	for _, chunk := range s.stdinChunks(stdin) {
+		if _, err := s.post(ctx, winrm.NewSendInputRequest(s.url, shellID, commandID, chunk.data, chunk.last, s.params)); err != nil {
+			return abort(err)
+		}
+	}
+	exitCode := 0
+	for {
+		resp, err := s.post(ctx, winrm.NewGetOutputRequest(s.url, shellID, commandID, "stdout stderr", s.params))
+		if err != nil {
+			if isOperationTimeout(err) {
+				continue // no output within the long poll: ask again
+			}
+			return abort(err)
+		}
+		finished, code, err := winrm.ParseSlurpOutputErrResponse(resp, &stdout, &stderr)
+		if err != nil {
+			return abort(err)
+		}
+		if finished {
+			exitCode = code
+			break
+		}
+	}
+	// The command is done: deleting the shell is the last request. Its failure
+	// does not change the outcome, but the connection is not trusted again.
+	if _, err := s.post(ctx, winrm.NewDeleteShellRequest(s.url, shellID, s.params)); err != nil && ctx.Err() == nil {
+		s.t.closeIdle()
+	}
+	done()
+	return runOutcome{exitCode: exitCode, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+}
+
+// commandRequest is masterzen's Command message with the stdin mode chosen:
+// WINRS_CONSOLEMODE_STDIN=FALSE gives the command a pipe as stdin, whose end it sees
+// (Ansible's winrm connection does the same when it sends stdin).
+func (s *session) commandRequest(shellID, command string, args []string, consoleStdin bool) *soap.SoapMessage {
+	mode := "FALSE"
+	if consoleStdin {
+		mode = "TRUE"
+	}
+	message := soap.NewMessage()
+	message.Header().
+		To(s.url).
+		ReplyTo("http://schemas.xmlsoap.org/ws/2004/08/addressing/role/anonymous").
+		MaxEnvelopeSize(s.params.EnvelopeSize).
+		Id(newMessageID()).
+		Locale(s.params.Locale).
+		Timeout(s.params.Timeout).
+		Action("http://schemas.microsoft.com/wbem/wsman/1/windows/shell/Command").
+		ResourceURI("http://schemas.microsoft.com/wbem/wsman/1/windows/shell/cmd").
+		ShellId(shellID).
+		AddOption(soap.NewHeaderOption("WINRS_CONSOLEMODE_STDIN", mode)).
+		AddOption(soap.NewHeaderOption("WINRS_SKIP_CMD_SHELL", "FALSE")).
+		Build()
+	body := message.CreateBodyElement("CommandLine", soap.DOM_NS_WIN_SHELL)
+	message.CreateElement(body, "Command", soap.DOM_NS_WIN_SHELL).SetContent("<![CDATA[" + command + "]]>")
+	for _, arg := range args {
+		message.CreateElement(body, "Arguments", soap.DOM_NS_WIN_SHELL).SetContent("<![CDATA[" + arg + "]]>")
+	}
+	return message
+}
+
+type stdinChunk struct {
+	data []byte
+	last bool
+}
+
+// stdinChunks splits stdin into Sends whose base64 fits the envelope size; the last
+// carries End="true". An operation's input (about 30 KB) is one Send.
+func (s *session) stdinChunks(stdin []byte) []stdinChunk {
+	limit := max((s.params.EnvelopeSize-4096)*3/4, 1024)
+	var chunks []stdinChunk
+	for len(stdin) > limit {
+		chunks = append(chunks, stdinChunk{data: stdin[:limit]})
+		stdin = stdin[limit:]
+	}
+	return append(chunks, stdinChunk{data: stdin, last: true})
+}
+
+// post sends one message on the session's transport within ctx: a deadline or a
+// cancellation closes the connection at once and answers ctx's error.
+func (s *session) post(ctx context.Context, msg *soap.SoapMessage) (string, error) {
+	body := []byte(msg.String())
+	msg.Free()
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := s.t.mayPost(); err != nil {
+		return "", err
+	}
+	c, err := s.t.get()
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", s.t.fail(err)
+	}
+	stop := context.AfterFunc(ctx, c.close)
+	resp, err := s.t.exchange(c, body)
+	if !stop() {
+		// ctx ended during the exchange and closed the connection.
+		return "", ctx.Err()
+	}
+	if err != nil {
+		c.close()
+		return "", s.t.fail(err)
+	}
+	if resp.close {
+		c.close()
+	} else {
+		s.t.put(c)
+	}
+	return s.t.answer(resp)
+}
+
+// isOperationTimeout reports the WS-Management TimedOut fault a Receive answers when
+// the command wrote nothing within the OperationTimeout (MS-WSMV 3.1.4.14): the
+// client polls again.
+func isOperationTimeout(err error) bool {
+	var se *httpStatusError
+	if !errors.As(err, &se) || !se.SOAP {
+		return false
+	}
+	return strings.Contains(se.Body, "2150858793") || strings.Contains(se.Body, "w:TimedOut") || strings.Contains(se.Body, "OperationTimeout")
+}
+
+// newMessageID is a WS-Addressing MessageID: "uuid:" and a random (version 4) UUID.
+func newMessageID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return "uuid:" + strings.ToUpper(h[0:8]+"-"+h[8:12]+"-"+h[12:16]+"-"+h[16:20]+"-"+h[20:])
+}
+
+// closeIdle closes the transport's pooled connections.
+func (t *transport) closeIdle() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}

@@ -1,0 +1,147 @@
+package remote
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// startSim runs one simulated host (sql01) and returns the simulator.
+func startSim(t *testing.T) *winsim.Sim {
+	t.Helper()
+	sim, err := winsim.Start(&winsim.Config{Hosts: []host.HostConfig{simConfig()}}, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("winsim.Start: %v", err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim
+}
+
+func stats(t *testing.T, sim *winsim.Sim) winsim.HostStats {
+	t.Helper()
+	st, err := sim.Stats("sql01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func diff(a, b winsim.HostStats) winsim.HostStats {
+	return winsim.HostStats{
+		WinRMConnections: b.WinRMConnections - a.WinRMConnections, WinRMRequests: b.WinRMRequests - a.WinRMRequests,
+		TLSHandshakes: b.TLSHandshakes - a.TLSHandshakes, TLSResumed: b.TLSResumed - a.TLSResumed,
+		NTLMHandshakes: b.NTLMHandshakes - a.NTLMHandshakes, PowerShellProcesses: b.PowerShellProcesses - a.PowerShellProcesses,
+		WinRMSignals: b.WinRMSignals - a.WinRMSignals,
+	}
+}
+
+// A refresh's read_instance, as a fresh provider process makes it, costs the
+// protocol's minimum: one connection with one TLS and one NTLM handshake, and at most
+// six HTTP requests (the NTLM leg, Create, Command, one Send with the end of input,
+// Receive, Delete; no second connection, no separate end-of-input, no Signal). A
+// second operation to the same host on a new connection resumes the TLS session.
+func TestRefreshUsesOneConnectionAndAtMostSixRequests(t *testing.T) {
+	sim := startSim(t)
+	info := sim.Info().Hosts[0]
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, info.WinRMHTTPS), HTTPS: true, CACert: sim.CACertPEM(), TLSServerName: "sql01",
+		Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p := contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}
+	before := stats(t, sim)
+	if r, err := h.ReadInstance(ctx, p); err != nil || !r.Found {
+		t.Fatalf("read_instance = %+v, %v", r, err)
+	}
+	d := diff(before, stats(t, sim))
+	if d.WinRMConnections != 1 || d.TLSHandshakes != 1 || d.NTLMHandshakes != 1 || d.PowerShellProcesses != 1 {
+		t.Errorf("one read_instance: %d connections, %d TLS and %d NTLM handshakes, %d PowerShell processes; want 1 of each",
+			d.WinRMConnections, d.TLSHandshakes, d.NTLMHandshakes, d.PowerShellProcesses)
+	}
+	if d.WinRMRequests > 6 {
+		t.Errorf("one read_instance took %d HTTP requests, want at most 6", d.WinRMRequests)
+	}
+	if d.WinRMSignals != 0 {
+		t.Errorf("the host saw %d Signal requests after a command that had exited, want none", d.WinRMSignals)
+	}
+	t.Logf("one read_instance: %+v", d)
+
+	// A new connection to the same host (the idle one dropped) resumes TLS.
+	for _, s := range h.(*winrmHost).idle {
+		s.t.closeIdle()
+	}
+	before = stats(t, sim)
+	if _, err := h.ReadInstance(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	d = diff(before, stats(t, sim))
+	if d.WinRMConnections != 1 || d.TLSResumed != 1 || d.TLSHandshakes != 0 {
+		t.Errorf("second read_instance on a new connection: %d connections, %d full and %d resumed TLS handshakes; want 1, 0, 1",
+			d.WinRMConnections, d.TLSHandshakes, d.TLSResumed)
+	}
+}
+
+// On Windows a console-mode stdin (WINRS_CONSOLEMODE_STDIN=TRUE, what masterzen and
+// pywinrm send by default) never reports end-of-input. The bootstrap of 0.1.0 read
+// stdin to its end, so there it hangs until the operation times out; the framed
+// bootstrap does not wait for the end, in either mode. In pipe mode the end arrives,
+// so the old bootstrap finished there.
+func TestOldBootstrapHangsInConsoleModeAndTheFramedOneDoesNot(t *testing.T) {
+	s := newSimHost(t, simConfig())
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := h.(*winrmHost)
+	params := contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}
+	framed, err := contract.EncodeInput(contract.OpReadInstance, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, _ := contract.Script(contract.OpReadInstance)
+	js, _ := json.Marshal(params)
+	unframed := []byte(base64.StdEncoding.EncodeToString(js) + "\n" + script)
+	oldArgs := slices.Concat(contract.CommandArgs()[:5], []string{contract.EncodeCommand(host.UnframedBootstrap())})
+
+	run := func(args []string, stdin []byte, console bool, timeout time.Duration) runOutcome {
+		t.Helper()
+		sess, err := wh.borrow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return sess.run(ctx, contract.Shell, args, stdin, console, func() {})
+	}
+	found := func(out runOutcome) bool {
+		var r contract.ReadInstanceResult
+		return out.err == nil && out.exitCode == 0 && json.Unmarshal(out.stdout, &r) == nil && r.Found
+	}
+
+	begin := time.Now()
+	out := run(oldArgs, unframed, true, 2*time.Second)
+	if !errors.Is(out.err, context.DeadlineExceeded) {
+		t.Fatalf("old bootstrap, console-mode stdin: %+v (stderr %s); want it to hang until the operation's deadline", out, out.stderr)
+	}
+	if d := time.Since(begin); d < 2*time.Second {
+		t.Fatalf("old bootstrap, console mode: ended after %v, before the deadline", d)
+	}
+	if out := run(contract.CommandArgs(), framed, true, 20*time.Second); !found(out) {
+		t.Fatalf("framed bootstrap, console-mode stdin: %+v (stdout %s, stderr %s)", out, out.stdout, out.stderr)
+	}
+	if out := run(oldArgs, unframed, false, 20*time.Second); !found(out) {
+		t.Fatalf("old bootstrap, pipe-mode stdin: %+v (stdout %s, stderr %s); pipe mode delivers end-of-input", out, out.stdout, out.stderr)
+	}
+	if out := run(contract.CommandArgs(), framed, false, 20*time.Second); !found(out) {
+		t.Fatalf("framed bootstrap, pipe-mode stdin: %+v (stdout %s, stderr %s)", out, out.stdout, out.stderr)
+	}
+}

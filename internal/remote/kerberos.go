@@ -1,0 +1,237 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+)
+
+// Kerberos is a mode of our transport (transport.go), not a transport of its own:
+// each connection logs on with its own security context (an AP-REQ in "Authorization:
+// Negotiate" on an empty POST), checks the host's AP-REP before anything else leaves
+// (mutual authentication), and over HTTP seals every message with that context in
+// MS-WSMV's framing (encryption.go), as pywinrm does.
+//
+// Which logon "negotiate" uses, as Windows clients do (docs: "Authentication"):
+//   - a keytab: Kerberos;
+//   - a password: Kerberos when the user's realm is explicit (user@REALM, DOMAIN\user
+//     or Realm; never krb5.conf's default_realm, which Debian sets to ATHENA.MIT.EDU
+//     and which would send a local account's name to a stranger's KDC) and
+//     krb5.conf (krb5_conf, KRB5_CONFIG or /etc/krb5.conf) is readable and lists a
+//     KDC for it, else NTLM; and when the KDC
+//     then cannot be reached, or knows neither the user nor the host's SPN, NTLM for
+//     the rest of the host's operations (the fallback happens before anything is
+//     sent to the host);
+//   - neither: Kerberos from the credential cache (KRB5CCNAME), which must hold a
+//     ticket-granting ticket of the user (NTLM would need a password).
+//
+// Other Kerberos failures (wrong password, clock skew, expired ticket, a host that
+// refuses the ticket or does not prove itself) end the operation with their cause:
+// falling back to NTLM after them would hide the cause, or hand an NTLM logon to a
+// host that failed mutual authentication.
+
+// krbLogon is a host's Kerberos logon, shared by all its sessions; each connection
+// gets its own context from it.
+type krbLogon struct {
+	client *krb.Client
+	spn    string
+	// negotiate: auth "negotiate" with a password, which may fall back to NTLM.
+	negotiate bool
+
+	ntlm atomic.Bool // negotiate fell back to NTLM for this host
+	mu   sync.Mutex
+	why  string // the Kerberos failure that made it fall back
+}
+
+// kerberosWanted says whether cfg (after SetDefaults and Validate) logs on with
+// Kerberos at first; an error is a Kerberos configuration that cannot work.
+func kerberosWanted(cfg Config) (bool, error) {
+	switch {
+	case cfg.Auth == AuthKerberos:
+		return true, nil
+	case cfg.Auth != AuthNegotiate:
+		return false, nil
+	case cfg.Keytab != "" || cfg.Password == "":
+		return true, nil
+	}
+	conf, err := krb.LoadKrb5Conf(krb.Krb5ConfPath(cfg.Krb5Conf))
+	if err != nil {
+		if cfg.Krb5Conf != "" {
+			return false, err // named explicitly: it must be usable
+		}
+		return false, nil
+	}
+	if cfg.Realm == "" && !strings.ContainsAny(cfg.Username, `@\`) {
+		return false, nil // a bare user name: no realm of its own
+	}
+	_, realm := krb.SplitPrincipal(cfg.Username, conf)
+	if cfg.Realm != "" {
+		realm = strings.ToUpper(cfg.Realm)
+	}
+	return realm != "" && len(krb.RealmKDCs(conf, realm)) > 0, nil
+}
+
+// newKrbLogon prepares cfg's Kerberos logon (reading krb5.conf, the keytab or the
+// credential cache; no KDC is contacted yet), or returns nil when cfg uses NTLM or
+// Basic. The error is a *ConfigError naming the setting.
+func newKrbLogon(cfg Config, now func() time.Time) (*krbLogon, error) {
+	want, err := kerberosWanted(cfg)
+	if err == nil && want {
+		var c *krb.Client
+		c, err = krb.New(krb.Config{Username: cfg.Username, Password: cfg.Password, Keytab: cfg.Keytab,
+			Krb5Conf: cfg.Krb5Conf, Realm: cfg.Realm, Now: now})
+		if err == nil {
+			spn := cfg.SPN
+			if spn == "" {
+				spn = DefaultSPN(cfg.Host)
+			}
+			return &krbLogon{client: c, spn: spn, negotiate: cfg.Auth == AuthNegotiate && cfg.Password != ""}, nil
+		}
+	}
+	if err == nil {
+		return nil, nil
+	}
+	return nil, &ConfigError{Setting: kerberosSetting(cfg, err), Err: fmt.Errorf("%w: %w", ErrKerberosConfig, err)}
+}
+
+// kerberosSetting is the setting a Kerberos configuration error is about.
+func kerberosSetting(cfg Config, err error) Setting {
+	var ke *krb.Error
+	if !errors.As(err, &ke) {
+		return SettingKrb5Conf
+	}
+	switch ke.Part {
+	case krb.PartKeytab:
+		return SettingKeytab
+	case krb.PartCCache:
+		return SettingPassword
+	case krb.PartRealm:
+		if cfg.Realm != "" {
+			return SettingRealm
+		}
+		return SettingUsername
+	}
+	return SettingKrb5Conf
+}
+
+// use says whether connections log on with Kerberos (not after a fallback).
+func (k *krbLogon) use() bool { return k != nil && !k.ntlm.Load() }
+
+// fallBack records that no ticket can be had and NTLM takes over, if err allows it
+// (auth "negotiate" with a password, and a KDC that cannot be reached or knows
+// neither the user nor the SPN).
+func (k *krbLogon) fallBack(err error) bool {
+	if !k.negotiate || !(errors.Is(err, krb.ErrKDCUnreachable) || errors.Is(err, krb.ErrUnknownSPN) || errors.Is(err, krb.ErrUnknownUser)) {
+		return false
+	}
+	k.mu.Lock()
+	k.why = strings.TrimPrefix(err.Error(), "kerberos: ")
+	k.mu.Unlock()
+	k.ntlm.Store(true)
+	return true
+}
+
+// fellBack is why negotiate uses NTLM for this host, or "".
+func (k *krbLogon) fellBack() string {
+	if k == nil || !k.ntlm.Load() {
+		return ""
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.why
+}
+
+// krbHandshake logs c on with a new Kerberos context: the AP-REQ (with the TLS
+// channel's bindings over HTTPS) on an empty POST, then the host's AP-REP, which must
+// verify before any message is sent. Over HTTP the context then seals every message.
+func (t *transport) krbHandshake(c *conn) error {
+	k := t.krb
+	x, token, err := k.client.InitSecContext(context.Background(), k.spn, krb.SPNEGO, c.binding)
+	if err != nil {
+		return err
+	}
+	resp, err := t.roundTrip(c, nil, "", negotiateHeader(token))
+	if err != nil {
+		return err
+	}
+	reply, _ := negotiateToken(resp.header.Values("WWW-Authenticate"))
+	if reply != nil {
+		if err := x.VerifyReply(reply); err != nil {
+			return err
+		}
+	}
+	switch {
+	case resp.status == http.StatusUnauthorized:
+		return &krb.Error{Kind: krb.KindRefused, Principal: k.client.Principal(), SPN: k.spn,
+			Message: fmt.Sprintf("%s refused the Kerberos logon of %s for %s (HTTP 401, it offers %s)",
+				t.addr, k.client.Principal(), k.spn, strings.Join(resp.header.Values("WWW-Authenticate"), ", ")),
+			Hint: "Check that Kerberos is enabled on the WinRM service (winrm get winrm/config/service/auth), that the user is a local Administrator of the host, and that the SPN is the host's"}
+	case resp.status != http.StatusOK:
+		return &httpStatusError{Status: resp.status, Body: string(resp.body), SOAP: strings.Contains(resp.header.Get("Content-Type"), "application/soap+xml")}
+	case reply == nil || !x.Established():
+		return &krb.Error{Kind: krb.KindMutualAuth, Principal: k.client.Principal(), SPN: k.spn,
+			Message: fmt.Sprintf("%s accepted the Kerberos logon without proving it holds the key of %s (no AP-REP), so nothing was sent to it", t.addr, k.spn),
+			Hint:    "Do not trust this host: a genuine Windows host always answers with an AP-REP"}
+	case resp.close:
+		return errors.New("the server closed the connection right after the Kerberos logon, before the first message could be sent")
+	}
+	c.authed = true
+	if t.encrypt {
+		c.seal = krbSealer{x}
+	}
+	return nil
+}
+
+// krbSealer seals with a Kerberos context: RFC 4121 wrap tokens in MS-WSMV's framing,
+// with the protocol pywinrm and Windows use for Kerberos inside Negotiate.
+type krbSealer struct{ x *krb.Context }
+
+func (k krbSealer) Protocol() string                          { return protocolSPNEGO }
+func (k krbSealer) Wrap(plain []byte) ([]byte, []byte, error) { return k.x.Seal(plain) }
+func (k krbSealer) Unwrap(header, sealed []byte) ([]byte, error) {
+	return k.x.Unseal(header, sealed)
+}
+
+// classifyKerberos turns a Kerberos failure into an *Error that keeps its cause (KDC
+// unreachable, clock skew, unknown SPN, expired ticket, channel bindings, no mutual
+// authentication) instead of a generic authentication failure; nil when err is not
+// one. The krb sentinels stay reachable with errors.Is.
+func (h *winrmHost) classifyKerberos(err error) *Error {
+	var ke *krb.Error
+	if !errors.As(err, &ke) {
+		if errors.Is(err, krb.ErrWrap) {
+			e := h.newError("", KindProtocol)
+			e.Err = err
+			e.Message = "a Kerberos-sealed WinRM message from " + net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port)) + " could not be unsealed: " + rootCause(err)
+			e.Hint = "Something between this machine and the host changed or replayed the message, or the host lost the connection's context; try again"
+			return e
+		}
+		return nil
+	}
+	e := h.newError("", KindAuth)
+	e.Err, e.Message, e.Hint = err, "Kerberos: "+ke.Message, ke.Hint
+	switch ke.Kind {
+	case krb.KindKDCUnreachable:
+		e.Kind, e.Setting = KindUnreachable, SettingKrb5Conf
+	case krb.KindConfig:
+		e.Kind, e.Setting = KindConfig, kerberosSetting(h.cfg, err)
+	case krb.KindWrongPassword, krb.KindExpired:
+		e.Setting = SettingPassword
+	case krb.KindUnknownUser:
+		e.Setting = SettingUsername
+	case krb.KindUnknownSPN, krb.KindRefused:
+		e.Setting = SettingSPN
+	case krb.KindBindings:
+		e.Setting = SettingHTTPS
+	}
+	return e
+}

@@ -1,0 +1,299 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
+)
+
+const (
+	krbSPN  = "HTTP/sql01.mssqlifi.test"
+	krbUser = "dba"
+	krbPass = "Dba-Secret-1"
+)
+
+// krbSim is a KDC and a domain host that accepts Kerberos with its keytab; the
+// host is reached at 127.0.0.1, so the SPN must be given (as for a host reached
+// by IP address).
+func krbSim(t *testing.T) (*kdc.KDC, *simHost) {
+	t.Helper()
+	k := kdc.Start(t, kdc.Options{})
+	k.AddUser(t, krbUser, krbPass)
+	kt := k.AddService(t, krbSPN)
+	no := false
+	s := newSimHost(t, host.HostConfig{
+		Name: "sql01", Address: "127.0.0.1", Domain: "MSSQLIFI",
+		WinRM: host.WinRMConfig{Basic: &no, Kerberos: &host.KerberosConfig{Realm: k.Realm, Keytab: kt},
+			Users: []host.UserConfig{{Name: `MSSQLIFI\` + krbUser, Password: krbPass}}},
+		Instances: []host.InstanceConfig{{Name: "MSSQLSERVER"}},
+	})
+	return k, s
+}
+
+func readMSSQLSERVER(h Host) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if err == nil && !r.Found {
+		return errors.New("instance not found")
+	}
+	return err
+}
+
+// auth = "kerberos" with a password, a keytab and a credential cache each runs
+// read_instance on a domain host.
+func TestKerberosAuthSources(t *testing.T) {
+	k, s := krbSim(t)
+	base := Config{Host: "127.0.0.1", Port: s.port, Auth: "kerberos", SPN: krbSPN, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second}
+	withPassword := base
+	withPassword.Username, withPassword.Password = krbUser+"@"+k.Realm, krbPass
+	withKeytab := base
+	withKeytab.Username, withKeytab.Keytab = `MSSQLIFI\`+krbUser, k.UserKeytab(t, krbUser)
+	cases := map[string]Config{"password": withPassword, "keytab": withKeytab}
+	if _, err := exec.LookPath("kinit"); err == nil {
+		cc := filepath.Join(t.TempDir(), "cc")
+		kinit := exec.Command("kinit", krbUser+"@"+k.Realm)
+		kinit.Env = append(k.Env(), "KRB5CCNAME=FILE:"+cc)
+		kinit.Stdin = strings.NewReader(krbPass + "\n")
+		if out, err := kinit.CombinedOutput(); err != nil {
+			t.Fatalf("kinit: %v\n%s", err, out)
+		}
+		t.Setenv("KRB5CCNAME", "FILE:"+cc)
+		cases["ccache"] = base
+	} else {
+		t.Log("kinit not installed (krb5-user): the credential cache case is not run")
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			h, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := readMSSQLSERVER(h); err != nil {
+				t.Fatalf("read_instance over Kerberos (%s): %v", name, err)
+			}
+		})
+	}
+}
+
+// Without spn, a host reached by IP address gets HTTP/127.0.0.1, which no
+// account has: the error names the unknown SPN and the spn argument.
+func TestKerberosUnknownSPNNamed(t *testing.T) {
+	k, s := krbSim(t)
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "kerberos", Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != KindAuth || !errors.Is(err, krb.ErrUnknownSPN) ||
+		!strings.Contains(err.Error(), "HTTP/127.0.0.1") || re.Setting != SettingSPN {
+		t.Fatalf("read_instance with the default SPN of an IP address: %v\nwant a KindAuth error naming HTTP/127.0.0.1, setting SPN", err)
+	}
+}
+
+// The KDC is down: the error says the KDC cannot be reached (KindUnreachable),
+// not that the password is wrong.
+func TestKerberosKDCUnreachableNamed(t *testing.T) {
+	k, s := krbSim(t)
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "kerberos", SPN: krbSPN, Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Stop(t)
+	err = readMSSQLSERVER(h)
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != KindUnreachable || !strings.Contains(err.Error(), k.Addr) || strings.Contains(err.Error(), "password") {
+		t.Fatalf("read_instance with the KDC stopped: %v\nwant KindUnreachable naming %s", err, k.Addr)
+	}
+}
+
+// krbSimTLS is krbSim with the host's HTTPS listener and CbtHardeningLevel level;
+// it returns the simulator (for its CA) and the HTTPS port.
+func krbSimTLS(t *testing.T, level string) (*kdc.KDC, *winsim.Sim, int) {
+	t.Helper()
+	k := kdc.Start(t, kdc.Options{})
+	k.AddUser(t, krbUser, krbPass)
+	kt := k.AddService(t, krbSPN)
+	sim, err := winsim.Start(&winsim.Config{Hosts: []host.HostConfig{{
+		Name: "sql01", Address: "127.0.0.1", Domain: "MSSQLIFI",
+		WinRM: host.WinRMConfig{CBTHardeningLevel: level, Kerberos: &host.KerberosConfig{Realm: k.Realm, Keytab: kt},
+			Users: []host.UserConfig{{Name: `MSSQLIFI\` + krbUser, Password: krbPass}}},
+		Instances: []host.InstanceConfig{{Name: "MSSQLSERVER"}},
+	}}}, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	return k, sim, portOf(t, sim.Info().Hosts[0].WinRMHTTPS)
+}
+
+// Over HTTPS the authenticator carries the TLS channel bindings: a host with
+// CbtHardeningLevel Strict, which refuses a logon without them, accepts it.
+func TestKerberosOverHTTPSSendsChannelBindings(t *testing.T) {
+	k, sim, port := krbSimTLS(t, "strict")
+	h, err := New(Config{Host: "127.0.0.1", Port: port, HTTPS: true, CACert: sim.CACertPEM(), Auth: AuthKerberos, SPN: krbSPN,
+		Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readMSSQLSERVER(h); err != nil {
+		t.Fatalf("read_instance over HTTPS with Kerberos against CbtHardeningLevel Strict: %v", err)
+	}
+}
+
+// A TLS-terminating proxy between the provider and the host: the channel bindings
+// the provider sends are those of the proxy's certificate, and the host refuses
+// the logon; the error names the channel bindings (not the password) and the
+// HTTPS setting.
+func TestKerberosCBTMismatchNamed(t *testing.T) {
+	k, _, port := krbSimTLS(t, "relaxed")
+	caPEM, cert := certs.ForLoopback(t, "localhost")
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			down, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer down.Close()
+				up, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test's interception proxy
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, down) }()
+				_, _ = io.Copy(down, up)
+			}()
+		}
+	}()
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, l.Addr().String()), HTTPS: true, CACert: caPEM, Auth: AuthKerberos, SPN: krbSPN,
+		Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	var re *Error
+	if !errors.As(err, &re) || re.Kind != KindAuth || re.Setting != SettingHTTPS || !errors.Is(err, krb.ErrBindings) ||
+		!strings.Contains(err.Error(), "channel bindings") || strings.Contains(err.Error(), "password") {
+		t.Fatalf("read_instance through a TLS-intercepting proxy: %v\nwant KindAuth, setting HTTPS, ErrBindings, naming the channel bindings", err)
+	}
+}
+
+// The clock of this machine is 10 minutes ahead of the host's: the error names the
+// clock skew, not the password.
+func TestKerberosClockSkewNamedThroughRemote(t *testing.T) {
+	k, s := krbSim(t)
+	kerberosClock = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	t.Cleanup(func() { kerberosClock = nil })
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: AuthKerberos, SPN: krbSPN, Username: krbUser + "@" + k.Realm, Password: krbPass,
+		Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	if !errors.Is(err, krb.ErrClockSkew) || !strings.Contains(err.Error(), "clock") || strings.Contains(err.Error(), "password") {
+		t.Fatalf("read_instance with a 10-minute skew: %v\nwant ErrClockSkew naming the clock", err)
+	}
+}
+
+// A host that takes the Kerberos logon without answering an AP-REP (an impostor
+// that cannot decrypt the ticket) never gets a message: the transport refuses it
+// for want of mutual authentication.
+func TestKerberosRefusesHostWithoutAPRep(t *testing.T) {
+	k, _ := krbSim(t)
+	var bodies, logons atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if len(b) > 0 {
+			bodies.Add(1)
+		}
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Negotiate ") {
+			logons.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, strings.TrimPrefix(srv.URL, "http://")), Auth: AuthKerberos, SPN: krbSPN,
+		Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = readMSSQLSERVER(h)
+	if !errors.Is(err, krb.ErrMutualAuth) || !strings.Contains(err.Error(), "AP-REP") {
+		t.Fatalf("read_instance against a host without AP-REP: %v, want ErrMutualAuth", err)
+	}
+	if logons.Load() == 0 || bodies.Load() != 0 {
+		t.Fatalf("the impostor got %d logons and %d message bodies; want a logon and no body", logons.Load(), bodies.Load())
+	}
+}
+
+// krb's channel bindings hash is NTLM's MsvAvChannelBindings for the same data.
+func TestKerberosBindingsHashIsNTLMs(t *testing.T) {
+	data := []byte("tls-server-end-point:0123456789abcdef0123456789abcdef")
+	if a, b := krb.BindingsHash(data), ntlmauth.ChannelBindingsHash(data); !bytes.Equal(a, b) {
+		t.Fatalf("krb.BindingsHash = %x, ntlmauth.ChannelBindingsHash = %x", a, b)
+	}
+}
+
+// When negotiate tries Kerberos (docs: "Authentication and transport security").
+func TestKerberosWanted(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = CONTOSO.COM\n[realms]\n CONTOSO.COM = {\n  kdc = 127.0.0.1:88\n }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5_CONFIG", filepath.Join(dir, "absent.conf"))
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want bool
+		err  bool
+	}{
+		{"kerberos", Config{Auth: AuthKerberos, Username: "u", Password: "p"}, true, false},
+		{"ntlm", Config{Auth: AuthNTLM, Username: `CONTOSO\u`, Password: "p", Krb5Conf: conf}, false, false},
+		{"negotiate with a keytab", Config{Auth: AuthNegotiate, Username: "u", Keytab: "k"}, true, false},
+		{"negotiate without password: the credential cache", Config{Auth: AuthNegotiate}, true, false},
+		{"DOMAIN\\user in a listed realm", Config{Auth: AuthNegotiate, Username: `CONTOSO\u`, Password: "p", Krb5Conf: conf}, true, false},
+		{"user@REALM listed", Config{Auth: AuthNegotiate, Username: "u@contoso.com", Password: "p", Krb5Conf: conf}, true, false},
+		{"realm argument listed", Config{Auth: AuthNegotiate, Username: "u", Realm: "contoso.com", Password: "p", Krb5Conf: conf}, true, false},
+		{"bare user: never default_realm", Config{Auth: AuthNegotiate, Username: "Administrator", Password: "p", Krb5Conf: conf}, false, false},
+		{"local account HOST\\user", Config{Auth: AuthNegotiate, Username: `SQL01\Administrator`, Password: "p", Krb5Conf: conf}, false, false},
+		{"realm without KDC", Config{Auth: AuthNegotiate, Username: "u@OTHER.TEST", Password: "p", Krb5Conf: conf}, false, false},
+		{"no krb5.conf at the default places", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p"}, false, false},
+		{"named krb5.conf missing", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p", Krb5Conf: filepath.Join(dir, "nope")}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := kerberosWanted(tc.cfg)
+			if got != tc.want || (err != nil) != tc.err {
+				t.Fatalf("kerberosWanted(%+v) = %v, %v; want %v, error %v", tc.cfg, got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

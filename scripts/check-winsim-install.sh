@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# check-winsim-install.sh: proves that module authors can install the simulator with
+#   go install github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/cmd/winsim@VERSION
+# from outside this module, although its package path has internal/ in it (Go's
+# internal rule restricts imports, not the main package named on the command line).
+# It serves the committed HEAD as a module version from a file-based GOPROXY (the
+# dependencies come from the module cache, nothing from the network) and runs that
+# go install in an empty folder. The dependencies must already be in the module
+# cache (make build does that).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mod="github.com/mssqlifi/terraform-provider-mssqlifi"
+ver="v0.0.0-installcheck"
+work="$(mktemp -d)"
+# The module cache keeps what it downloaded: drop this check's version before and
+# after, so each run installs the HEAD it was given.
+modcache="$(go env GOMODCACHE)"
+forget() {
+	local d
+	for d in "$modcache/$mod@$ver" "$modcache/cache/download/$mod/@v"; do
+		[[ -e "$d" ]] || continue
+		chmod -R u+w "$d"
+		if [[ "$d" == */@v ]]; then rm -f "$d/$ver".*; else rm -rf "$d"; fi
+	done
+}
+forget
+trap 'rm -rf "$work"; forget' EXIT
+at="$work/proxy/$mod/@v"
+mkdir -p "$at" "$work/bin" "$work/elsewhere"
+(cd "$root" && git archive --format=zip --prefix="$mod@$ver/" -o "$at/$ver.zip" HEAD -- ':!tools')
+(cd "$root" && git show HEAD:go.mod) >"$at/$ver.mod"
+printf '{"Version":"%s","Time":"2026-01-01T00:00:00Z"}\n' "$ver" >"$at/$ver.info"
+printf '%s\n' "$ver" >"$at/list"
+if ! (cd "$work/elsewhere" && env GOPROXY="file://$work/proxy,off" GONOSUMDB="$mod" GOFLAGS=-mod=mod GOBIN="$work/bin" \
+	go install "$mod/internal/winsim/cmd/winsim@$ver"); then
+	echo "check-winsim-install: FAIL: go install $mod/internal/winsim/cmd/winsim@VERSION does not work from outside the module; move the command to cmd/winsim" >&2
+	exit 1
+fi
+"$work/bin/winsim" --help 2>&1 | grep -q -- '--config' || { echo "check-winsim-install: FAIL: the installed winsim does not print its usage" >&2; exit 1; }
+echo "check-winsim-install: ok: go install $mod/internal/winsim/cmd/winsim@<version> works from outside the module"
