@@ -59,7 +59,7 @@ type Action struct {
 	StopMS int `json:"stop_ms,omitempty"`
 	// winrm_fault: the fault (faults.go).
 	WinRMFault
-	Mode           string   `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty"`
 }
 
 // Action names.

@@ -10,7 +10,8 @@ $RestartWorker = {
     $ErrorActionPreference = 'Stop'
     $ProgressPreference = 'SilentlyContinue'
     try { Remove-TypeData -TypeName System.Array } catch { $null = $_ }
-    Add-Type -AssemblyName System.ServiceProcess
+    # ServiceController's assembly, loaded by name (no Add-Type: nothing is compiled).
+    $null = [Reflection.Assembly]::Load('System.ServiceProcess, Version=4.0.0.0, Culture=neutral, PublicKeyToken=b03f5f7f11d50a3a')
     $markerRoot = 'HKLM:\SOFTWARE\mssqlifi\Restart'
     $marker = $null
     foreach ($key in @(Get-ChildItem -LiteralPath $markerRoot)) {
@@ -25,6 +26,9 @@ $RestartWorker = {
     $timeoutSeconds = [int](Get-Item -LiteralPath $marker).GetValue('TimeoutSeconds')
     $errorLogPath = [string](Get-Item -LiteralPath $marker).GetValue('ErrorLog')
     $serviceName = [string]$state.service_name
+    if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
+        exit 1 # restart_instance wrote a checked name; anything else is not our marker
+    }
     $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
     # After a stop that ran past the deadline, the Engine is started once it has
     # stopped, for at most this long: SQL Server is never left down on purpose.
@@ -161,7 +165,7 @@ $RestartWorker = {
         if ($engine.Status -ne 'Running') {
             $now = Get-StateName -Status $engine.Status
             if ($now -eq 'Stopped') {
-                $service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $serviceName } | Select-Object -First 1
+                $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
                 $state.win32_exit_code = [int]$service.ExitCode
                 $state.errorlog_tail = @(Get-ErrorLogTail)
                 $why = "Windows error $($service.ExitCode)"
@@ -174,7 +178,7 @@ $RestartWorker = {
         }
         $state.started += $serviceName
         $state.finished_at = Format-Time -Time ([DateTime]::UtcNow)
-        $service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $serviceName } | Select-Object -First 1
+        $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
         if ([int]$service.ProcessId -gt 0) {
             $state.process_start_time = Format-Time -Time (Get-Process -Id ([int]$service.ProcessId)).StartTime
         }
