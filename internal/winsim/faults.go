@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,10 +28,13 @@ import (
 //	{"action":"winrm_fault","fault":"reset","request":"Receive","service":"MSSQLSERVER","state":"Stop Pending","count":1}
 //	{"action":"clear_faults"}
 //
-// request is the WS-Management action's last part (Create, Command, Send, Receive,
-// Signal, Delete; "" any); operation is the contract operation whose script the
-// command runs ("" any), known from its stdin; service and state make the fault
-// wait until that service is in that state. Faults need HTTPS or Basic over HTTP
+// request is the WS-Management action's last part, one of the requests the provider's
+// exchange sends (Create, Command, Send, Receive, Delete; "" any; it sends no Signal,
+// docs/design/winrm-stdin-and-cost-model.md); operation is the contract operation
+// whose script the command runs ("" any), known from its stdin, which the exchange
+// sends before its first Receive: so it matches the command's Send, its Receives and
+// the Delete of its shell, never a Create or Command; service and state make the
+// fault apply only while that service is in that state. Faults need HTTPS or Basic over HTTP
 // (the simulator reads the SOAP body; NTLM-sealed bodies match only "" filters).
 type WinRMFault struct {
 	Fault     string `json:"fault"` // FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow
@@ -54,17 +58,22 @@ const (
 	FaultSlow    = "slow"     // the answer comes delay_ms late
 )
 
+// faultRequests are the WS-Management requests the provider's exchange sends
+// (internal/remote/exchange.go), in their order.
+var faultRequests = []string{"Create", "Command", "Send", "Receive", "Delete"}
+
 // faultSet is one host's injected faults and what it learnt of its commands.
 type faultSet struct {
 	mu     sync.Mutex
 	faults []*WinRMFault
-	ops    map[string]string // CommandId → operation
+	ops    map[string]string // CommandId or ShellId → operation
 	model  *host.Host
 }
 
 var (
 	reAction    = regexp.MustCompile(`<[a-zA-Z0-9]*:?Action[^>]*>[^<]*/([A-Za-z]+)</`)
 	reCommandID = regexp.MustCompile(`CommandId="([^"]+)"`)
+	reShellID   = regexp.MustCompile(`Name="ShellId"[^>]*>([^<]+)<`)
 	reStdin     = regexp.MustCompile(`<[a-zA-Z0-9]*:?Stream[^>]*Name="stdin"[^>]*>([^<]*)</`)
 	reOperation = regexp.MustCompile(`# mssqlifi-operation: ([a-z_]+)`)
 )
@@ -75,6 +84,12 @@ func (f *faultSet) add(w WinRMFault) error {
 	default:
 		return fmt.Errorf("%w: winrm_fault: unknown fault %q; use %s, %s, %s, %s or %s", ErrBadAction, w.Fault,
 			FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow)
+	}
+	if w.Request != "" && !slices.ContainsFunc(faultRequests, func(r string) bool { return strings.EqualFold(r, w.Request) }) {
+		return fmt.Errorf("%w: winrm_fault: request %q is not one the provider sends; use %s", ErrBadAction, w.Request, strings.Join(faultRequests, ", "))
+	}
+	if w.Operation != "" && (strings.EqualFold(w.Request, "Create") || strings.EqualFold(w.Request, "Command")) {
+		return fmt.Errorf("%w: winrm_fault: a %s request comes before the command's stdin, so its operation is unknown: it can never match operation %q", ErrBadAction, w.Request, w.Operation)
 	}
 	if w.Count == 0 {
 		w.Count = 1
@@ -91,27 +106,37 @@ func (f *faultSet) clear() {
 	f.mu.Unlock()
 }
 
-// requestInfo is what a request says of itself: its action and command, and the
-// command's operation when its stdin was seen. A Send teaches the operation.
-func (f *faultSet) requestInfo(body []byte) (action, cmdID string) {
+// requestInfo is what a request says of itself: its action and the key its
+// operation is known by (the CommandId; for a Delete, which names only its shell,
+// the ShellId). A Send teaches the operation of its command and shell.
+func (f *faultSet) requestInfo(body []byte) (action, key string) {
 	if m := reAction.FindSubmatch(body); m != nil {
 		action = string(m[1])
 	}
-	if m := reCommandID.FindSubmatch(body); m != nil {
-		cmdID = string(m[1])
+	var shellID string
+	if m := reShellID.FindSubmatch(body); m != nil {
+		shellID = strings.TrimSpace(string(m[1]))
 	}
-	if action == "Send" && cmdID != "" {
+	if m := reCommandID.FindSubmatch(body); m != nil {
+		key = string(m[1])
+	} else if action == "Delete" {
+		key = shellID
+	}
+	if action == "Send" && key != "" {
 		if m := reStdin.FindSubmatch(body); m != nil {
 			if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(m[1]))); err == nil {
 				if op := reOperation.FindSubmatch(raw); op != nil {
 					f.mu.Lock()
-					f.ops[cmdID] = string(op[1])
+					f.ops[key] = string(op[1])
+					if shellID != "" {
+						f.ops[shellID] = string(op[1])
+					}
 					f.mu.Unlock()
 				}
 			}
 		}
 	}
-	return action, cmdID
+	return action, key
 }
 
 // match returns the fault to apply to a request, if any.
@@ -154,9 +179,10 @@ func (f *faultSet) wrap(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		action, cmdID := f.requestInfo(body)
 		if action == "Receive" {
-			// A Receive is sent before the command's stdin (its long poll starts at
-			// once), so its operation is known only when it answers: the fault then
-			// replaces the answer, which is lost as a dropped connection loses it.
+			// A Receive's fault replaces its answer, which is lost as a dropped
+			// connection loses it: the command has run (the exchange sent its stdin
+			// first) and its output is gone. The fault is chosen when the answer is
+			// ready, so a state filter sees the service as the command left it.
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r)
 			fault := f.match(action, cmdID)
