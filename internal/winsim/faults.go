@@ -228,7 +228,7 @@ func (f *faultSet) inject(w http.ResponseWriter, r *http.Request, fault *WinRMFa
 		case FaultHTTP500:
 			w.Header().Set("Content-Type", "application/soap+xml;charset=UTF-8")
 			w.WriteHeader(http.StatusInternalServerError)
-			io.WriteString(w, `<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope"><s:Body><s:Fault><s:Code><s:Value>s:Receiver</s:Value></s:Code>`+
+			_, _ = io.WriteString(w, `<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope"><s:Body><s:Fault><s:Code><s:Value>s:Receiver</s:Value></s:Code>`+
 				`<s:Reason><s:Text xml:lang="en-US">The WS-Management service cannot process the request (winsim: injected HTTP 500).</s:Text></s:Reason></s:Fault></s:Body></s:Envelope>`)
 		case FaultHTTP401:
 			w.Header().Set("WWW-Authenticate", "Negotiate")
