@@ -30,10 +30,11 @@ const (
 	OpReadInstance    Operation = "read_instance"
 	OpSetRight        Operation = "set_right"
 	OpRestartInstance Operation = "restart_instance"
+	OpRestartStatus   Operation = "restart_status"
 )
 
 // Operations lists every operation, in a stable order.
-var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance}
+var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance, OpRestartStatus}
 
 // Host runs the operations on one host: a method an operation. internal/remote runs
 // them over WinRM; internal/converge drives them; tests fake them.
@@ -41,6 +42,7 @@ type Host interface {
 	ReadInstance(ctx context.Context, p ReadInstanceParams) (*ReadInstanceResult, error)
 	SetRight(ctx context.Context, p SetRightParams) (*SetRightResult, error)
 	RestartInstance(ctx context.Context, p RestartInstanceParams) (*RestartInstanceResult, error)
+	RestartStatus(ctx context.Context, p RestartStatusParams) (*RestartInstanceResult, error)
 }
 
 // RightManageVolume is the user right behind Instant File Initialization,
@@ -170,21 +172,85 @@ type SetRightResult struct {
 	Holders []Principal `json:"holders"`
 }
 
-// RestartInstanceParams restarts the Engine and the dependents that were running.
+// MaxRestartSeconds is the largest timeout_seconds restart_instance accepts (24 hours).
+const MaxRestartSeconds = 86400
+
+// RestartInstanceParams asks the host to restart the Engine and the dependents that
+// were running. The restart runs in a process of its own on the host (not a child of
+// the WinRM shell), so it completes whatever happens to the connection; the script
+// only starts it, or joins the one in progress, and then waits for its outcome at
+// most WaitSeconds (docs/design/restart.md).
 type RestartInstanceParams struct {
 	Instance       string `json:"instance"`
-	TimeoutSeconds int    `json:"timeout_seconds"`
+	TimeoutSeconds int    `json:"timeout_seconds"` // the restart's own deadline, 1..MaxRestartSeconds
+	// RestartID names this request (RestartIDPattern; "" lets the host make one). A
+	// request whose id is the last restart's is answered with that restart's outcome
+	// and never restarts again.
+	RestartID string `json:"restart_id,omitempty"`
+	// WaitSeconds is how long the script waits for the outcome before it answers with
+	// the phase reached (Finished false); 0: until the restart ends.
+	WaitSeconds int `json:"wait_seconds,omitempty"`
 }
 
-// RestartInstanceResult reports what was stopped and started, and when.
+// RestartStatusParams asks for the outcome of an instance's last restart, waiting at
+// most WaitSeconds for it to finish (0: answer at once).
+type RestartStatusParams struct {
+	Instance    string `json:"instance"`
+	WaitSeconds int    `json:"wait_seconds,omitempty"`
+}
+
+// RestartIDPattern is the syntax of a restart id: 32 lowercase hex digits.
+const RestartIDPattern = `^[0-9a-f]{32}$`
+
+// Phases of a restart.
+const (
+	PhaseStopping   = "stopping"   // stopping the dependents and the Engine
+	PhaseStarting   = "starting"   // starting the Engine (with retries)
+	PhaseDependents = "dependents" // starting the dependents that were running
+	PhaseDone       = "done"       // finished: Error says whether it succeeded
+)
+
+// Restart error codes (RestartInstanceResult.Error).
+const (
+	RestartStopTimeout = "stop_timeout" // the Engine did not stop in time; the host starts it once it has stopped
+	RestartStartFailed = "start_failed" // the Engine stopped but would not start after the retries
+	RestartTimeout     = "timeout"      // a service did not reach Running before the deadline
+	RestartFailed      = "failed"       // anything else (Message says what)
+)
+
+// RestartStartAttempts is how often the restart tries to start a service that
+// stopped after its start failed.
+const RestartStartAttempts = 3
+
+// RestartInstanceResult is the state of an instance's last restart, as restart_instance
+// and restart_status report it.
 type RestartInstanceResult struct {
-	ServiceName      string     `json:"service_name"`
+	// Found is false from restart_status when the instance has no restart on record.
+	Found     bool   `json:"found"`
+	RestartID string `json:"restart_id"`
+	// Joined: restart_instance found a restart of this instance in progress (or this
+	// request's own, finished) and reported it instead of starting another.
+	Joined      bool   `json:"joined"`
+	Phase       string `json:"phase"` // Phase*
+	Finished    bool   `json:"finished"`
+	ServiceName string `json:"service_name"`
+	// Error is "" when the restart succeeded (or is still running), else a Restart* code
+	// with Message saying what happened and what to do.
+	Error   string `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Win32ExitCode is the Engine's Win32_Service.ExitCode after a failed start (1067:
+	// the process terminated unexpectedly), 0 otherwise.
+	Win32ExitCode int `json:"win32_exit_code,omitempty"`
+	// ErrorLogTail is the last lines of the SQL Server error log after a failed start.
+	ErrorLogTail  []string `json:"errorlog_tail,omitempty"`
+	StartAttempts int      `json:"start_attempts,omitempty"`
+
 	Stopped          []string   `json:"stopped"` // in the order they stopped
 	Started          []string   `json:"started"` // in the order they were started
 	ServiceState     string     `json:"service_state"`
 	ProcessStartTime *time.Time `json:"process_start_time,omitempty"`
-	StartedAt        time.Time  `json:"started_at"`  // when the restart began (UTC)
-	FinishedAt       time.Time  `json:"finished_at"` // when the Engine was seen running (UTC)
+	StartedAt        time.Time  `json:"started_at"`            // when the restart began (UTC)
+	FinishedAt       *time.Time `json:"finished_at,omitempty"` // when the Engine was seen running (UTC)
 }
 
 // Params returns an empty parameter value of the operation, for decoding.
@@ -196,6 +262,8 @@ func Params(op Operation) any {
 		return &SetRightParams{}
 	case OpRestartInstance:
 		return &RestartInstanceParams{}
+	case OpRestartStatus:
+		return &RestartStatusParams{}
 	}
 	return nil
 }

@@ -44,12 +44,12 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	out.Warnings = slices.Clone(p.Warnings) // the plan's own, kept after a failure too
 
 	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
-		return e.recover(ctx, t, d, out, err)
+		return e.recover(ctx, t, d, p.Restart, out, err)
 	}
 	if p.Restart {
 		release, err := e.restartSlot(ctx, t, out)
 		if err != nil {
-			return e.recover(ctx, t, d, out, err)
+			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
 		err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out)
 		if err == nil {
@@ -57,7 +57,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		}
 		release()
 		if err != nil {
-			return e.recover(ctx, t, d, out, err)
+			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
 	}
 
@@ -199,20 +199,6 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.St
 	return nil
 }
 
-// restart restarts the Engine (and its running dependents) within the time the
-// context leaves, keeping a margin for reading back.
-func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, out *Outcome) error {
-	secs := e.restartSeconds(ctx)
-	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs})
-	_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: secs})
-	out.Changed = true // a failed restart may have stopped services
-	if err != nil {
-		return out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason})
-	}
-	out.Restarted = true
-	return nil
-}
-
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
 func (e *Engine) waitReady(ctx context.Context, t Target, st *sqlcheck.Target, out *Outcome) error {
@@ -244,8 +230,11 @@ func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, out *Out
 
 // recover is the end of an apply whose step failed: once something changed, it
 // reads the instance back (with a fresh, short deadline, since the operation's own
-// may have run out) so that the Outcome says what is true now.
-func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, out *Outcome, err error) (*Outcome, error) {
+// may have run out) so that the Outcome says what is true now. When the failure was
+// the connection's (not the host's refusal, nor a restart that failed on the host)
+// and the host in fact converged (the Engine runs, and after a restart SQL Server
+// reports IFI as asked), the apply succeeds with a warning naming the error.
+func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPlanned bool, out *Outcome, err error) (*Outcome, error) {
 	if !out.Changed {
 		return out, err
 	}
@@ -267,7 +256,42 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, out *Outc
 	}
 	out.Assessment = a
 	out.Enabled = EnabledInState(d, a)
+	if connectionFailure(err) && a.Converged && obs.Instance.ServiceState == contract.StateRunning &&
+		(!restartPlanned || a.RestartPending != nil && !*a.RestartPending) {
+		e.info(ctx, "the host converged despite the error", map[string]any{"host": t.Host, "instance": t.Instance, "error": err.Error()})
+		out.Restarted = out.Restarted || restartPlanned
+		out.Warnings = append(out.Warnings, slices.Clone(obs.Warnings)...)
+		out.Warnings = append(out.Warnings, a.Warnings...)
+		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnRecovered, Summary: "The apply hit an error, but the host converged",
+			Detail: fmt.Sprintf("On %s the apply failed part-way (%v), but reading the instance back shows it as asked: the error is "+
+				"reported here instead of failing the apply.", t, err), Err: err})
+		return out, nil
+	}
 	return out, err
+}
+
+// connectionFailure reports whether err is the connection's or the deadline's
+// rather than the host's answer: a set_right or restart whose request or answer was
+// lost, or a restart the engine stopped following.
+func connectionFailure(err error) bool {
+	var ce *Error
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Kind {
+	case KindSetRightFailed, KindRestartFailed:
+	default:
+		return false
+	}
+	var outcome *RestartOutcomeError
+	if errors.As(ce.Err, &outcome) {
+		return false
+	}
+	var unfinished *RestartUnfinishedError
+	if errors.As(ce.Err, &unfinished) {
+		return true
+	}
+	return !hostAnswered(ce.Err)
 }
 
 // fail records on err what the operation had done so far.

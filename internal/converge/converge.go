@@ -73,6 +73,13 @@ const (
 	noDeadlineRestartSeconds = 600
 )
 
+// MaxOperationTimeout is the longest operation the engine can honour: the restart
+// it may run is limited to contract.MaxRestartSeconds on the host.
+const MaxOperationTimeout = contract.MaxRestartSeconds * time.Second
+
+// MinRestartTimeout is the shortest wait restart_instance is given.
+const MinRestartTimeout = minRestartSeconds * time.Second
+
 // Engine converges instances. The zero value is not usable: set Clients.
 type Engine struct {
 	Clients Clients
@@ -164,5 +171,5 @@ func (e *Engine) restartSeconds(ctx context.Context) int {
 		return noDeadlineRestartSeconds
 	}
 	left := int((dl.Sub(e.clock().Now()) - readBackMargin) / time.Second)
-	return max(left, minRestartSeconds)
+	return min(max(left, minRestartSeconds), contract.MaxRestartSeconds)
 }

@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -580,6 +581,72 @@ func TestDestroy(t *testing.T) {
 		_, err := w.engine.Destroy(context.Background(), defaultTarget, enable)
 		_ = wantError(t, err, KindObserveFailed)
 	})
+}
+
+// The restart's answer is lost and restart_status cannot be read either, but the
+// host did restart: the read-back shows the instance as asked, so the apply succeeds
+// with a warning naming the error instead of failing (and tainting).
+func TestApplyConvergedDespiteTheConnection(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = errBoom, true
+	w.host.statusErr = errBoom
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply = %v; want success with a warning", err)
+	}
+	if !slices.Contains(codes(out.Warnings), WarnRecovered) {
+		t.Fatalf("warnings %v; want %s", codes(out.Warnings), WarnRecovered)
+	}
+	if out.Assessment == nil || !out.Assessment.PrivilegeGranted || !out.Restarted {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+// The same lost answers, but the host did not restart: the apply fails and the
+// state records what is true (granted, restart pending).
+func TestApplyNotConvergedAfterTheConnection(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr = errBoom
+	w.host.statusErr = errBoom
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	e := wantError(t, err, KindRestartFailed)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(e, &unfinished) {
+		t.Fatalf("error %v; want the restart reported as not seen to finish", err)
+	}
+	if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
+		t.Fatalf("outcome %+v", out.Assessment)
+	}
+}
+
+// Every restart_instance request is lost on the way and the host has no record of
+// any: the engine sends it at most maxRestartSends times, then says nothing was
+// stopped.
+func TestApplyRestartRequestNeverArrives(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr = errBoom
+	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(err, &unfinished) || !unfinished.NotReceived {
+		t.Fatalf("error %v; want the request reported as not received", err)
+	}
+	if w.host.restarts != maxRestartSends {
+		t.Fatalf("restart_instance sent %d times, want %d", w.host.restarts, maxRestartSends)
+	}
+}
+
+// A restart that ran and failed on the host is reported with the host's account
+// (Windows error, error log), at once, without polling to the deadline.
+func TestApplyRestartOutcomeFailed(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartResult = &contract.RestartInstanceResult{Found: true, Phase: contract.PhaseDone, Finished: true,
+		Error: contract.RestartStartFailed, Message: "MSSQLSERVER stopped but did not start after 3 attempts: it is Stopped (Windows error 1067).",
+		Win32ExitCode: 1067, ErrorLogTail: []string{"Error: 17058"}, ServiceState: contract.StateStopped}
+	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	e := wantError(t, err, KindRestartFailed)
+	if e.Restart == nil || e.Restart.Win32ExitCode != 1067 || !strings.Contains(err.Error(), "17058") || w.host.statuses != 0 {
+		t.Fatalf("error %v (restart %+v, %d status polls)", err, e.Restart, w.host.statuses)
+	}
 }
 
 // A restart to turn IFI off that leaves it on, because the start account is in a

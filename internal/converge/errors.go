@@ -82,6 +82,8 @@ type Error struct {
 	// ServiceName and RestartReason are set for KindRestartFailed.
 	ServiceName   string
 	RestartReason string
+	// Restart is the host's account of a restart that ran and failed (KindRestartFailed).
+	Restart *contract.RestartInstanceResult
 	// SQLPort is where SQL Server was awaited, for KindNotReady.
 	SQLPort int
 	// MaxParallelRestarts is the limiter's limit, for KindRestartSlot.

@@ -48,8 +48,15 @@ type fakeHost struct {
 	// onRestart runs when restart_instance is called (e.g. to end the context).
 	onRestart func()
 
-	reads, setRights, restarts int
-	restartParams              []contract.RestartInstanceParams
+	reads, setRights, restarts, statuses int
+	restartParams                        []contract.RestartInstanceParams
+	// restartResult, when set, is restart_instance's answer (no effect on the host).
+	restartResult *contract.RestartInstanceResult
+	// restartErrAfterEffect: restart_instance restarts, then fails with restartErr.
+	restartErrAfterEffect bool
+	// last is the last restart; statusErr fails restart_status.
+	last      *contract.RestartInstanceResult
+	statusErr error
 }
 
 func newFakeHost() *fakeHost {
@@ -138,7 +145,13 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	if h.onRestart != nil {
 		h.onRestart()
 	}
-	if h.restartErr != nil {
+	if h.restartResult != nil {
+		r := *h.restartResult
+		r.RestartID = p.RestartID
+		h.last = &r
+		return &r, nil
+	}
+	if h.restartErr != nil && !h.restartErrAfterEffect {
 		if h.restartStops {
 			h.ri.ServiceState = contract.StateStopped
 		}
@@ -153,7 +166,26 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 			h.ri.ErrorLog.Enabled = &on
 		}
 	}
-	return &contract.RestartInstanceResult{ServiceName: h.ri.ServiceName, ServiceState: contract.StateRunning}, nil
+	h.last = &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: contract.PhaseDone, Finished: true,
+		ServiceName: h.ri.ServiceName, ServiceState: contract.StateRunning}
+	if h.restartErr != nil {
+		return nil, h.restartErr // the restart happened; its answer was lost
+	}
+	return h.last, nil
+}
+
+// RestartStatus reports the last restart (or none).
+func (h *fakeHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.statuses++
+	if h.statusErr != nil {
+		return nil, h.statusErr
+	}
+	if h.last == nil {
+		return &contract.RestartInstanceResult{ServiceName: h.ri.ServiceName}, nil
+	}
+	return h.last, nil
 }
 
 // fakeChecker answers for the fake host's running Engine.

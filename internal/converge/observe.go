@@ -16,6 +16,7 @@ const (
 	WarnSQLPortUnknown = "sql_port_unknown" // the host reports no TCP port and none is configured
 	WarnSQLCheck       = "sql_check"        // asking SQL Server failed
 	WarnStateStale     = "state_stale"      // after a failure the host could not be read back
+	WarnRecovered      = "recovered"        // after a connection failure the host was read back as asked
 )
 
 // Observation is one look at an instance: one read_instance and at most one SQL

@@ -69,6 +69,24 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 		diags.AddError(fmt.Sprintf("Cannot %s the right on %s", verb, t.Host),
 			fmt.Sprintf("Could not %s %s %s %s: %s", verb, contract.RightManageVolume, prep, ce.Step.SID, hostErrorDetail(t, ce.Err, user)))
 	case converge.KindRestartFailed:
+		var unfinished *converge.RestartUnfinishedError
+		switch {
+		case ce.Restart != nil:
+			// The host's account: what happened, the Windows error and the error log.
+			diags.AddError(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
+				fmt.Sprintf("The restart of %s (%s) on %s failed: %v The right was changed as asked; run terraform apply again once "+
+					"the service can restart.", ce.ServiceName, ce.RestartReason, t, ce.Err))
+			return
+		case errors.As(ce.Err, &unfinished):
+			summary := fmt.Sprintf("The restart of SQL Server %s on %s was not seen to finish", t.Instance, t.Host)
+			if unfinished.NotReceived {
+				summary = fmt.Sprintf("The restart request did not reach %s", t.Host)
+			}
+			diags.AddError(summary,
+				fmt.Sprintf("The restart of %s (%s) on %s: %s Run terraform plan to see what the host has now.",
+					ce.ServiceName, ce.RestartReason, t, hostErrorDetail(t, ce.Err, user)))
+			return
+		}
 		diags.AddError(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
 			fmt.Sprintf("The restart of %s (%s) failed: %s The right was changed as asked; run terraform apply again once the "+
 				"service can restart, or restart it yourself.", ce.ServiceName, ce.RestartReason, hostErrorDetail(t, ce.Err, user)))

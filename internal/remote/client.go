@@ -146,7 +146,7 @@ func isoSeconds(d time.Duration) string {
 
 func (h *winrmHost) ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error) {
 	var r contract.ReadInstanceResult
-	if err := h.run(ctx, contract.OpReadInstance, p, &r); err != nil {
+	if err := h.runIdempotent(ctx, contract.OpReadInstance, p, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -154,7 +154,7 @@ func (h *winrmHost) ReadInstance(ctx context.Context, p contract.ReadInstancePar
 
 func (h *winrmHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
 	var r contract.SetRightResult
-	if err := h.run(ctx, contract.OpSetRight, p, &r); err != nil {
+	if err := h.runIdempotent(ctx, contract.OpSetRight, p, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

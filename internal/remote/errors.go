@@ -69,6 +69,7 @@ func (h *winrmHost) classify(err error) *Error {
 		status, _ = strconv.Atoi(m[1])
 	}
 	if status != 0 {
+		e.HTTPStatus = status
 		switch {
 		case status == 401:
 			e.Kind = KindAuth

@@ -90,6 +90,10 @@ type Error struct {
 	// e.g. "clustered", "not_found"), or "" for an unforeseen PowerShell error.
 	Code     string
 	ExitCode int
+	// HTTPStatus is the WinRM listener's HTTP status when it answered with an error.
+	HTTPStatus int
+	// Attempts is how often the operation was sent (retry.go); 0 or 1: once.
+	Attempts int
 	Message  string // what failed, readable (CLIXML already decoded)
 	Hint     string // what to do next on the host, in this package's terms
 	Err      error  // the underlying error, if any

@@ -96,6 +96,7 @@ func TestResultArraysNullOrEmpty(t *testing.T) {
 
 func TestSetRightAndRestart(t *testing.T) {
 	started := time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC)
+	finished := started.Add(12 * time.Second)
 	h := newTestHost(t, false, func(op contract.Operation, params json.RawMessage) answer {
 		switch op {
 		case contract.OpSetRight:
@@ -107,7 +108,7 @@ func TestSetRightAndRestart(t *testing.T) {
 		case contract.OpRestartInstance:
 			return answer{stdout: jsonOf(t, contract.RestartInstanceResult{
 				ServiceName: "MSSQLSERVER", Stopped: []string{"SQLSERVERAGENT", "MSSQLSERVER"}, Started: []string{"MSSQLSERVER", "SQLSERVERAGENT"},
-				ServiceState: contract.StateRunning, StartedAt: started, FinishedAt: started.Add(12 * time.Second), ProcessStartTime: &started,
+				ServiceState: contract.StateRunning, StartedAt: started, FinishedAt: &finished, ProcessStartTime: &started,
 			})}
 		}
 		return answer{code: 1, stderr: "unexpected"}

@@ -19,6 +19,7 @@ var resultOf = map[contract.Operation]any{
 	contract.OpReadInstance:    contract.ReadInstanceResult{},
 	contract.OpSetRight:        contract.SetRightResult{},
 	contract.OpRestartInstance: contract.RestartInstanceResult{},
+	contract.OpRestartStatus:   contract.RestartInstanceResult{},
 }
 
 // jsonTags lists the JSON names of t's fields, and of the structs it holds, recursively.

@@ -307,7 +307,8 @@ const DefaultReadyTimeout = 10 * time.Minute
 
 // WaitReady polls a login every ReadyPollInterval until one succeeds or the
 // deadline passes (ctx's, else DefaultReadyTimeout). A wrong password ends the wait
-// at once: waiting cannot fix it.
+// at once: waiting cannot fix it. Connections refused for t.RefusedLimit in a row
+// (nothing listens on the port) end it too, naming the port.
 func (c *checker) WaitReady(ctx context.Context, t Target) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -317,6 +318,11 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 	ticker := time.NewTicker(ReadyPollInterval)
 	defer ticker.Stop()
 	var last error
+	refusedLimit := t.RefusedLimit
+	if refusedLimit <= 0 {
+		refusedLimit = DefaultRefusedLimit
+	}
+	var refusedSince time.Time // when the current run of refused connections began
 	for attempt := 1; ; attempt++ {
 		db, conn, err := c.open(ctx, t)
 		if err == nil {
@@ -330,6 +336,20 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 			return err
 		}
 		last = err
+		if errors.As(err, &e) && e.Kind == KindUnreachable && e.Setting == SettingPort {
+			if refusedSince.IsZero() {
+				refusedSince = time.Now()
+			} else if since := time.Since(refusedSince); since >= refusedLimit {
+				return &Error{
+					Target: t, Kind: KindUnreachable, Setting: SettingPort, Err: err,
+					Message: fmt.Sprintf("nothing accepts connections on port %d of %s: refused for %s (%d attempts) although the service was started; last error: %s",
+						t.Port, t.Host, since.Round(time.Second), attempt, messageOf(err)),
+					Hint: fmt.Sprintf("Check that %d is the TCP port the instance listens on (SQL Server Configuration Manager, TCP/IP, IPAll) and that the firewall allows it", t.Port),
+				}
+			}
+		} else {
+			refusedSince = time.Time{}
+		}
 		select {
 		case <-ctx.Done():
 			return &Error{

@@ -37,7 +37,17 @@ type Target struct {
 	Host     string
 	Port     int
 	Instance string // for messages only; the port decides where we connect
+	// RefusedLimit bounds how long WaitReady keeps trying while nothing accepts
+	// connections at Host:Port at all (refused, as opposed to a server that answers
+	// but is not ready): 0 means DefaultRefusedLimit.
+	RefusedLimit time.Duration
 }
+
+// DefaultRefusedLimit is how long WaitReady waits for anything to listen on the
+// port. SQL Server listens within seconds of its start, well before recovery ends,
+// so a port still refusing connections after this long is the wrong port (issue 8:
+// a wrong sql_port used to wait the whole timeout and blame recovery).
+const DefaultRefusedLimit = 45 * time.Second
 
 // Report is what one connection learned.
 type Report struct {

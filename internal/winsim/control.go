@@ -23,6 +23,11 @@ import (
 //	{"action":"set_group_policy_right","right":"SeManageVolumePrivilege","sids":["S-1-5-32-544"]}
 //	{"action":"refresh_group_policy"}
 //	{"action":"uninstall_instance","instance":"REPORTING"}
+//	{"action":"fail_start","service":"MSSQLSERVER","code":1067,"times":-1}
+//	{"action":"slow_stop","service":"MSSQLSERVER","stop_ms":30000}
+//	{"action":"tds_drop_after_login","instance":"MSSQLSERVER","times":-1}
+//	{"action":"winrm_fault","fault":"reset","request":"Receive","operation":"restart_instance"} (faults.go)
+//	{"action":"clear_faults"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"secondary"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"primary","group":"AG2"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"none"}
@@ -47,7 +52,14 @@ type Action struct {
 	Force          bool     `json:"force,omitempty"`
 	Wait           *bool    `json:"wait,omitempty"`
 	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
-	Mode           string   `json:"mode,omitempty"`
+	// fail_start: the Windows error code (0: 1067) and how many starts fail (-1: all, 0: clear).
+	Code  int `json:"code,omitempty"`
+	Times int `json:"times,omitempty"`
+	// slow_stop: how long the service's stops take from now on.
+	StopMS int `json:"stop_ms,omitempty"`
+	// winrm_fault: the fault (faults.go).
+	WinRMFault
+	Mode string `json:"mode,omitempty"`
 }
 
 // Action names.
@@ -60,6 +72,11 @@ const (
 	ActionSetGroupPolicyRight  = "set_group_policy_right"
 	ActionRefreshGroupPolicy   = "refresh_group_policy"
 	ActionUninstallInstance    = "uninstall_instance"
+	ActionFailStart            = "fail_start"
+	ActionSlowStop             = "slow_stop"
+	ActionWinRMFault           = "winrm_fault"
+	ActionClearFaults          = "clear_faults"
+	ActionTDSDrop              = "tds_drop_after_login"
 	ActionSetAGRole            = "set_ag_role"
 	ActionSetLanguageMode      = "set_language_mode"
 	defaultActionWaitTimeout   = 60 * time.Second
@@ -194,6 +211,52 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionFailStart, ActionSlowStop:
+		if err := need("service", a.Service); err != nil {
+			return res, err
+		}
+		res.Service = a.Service
+		if a.Action == ActionFailStart {
+			err = h.FailStarts(a.Service, a.Code, a.Times)
+		} else {
+			err = h.SetStopDuration(a.Service, time.Duration(a.StopMS)*time.Millisecond)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+		}
+		return res, nil
+
+	case ActionTDSDrop:
+		if err := need("instance", a.Instance); err != nil {
+			return res, err
+		}
+		sh, ok := s.byName[strings.ToLower(hostName)]
+		if !ok {
+			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+		}
+		for _, ep := range sh.instances {
+			if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
+				ep.server.DropAfterLogin(a.Times)
+				return res, nil
+			}
+		}
+		return res, fmt.Errorf("%s: host %s has no SQL endpoint for instance %s: %w", a.Action, hostName, a.Instance, host.ErrNoSuchInstance)
+
+	case ActionWinRMFault, ActionClearFaults:
+		sh, ok := s.byName[strings.ToLower(hostName)]
+		if !ok {
+			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+		}
+		if a.Action == ActionClearFaults {
+			sh.faults.clear()
+			for _, ep := range sh.instances {
+				ep.server.DropAfterLogin(0)
+			}
+			return res, nil
+		}
+		f := a.WinRMFault
+		f.Service = a.Service // "service" is the Action's field in JSON
+		return res, sh.faults.add(f)
 	case ActionSetAGRole:
 		if err := need("instance", a.Instance); err != nil {
 			return res, err
@@ -228,6 +291,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
+	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
 	ActionSetAGRole, ActionSetLanguageMode,
 }
 

@@ -102,6 +102,7 @@ type simHost struct {
 	httpsAddr string
 	instances []*sqlEndpoint
 	listeners []net.Listener // the WinRM listeners, closed by Close in case Serve never ran
+	faults    *faultSet      // injected WinRM faults (faults.go)
 
 	rtt       time.Duration // the cost model's round trip
 	winrmWire wireStats
@@ -328,11 +329,13 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	winrmTLS := countHandshakes(tlsCfg, &sh.winrmWire)
 
+	sh.faults = &faultSet{ops: map[string]string{}, model: model}
 	kerberos, err := wsmanKerberos(hc)
 	if err != nil {
 		return err
 	}
 	sh.wsman = wsman.NewServer(wsman.Config{
+		Wrap:         sh.faults.wrap,
 		ComputerName: computer,
 		DomainName:   hc.Domain,
 		Lookup:       model.Lookup,

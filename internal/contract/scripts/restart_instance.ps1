@@ -1,15 +1,31 @@
 # restart_instance: restart the Engine and the dependents that were running, as
-# Restart-Service -Force does (stop the dependents and the Engine, start the Engine),
-# then start those dependents again. The start is split out of Restart-Service so the
-# wait honours the timeout (Start-Service waits without a limit).
-# Parameters: $Params.instance, $Params.timeout_seconds.
+# Restart-Service -Force does, then start those dependents again. The restart runs in
+# a process of its own (restart_worker.ps1) created through WMI, outside the WinRM
+# shell's job object, so it completes whatever happens to this connection; this
+# script starts it, or joins the one in progress, and waits for its outcome at most
+# wait_seconds (0: until it ends). restart_status reports it later. The result says
+# whether the restart finished and how (error, message); exit codes other than 0 are
+# for requests that start nothing (invalid, clustered, not found).
+# Parameters: $Params.instance, $Params.timeout_seconds, $Params.restart_id,
+# $Params.wait_seconds.
 $instanceName = [string]$Params.instance
 $timeoutSeconds = 0
+$waitSeconds = 0
+$restartId = [string]$Params.restart_id
 if (-not (Test-SqlInstanceName -Name $instanceName)) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$instanceName' is not a SQL Server instance name."
 }
 if (-not [int]::TryParse([string]$Params.timeout_seconds, [ref]$timeoutSeconds) -or $timeoutSeconds -lt 1 -or $timeoutSeconds -gt 86400) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'timeout_seconds must be a whole number of seconds between 1 and 86400.'
+}
+if ($null -ne $Params.wait_seconds -and (-not [int]::TryParse([string]$Params.wait_seconds, [ref]$waitSeconds) -or $waitSeconds -lt 0 -or $waitSeconds -gt 86400)) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'wait_seconds must be a whole number of seconds between 0 and 86400.'
+}
+if ($restartId -and $restartId -cnotmatch '^[0-9a-f]{32}\z') {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'restart_id must be 32 lowercase hexadecimal digits.'
+}
+if (-not $restartId) {
+    $restartId = [guid]::NewGuid().ToString('N')
 }
 
 $computerName = $env:COMPUTERNAME
@@ -29,62 +45,64 @@ if (-not $engine) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "The service $serviceName of instance $instanceName does not exist on $computerName."
 }
 
-$deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
-$startedAt = Format-UtcTime -Time ([DateTime]::UtcNow)
-$stopped = New-Object System.Collections.Generic.List[string]
-$started = New-Object System.Collections.Generic.List[string]
-
-# DependentServices lists them in the order they stop.
-$runningDependents = @($engine.DependentServices | Where-Object { $_.Status -eq 'Running' })
-foreach ($dependent in $runningDependents) {
-    $stopped.Add($dependent.Name)
-}
-if ($engine.Status -ne 'Stopped') {
-    $stopped.Add($serviceName)
-}
-Stop-Service -Name $serviceName -Force
-
-function Wait-Running {
-    param($Service)
-    $left = $deadline - [DateTime]::UtcNow
-    if ($left -lt [TimeSpan]::Zero) {
-        $left = [TimeSpan]::Zero
-    }
-    try {
-        $Service.WaitForStatus([System.ServiceProcess.ServiceControllerStatus]::Running, $left)
-    }
-    catch {
-        $null = $_
-    }
-    $Service.Refresh()
-    if ($Service.Status -ne 'Running') {
-        Exit-WithError -Code 4 -ErrorName 'timeout' -Message "$($Service.Name) on $computerName did not reach Running within $timeoutSeconds seconds (it is $(ConvertTo-ServiceState -Status $Service.Status)). Look at the service's event log and the SQL Server error log."
-    }
+# A restart that ran is reported with exit 0 whether it succeeded or not: its error
+# and message are in the result, with the facts of a failed start.
+function Write-RestartOutcome {
+    param($State, [bool] $Joined)
+    $State | Add-Member -NotePropertyName joined -NotePropertyValue $Joined -Force
+    Write-Result -Value $State
 }
 
-$engine.Refresh()
-$engine.Start()
-$started.Add($serviceName)
-Wait-Running -Service $engine
-$finishedAt = Format-UtcTime -Time ([DateTime]::UtcNow)
+$until = [DateTime]::UtcNow.AddSeconds($timeoutSeconds + 10)
+if ($waitSeconds -gt 0) {
+    $until = [DateTime]::UtcNow.AddSeconds($waitSeconds)
+}
 
-[array]::Reverse($runningDependents)
-foreach ($dependent in $runningDependents) {
-    $dependent.Refresh()
-    if ($dependent.Status -ne 'Running') {
-        $dependent.Start()
-        $started.Add($dependent.Name)
-        Wait-Running -Service $dependent
+# One restart at a time per instance: a request joins the restart in progress, and a
+# request whose id is the last restart's gets that restart's outcome.
+$existing = Read-RestartMarker -Instance $instance.Name
+if ($existing -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId)) {
+    Write-RestartOutcome -State (Wait-RestartMarker -Instance $instance.Name -Until $until) -Joined $true
+}
+
+# The error log, for the last lines after a failed start: -e of the startup parameters.
+$errorLogPath = ''
+$parametersPath = "$($instance.Root)\MSSQLServer\Parameters"
+if (Test-Path -LiteralPath $parametersPath) {
+    $parametersKey = Get-Item -LiteralPath $parametersPath
+    foreach ($argName in @($parametersKey.GetValueNames() | Where-Object { $_ -match '^SQLArg\d+\z' })) {
+        $value = [string]$parametersKey.GetValue($argName)
+        if ($value.StartsWith('-e')) {
+            $errorLogPath = $value.Substring(2)
+        }
     }
 }
 
-$service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
-Write-Result -Value ([ordered]@{
-        service_name       = $serviceName
-        stopped            = $stopped.ToArray()
-        started            = $started.ToArray()
-        service_state      = [string]$service.State
-        process_start_time = (Get-ServiceProcessStart -ProcessId ([int]$service.ProcessId))
-        started_at         = $startedAt
-        finished_at        = $finishedAt
-    })
+$token = [guid]::NewGuid().ToString('N')
+$state = New-RestartState -RestartId $restartId -ServiceName $serviceName -ServiceState (ConvertTo-ServiceState -Status $engine.Status)
+$markerPath = $RestartMarkerRoot + '\' + $instance.Name
+$null = New-Item -Path $markerPath -Force
+Set-ItemProperty -LiteralPath $markerPath -Name 'Token' -Value $token
+Set-ItemProperty -LiteralPath $markerPath -Name 'TimeoutSeconds' -Value $timeoutSeconds -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
+Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value 0 -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
+
+# The worker's text is the script block's; the one line before it sets the token this
+# script made. Win32_Process.Create: the process is not in this shell's job object.
+$workerText = '$Token = ''' + $token + "'`n" + $RestartWorker.ToString()
+$encoded = [Convert]::ToBase64String([Text.Encoding]::Unicode.GetBytes($workerText))
+$commandLine = 'powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand ' + $encoded
+# CREATE_BREAKAWAY_FROM_JOB (0x01000000): out of the WMI provider host's job too,
+# whose quotas would otherwise apply to the restart; without it if that job refuses.
+$startup = New-CimInstance -ClassName Win32_ProcessStartup -ClientOnly -Property @{ CreateFlags = [uint32]0x01000000; ShowWindow = [uint16]0 }
+$created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine; ProcessStartupInformation = $startup }
+if ($created.ReturnValue -ne 0) {
+    $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine }
+}
+if ($created.ReturnValue -ne 0) {
+    Remove-Item -LiteralPath $markerPath -Recurse -Force
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "Win32_Process.Create could not start the restart process on $computerName (return value $($created.ReturnValue)); nothing was stopped."
+}
+Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value ([int]$created.ProcessId) -Type DWord
+Write-RestartOutcome -State (Wait-RestartMarker -Instance $instance.Name -Until $until) -Joined $false

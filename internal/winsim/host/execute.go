@@ -211,6 +211,8 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 		return h.opSetRight(p, admin, stdout, entry)
 	case *contract.RestartInstanceParams:
 		return h.opRestartInstance(ctx, p, admin, stdout, stderr, entry)
+	case *contract.RestartStatusParams:
+		return h.opRestartStatus(ctx, p, admin, stdout, stderr, entry)
 	}
 	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
 }
@@ -469,9 +471,16 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}
-	if p.TimeoutSeconds < 1 || p.TimeoutSeconds > 86400 {
+	if p.TimeoutSeconds < 1 || p.TimeoutSeconds > contract.MaxRestartSeconds {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			fmt.Sprintf("timeout_seconds %d is outside 1..86400", p.TimeoutSeconds))
+	}
+	if p.WaitSeconds < 0 || p.WaitSeconds > contract.MaxRestartSeconds {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("wait_seconds %d is outside 0..86400", p.WaitSeconds))
+	}
+	if p.RestartID != "" && !restartIDPattern.MatchString(p.RestartID) {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "restart_id must be 32 lowercase hexadecimal digits.")
 	}
 	inst, found := h.Instance(p.Instance)
 	if !found {
@@ -489,41 +498,54 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
 			"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
 	}
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(p.TimeoutSeconds)*time.Second)
-	defer cancel()
-	rep, err := h.restart(wctx, inst.engine.name)
-	if err != nil {
-		var to *errRestartTimeout
-		var stop *errRestartStop
-		switch {
-		case errors.As(err, &stop):
-			return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: %v", inst.engine.display, inst.engine.name, stop.err),
-				"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
-		case ctx.Err() != nil:
-			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
-		case errors.As(err, &to):
-			name := to.service
-			state, _ := h.ServiceState(name)
-			return h.scriptError(stdout, entry, contract.ExitTimeout, "timeout",
-				fmt.Sprintf("%s on %s did not reach Running within %d seconds (it is %s). Look at the service's event log and the SQL Server error log.", name, h.computer, p.TimeoutSeconds, state))
-		}
-		return psFailure(stderr, entry, fmt.Sprintf("Failed to start service '%s (%s)'. %v", inst.engine.display, inst.engine.name, err),
-			"OpenError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "StartServiceFailed,Microsoft.PowerShell.Commands.RestartServiceCommand")
+	// The worker outlives this script; what ends with the shell is the wait below.
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
+	j, joined := h.startRestart(inst, p.RestartID, timeout)
+	wait := timeout + 10*time.Second
+	if p.WaitSeconds > 0 {
+		wait = time.Duration(p.WaitSeconds) * time.Second
+	}
+	res := h.waitRestart(ctx, j, wait)
+	if ctx.Err() != nil {
+		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+	}
+	res.Joined = joined
+	if res.Error != "" {
+		entry.Error = res.Error + ": " + res.Message
+	}
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
+
+func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
+		return code
+	}
+	if p.WaitSeconds < 0 || p.WaitSeconds > 600 {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("wait_seconds %d is outside 0..600", p.WaitSeconds))
+	}
+	inst, found := h.Instance(p.Instance)
+	if !found {
+		return h.scriptError(stdout, entry, contract.ExitNotFound, "not_found",
+			fmt.Sprintf("SQL Server instance %s is not installed on %s.", p.Instance, h.computer))
+	}
+	if !admin {
+		// HKLM\SOFTWARE\mssqlifi is readable by administrators only.
+		return psFailure(stderr, entry, "Requested registry access is not allowed.",
+			"PermissionDenied: (HKEY_LOCAL_MACHINE\\SOFTWARE\\mssqlifi\\Restart:String) [Get-Item], SecurityException", "System.Security.SecurityException,Microsoft.PowerShell.Commands.GetItemCommand")
 	}
 	h.mu.Lock()
-	res := contract.RestartInstanceResult{
-		ServiceName:  inst.engine.name,
-		Stopped:      rep.stopped,
-		Started:      rep.started,
-		ServiceState: inst.engine.state,
-		StartedAt:    rep.startedAt.UTC(),
-		FinishedAt:   rep.finishedAt.UTC(),
-	}
-	if inst.engine.pid != 0 {
-		t := inst.engine.started.UTC()
-		res.ProcessStartTime = &t
-	}
+	j := h.restarts[strings.ToUpper(inst.name)]
 	h.mu.Unlock()
+	if j == nil {
+		writeJSON(stdout, contract.RestartInstanceResult{ServiceName: inst.engine.name, Stopped: []string{}, Started: []string{}})
+		return contract.ExitOK
+	}
+	res := h.waitRestart(ctx, j, time.Duration(p.WaitSeconds)*time.Second)
+	if ctx.Err() != nil {
+		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+	}
 	writeJSON(stdout, res)
 	return contract.ExitOK
 }

@@ -216,7 +216,7 @@ func TestExecuteRestartInstance(t *testing.T) {
 	if res.Started[0] != "MSSQLSERVER" || len(res.Started) != 3 || strings.Contains(strings.Join(res.Started, ","), "Launchpad") {
 		t.Fatalf("started %v", res.Started)
 	}
-	if res.FinishedAt.Before(res.StartedAt) {
+	if res.FinishedAt == nil || res.FinishedAt.Before(res.StartedAt) || !res.Finished || res.Error != "" {
 		t.Fatalf("times %v %v", res.StartedAt, res.FinishedAt)
 	}
 	for _, s := range []string{"SQLSERVERAGENT", "SQLTELEMETRY"} {
@@ -251,16 +251,32 @@ func TestExecuteRestartRefusalsAndTimeout(t *testing.T) {
 	if st, _ := h.ServiceState("MSSQL$FCI"); st != contract.StateRunning {
 		t.Fatalf("refused restart touched the clustered Engine: %s", st)
 	}
-	se := wantScriptError(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "SLOW", TimeoutSeconds: 1}), 4, "timeout")
-	if !strings.Contains(se.Message, contract.StateStartPending) {
-		t.Fatalf("timeout message: %s", se.Message)
+	// A restart that ran reports its outcome with exit 0; the error is in the result.
+	slow := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "SLOW", TimeoutSeconds: 1}))
+	if slow.Error != contract.RestartTimeout || !strings.Contains(slow.Message, contract.StateStartPending) {
+		t.Fatalf("slow start: %+v", slow)
 	}
-	// A start that fails after the SCM accepted it: the script's wait runs out and
-	// reports the service Stopped.
-	se = wantScriptError(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "BROKEN", TimeoutSeconds: 1}), 4, "timeout")
-	if !strings.Contains(se.Message, "MSSQL$BROKEN") || !strings.Contains(se.Message, "(it is Stopped)") {
-		t.Fatalf("failed start: %s", se.Message)
+	// A start that fails after the SCM accepted it: retried, then reported at once
+	// with the Windows error and the error log's last lines, not at the deadline.
+	start := time.Now()
+	broken := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "BROKEN", TimeoutSeconds: 60}))
+	if broken.Error != contract.RestartStartFailed || broken.Win32ExitCode != 1067 || broken.StartAttempts != contract.RestartStartAttempts ||
+		!strings.Contains(broken.Message, "MSSQL$BROKEN") || !strings.Contains(broken.Message, "1067") ||
+		!strings.Contains(strings.Join(broken.ErrorLogTail, "\n"), "17058") {
+		t.Fatalf("failed start: %+v", broken)
 	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("a failed start was reported after %s, not when it happened", d)
+	}
+}
+
+// restartResult decodes a restart_instance or restart_status answer (exit 0).
+func restartResult(t *testing.T, r execResult) contract.RestartInstanceResult {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	return decode[contract.RestartInstanceResult](t, r)
 }
 
 func TestExecuteUnrecognised(t *testing.T) {

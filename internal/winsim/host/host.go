@@ -69,6 +69,13 @@ type Host struct {
 	audit      []AuditEntry
 	auditLimit int
 
+	// life ends when the host is closed: processes of the host's own (the restart
+	// workers, restart_job.go) run under it, not under a WinRM shell.
+	life    context.Context
+	endLife context.CancelFunc
+	// restarts is each instance's last restart (restart_job.go), by upper-case name.
+	restarts map[string]*restartJob
+
 	cost  Cost
 	stats stats
 }
@@ -118,7 +125,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		svcByName:  map[string]*service{},
 		nextPID:    4100,
 		auditLimit: 10000,
+		restarts:   map[string]*restartJob{},
 	}
+	h.life, h.endLife = context.WithCancel(context.Background())
 	var errs []error
 	machineSID := derivedSID("machine:" + h.computer)
 	domainSID := cfg.DomainSID
@@ -697,6 +706,7 @@ func (h *Host) Close() {
 		return
 	}
 	h.closed = true
+	h.endLife()
 	for _, s := range h.services {
 		s.cancelTimer()
 	}

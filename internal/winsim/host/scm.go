@@ -15,16 +15,20 @@ import (
 // service is one entry of the service control manager. All fields are guarded by
 // Host.mu.
 type service struct {
-	name, display    string
-	account          string // start account (Win32_Service.StartName)
-	accountSID       string // "" when it cannot be translated
-	sidType          int    // 0 none, 1 unrestricted, 3 restricted
-	dependsOnNames   []string
-	dependsOn        []*service
-	dependents       []*service
-	startDur         time.Duration
-	stopDur          time.Duration
-	failStart        bool
+	name, display  string
+	account        string // start account (Win32_Service.StartName)
+	accountSID     string // "" when it cannot be translated
+	sidType        int    // 0 none, 1 unrestricted, 3 restricted
+	dependsOnNames []string
+	dependsOn      []*service
+	dependents     []*service
+	startDur       time.Duration
+	stopDur        time.Duration
+	failStart      bool
+	// failStarts: the next starts that fail with failCode (fault injection); -1: all.
+	failStarts       int
+	failCode         int
+	exitCode         int // Win32_Service.ExitCode of the last start or stop
 	initiallyStopped bool
 	inst             *Instance // set for an Engine
 	deleted          bool      // removed from the SCM (UninstallInstance)
@@ -289,11 +293,21 @@ func (h *Host) beginStartLocked(s *service) {
 	if s.inst != nil {
 		s.inst.processStartedLocked()
 	}
+	s.exitCode = 0
 	h.armLocked(s, s.startDur, func() {
-		if s.failStart {
+		if s.failStart || s.failStarts != 0 {
+			code := 1067
+			s.lastError = "The process terminated unexpectedly (1067); the service is configured to fail its start (fail_start)"
+			if !s.failStart {
+				if s.failStarts > 0 {
+					s.failStarts--
+				}
+				code = s.failCode
+				s.lastError = fmt.Sprintf("the start failed with Windows error %d (injected fault)", code)
+			}
+			s.exitCode = code
 			s.state = contract.StateStopped
 			s.failed = true
-			s.lastError = "The process terminated unexpectedly (1067); the service is configured to fail its start (fail_start)"
 			s.pid = 0
 			h.recordLocked(s)
 			if s.inst != nil {

@@ -52,6 +52,29 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
+	drops int // the next logins whose connection is dropped after the ack (-1: all)
+}
+
+// DropAfterLogin makes the next n connections close right after their login
+// succeeded (-1: every one until called with 0): the fault "TDS drop after login".
+func (s *Server) DropAfterLogin(n int) {
+	s.mu.Lock()
+	s.drops = n
+	s.mu.Unlock()
+}
+
+// dropNow reports whether this login's connection is to be dropped.
+func (s *Server) dropNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.drops < 0:
+		return true
+	case s.drops > 0:
+		s.drops--
+		return true
+	}
+	return false
 }
 
 // NewServer returns an endpoint that answers with h.
@@ -303,6 +326,10 @@ func (c *conn) doLogin(data []byte) error {
 		return err
 	}
 	c.pw.packetSize = packetSize
+	if c.s.dropNow() {
+		c.s.logf("tds: dropping the connection of %q from %s after its login (injected fault)", l.User, c.raw.RemoteAddr())
+		return io.EOF
+	}
 	return nil
 }
 

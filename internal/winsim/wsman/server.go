@@ -56,6 +56,10 @@ type Config struct {
 	// answers the TimedOut fault, whatever the client asks in OperationTimeout
 	// (WinRM's MaxTimeoutms). Optional; 60s when zero.
 	MaxOperationTimeout time.Duration
+
+	// Wrap, when set, wraps the endpoint's HTTP handler (the simulator's fault
+	// injection, internal/winsim/faults.go). Optional.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Server is one WS-Management endpoint.
@@ -156,8 +160,12 @@ func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
 }
 
 func (s *Server) newHTTPServer() *http.Server {
+	handler := s.Handler()
+	if s.cfg.Wrap != nil {
+		handler = s.cfg.Wrap(handler)
+	}
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           handler,
 		ConnContext:       s.ConnContext,
 		ReadHeaderTimeout: 30 * time.Second,
 		// Windows' HTTP.sys speaks HTTP/1.1 only, and NTLM needs one connection.

@@ -1,0 +1,203 @@
+# The restart itself, run by restart_instance in a process of its own: created through
+# WMI (Win32_Process.Create) it is a child of the WMI provider host, outside the job
+# object of the WinRM shell, so it lives on when the shell ends (docs/design/restart.md).
+# Its text is this script block's, with one line before it that sets $Token, a GUID
+# the script made (never user input). Everything else it reads from the marker key
+# HKLM:\SOFTWARE\mssqlifi\Restart\<instance> whose Token value is $Token, and it
+# writes its progress there (value State, the contract's RestartInstanceResult as
+# JSON) for restart_instance and restart_status to report.
+$RestartWorker = {
+    $ErrorActionPreference = 'Stop'
+    $ProgressPreference = 'SilentlyContinue'
+    try { Remove-TypeData -TypeName System.Array } catch { $null = $_ }
+    # ServiceController's assembly, loaded by name (no Add-Type: nothing is compiled).
+    $null = [Reflection.Assembly]::Load('System.ServiceProcess, Version=4.0.0.0, Culture=neutral, PublicKeyToken=b03f5f7f11d50a3a')
+    $markerRoot = 'HKLM:\SOFTWARE\mssqlifi\Restart'
+    $marker = $null
+    foreach ($key in @(Get-ChildItem -LiteralPath $markerRoot)) {
+        if ([string]$key.GetValue('Token', '') -ceq $Token) {
+            $marker = 'HKLM:\SOFTWARE\mssqlifi\Restart\' + $key.PSChildName
+        }
+    }
+    if (-not $marker) {
+        exit 1
+    }
+    $state = ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $marker).GetValue('State'))
+    $timeoutSeconds = [int](Get-Item -LiteralPath $marker).GetValue('TimeoutSeconds')
+    $errorLogPath = [string](Get-Item -LiteralPath $marker).GetValue('ErrorLog')
+    $serviceName = [string]$state.service_name
+    if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
+        exit 1 # restart_instance wrote a checked name; anything else is not our marker
+    }
+    $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+    # After a stop that ran past the deadline, the Engine is started once it has
+    # stopped, for at most this long: SQL Server is never left down on purpose.
+    $lateLimit = [DateTime]::UtcNow.AddHours(2)
+
+    function Format-Time {
+        param([datetime] $Time)
+        return $Time.ToUniversalTime().ToString('o', [Globalization.CultureInfo]::InvariantCulture)
+    }
+    function Save-State {
+        $json = ConvertTo-Json -InputObject $state -Depth 4 -Compress
+        Set-ItemProperty -LiteralPath $marker -Name 'State' -Value $json
+    }
+    function Get-StateName {
+        param($Status)
+        return ([string]$Status -creplace '([a-z])([A-Z])', '$1 $2')
+    }
+    function Get-TimeLeft {
+        param([datetime] $Until)
+        $left = $Until - [DateTime]::UtcNow
+        if ($left -lt [TimeSpan]::Zero) {
+            return [TimeSpan]::Zero
+        }
+        return $left
+    }
+    function Wait-Status {
+        param($Service, [string] $Status, [datetime] $Until)
+        try {
+            $Service.WaitForStatus($Status, (Get-TimeLeft -Until $Until))
+        }
+        catch {
+            $null = $_
+        }
+        $Service.Refresh()
+        return ([string]$Service.Status -eq $Status)
+    }
+    function Get-ErrorLogTail {
+        # The last lines of the error log, from at most its last 64 KiB.
+        $lines = @()
+        if (-not $errorLogPath) {
+            return $lines
+        }
+        try {
+            $stream = New-Object System.IO.FileStream($errorLogPath, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
+            try {
+                $length = [Math]::Min($stream.Length, 65536)
+                $null = $stream.Seek(-$length, [System.IO.SeekOrigin]::End)
+                $buffer = New-Object byte[] $length
+                $read = $stream.Read($buffer, 0, $length)
+                $text = [Text.Encoding]::Unicode.GetString($buffer, 0, $read - ($read % 2))
+                $lines = @($text -split "`r?`n" | Where-Object { $_.Trim() } | Select-Object -Last 10)
+            }
+            finally {
+                $stream.Dispose()
+            }
+        }
+        catch {
+            $lines = @("(the error log $errorLogPath could not be read: $($_.Exception.Message))")
+        }
+        return $lines
+    }
+    function Complete-Restart {
+        param([string] $ErrorCode, [string] $Message)
+        $engine.Refresh()
+        $state.service_state = Get-StateName -Status $engine.Status
+        if ($ErrorCode) {
+            $state.error = $ErrorCode
+            $state.message = $Message
+        }
+        $state.phase = 'done'
+        $state.finished = $true
+        Save-State
+        exit 0
+    }
+
+    try {
+        $engine = New-Object System.ServiceProcess.ServiceController($serviceName)
+        $running = @($engine.DependentServices | Where-Object { $_.Status -eq 'Running' })
+        $state.phase = 'stopping'
+        Save-State
+        # Stop-Service waits without a limit: stop through the controller and bound the wait.
+        foreach ($dependent in $running) {
+            if ($dependent.Status -ne 'Stopped') {
+                $dependent.Stop()
+            }
+        }
+        foreach ($dependent in $running) {
+            if (Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline) {
+                $state.stopped += $dependent.Name
+            }
+        }
+        if ($engine.Status -ne 'Stopped') {
+            $engine.Stop()
+        }
+        if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $deadline)) {
+            $now = Get-StateName -Status $engine.Status
+            if ($now -eq 'Running') {
+                Complete-Restart -ErrorCode 'stop_timeout' -Message "$serviceName did not stop within $timeoutSeconds seconds and is still Running; it was left running. Look at what SQL Server is doing (long rollback or checkpoint) before restarting it."
+            }
+            $state.error = 'stop_timeout'
+            $state.message = "$serviceName did not stop within $timeoutSeconds seconds (it is $now). The host starts it again as soon as it has stopped; look at what SQL Server is doing (long rollback or checkpoint)."
+            $state.service_state = $now
+            Save-State
+            if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit)) {
+                Complete-Restart -ErrorCode 'stop_timeout' -Message $state.message
+            }
+            $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+        }
+        $state.stopped += $serviceName
+        $state.phase = 'starting'
+        Save-State
+        $startError = ''
+        for ($attempt = 1; $attempt -le 3; $attempt++) {
+            $state.start_attempts = $attempt
+            Save-State
+            $engine.Refresh()
+            if ($engine.Status -eq 'Stopped') {
+                try {
+                    $engine.Start()
+                }
+                catch {
+                    $startError = $_.Exception.Message
+                }
+            }
+            if (Wait-Status -Service $engine -Status 'Running' -Until $deadline) {
+                break
+            }
+            if ($engine.Status -ne 'Stopped' -or [DateTime]::UtcNow -ge $deadline) {
+                break
+            }
+            Start-Sleep -Seconds 2
+        }
+        $engine.Refresh()
+        if ($engine.Status -ne 'Running') {
+            $now = Get-StateName -Status $engine.Status
+            if ($now -eq 'Stopped') {
+                $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
+                $state.win32_exit_code = [int]$service.ExitCode
+                $state.errorlog_tail = @(Get-ErrorLogTail)
+                $why = "Windows error $($service.ExitCode)"
+                if ($startError) {
+                    $why += "; $startError"
+                }
+                Complete-Restart -ErrorCode 'start_failed' -Message "$serviceName stopped but did not start after $($state.start_attempts) attempts: it is Stopped ($why). The last lines of its error log say why; fix the cause and start the service."
+            }
+            Complete-Restart -ErrorCode 'timeout' -Message "$serviceName did not reach Running within $timeoutSeconds seconds (it is $now). Look at the service's event log and the SQL Server error log."
+        }
+        $state.started += $serviceName
+        $state.finished_at = Format-Time -Time ([DateTime]::UtcNow)
+        $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
+        if ([int]$service.ProcessId -gt 0) {
+            $state.process_start_time = Format-Time -Time (Get-Process -Id ([int]$service.ProcessId)).StartTime
+        }
+        $state.phase = 'dependents'
+        Save-State
+        [array]::Reverse($running)
+        foreach ($dependent in $running) {
+            $dependent.Refresh()
+            if ($dependent.Status -eq 'Stopped') {
+                $dependent.Start()
+                $state.started += $dependent.Name
+            }
+            if (-not (Wait-Status -Service $dependent -Status 'Running' -Until $deadline)) {
+                Complete-Restart -ErrorCode 'timeout' -Message "$serviceName runs again, but its dependent $($dependent.Name) did not reach Running within $timeoutSeconds seconds (it is $(Get-StateName -Status $dependent.Status)). Look at that service's event log."
+            }
+        }
+        Complete-Restart -ErrorCode '' -Message ''
+    }
+    catch {
+        Complete-Restart -ErrorCode 'failed' -Message "The restart of $serviceName failed: $($_.Exception.Message)"
+    }
+}

@@ -1,0 +1,183 @@
+package converge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// The restart is the host's job (docs/design/restart.md): restart_instance starts it
+// in a process of its own on the host, or joins the one in progress, and the engine
+// then polls restart_status until it finished or reported an error. A lost
+// connection never stops a restart half-way; the engine only stops asking.
+
+// restartPollSeconds is how long restart_instance and restart_status wait on the host
+// for the outcome before they answer with the phase reached.
+const restartPollSeconds = 5
+
+// restartRetryPause is the pause before asking again after a transport error.
+const restartRetryPause = time.Second
+
+// maxRestartSends bounds how often restart_instance is sent when the host has no
+// record of the request (it was lost on the way): a failure that persists ends the
+// apply within seconds.
+const maxRestartSends = 3
+
+// ScriptFailure is implemented by host errors (remote.Error) that can say whether
+// the host ran the script and it refused (true), as opposed to a transport failure
+// after which the request may or may not have reached the host.
+type ScriptFailure interface {
+	ScriptFailed() bool
+}
+
+// hostAnswered reports whether err is the host's own refusal.
+func hostAnswered(err error) bool {
+	var sf ScriptFailure
+	return errors.As(err, &sf) && sf.ScriptFailed()
+}
+
+// RestartOutcomeError is a restart that ran on the host and failed: the host's
+// account of it.
+type RestartOutcomeError struct {
+	Result contract.RestartInstanceResult
+}
+
+func (e *RestartOutcomeError) Error() string {
+	r := e.Result
+	msg := r.Message
+	if msg == "" {
+		msg = "the restart failed (" + r.Error + ")"
+	}
+	if len(r.ErrorLogTail) > 0 {
+		msg += " Last lines of the SQL Server error log: " + strings.Join(r.ErrorLogTail, " | ")
+	}
+	return msg
+}
+
+// RestartUnfinishedError is a restart the engine stopped following before it ended:
+// the deadline passed or the host could not be asked. It goes on on the host.
+type RestartUnfinishedError struct {
+	Phase string // the last phase reported, "" if none was
+	Err   error  // why the engine stopped asking
+	// NotReceived: the host has no record of the request after every send; nothing
+	// was stopped.
+	NotReceived bool
+}
+
+func (e *RestartUnfinishedError) Error() string {
+	if e.NotReceived {
+		return fmt.Sprintf("the restart request did not reach the host after %d attempts, so nothing was stopped: %v", maxRestartSends, e.Err)
+	}
+	phase := e.Phase
+	if phase == "" {
+		phase = "unknown"
+	}
+	return fmt.Sprintf("the restart was not seen to finish (last phase reported: %s); it goes on on the host, which completes it "+
+		"whatever happens to this connection: %v", phase, e.Err)
+}
+
+func (e *RestartUnfinishedError) Unwrap() error { return e.Err }
+
+func newRestartID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// waitSeconds is the host-side wait for one request: restartPollSeconds, less when
+// the deadline is nearer (at least 1 second).
+func (e *Engine) waitSeconds(ctx context.Context) int {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return restartPollSeconds
+	}
+	left := int(dl.Sub(e.clock().Now()) / time.Second)
+	return max(min(left-2, restartPollSeconds), 1)
+}
+
+// restart restarts the Engine (and its running dependents) within the time the
+// context leaves, keeping a margin for reading back. It returns as soon as the host
+// reports the restart finished or failed.
+func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, out *Outcome) error {
+	secs := e.restartSeconds(ctx)
+	id := newRestartID()
+	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs, "restart_id": id})
+	fail := func(err error, res *contract.RestartInstanceResult) error {
+		return out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason, Restart: res})
+	}
+	out.Changed = true // a restart request may have stopped services
+	res, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: secs, RestartID: id,
+		WaitSeconds: e.waitSeconds(ctx)})
+	if err != nil && hostAnswered(err) {
+		return fail(err, nil)
+	}
+	phase := ""
+	sent := err == nil // the host has the request
+	sends, lastSendErr := 1, err
+	for polls := 0; ; polls++ {
+		if err == nil {
+			if res.Found && (res.RestartID == id || res.Joined || sent) {
+				if res.Joined && res.RestartID != id {
+					e.info(ctx, "joined the restart in progress", map[string]any{"host": t.Host, "instance": t.Instance, "restart_id": res.RestartID})
+					id = res.RestartID
+				}
+				sent = true
+				phase = res.Phase
+				if res.Error != "" {
+					return fail(&RestartOutcomeError{Result: *res}, res)
+				}
+				if res.Finished {
+					break
+				}
+			}
+			e.debug(ctx, "restart in progress", map[string]any{"host": t.Host, "instance": t.Instance, "phase": res.Phase, "polls": polls})
+		} else {
+			e.info(ctx, "asking the host about the restart after an error", map[string]any{"host": t.Host, "instance": t.Instance, "error": err.Error(), "polls": polls})
+			if ctx.Err() != nil {
+				return fail(&RestartUnfinishedError{Phase: phase, Err: err}, nil)
+			}
+			if serr := e.clock().Sleep(ctx, restartRetryPause); serr != nil {
+				return fail(&RestartUnfinishedError{Phase: phase, Err: err}, nil)
+			}
+		}
+		if ctx.Err() != nil {
+			return fail(&RestartUnfinishedError{Phase: phase, Err: ctx.Err()}, nil)
+		}
+		if !sent && err == nil {
+			// The host has no record of this request (the first one was lost): send it
+			// again; its id makes it start at most one restart.
+			if sends++; sends > maxRestartSends {
+				return fail(&RestartUnfinishedError{Phase: phase, Err: lastSendErr, NotReceived: true}, nil)
+			}
+			res, err = h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx),
+				RestartID: id, WaitSeconds: e.waitSeconds(ctx)})
+			if err != nil && hostAnswered(err) {
+				return fail(err, nil)
+			}
+			sent = err == nil
+			if err != nil {
+				lastSendErr = err
+			}
+			continue
+		}
+		var serr error
+		res, serr = h.RestartStatus(ctx, contract.RestartStatusParams{Instance: t.Instance, WaitSeconds: e.waitSeconds(ctx)})
+		if serr != nil {
+			// restart_status is retried by the host client on transient failures: what
+			// is left does not heal by waiting (401, persistent 5xx, a vanished host).
+			return fail(&RestartUnfinishedError{Phase: phase, Err: serr}, nil)
+		}
+		err = nil
+		if !res.Found || (res.RestartID != id && !sent) {
+			sent = false
+		}
+	}
+	out.Restarted = true
+	return nil
+}

@@ -1,0 +1,48 @@
+package host
+
+import (
+	"fmt"
+	"time"
+)
+
+// Service faults for the fault matrix (winsim control actions fail_start and
+// slow_stop). They change the service control manager's model only; the WinRM and
+// TDS faults are the endpoints' (internal/winsim/faults.go).
+
+// FailStarts makes the next times starts of a service fail with the Windows error
+// code (as Win32_Service.ExitCode reports it; 1067 when code is 0): the process
+// starts (Start Pending) and exits. times -1 fails every start until cleared with
+// times 0.
+func (h *Host) FailStarts(name string, code, times int) error {
+	if code == 0 {
+		code = 1067
+	}
+	if code < 0 || times < -1 {
+		return fmt.Errorf("fail_start: code %d and times %d must not be negative (times -1: every start)", code, times)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	s.failStarts, s.failCode = times, code
+	return nil
+}
+
+// SetStopDuration makes a service's stops take d from now on: Stop Pending that
+// long, as an Engine does while it checkpoints or rolls back. Stop-Service, and so
+// the old restart, waits for it without a limit.
+func (h *Host) SetStopDuration(name string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("slow_stop: the duration %s is negative", d)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	s.stopDur = d
+	return nil
+}
