@@ -6,11 +6,15 @@
 # It serves the committed HEAD as a module version from a file-based GOPROXY (the
 # dependencies come from the module cache, nothing from the network) and runs that
 # go install in an empty folder. The dependencies must already be in the module
-# cache (make build does that).
+# cache (make build does that); they were verified against the checksum database when
+# first downloaded, so this offline install does not ask it again (GOSUMDB=off).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mod="github.com/mssqlifi/terraform-provider-mssqlifi"
-ver="v0.0.0-installcheck"
+# A pseudo-version of HEAD (its commit time and hash), as go install ...@<commit>
+# would resolve: one version name per content, so no build or module cache entry of
+# another commit can stand in for it.
+ver="v0.0.0-$(cd "$root" && TZ=UTC git show -s --date=format-local:%Y%m%d%H%M%S --format=%cd HEAD)-$(cd "$root" && git rev-parse --short=12 HEAD)"
 work="$(mktemp -d)"
 # The module cache keeps what it downloaded: drop this check's version before and
 # after, so each run installs the HEAD it was given.
@@ -31,7 +35,7 @@ mkdir -p "$at" "$work/bin" "$work/elsewhere"
 (cd "$root" && git show HEAD:go.mod) >"$at/$ver.mod"
 printf '{"Version":"%s","Time":"2026-01-01T00:00:00Z"}\n' "$ver" >"$at/$ver.info"
 printf '%s\n' "$ver" >"$at/list"
-if ! (cd "$work/elsewhere" && env GOPROXY="file://$work/proxy,off" GONOSUMDB="$mod" GOFLAGS=-mod=mod GOBIN="$work/bin" \
+if ! (cd "$work/elsewhere" && env GOPROXY="file://$work/proxy,off" GOSUMDB=off GOFLAGS=-mod=mod GOBIN="$work/bin" \
 	go install "$mod/internal/winsim/cmd/winsim@$ver"); then
 	echo "check-winsim-install: FAIL: go install $mod/internal/winsim/cmd/winsim@VERSION does not work from outside the module; move the command to cmd/winsim" >&2
 	exit 1
