@@ -118,13 +118,7 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	defer cancel()
 
 	h.mu.Lock()
-	var wasRunning []*service
-	for _, d := range allDependents(s) {
-		if d.state == contract.StateRunning || d.state == contract.StateStartPending {
-			wasRunning = append(wasRunning, d)
-		}
-	}
-	slices.Reverse(wasRunning)
+	wasRunning := runningDependents(s)
 	seq0 := h.eventSeq
 	err := h.stopLocked(s, true)
 	h.advanceLocked()

@@ -460,14 +460,7 @@ func (h *Host) restart(ctx context.Context, name string) (restartReport, error) 
 		h.mu.Unlock()
 		return rep, err
 	}
-	var wasRunning []*service
-	for _, d := range allDependents(s) {
-		if d.state == contract.StateRunning || d.state == contract.StateStartPending {
-			wasRunning = append(wasRunning, d)
-		}
-	}
-	// Dependents start after what they depend on: reverse the deepest-first order.
-	slices.Reverse(wasRunning)
+	wasRunning := runningDependents(s)
 	seq0 := h.eventSeq
 	err = h.stopLocked(s, true)
 	h.advanceLocked()
@@ -528,3 +521,17 @@ func (h *Host) restart(ctx context.Context, name string) (restartReport, error) 
 
 // serviceSIDOf returns the per-service SID, computed with the real algorithm.
 func serviceSIDOf(s *service) string { return winsid.ServiceSID(s.name) }
+
+// runningDependents are the dependents of s that run (or are starting), in the order
+// to start them again: what they depend on first (allDependents lists deepest first).
+// The caller holds h.mu.
+func runningDependents(s *service) []*service {
+	var out []*service
+	for _, d := range allDependents(s) {
+		if d.state == contract.StateRunning || d.state == contract.StateStartPending {
+			out = append(out, d)
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
