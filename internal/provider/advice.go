@@ -62,7 +62,7 @@ func winrmAdvice(re *remote.Error) string {
 			case re.Auth == remote.AuthBasic:
 				adv += `; winrm.auth = "negotiate" works for domain accounts`
 			default:
-				adv += `; for a local account on a domain-joined host, set winrm.auth = "basic" and winrm.https = true`
+				adv += `; on a domain-joined host a bare user name logs on to the domain: name a local account with the host's computer name (SQL01\Administrator)`
 			}
 		}
 		return adv

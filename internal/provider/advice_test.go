@@ -23,7 +23,7 @@ func TestHostErrorDetailNamesTheArgument(t *testing.T) {
 	}{
 		{"auth with ntlm", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "ntlm",
 			Message: "authentication failed for admin at sql01.example.test:5986"},
-			[]string{"authentication failed", "winrm.username", "winrm.password", EnvWinRMUsername, EnvWinRMPassword, `winrm.auth = "basic"`}},
+			[]string{"authentication failed", "winrm.username", "winrm.password", EnvWinRMUsername, EnvWinRMPassword, `name a local account with the host's computer name (SQL01\Administrator)`}},
 		{"auth with basic over https", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "basic",
 			HTTPS: true, Message: "authentication failed for admin at sql01.example.test:5986"},
 			[]string{`winrm.auth = "negotiate" works for domain accounts`}},
