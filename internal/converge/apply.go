@@ -71,6 +71,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		a = e.learn(ctx, t, d, obs, a, startedBefore, out)
 	}
 	out.Assessment = a
+	out.SQLPort = obs.Instance.TCPPort
 	out.Enabled = d.Enabled
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
@@ -130,6 +131,7 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 		IneffectiveRestart: d.IneffectiveRestart,
 		Enabled:            EnabledInState(d, a),
 		Warnings:           append(slices.Clone(obs.Warnings), a.Warnings...),
+		SQLPort:            obs.Instance.TCPPort,
 	}, nil
 }
 
@@ -255,6 +257,7 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 		return out, err
 	}
 	out.Assessment = a
+	out.SQLPort = obs.Instance.TCPPort
 	out.Enabled = EnabledInState(d, a)
 	if connectionFailure(err) && a.Converged && obs.Instance.ServiceState == contract.StateRunning &&
 		(!restartPlanned || a.RestartPending != nil && !*a.RestartPending) {

@@ -53,6 +53,10 @@ type Target struct {
 	Instance string
 	Port     int // WinRM port override; 0: the provider's setting
 	SQLPort  int // SQL port override; 0: what the host reports
+	// SQLPortHint is the port the last observation saw (0: none). It only lets the
+	// SQL check start alongside read_instance; where SQL Server is asked is still
+	// SQLPort, else what the host reports now.
+	SQLPortHint int
 }
 
 // String names the target for messages, its user-supplied text escaped (safetext).
@@ -114,6 +118,9 @@ type Outcome struct {
 	// operation (in Desired): the one this apply's restart taught, nil after a
 	// restart that went as expected, else the one it was given.
 	IneffectiveRestart *ifi.IneffectiveRestart
+	// SQLPort is the TCP port the host reported in the observation the Assessment
+	// comes from (0: none); the caller keeps it as the next Target.SQLPortHint.
+	SQLPort int
 }
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the

@@ -47,6 +47,9 @@ type fakeHost struct {
 	uninstallAfterRead int
 	// onRestart runs when restart_instance is called (e.g. to end the context).
 	onRestart func()
+	// beforeRead runs at the start of each read_instance, outside the host's lock
+	// (e.g. to wait until the SQL check has started).
+	beforeRead func(ctx context.Context) error
 
 	reads, setRights, restarts, statuses int
 	restartParams                        []contract.RestartInstanceParams
@@ -89,6 +92,11 @@ func (h *fakeHost) holds(sid string) bool {
 }
 
 func (h *fakeHost) ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error) {
+	if h.beforeRead != nil {
+		if err := h.beforeRead(ctx); err != nil {
+			return nil, err
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -190,11 +198,16 @@ func (h *fakeHost) RestartStatus(ctx context.Context, p contract.RestartStatusPa
 
 // fakeChecker answers for the fake host's running Engine.
 type fakeChecker struct {
+	mu       sync.Mutex // guards the counters: the check may run alongside read_instance
 	h        *fakeHost
 	checkErr error
 	waitErr  error
 	tde      []string
 	replicas []sqlcheck.Replica // nil: Always On off
+
+	// onCheck runs at the start of each check, before its answer (e.g. to signal
+	// that it started, or to wait); its error fails the check.
+	onCheck func(ctx context.Context, t sqlcheck.Target) error
 
 	checks  int
 	waits   int
@@ -202,8 +215,15 @@ type fakeChecker struct {
 }
 
 func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.Report, error) {
+	c.mu.Lock()
 	c.checks++
 	c.targets = append(c.targets, t)
+	c.mu.Unlock()
+	if c.onCheck != nil {
+		if err := c.onCheck(ctx, t); err != nil {
+			return nil, err
+		}
+	}
 	if c.checkErr != nil {
 		return nil, c.checkErr
 	}

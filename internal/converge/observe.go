@@ -40,6 +40,13 @@ func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
 	if err != nil {
 		return nil, err
 	}
+	checker, setupErr := e.Clients.SQLChecker()
+	// When the port is known before the read, SQL Server is asked while the host is
+	// read; the early answer counts only when the host then reports a running
+	// Engine at that port.
+	early := e.startEarlyCheck(ctx, t, checker)
+	defer early.discard()
+
 	e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
 	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
 	if err != nil {
@@ -52,10 +59,10 @@ func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
 	v := ifi.Verification{Source: ifi.SourceNone}
 	var dmv *bool // what sys.dm_server_services says, when SQL Server answered
 
-	checker, err := e.Clients.SQLChecker()
-	if err != nil {
+	if setupErr != nil {
 		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLSetup, Summary: "SQL verification is not available",
-			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the error log.", t, err), Err: err})
+			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the error log.", t, setupErr),
+			Err:    setupErr})
 	}
 	if checker != nil {
 		o.SQLTarget = e.sqlTarget(t, ri)
@@ -65,8 +72,12 @@ func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
 					"cannot be asked; verification falls back to the error log.", t)})
 		} else if ri.ServiceState == contract.StateRunning {
 			port := o.SQLTarget.Port
-			e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port})
-			rep, err := checker.Check(ctx, *o.SQLTarget)
+			rep, err := early.result(port)
+			if !early.used(port) {
+				early.discard() // it asked at another port
+				e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port})
+				rep, err = checker.Check(ctx, *o.SQLTarget)
+			}
 			if err != nil {
 				o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server",
 					Detail: fmt.Sprintf("Asking SQL Server for %s at %s:%d failed; verification falls back to the error log.", t, t.Host, port),
@@ -89,6 +100,59 @@ func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
 	v.Source, v.Enabled = ifi.Verify(ri, dmv)
 	o.Observed.Verification = v
 	return o, nil
+}
+
+// earlyCheck is a SQL check started before read_instance answered; the zero value
+// (no port known up front, or no SQL client) has nothing to offer.
+type earlyCheck struct {
+	port   int
+	cancel context.CancelFunc
+	done   chan struct{} // closed when rep and err are set
+	rep    *sqlcheck.Report
+	err    error
+}
+
+// startEarlyCheck asks SQL Server at the port known before the read (sql_port, else
+// the port the last observation saw), concurrently with the caller.
+func (e *Engine) startEarlyCheck(ctx context.Context, t Target, checker sqlcheck.Checker) *earlyCheck {
+	port := t.SQLPort
+	if port == 0 {
+		port = t.SQLPortHint
+	}
+	if checker == nil || port == 0 {
+		return &earlyCheck{}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	ec := &earlyCheck{port: port, cancel: cancel, done: make(chan struct{})}
+	e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port, "overlapped": true})
+	go func() {
+		defer close(ec.done)
+		ec.rep, ec.err = checker.Check(cctx, sqlcheck.Target{Host: t.Host, Port: port, Instance: t.Instance})
+	}()
+	return ec
+}
+
+// used says whether the early check asked SQL Server at port.
+func (ec *earlyCheck) used(port int) bool { return ec.done != nil && ec.port == port }
+
+// result waits for the early check when it asked at port; otherwise it returns
+// nothing (the caller checks again).
+func (ec *earlyCheck) result(port int) (*sqlcheck.Report, error) {
+	if !ec.used(port) {
+		return nil, nil
+	}
+	<-ec.done
+	return ec.rep, ec.err
+}
+
+// discard ends the early check and waits for it, so that nothing outlives the
+// observation.
+func (ec *earlyCheck) discard() {
+	if ec.done == nil {
+		return
+	}
+	ec.cancel()
+	<-ec.done
 }
 
 // sqlTarget is where SQL Server listens: the configured port, else the one the

@@ -82,3 +82,36 @@ func getIneffectiveRestart(ctx context.Context, p privateGetter) (*ifi.Ineffecti
 	}
 	return &m, ds
 }
+
+// privateSQLPort is the private-state key holding the TCP port SQL Server listened
+// on when the instance was last observed: the next read asks SQL Server there while
+// the host is read (converge.Target.SQLPortHint). It is only a hint; the host's
+// answer decides where SQL Server is asked.
+const privateSQLPort = "sql_port"
+
+type sqlPortPrivate struct {
+	Port int `json:"port"`
+}
+
+// setSQLPortHint records the port seen; 0 (none reported) removes the key.
+func setSQLPortHint(ctx context.Context, p privateSetter, port int) diag.Diagnostics {
+	if port <= 0 {
+		return p.SetKey(ctx, privateSQLPort, nil)
+	}
+	b, _ := json.Marshal(sqlPortPrivate{Port: port})
+	return p.SetKey(ctx, privateSQLPort, b)
+}
+
+// getSQLPortHint is the recorded port, 0 when none (or unreadable: the SQL check
+// then only waits for the host's answer, as on the first read).
+func getSQLPortHint(ctx context.Context, p privateGetter) (int, diag.Diagnostics) {
+	b, ds := p.GetKey(ctx, privateSQLPort)
+	if ds.HasError() || len(b) == 0 {
+		return 0, ds
+	}
+	var sp sqlPortPrivate
+	if err := json.Unmarshal(b, &sp); err != nil || sp.Port <= 0 || sp.Port > 65535 {
+		return 0, ds
+	}
+	return sp.Port, ds
+}

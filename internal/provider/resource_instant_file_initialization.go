@@ -165,7 +165,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, plan, plan.desired(), &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, plan, plan.desired(), 0, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -187,16 +187,20 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	var ds diag.Diagnostics
 	desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
+	sqlPortHint, ds := getSQLPortHint(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
 	plan.ID = prior.ID
-	r.apply(ctx, plan, desired, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, plan, desired, sqlPortHint, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // apply converges the instance to the plan and stores what the engine says is true
 // (after a failure too, once something changed); when nothing is known, the state
-// stays as it was.
-func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, state *tfsdk.State, private privateSetter,
-	diags *diag.Diagnostics) {
-	out, err := r.c.engine().Apply(ctx, plan.target(), d)
+// stays as it was. sqlPortHint is the SQL port the last observation saw (0: none).
+func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, sqlPortHint int, state *tfsdk.State,
+	private privateSetter, diags *diag.Diagnostics) {
+	t := plan.target()
+	t.SQLPortHint = sqlPortHint
+	out, err := r.c.engine().Apply(ctx, t, d)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.winrm.Username)
 	}
@@ -205,6 +209,7 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 		diags.Append(state.Set(ctx, st)...)
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
 		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
+		diags.Append(setSQLPortHint(ctx, private, out.SQLPort)...)
 	}
 }
 
@@ -249,6 +254,9 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		resp.Diagnostics.Append(ds...)
 	}
 	t := state.target()
+	var ds diag.Diagnostics
+	t.SQLPortHint, ds = getSQLPortHint(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
 	out, err := r.c.engine().Read(ctx, t, desired)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
@@ -273,6 +281,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings)
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
+	resp.Diagnostics.Append(setSQLPortHint(ctx, resp.Private, out.SQLPort)...)
 }
 
 func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
