@@ -66,8 +66,9 @@ type hostOptions struct {
 	handler func(http.Handler) http.Handler
 	// logf receives the endpoint's log.
 	logf func(format string, args ...any)
-	// encryptionRequired: AllowUnencrypted=false, Windows' default (Basic still on).
-	encryptionRequired bool
+	// allowUnencrypted: AllowUnencrypted=true, for tests of Basic over plain HTTP;
+	// without it the host refuses clear-text bodies, as Windows does by default.
+	allowUnencrypted bool
 }
 
 func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
@@ -78,9 +79,9 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 		Lookup:       ntlm.OneAccount(testUser, testPassword),
 		AllowBasic:   true,
 		AllowNTLM:    true,
-		// Basic over this plain-HTTP fixture sends clear text: opted in here and in
-		// config("basic"). NTLM seals its bodies whatever this says.
-		AllowUnencrypted: !o.encryptionRequired,
+		// Windows' default unless a test of Basic over plain HTTP opts in (and its
+		// client too, config("basic")). NTLM seals its bodies either way.
+		AllowUnencrypted: o.allowUnencrypted,
 		Logf:             o.logf,
 		Executor: wsman.ExecutorFunc(func(ctx context.Context, cmd wsman.Command, stdout, stderr io.Writer) int {
 			line := strings.TrimSpace(cmd.Command + " " + strings.Join(cmd.Arguments, " "))

