@@ -136,3 +136,17 @@ func TestBootstrapChecksTheLanguageModeFirst(t *testing.T) {
 		t.Fatalf("the bootstrap does not begin with the language-mode check:\n%s\nwant:\n%s", strings.Join(code[:min(len(code), len(want))], "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// restart_instance.ps1 refuses the same timeouts as MaxRestartSeconds, the limit the
+// provider checks at plan.
+func TestRestartLimitMatchesTheScript(t *testing.T) {
+	s := mustRead("restart_instance.ps1")
+	for _, want := range []string{
+		fmt.Sprintf("$timeoutSeconds -gt %d)", MaxRestartSeconds),
+		fmt.Sprintf("between 1 and %d.", MaxRestartSeconds),
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("restart_instance.ps1 does not hold %q", want)
+		}
+	}
+}
