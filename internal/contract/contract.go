@@ -275,3 +275,13 @@ const (
 	ErrorLogScanMaxLines = 10000
 	ErrorLogScanMaxBytes = 1 << 20
 )
+
+// UserAgent is how the provider names itself to hosts: the WinRM User-Agent header
+// and the SQL connection's application name (program_name in sys.dm_exec_sessions).
+// An empty version is "dev".
+func UserAgent(version string) string {
+	if version == "" {
+		version = "dev"
+	}
+	return "terraform-provider-mssqlifi/" + version
+}

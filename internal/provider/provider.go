@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
@@ -337,7 +338,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"winrm_username": rc.Username, "winrm_password": rc.Password, "winrm_auth": rc.Auth,
 		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil, "max_parallel_restarts": maxRestarts,
 	})
-	rc.UserAgent, sc = remote.UserAgent(p.version), sc.WithAppName(remote.UserAgent(p.version))
+	rc.UserAgent, sc = contract.UserAgent(p.version), sc.WithAppName(contract.UserAgent(p.version))
 	c := newClients(rc, sc, p.openHost, p.openChecker)
 	c.restarts = converge.NewRestartLimiter(maxRestarts)
 	resp.ResourceData = c

@@ -44,18 +44,9 @@ type Config struct {
 	// HTTPS needs no more.
 	AllowUnencrypted bool
 	// UserAgent is the HTTP User-Agent header of every request, so the host's
-	// administrators can tell this provider's requests apart (UserAgent(version));
-	// "": UserAgent("dev").
+	// administrators can tell this provider's requests apart
+	// (contract.UserAgent(version)); "": contract.UserAgent("").
 	UserAgent string
-}
-
-// UserAgent is how the provider names itself to hosts: the WinRM User-Agent header
-// and the SQL connection's application name (program_name in sys.dm_exec_sessions).
-func UserAgent(version string) string {
-	if version == "" {
-		version = "dev"
-	}
-	return "terraform-provider-mssqlifi/" + version
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.

@@ -21,6 +21,7 @@ import (
 	"github.com/masterzen/winrm"
 	"github.com/masterzen/winrm/soap"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
 )
 
@@ -89,7 +90,7 @@ func newSecureTransport(cfg Config, auth string) *transport {
 	t := newTransport(auth, cfg.Username, cfg.Password)
 	t.userAgent = cfg.UserAgent
 	if t.userAgent == "" {
-		t.userAgent = UserAgent("")
+		t.userAgent = contract.UserAgent("")
 	}
 	t.spn = cfg.SPN
 	if t.spn == "" {

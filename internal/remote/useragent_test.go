@@ -25,7 +25,7 @@ func TestUserAgentReachesWinRMAndSQLServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	ua := UserAgent("1.2.3")
+	ua := contract.UserAgent("1.2.3")
 	if ua != "terraform-provider-mssqlifi/1.2.3" {
 		t.Fatalf("UserAgent(1.2.3) = %q", ua)
 	}

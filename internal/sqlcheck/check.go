@@ -87,7 +87,7 @@ func (c *checker) connector(t Target) (*mssql.Connector, error) {
 	}
 	appName := c.cfg.AppName
 	if appName == "" {
-		appName = "terraform-provider-mssqlifi"
+		appName = contract.UserAgent("")
 	}
 	q.Set("app name", appName)
 	u := &url.URL{
