@@ -164,22 +164,40 @@ type SetRightParams struct {
 	Right string `json:"right"`
 	SID   string `json:"sid"`
 	Grant bool   `json:"grant"` // true: LsaAddAccountRights; false: LsaRemoveAccountRights
+	// ReadBack names an instance to read (as read_instance does) after the change, in
+	// the same process: the apply's read-back without a powershell.exe of its own.
+	// "" reads nothing.
+	ReadBack string `json:"read_back,omitempty"`
 }
 
 // SetRightResult tells whether anything changed and who holds the right now.
 type SetRightResult struct {
 	Changed bool        `json:"changed"`
 	Holders []Principal `json:"holders"`
+	// Instance is the read-back SetRightParams.ReadBack asked for (nil otherwise).
+	Instance *ReadInstanceResult `json:"instance,omitempty"`
 }
+
+// RightChange is one change of SeManageVolumePrivilege's holders that
+// restart_instance makes before the restart, in its own process (set_right's work).
+type RightChange struct {
+	SID   string `json:"sid"`
+	Grant bool   `json:"grant"`
+}
+
+// MaxRestartChanges is the most changes one restart_instance request makes
+// (restart_instance.ps1 holds the same number).
+const MaxRestartChanges = 8
 
 // MaxRestartSeconds is the largest timeout_seconds restart_instance accepts (24 hours).
 const MaxRestartSeconds = 86400
 
 // RestartInstanceParams asks the host to restart the Engine and the dependents that
-// were running. The restart runs in a process of its own on the host (not a child of
-// the WinRM shell), so it completes whatever happens to the connection; the script
-// only starts it, or joins the one in progress, and then waits for its outcome at
-// most WaitSeconds (docs/design/restart.md).
+// were running, after changing the right's holders when Changes says so. The script
+// runs the restart itself and, before it stops anything, starts a guard process
+// outside the WinRM shell's job object that completes the restart should the
+// script's process end half-way (the shell deleted, the connection lost), so the
+// restart completes whatever happens to the connection (docs/design/restart.md).
 type RestartInstanceParams struct {
 	Instance       string `json:"instance"`
 	TimeoutSeconds int    `json:"timeout_seconds"` // the restart's own deadline, 1..MaxRestartSeconds
@@ -187,9 +205,19 @@ type RestartInstanceParams struct {
 	// request whose id is the last restart's is answered with that restart's outcome
 	// and never restarts again.
 	RestartID string `json:"restart_id,omitempty"`
-	// WaitSeconds is how long the script waits for the outcome before it answers with
-	// the phase reached (Finished false); 0: until the restart ends.
+	// WaitSeconds is how long a request that joins a restart in progress waits for
+	// its outcome before it answers with the phase reached (Finished false); 0: until
+	// the restart ends. A restart the request runs itself is answered when it
+	// finished, or when it reports an error (a stop past the deadline).
 	WaitSeconds int `json:"wait_seconds,omitempty"`
+	// Changes are made first, in order, as set_right makes them (only
+	// SeManageVolumePrivilege); a change that fails ends the request before anything
+	// is stopped.
+	// At most MaxRestartChanges.
+	Changes []RightChange `json:"changes,omitempty"`
+	// ReadBack: once the restart finished, read the instance as read_instance does, in
+	// the same process, into RestartInstanceResult.Instance.
+	ReadBack bool `json:"read_back,omitempty"`
 }
 
 // RestartStatusParams asks for the outcome of an instance's last restart, waiting at
@@ -251,6 +279,12 @@ type RestartInstanceResult struct {
 	ProcessStartTime *time.Time `json:"process_start_time,omitempty"`
 	StartedAt        time.Time  `json:"started_at"`            // when the restart began (UTC)
 	FinishedAt       *time.Time `json:"finished_at,omitempty"` // when the Engine was seen running (UTC)
+
+	// Changed: one of RestartInstanceParams.Changes changed the right's holders.
+	Changed bool `json:"changed,omitempty"`
+	// Instance is the read-back RestartInstanceParams.ReadBack asked for, once the
+	// restart finished (nil otherwise).
+	Instance *ReadInstanceResult `json:"instance,omitempty"`
 }
 
 // Params returns an empty parameter value of the operation, for decoding.
@@ -269,7 +303,7 @@ func Params(op Operation) any {
 }
 
 // The error-log scan of read_instance reads the startup section only: at most
-// ErrorLogScanMaxLines lines and about ErrorLogScanMaxBytes bytes (read_instance.ps1
+// ErrorLogScanMaxLines lines and about ErrorLogScanMaxBytes bytes (instance_report.ps1
 // holds the same numbers; scripts_test.go checks them), never a whole log.
 const (
 	ErrorLogScanMaxLines = 10000

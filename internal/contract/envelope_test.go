@@ -102,15 +102,15 @@ func TestReadInputReportsWhereTheFrameBreaks(t *testing.T) {
 	}
 }
 
-// read_instance.ps1 bounds its error-log scan with the numbers the simulator mirrors.
+// instance_report.ps1 (read_instance's Get-InstanceReport) bounds its error-log scan with the numbers the simulator mirrors.
 func TestErrorLogScanBoundsMatchTheScript(t *testing.T) {
-	s := mustRead("read_instance.ps1")
+	s := mustRead("instance_report.ps1")
 	for _, want := range []string{
 		fmt.Sprintf("$maxErrorLogLines = %d\n", ErrorLogScanMaxLines),
 		fmt.Sprintf("$maxErrorLogBytes = %d\n", ErrorLogScanMaxBytes),
 	} {
 		if !strings.Contains(strings.ReplaceAll(s, "\r\n", "\n"), want) {
-			t.Errorf("read_instance.ps1 does not hold %q", strings.TrimSpace(want))
+			t.Errorf("instance_report.ps1 does not hold %q", strings.TrimSpace(want))
 		}
 	}
 }

@@ -43,15 +43,15 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	}
 	out.Warnings = slices.Clone(p.Warnings) // the plan's own, kept after a failure too
 
-	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
-		return e.recover(ctx, t, d, p.Restart, out, err)
-	}
+	// One powershell.exe for the change: the steps and the read-back in set_right, or
+	// the steps, the restart and the read-back in restart_instance.
+	var back *contract.ReadInstanceResult
 	if p.Restart {
 		release, err := e.restartSlot(ctx, t, out)
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
-		err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, out)
+		back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
 		if err == nil {
 			err = e.waitReady(ctx, t, obs.SQLTarget, out)
 		}
@@ -59,10 +59,15 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
+	} else {
+		var err error
+		if back, err = e.setRights(ctx, h, t, p.Steps, true, out); err != nil {
+			return e.recover(ctx, t, d, p.Restart, out, err)
+		}
 	}
 
 	if len(p.Steps) > 0 || out.Restarted {
-		obs, a, err = e.readBack(ctx, t, d, out)
+		obs, a, err = e.readBack(ctx, t, d, back, out)
 		if err != nil {
 			return out, err
 		}
@@ -176,7 +181,7 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	if err != nil {
 		return out, err
 	}
-	if err := e.setRights(ctx, h, t, p.Steps, out); err != nil {
+	if _, err := e.setRights(ctx, h, t, p.Steps, false, out); err != nil {
 		return out, err
 	}
 	out.Assessment = a
@@ -185,20 +190,29 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 }
 
 // setRights runs the plan's steps in order; out.Changed records whether any changed
-// the host.
-func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.Step, out *Outcome) error {
+// the host. With readBack, the last step reads the instance back in its own process,
+// and that read is returned (nil when there was no step, or the host did not send it).
+func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.Step, readBack bool, out *Outcome) (*contract.ReadInstanceResult, error) {
+	var back *contract.ReadInstanceResult
 	for i := range steps {
 		s := steps[i]
 		e.debug(ctx, "set_right", map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant})
-		res, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant})
+		p := contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant}
+		if readBack && i == len(steps)-1 {
+			p.ReadBack = t.Instance
+		}
+		res, err := h.SetRight(ctx, p)
 		if err != nil {
-			return out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s})
+			return nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s})
 		}
 		if res != nil && res.Changed {
 			out.Changed = true
 		}
+		if res != nil {
+			back = res.Instance
+		}
 	}
-	return nil
+	return back, nil
 }
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
@@ -215,8 +229,10 @@ func (e *Engine) waitReady(ctx context.Context, t Target, st *sqlcheck.Target, o
 }
 
 // readBack observes t after a change and assesses it again.
-func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, out *Outcome) (*Observation, *ifi.Assessment, error) {
-	obs, err := e.Observe(ctx, t)
+// The instance as the change's own process read it (known) saves a read_instance;
+// SQL Server is asked in any case.
+func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, known *contract.ReadInstanceResult, out *Outcome) (*Observation, *ifi.Assessment, error) {
+	obs, err := e.observe(ctx, t, known)
 	if err != nil {
 		return nil, nil, out.fail(&Error{Kind: KindReadBackFailed, Target: t, Err: err})
 	}

@@ -337,6 +337,7 @@ func TestApplyReadBackFails(t *testing.T) {
 		kind  Kind
 	}{
 		{name: "read_instance fails", kind: KindReadBackFailed, setup: func(h *fakeHost) {
+			h.noReadBack = true
 			h.readErr = func(n int) error {
 				if n == 2 {
 					return errBoom
@@ -344,7 +345,7 @@ func TestApplyReadBackFails(t *testing.T) {
 				return nil
 			}
 		}},
-		{name: "the instance is gone", kind: KindVanished, setup: func(h *fakeHost) { h.uninstallAfterRead = 1 }},
+		{name: "the instance is gone", kind: KindVanished, setup: func(h *fakeHost) { h.noReadBack, h.uninstallAfterRead = true, 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(newFakeHost())
@@ -709,4 +710,52 @@ func TestApplyRestartWithoutNewProcessIsNotALesson(t *testing.T) {
 	if !strings.Contains(e.Error(), "did not really restart") || out.IneffectiveRestart != nil {
 		t.Errorf("error %v, lesson %v; want the check error and no lesson", e, out.IneffectiveRestart)
 	}
+}
+
+// An apply changes the host in one host operation (one powershell.exe): with a
+// restart, restart_instance carries the grant and reads the instance back; without
+// one, set_right reads it back. Either way read_instance runs once, before.
+func TestApplyChangesInOneOperation(t *testing.T) {
+	t.Run("grant and restart", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		if _, err := w.engine.Apply(context.Background(), defaultTarget, enable); err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		h := w.host
+		if h.reads != 1 || h.setRightOps != 0 || h.restarts != 1 || h.statuses != 0 {
+			t.Errorf("read_instance %d, set_right %d, restart_instance %d, restart_status %d; want 1, 0, 1, 0",
+				h.reads, h.setRightOps, h.restarts, h.statuses)
+		}
+		p := h.restartParams[0]
+		if len(p.Changes) != 1 || p.Changes[0] != (contract.RightChange{SID: svcSID, Grant: true}) || !p.ReadBack {
+			t.Errorf("restart_instance params %+v: want the grant to the service SID and a read-back", p)
+		}
+		if !h.holds(svcSID) {
+			t.Error("the grant did not reach the host")
+		}
+	})
+	t.Run("grant without restart", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		never := enable
+		never.Restart = ifi.RestartNever
+		out, err := w.engine.Apply(context.Background(), defaultTarget, never)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		if h := w.host; h.reads != 1 || h.setRightOps != 1 || h.restarts != 0 {
+			t.Errorf("read_instance %d, set_right %d, restart_instance %d; want 1, 1, 0", h.reads, h.setRightOps, h.restarts)
+		}
+		if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
+			t.Errorf("the read-back does not show the grant: %+v", out.Assessment)
+		}
+	})
+	t.Run("a change the host refuses stops nothing", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		w.host.setRightErr = func(int, contract.SetRightParams) error { return errBoom }
+		out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+		e := wantError(t, err, KindSetRightFailed)
+		if e.Step == nil || e.Step.SID != svcSID || e.Changed || w.host.restarts != 0 || out.Assessment != nil {
+			t.Errorf("error %+v, restarts %d, assessment %v: want the grant step named, nothing changed or restarted", e, w.host.restarts, out.Assessment)
+		}
+	})
 }

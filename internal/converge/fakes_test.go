@@ -43,6 +43,9 @@ type fakeHost struct {
 	// hiddenAdmin: the start account is in a group nested in Administrators that
 	// read_instance does not report, so its token holds what Administrators holds.
 	hiddenAdmin bool
+	// noReadBack: set_right and restart_instance send no read-back (as when the
+	// restart's outcome came from restart_status), so the engine reads the instance.
+	noReadBack bool
 	// uninstallAfterRead uninstalls the instance after that many reads.
 	uninstallAfterRead int
 	// onRestart runs when restart_instance is called (e.g. to end the context).
@@ -52,6 +55,7 @@ type fakeHost struct {
 	beforeRead func(ctx context.Context) error
 
 	reads, setRights, restarts, statuses int
+	setRightOps                          int // set_right requests (setRights counts changes)
 	restartParams                        []contract.RestartInstanceParams
 	// restartResult, when set, is restart_instance's answer (no effect on the host).
 	restartResult *contract.RestartInstanceResult
@@ -111,28 +115,60 @@ func (h *fakeHost) ReadInstance(ctx context.Context, p contract.ReadInstancePara
 	if h.uninstallAfterRead > 0 && h.reads > h.uninstallAfterRead {
 		h.installed = false
 	}
-	if !h.installed || p.Instance != h.ri.Instance {
+	return h.reportLocked(p.Instance), nil
+}
+
+// reportLocked is the instance as read_instance (or a change's read-back) reports it.
+func (h *fakeHost) reportLocked(instance string) *contract.ReadInstanceResult {
+	if !h.installed || instance != h.ri.Instance {
 		inst := []string{}
 		if h.installed {
 			inst = []string{h.ri.Instance}
 		}
-		return &contract.ReadInstanceResult{ComputerName: h.ri.ComputerName, InstalledInstances: inst}, nil
+		return &contract.ReadInstanceResult{ComputerName: h.ri.ComputerName, InstalledInstances: inst}
 	}
 	ri := h.ri
 	ri.RightHolders = nil
 	for _, s := range h.holders {
 		ri.RightHolders = append(ri.RightHolders, contract.Principal{SID: s})
 	}
-	return &ri, nil
+	return &ri
 }
+
+// fakeScriptError is a script's own error (remote.Error of KindScript): the host
+// answered.
+type fakeScriptError struct {
+	code string
+	err  error
+}
+
+func (e *fakeScriptError) Error() string      { return e.code + ": " + e.err.Error() }
+func (e *fakeScriptError) Unwrap() error      { return e.err }
+func (e *fakeScriptError) ScriptFailed() bool { return true }
+func (e *fakeScriptError) ScriptCode() string { return e.code }
 
 func (h *fakeHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.setRightOps++
+	changed, err := h.changeLocked(p)
+	if err != nil {
+		return nil, err
+	}
+	res := &contract.SetRightResult{Changed: changed}
+	if p.ReadBack != "" && !h.noReadBack {
+		res.Instance = h.reportLocked(p.ReadBack)
+	}
+	return res, nil
+}
+
+// changeLocked is one change of the holders (set_right's, or one of
+// restart_instance's); setRightErr counts each.
+func (h *fakeHost) changeLocked(p contract.SetRightParams) (bool, error) {
 	h.setRights++
 	if h.setRightErr != nil {
 		if err := h.setRightErr(h.setRights, p); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
 	had := slices.Contains(h.holders, p.SID)
@@ -142,14 +178,23 @@ func (h *fakeHost) SetRight(ctx context.Context, p contract.SetRightParams) (*co
 	case !p.Grant && had:
 		h.holders = slices.DeleteFunc(h.holders, func(s string) bool { return s == p.SID })
 	}
-	return &contract.SetRightResult{Changed: had != p.Grant}, nil
+	return had != p.Grant, nil
 }
 
 func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.restarts++
 	h.restartParams = append(h.restartParams, p)
+	changed := false
+	for _, c := range p.Changes {
+		ch, err := h.changeLocked(contract.SetRightParams{Right: contract.RightManageVolume, SID: c.SID, Grant: c.Grant})
+		if err != nil {
+			// right_change.ps1 ends the request with lsa_error before anything stops.
+			return nil, &fakeScriptError{code: "lsa_error", err: err}
+		}
+		changed = changed || ch
+	}
+	h.restarts++
 	if h.onRestart != nil {
 		h.onRestart()
 	}
@@ -179,7 +224,12 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	if h.restartErr != nil {
 		return nil, h.restartErr // the restart happened; its answer was lost
 	}
-	return h.last, nil
+	res := *h.last
+	res.Changed = changed
+	if p.ReadBack && !h.noReadBack {
+		res.Instance = h.reportLocked(p.Instance)
+	}
+	return &res, nil
 }
 
 // RestartStatus reports the last restart (or none).

@@ -36,21 +36,31 @@ type Observation struct {
 // KindHostSetup or KindObserveFailed; an instance that is not installed is not an
 // error here (Instance.Found is false).
 func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
-	h, err := e.host(t)
-	if err != nil {
-		return nil, err
-	}
-	checker, setupErr := e.Clients.SQLChecker()
-	// When the port is known before the read, SQL Server is asked while the host is
-	// read; the early answer counts only when the host then reports a running
-	// Engine at that port.
-	early := e.startEarlyCheck(ctx, t, checker)
-	defer early.discard()
+	return e.observe(ctx, t, nil)
+}
 
-	e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
-	if err != nil {
-		return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
+// observe is Observe; a known read of the instance (a change's read-back) stands in
+// for read_instance.
+func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInstanceResult) (*Observation, error) {
+	checker, setupErr := e.Clients.SQLChecker()
+	ri := known
+	early := &earlyCheck{}
+	if ri == nil {
+		h, err := e.host(t)
+		if err != nil {
+			return nil, err
+		}
+		// When the port is known before the read, SQL Server is asked while the host
+		// is read; the early answer counts only when the host then reports a running
+		// Engine at that port.
+		early = e.startEarlyCheck(ctx, t, checker)
+		defer early.discard()
+
+		e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
+		ri, err = h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+		if err != nil {
+			return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
+		}
 	}
 	o := &Observation{Target: t, Instance: ri, Observed: ifi.Observed{Host: t.Host, Instance: ri}}
 	if !ri.Found {

@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
-// The restart is the host's job (docs/design/restart.md): restart_instance starts it
-// in a process of its own on the host, or joins the one in progress, and the engine
-// then polls restart_status until it finished or reported an error. A lost
-// connection never stops a restart half-way; the engine only stops asking.
+// The restart is the host's job (docs/design/restart.md): restart_instance makes the
+// plan's changes of the right's holders, then runs the restart, watched by a guard
+// process outside the WinRM shell that completes it should the script's process
+// end; or it joins the restart in progress. It answers when the restart finished
+// (with the instance read back) or reported an error; when the answer is lost, or a
+// joined restart goes on, the engine polls restart_status. A lost connection never
+// stops a restart half-way; the engine only stops asking.
 
 // restartPollSeconds is how long restart_instance and restart_status wait on the host
 // for the outcome before they answer with the phase reached.
@@ -40,6 +44,31 @@ type ScriptFailure interface {
 func hostAnswered(err error) bool {
 	var sf ScriptFailure
 	return errors.As(err, &sf) && sf.ScriptFailed()
+}
+
+// ScriptCoder is implemented by host errors (remote.Error) that carry the script's
+// error code (contract.ScriptError.Error).
+type ScriptCoder interface {
+	ScriptCode() string
+}
+
+// codeLSAError is the scripts' error code for a change of the right's holders that
+// failed (set_right.ps1, right_change.ps1).
+const codeLSAError = "lsa_error"
+
+// changeFailed reports whether a restart_instance error is one of its changes that
+// failed, before anything was stopped; step is then the change the host names.
+func changeFailed(err error, steps []ifi.Step) (*ifi.Step, bool) {
+	var sc ScriptCoder
+	if len(steps) == 0 || !hostAnswered(err) || !errors.As(err, &sc) || sc.ScriptCode() != codeLSAError {
+		return nil, false
+	}
+	for i := range steps {
+		if strings.Contains(err.Error(), steps[i].SID) {
+			return &steps[i], true
+		}
+	}
+	return &steps[0], true
 }
 
 // RestartOutcomeError is a restart that ran on the host and failed: the host's
@@ -101,19 +130,37 @@ func (e *Engine) waitSeconds(ctx context.Context) int {
 	return max(min(left-2, restartPollSeconds), 1)
 }
 
-// restart restarts the Engine (and its running dependents) within the time the
-// context leaves, keeping a margin for reading back. It returns as soon as the host
-// reports the restart finished or failed.
-func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, out *Outcome) error {
+// restart makes the steps and restarts the Engine (and its running dependents)
+// within the time the context leaves, keeping a margin for reading back. It returns
+// as soon as the host reports the restart finished or failed, with the instance as
+// restart_instance read it back after the restart (nil when the outcome came from
+// restart_status).
+func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, steps []ifi.Step, out *Outcome) (*contract.ReadInstanceResult, error) {
 	secs := e.restartSeconds(ctx)
 	id := newRestartID()
-	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs, "restart_id": id})
-	fail := func(err error, res *contract.RestartInstanceResult) error {
-		return out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason, Restart: res})
+	changes := make([]contract.RightChange, 0, len(steps))
+	for _, s := range steps {
+		changes = append(changes, contract.RightChange{SID: s.SID, Grant: s.Grant})
 	}
-	out.Changed = true // a restart request may have stopped services
-	res, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: secs, RestartID: id,
-		WaitSeconds: e.waitSeconds(ctx)})
+	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs, "restart_id": id,
+		"changes": fmt.Sprintf("%+v", steps)})
+	changedBefore := out.Changed
+	fail := func(err error, res *contract.RestartInstanceResult) (*contract.ReadInstanceResult, error) {
+		if step, ok := changeFailed(err, steps); ok {
+			// Nothing was stopped; the changes before the failed one were made.
+			out.Changed = changedBefore || step != &steps[0]
+			return nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: step})
+		}
+		return nil, out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason, Restart: res})
+	}
+	out.Changed = true // a restart request may have changed the holders and stopped services
+	params := func() contract.RestartInstanceParams {
+		return contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx), RestartID: id,
+			WaitSeconds: e.waitSeconds(ctx), Changes: changes, ReadBack: true}
+	}
+	first := params()
+	first.TimeoutSeconds = secs
+	res, err := h.RestartInstance(ctx, first)
 	if err != nil && hostAnswered(err) {
 		return fail(err, nil)
 	}
@@ -155,8 +202,7 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			if sends++; sends > maxRestartSends {
 				return fail(&RestartUnfinishedError{Phase: phase, Err: lastSendErr, NotReceived: true}, nil)
 			}
-			res, err = h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx),
-				RestartID: id, WaitSeconds: e.waitSeconds(ctx)})
+			res, err = h.RestartInstance(ctx, params())
 			if err != nil && hostAnswered(err) {
 				return fail(err, nil)
 			}
@@ -179,5 +225,5 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 		}
 	}
 	out.Restarted = true
-	return nil
+	return res.Instance, nil
 }

@@ -88,3 +88,12 @@ func (h *winrmHost) RestartStatus(ctx context.Context, p contract.RestartStatusP
 // ScriptFailed reports whether the host ran the operation's script and it failed
 // (internal/converge.ScriptFailure): the request arrived, unlike after a transport error.
 func (e *Error) ScriptFailed() bool { return e.Kind == KindScript }
+
+// ScriptCode is the script's error code (contract.ScriptError.Error) of a
+// KindScript error, "" otherwise.
+func (e *Error) ScriptCode() string {
+	if e.Kind != KindScript {
+		return ""
+	}
+	return e.Code
+}

@@ -9,7 +9,7 @@ try { Remove-TypeData -TypeName System.Array } catch { $null = $_ }
 
 function ConvertTo-AsciiJson {
     param([Parameter(Mandatory = $true)] $Value)
-    $json = ConvertTo-Json -InputObject $Value -Depth 6 -Compress
+    $json = ConvertTo-Json -InputObject $Value -Depth 8 -Compress
     # stdout goes through the OEM code page under WinRM: keep it ASCII.
     return [regex]::Replace($json, '[^\x00-\x7F]', { param($m) '\u{0:x4}' -f [int][char]$m.Value })
 }

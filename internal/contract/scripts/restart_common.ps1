@@ -1,6 +1,8 @@
 # The restart's marker: HKLM:\SOFTWARE\mssqlifi\Restart\<instance> (writable by
-# administrators only) holds the running restart's Token, worker process id and State
-# (RestartInstanceResult as JSON). Shared by restart_instance and restart_status.
+# administrators only) holds the running restart's Token, the process ids of its
+# runner (WorkerProcessId) and guard (GuardProcessId), the dependents it stopped and
+# its State (RestartInstanceResult as JSON). Shared by restart_instance,
+# restart_status and the worker (restart_worker.ps1).
 $RestartMarkerRoot = 'HKLM:\SOFTWARE\mssqlifi\Restart'
 
 # A restart's state as the marker holds it: the contract's RestartInstanceResult.
@@ -43,12 +45,17 @@ function Read-RestartMarker {
     $state = ConvertFrom-Json -InputObject $json
     $state | Add-Member -NotePropertyName found -NotePropertyValue $true -Force
     if (-not $state.finished) {
+        # The runner (restart_instance's process, or the guard once it took over) and
+        # the guard: the restart goes on while either lives.
         $workerId = [int]$key.GetValue('WorkerProcessId', 0)
-        $worker = $null
-        if ($workerId -gt 0) {
-            $worker = Get-Process -Id $workerId -ErrorAction SilentlyContinue
+        $guardId = [int]$key.GetValue('GuardProcessId', 0)
+        $alive = $false
+        foreach ($id in @($workerId, $guardId)) {
+            if ($id -gt 0 -and (Get-Process -Id $id -ErrorAction SilentlyContinue)) {
+                $alive = $true
+            }
         }
-        if (-not $worker) {
+        if (-not $alive) {
             # Read again: the worker may have finished between the two reads.
             $state = ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $path).GetValue('State', ''))
             $state | Add-Member -NotePropertyName found -NotePropertyValue $true -Force
@@ -56,7 +63,7 @@ function Read-RestartMarker {
                 $state.finished = $true
                 $state.phase = 'done'
                 $state | Add-Member -NotePropertyName error -NotePropertyValue 'failed' -Force
-                $state | Add-Member -NotePropertyName message -NotePropertyValue "The restart process (id $workerId) ended before it finished (was the host restarted?). Check the state of the service $($state.service_name)." -Force
+                $state | Add-Member -NotePropertyName message -NotePropertyValue "The restart processes (runner $workerId, guard $guardId) ended before it finished (was the host restarted?). Check the state of the service $($state.service_name)." -Force
             }
         }
     }

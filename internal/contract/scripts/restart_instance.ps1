@@ -1,13 +1,18 @@
-# restart_instance: restart the Engine and the dependents that were running, as
-# Restart-Service -Force does, then start those dependents again. The restart runs in
-# a process of its own (restart_worker.ps1) created through WMI, outside the WinRM
-# shell's job object, so it completes whatever happens to this connection; this
-# script starts it, or joins the one in progress, and waits for its outcome at most
-# wait_seconds (0: until it ends). restart_status reports it later. The result says
-# whether the restart finished and how (error, message); exit codes other than 0 are
-# for requests that start nothing (invalid, clustered, not found).
+# restart_instance: first the changes of SeManageVolumePrivilege's holders it is
+# given (Set-ManageVolumeRight, right_change.ps1); then a restart of the Engine and
+# the dependents that were running, as Restart-Service -Force does, and those
+# dependents started again; last, when asked, the instance read back
+# (Get-InstanceReport, instance_report.ps1). All in this one process.
+# The restart (restart_worker.ps1) runs here, but only once a guard process created
+# through WMI, outside the WinRM shell's job object, watches it: should this process
+# end half-way (the shell deleted, the connection lost), the guard completes the
+# restart. A request that finds a restart in progress joins it and waits for its
+# outcome at most wait_seconds (0: until it ends). restart_status reports it later.
+# The result says whether the restart finished and how (error, message); exit codes
+# other than 0 are for requests that stop nothing (invalid, clustered, not found, a
+# change that failed).
 # Parameters: $Params.instance, $Params.timeout_seconds, $Params.restart_id,
-# $Params.wait_seconds.
+# $Params.wait_seconds, $Params.changes (a list of { sid, grant }), $Params.read_back.
 $instanceName = [string]$Params.instance
 $timeoutSeconds = 0
 $waitSeconds = 0
@@ -27,6 +32,17 @@ if ($restartId -and $restartId -cnotmatch '^[0-9a-f]{32}\z') {
 if (-not $restartId) {
     $restartId = [guid]::NewGuid().ToString('N')
 }
+$changes = @()
+if ($null -ne $Params.changes) {
+    $changes = @($Params.changes)
+}
+if ($changes.Count -gt 8) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'changes lists at most 8 changes.'
+}
+if ($null -ne $Params.read_back -and $Params.read_back -isnot [bool]) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'read_back must be true or false.'
+}
+$readBack = [bool]$Params.read_back
 
 $computerName = $env:COMPUTERNAME
 $instance = Find-SqlInstance -Name $instanceName
@@ -45,23 +61,34 @@ if (-not $engine) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "The service $serviceName of instance $instanceName does not exist on $computerName."
 }
 
+# The changes first: one that fails ends this request before anything is stopped.
+$changed = $false
+foreach ($change in $changes) {
+    if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant).changed) {
+        $changed = $true
+    }
+}
+
 # A restart that ran is reported with exit 0 whether it succeeded or not: its error
 # and message are in the result, with the facts of a failed start.
 function Write-RestartOutcome {
     param($State, [bool] $Joined)
     $State | Add-Member -NotePropertyName joined -NotePropertyValue $Joined -Force
+    $State | Add-Member -NotePropertyName changed -NotePropertyValue $changed -Force
+    if ($readBack -and $State.finished) {
+        $State | Add-Member -NotePropertyName instance -NotePropertyValue (Get-InstanceReport -InstanceName $instanceName -Right 'SeManageVolumePrivilege') -Force
+    }
     Write-Result -Value $State
-}
-
-$until = [DateTime]::UtcNow.AddSeconds($timeoutSeconds + 10)
-if ($waitSeconds -gt 0) {
-    $until = [DateTime]::UtcNow.AddSeconds($waitSeconds)
 }
 
 # One restart at a time per instance: a request joins the restart in progress, and a
 # request whose id is the last restart's gets that restart's outcome.
 $existing = Read-RestartMarker -Instance $instance.Name
 if ($existing -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId)) {
+    $until = [DateTime]::UtcNow.AddSeconds($timeoutSeconds + 10)
+    if ($waitSeconds -gt 0) {
+        $until = [DateTime]::UtcNow.AddSeconds($waitSeconds)
+    }
     Write-RestartOutcome -State (Wait-RestartMarker -Instance $instance.Name -Until $until) -Joined $true
 }
 
@@ -85,16 +112,18 @@ $null = New-Item -Path $markerPath -Force
 Set-ItemProperty -LiteralPath $markerPath -Name 'Token' -Value $token
 Set-ItemProperty -LiteralPath $markerPath -Name 'TimeoutSeconds' -Value $timeoutSeconds -Type DWord
 Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
-Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value 0 -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value 0 -Type DWord
 Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
 
-# The worker's text is the script block's; the one line before it sets the token this
-# script made. Win32_Process.Create: the process is not in this shell's job object.
-$workerText = '$Token = ''' + $token + "'`n" + $RestartWorker.ToString()
+# The guard's text is the script block's; the two lines before it set the token this
+# script made and this process's id. Win32_Process.Create: the guard is not in this
+# shell's job object. Nothing is stopped before it exists.
+$workerText = '$Token = ''' + $token + "'`n" + '$GuardProcessId = ' + [string][int]$PID + "`n" + $RestartWorker.ToString()
 $encoded = [Convert]::ToBase64String([Text.Encoding]::Unicode.GetBytes($workerText))
 $commandLine = 'powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand ' + $encoded
 # CREATE_BREAKAWAY_FROM_JOB (0x01000000): out of the WMI provider host's job too,
-# whose quotas would otherwise apply to the restart; without it if that job refuses.
+# whose quotas would otherwise apply to the guard; without it if that job refuses.
 $startup = New-CimInstance -ClassName Win32_ProcessStartup -ClientOnly -Property @{ CreateFlags = [uint32]0x01000000; ShowWindow = [uint16]0 }
 $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine; ProcessStartupInformation = $startup }
 if ($created.ReturnValue -ne 0) {
@@ -102,7 +131,14 @@ if ($created.ReturnValue -ne 0) {
 }
 if ($created.ReturnValue -ne 0) {
     Remove-Item -LiteralPath $markerPath -Recurse -Force
-    Exit-WithError -Code 1 -ErrorName 'failed' -Message "Win32_Process.Create could not start the restart process on $computerName (return value $($created.ReturnValue)); nothing was stopped."
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "Win32_Process.Create could not start the restart's guard process on $computerName (return value $($created.ReturnValue)); nothing was stopped."
 }
-Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value ([int]$created.ProcessId) -Type DWord
-Write-RestartOutcome -State (Wait-RestartMarker -Instance $instance.Name -Until $until) -Joined $false
+Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value ([int]$created.ProcessId) -Type DWord
+
+# The restart, in this process. It returns when it finished, or early with a
+# stop_timeout error while the Engine is still stopping (the guard takes over).
+$Token = $token
+$GuardProcessId = 0
+$Inline = $true
+& $RestartWorker
+Write-RestartOutcome -State (Read-RestartMarker -Instance $instance.Name) -Joined $false

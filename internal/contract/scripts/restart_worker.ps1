@@ -1,11 +1,17 @@
-# The restart itself, run by restart_instance in a process of its own: created through
-# WMI (Win32_Process.Create) it is a child of the WMI provider host, outside the job
-# object of the WinRM shell, so it lives on when the shell ends (docs/design/restart.md).
-# Its text is this script block's, with one line before it that sets $Token, a GUID
-# the script made (never user input). Everything else it reads from the marker key
-# HKLM:\SOFTWARE\mssqlifi\Restart\<instance> whose Token value is $Token, and it
-# writes its progress there (value State, the contract's RestartInstanceResult as
-# JSON) for restart_instance and restart_status to report.
+# The restart itself (docs/design/restart.md), in one of two roles:
+# - the runner, in restart_instance's own process ($Inline true): the restart starts
+#   at once, without waiting for another powershell.exe to start;
+# - the guard, in a process restart_instance created through WMI
+#   (Win32_Process.Create) before it stopped anything: a child of the WMI provider
+#   host, outside the job object of the WinRM shell, so it lives on when the shell
+#   ends. Its text is this script block's, after two lines that set $Token (a GUID
+#   the script made, never user input) and $GuardProcessId (the runner's process
+#   id). It waits until the restart finished or the runner's process ended, and
+#   completes a restart left half-way (the shell deleted, the connection lost, a
+#   late stop handed over) from the phase it reached.
+# Everything else it reads from the marker key HKLM:\SOFTWARE\mssqlifi\Restart\<instance>
+# whose Token value is $Token; it writes its progress there (value State, the
+# contract's RestartInstanceResult as JSON) for restart_instance and restart_status.
 $RestartWorker = {
     $ErrorActionPreference = 'Stop'
     $ProgressPreference = 'SilentlyContinue'
@@ -20,14 +26,34 @@ $RestartWorker = {
         }
     }
     if (-not $marker) {
-        exit 1
+        return
     }
-    $state = ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $marker).GetValue('State'))
+    function Read-State {
+        return (ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $marker).GetValue('State')))
+    }
+    $state = Read-State
     $timeoutSeconds = [int](Get-Item -LiteralPath $marker).GetValue('TimeoutSeconds')
     $errorLogPath = [string](Get-Item -LiteralPath $marker).GetValue('ErrorLog')
     $serviceName = [string]$state.service_name
     if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
-        exit 1 # restart_instance wrote a checked name; anything else is not our marker
+        return # restart_instance wrote a checked name; anything else is not our marker
+    }
+    $resume = $false
+    if ($GuardProcessId -gt 0) {
+        # The guard: wait for the runner to finish the restart, or to end.
+        $runner = Get-Process -Id $GuardProcessId -ErrorAction SilentlyContinue
+        while ($runner -and -not $runner.WaitForExit(250)) {
+            if ((Read-State).finished) {
+                return
+            }
+        }
+        $state = Read-State
+        if ($state.finished) {
+            return
+        }
+        # The runner ended half-way: this process completes the restart.
+        Set-ItemProperty -LiteralPath $marker -Name 'WorkerProcessId' -Value $PID -Type DWord
+        $resume = $true
     }
     $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
     # After a stop that ran past the deadline, the Engine is started once it has
@@ -101,89 +127,116 @@ $RestartWorker = {
         $state.phase = 'done'
         $state.finished = $true
         Save-State
-        exit 0
     }
 
     try {
         $engine = New-Object System.ServiceProcess.ServiceController($serviceName)
-        $running = @($engine.DependentServices | Where-Object { $_.Status -eq 'Running' })
-        $state.phase = 'stopping'
-        Save-State
-        # Stop-Service waits without a limit: stop through the controller and bound the wait.
-        foreach ($dependent in $running) {
-            if ($dependent.Status -ne 'Stopped') {
-                $dependent.Stop()
-            }
+        # The dependents that were running, kept in the marker for a resumed restart.
+        if ($resume) {
+            $running = @(foreach ($name in @((Get-Item -LiteralPath $marker).GetValue('Dependents', [string[]]@()))) {
+                    New-Object System.ServiceProcess.ServiceController($name)
+                })
         }
-        foreach ($dependent in $running) {
-            if (Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline) {
-                $state.stopped += $dependent.Name
-            }
+        else {
+            $running = @($engine.DependentServices | Where-Object { $_.Status -eq 'Running' })
+            Set-ItemProperty -LiteralPath $marker -Name 'Dependents' -Value ([string[]]@($running | ForEach-Object { $_.Name })) -Type MultiString
         }
-        if ($engine.Status -ne 'Stopped') {
-            $engine.Stop()
-        }
-        if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $deadline)) {
-            $now = Get-StateName -Status $engine.Status
-            if ($now -eq 'Running') {
-                Complete-Restart -ErrorCode 'stop_timeout' -Message "$serviceName did not stop within $timeoutSeconds seconds and is still Running; it was left running. Look at what SQL Server is doing (long rollback or checkpoint) before restarting it."
-            }
-            $state.error = 'stop_timeout'
-            $state.message = "$serviceName did not stop within $timeoutSeconds seconds (it is $now). The host starts it again as soon as it has stopped; look at what SQL Server is doing (long rollback or checkpoint)."
-            $state.service_state = $now
+        if ($state.phase -eq 'stopping') {
             Save-State
-            if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit)) {
-                Complete-Restart -ErrorCode 'stop_timeout' -Message $state.message
+            # Stop-Service waits without a limit: stop through the controller and bound
+            # the wait. A resumed stop does not ask again what is already stopping.
+            foreach ($dependent in $running) {
+                if ($dependent.Status -ne 'Stopped' -and $dependent.Status -ne 'StopPending') {
+                    $dependent.Stop()
+                }
             }
-            $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
-        }
-        $state.stopped += $serviceName
-        $state.phase = 'starting'
-        Save-State
-        $startError = ''
-        for ($attempt = 1; $attempt -le 3; $attempt++) {
-            $state.start_attempts = $attempt
-            Save-State
+            foreach ($dependent in $running) {
+                if ((Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline) -and $state.stopped -notcontains $dependent.Name) {
+                    $state.stopped += $dependent.Name
+                }
+            }
             $engine.Refresh()
-            if ($engine.Status -eq 'Stopped') {
-                try {
-                    $engine.Start()
+            if ($engine.Status -ne 'Stopped' -and $engine.Status -ne 'StopPending') {
+                $engine.Stop()
+            }
+            if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $deadline)) {
+                $now = Get-StateName -Status $engine.Status
+                if ($now -eq 'Running') {
+                    Complete-Restart -ErrorCode 'stop_timeout' -Message "$serviceName did not stop within $timeoutSeconds seconds and is still Running; it was left running. Look at what SQL Server is doing (long rollback or checkpoint) before restarting it."
+                    return
                 }
-                catch {
-                    $startError = $_.Exception.Message
+                $state.error = 'stop_timeout'
+                $state.message = "$serviceName did not stop within $timeoutSeconds seconds (it is $now). The host starts it again as soon as it has stopped; look at what SQL Server is doing (long rollback or checkpoint)."
+                $state.service_state = $now
+                Save-State
+                if ($Inline) {
+                    # restart_instance reports this now; the guard, once this process
+                    # has ended, starts the Engine as soon as it has stopped.
+                    return
                 }
-            }
-            if (Wait-Status -Service $engine -Status 'Running' -Until $deadline) {
-                break
-            }
-            if ($engine.Status -ne 'Stopped' -or [DateTime]::UtcNow -ge $deadline) {
-                break
-            }
-            Start-Sleep -Seconds 2
-        }
-        $engine.Refresh()
-        if ($engine.Status -ne 'Running') {
-            $now = Get-StateName -Status $engine.Status
-            if ($now -eq 'Stopped') {
-                $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
-                $state.win32_exit_code = [int]$service.ExitCode
-                $state.errorlog_tail = @(Get-ErrorLogTail)
-                $why = "Windows error $($service.ExitCode)"
-                if ($startError) {
-                    $why += "; $startError"
+                if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit)) {
+                    Complete-Restart -ErrorCode 'stop_timeout' -Message $state.message
+                    return
                 }
-                Complete-Restart -ErrorCode 'start_failed' -Message "$serviceName stopped but did not start after $($state.start_attempts) attempts: it is Stopped ($why). The last lines of its error log say why; fix the cause and start the service."
+                $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
             }
-            Complete-Restart -ErrorCode 'timeout' -Message "$serviceName did not reach Running within $timeoutSeconds seconds (it is $now). Look at the service's event log and the SQL Server error log."
+            $state.stopped += $serviceName
+            $state.phase = 'starting'
+            Save-State
         }
-        $state.started += $serviceName
-        $state.finished_at = Format-Time -Time ([DateTime]::UtcNow)
-        $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
-        if ([int]$service.ProcessId -gt 0) {
-            $state.process_start_time = Format-Time -Time (Get-Process -Id ([int]$service.ProcessId)).StartTime
+        if ($state.phase -eq 'starting') {
+            $startError = ''
+            for ($attempt = [int]$state.start_attempts + 1; $attempt -le 3; $attempt++) {
+                $state.start_attempts = $attempt
+                Save-State
+                $engine.Refresh()
+                if ($engine.Status -eq 'Stopped') {
+                    try {
+                        $engine.Start()
+                    }
+                    catch {
+                        $startError = $_.Exception.Message
+                    }
+                }
+                if (Wait-Status -Service $engine -Status 'Running' -Until $deadline) {
+                    break
+                }
+                if ($engine.Status -ne 'Stopped' -or [DateTime]::UtcNow -ge $deadline) {
+                    break
+                }
+                Start-Sleep -Seconds 2
+            }
+            $engine.Refresh()
+            if ($engine.Status -eq 'StartPending') {
+                $null = Wait-Status -Service $engine -Status 'Running' -Until $deadline
+            }
+            if ($engine.Status -ne 'Running') {
+                $now = Get-StateName -Status $engine.Status
+                if ($now -eq 'Stopped') {
+                    $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
+                    $state.win32_exit_code = [int]$service.ExitCode
+                    $state.errorlog_tail = @(Get-ErrorLogTail)
+                    $why = "Windows error $($service.ExitCode)"
+                    if ($startError) {
+                        $why += "; $startError"
+                    }
+                    Complete-Restart -ErrorCode 'start_failed' -Message "$serviceName stopped but did not start after $($state.start_attempts) attempts: it is Stopped ($why). The last lines of its error log say why; fix the cause and start the service."
+                    return
+                }
+                Complete-Restart -ErrorCode 'timeout' -Message "$serviceName did not reach Running within $timeoutSeconds seconds (it is $now). Look at the service's event log and the SQL Server error log."
+                return
+            }
+            if ($state.started -notcontains $serviceName) {
+                $state.started += $serviceName
+            }
+            $state.finished_at = Format-Time -Time ([DateTime]::UtcNow)
+            $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
+            if ([int]$service.ProcessId -gt 0) {
+                $state.process_start_time = Format-Time -Time (Get-Process -Id ([int]$service.ProcessId)).StartTime
+            }
+            $state.phase = 'dependents'
+            Save-State
         }
-        $state.phase = 'dependents'
-        Save-State
         [array]::Reverse($running)
         foreach ($dependent in $running) {
             $dependent.Refresh()
@@ -193,6 +246,7 @@ $RestartWorker = {
             }
             if (-not (Wait-Status -Service $dependent -Status 'Running' -Until $deadline)) {
                 Complete-Restart -ErrorCode 'timeout' -Message "$serviceName runs again, but its dependent $($dependent.Name) did not reach Running within $timeoutSeconds seconds (it is $(Get-StateName -Status $dependent.Status)). Look at that service's event log."
+                return
             }
         }
         Complete-Restart -ErrorCode '' -Message ''

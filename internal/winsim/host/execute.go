@@ -365,10 +365,8 @@ func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout
 	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
 		return code
 	}
-	inst, found := h.Instance(p.Instance)
-	installed := h.installedNames()
-	if !found {
-		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: installed})
+	if _, found := h.Instance(p.Instance); !found {
+		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: h.installedNames()})
 		return contract.ExitOK
 	}
 	if !admin {
@@ -378,18 +376,25 @@ func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout
 	if !ok {
 		return lsaTerminating(stderr, entry, lsaNoPrivilege)
 	}
+	writeJSON(stdout, h.instanceReport(p.Instance, right))
+	return contract.ExitOK
+}
+
+// instanceReport is Get-InstanceReport (instance_report.ps1): the instance as
+// read_instance reports it, and as set_right and restart_instance read it back. right
+// is canonical.
+func (h *Host) instanceReport(name, right string) contract.ReadInstanceResult {
+	inst, found := h.Instance(name)
+	installed := h.installedNames()
 	h.mu.Lock()
-	if !slices.Contains(h.instances, inst) {
-		// Uninstalled since the lookup: answer as the registry now does.
-		h.mu.Unlock()
-		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: h.installedNames()})
-		return contract.ExitOK
+	defer h.mu.Unlock()
+	if !found || !slices.Contains(h.instances, inst) {
+		// Not installed, or uninstalled since the lookup: answer as the registry now does.
+		return contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: installed}
 	}
 	res := h.readInstanceLocked(inst, right)
-	h.mu.Unlock()
 	res.InstalledInstances = installed
-	writeJSON(stdout, res)
-	return contract.ExitOK
+	return res
 }
 
 func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadInstanceResult {
@@ -437,34 +442,49 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			fmt.Sprintf("set_right changes only %s; '%s' is refused on %s.", contract.RightManageVolume, p.Right, h.computer))
 	}
-	sid, err := ParseSID(p.SID)
-	if err != nil {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a SID (S-1-...).", p.SID))
+	if p.ReadBack != "" && !contract.InstanceNameSyntaxValid(p.ReadBack) {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			fmt.Sprintf("read_back '%s' is not a SQL Server instance name.", p.ReadBack))
 	}
-	lsaFailed := func(msg string) int {
-		return h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error", fmt.Sprintf("Changing %s for %s on %s failed: %s", p.Right, sid, h.computer, msg))
+	res, code, ok := h.setManageVolumeRight(p.SID, p.Grant, admin, stdout, entry)
+	if !ok {
+		return code
+	}
+	if p.ReadBack != "" {
+		rb := h.instanceReport(p.ReadBack, contract.RightManageVolume)
+		res.Instance = &rb
+	}
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
+
+// setManageVolumeRight is Set-ManageVolumeRight (right_change.ps1): one change of
+// SeManageVolumePrivilege's holders. When it fails, the script error is written and
+// ok is false.
+func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, stdout io.Writer, entry *AuditEntry) (res *contract.SetRightResult, code int, ok bool) {
+	right := contract.RightManageVolume
+	sid, err := ParseSID(sidText)
+	if err != nil {
+		return nil, h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a SID (S-1-...).", sidText)), false
 	}
 	if !admin {
-		return lsaFailed(lsaAccessDenied)
-	}
-	if _, ok := canonicalRight(p.Right); !ok {
-		return lsaFailed(lsaNoPrivilege)
+		return nil, h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error",
+			fmt.Sprintf("Changing %s for %s on %s failed: %s", right, sid, h.computer, lsaAccessDenied)), false
 	}
 	var changed bool
-	if p.Grant {
-		changed, err = h.GrantRight(p.Right, sid)
+	if grant {
+		changed, err = h.GrantRight(right, sid)
 	} else {
-		changed, err = h.RevokeRight(p.Right, sid)
+		changed, err = h.RevokeRight(right, sid)
 	}
 	if err != nil {
-		return lsaFailed(err.Error())
+		return nil, h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error",
+			fmt.Sprintf("Changing %s for %s on %s failed: %s", right, sid, h.computer, err.Error())), false
 	}
-	right, _ := canonicalRight(p.Right)
 	h.mu.Lock()
 	holders := sidPrincipals(h.rights[right])
 	h.mu.Unlock()
-	writeJSON(stdout, contract.SetRightResult{Changed: changed, Holders: holders})
-	return contract.ExitOK
+	return &contract.SetRightResult{Changed: changed, Holders: holders}, contract.ExitOK, true
 }
 
 func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
@@ -482,6 +502,9 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	if p.RestartID != "" && !restartIDPattern.MatchString(p.RestartID) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "restart_id must be 32 lowercase hexadecimal digits.")
 	}
+	if len(p.Changes) > contract.MaxRestartChanges {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("changes lists at most %d changes.", contract.MaxRestartChanges))
+	}
 	inst, found := h.Instance(p.Instance)
 	if !found {
 		names := h.installedNames()
@@ -494,24 +517,46 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
 			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
 	}
+	// The changes first (Set-ManageVolumeRight): one that fails stops nothing.
+	changed := false
+	for _, c := range p.Changes {
+		r, code, ok := h.setManageVolumeRight(c.SID, c.Grant, admin, stdout, entry)
+		if !ok {
+			return code
+		}
+		changed = changed || r.Changed
+	}
 	if !admin {
 		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
 			"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
 	}
-	// The worker outlives this script; what ends with the shell is the wait below.
+	// The restart runs in this script's process, watched by a guard process created
+	// through WMI before anything is stopped, which completes it should this process
+	// end (restart_worker.ps1): the restart outlives the shell either way, so the
+	// simulator runs it under the host's lifetime. The guard is a powershell.exe of its
+	// own, counted; its start is not on the restart's path (it starts while the
+	// services stop), so it costs no time here.
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	j, joined := h.startRestart(inst, p.RestartID, timeout)
 	wait := timeout + 10*time.Second
-	if p.WaitSeconds > 0 {
+	if joined && p.WaitSeconds > 0 {
 		wait = time.Duration(p.WaitSeconds) * time.Second
+	}
+	if !joined {
+		h.stats.powershell.Add(1)
 	}
 	res := h.waitRestart(ctx, j, wait)
 	if ctx.Err() != nil {
 		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
 	}
 	res.Joined = joined
+	res.Changed = changed
 	if res.Error != "" {
 		entry.Error = res.Error + ": " + res.Message
+	}
+	if p.ReadBack && res.Finished {
+		rb := h.instanceReport(inst.name, contract.RightManageVolume)
+		res.Instance = &rb
 	}
 	writeJSON(stdout, res)
 	return contract.ExitOK

@@ -61,11 +61,25 @@ func TestRestartRequestsJoin(t *testing.T) {
 	h := newHost(t, cfg)
 	first := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30, WaitSeconds: 0}))
 	_ = first
-	a := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30, WaitSeconds: 1}))
-	if a.Joined || a.Finished {
-		t.Fatalf("first request: %+v", a)
+	// The first request runs its restart to the end; the second comes while it runs.
+	firstDone := make(chan contract.RestartInstanceResult, 1)
+	before := h.RestartStatus("MSSQLSERVER").RestartID
+	go func() {
+		firstDone <- restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30, WaitSeconds: 1}))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.waitFor(ctx, func() (bool, error) {
+		j := h.restarts["MSSQLSERVER"]
+		return j != nil && j.res.RestartID != before && !j.res.Finished, nil
+	}); err != nil {
+		t.Fatalf("the first restart did not begin: %v", err)
 	}
 	b := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30}))
+	a := <-firstDone
+	if a.Joined || !a.Finished || a.Error != "" {
+		t.Fatalf("first request: %+v", a)
+	}
 	if !b.Joined || b.RestartID != a.RestartID || !b.Finished || b.Error != "" {
 		t.Fatalf("second request while the first ran: %+v (first %s)", b, a.RestartID)
 	}

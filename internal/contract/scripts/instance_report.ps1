@@ -1,0 +1,215 @@
+# Get-InstanceReport: everything the provider needs about one SQL Server instance
+# (contract.ReadInstanceResult), read only. read_instance returns it; set_right and
+# restart_instance return it as their read-back, in the same process. $InstanceName
+# and $Right were validated by the caller (Test-SqlInstanceName, Test-RightName).
+function Get-InstanceReport {
+    param([string] $InstanceName, [string] $Right)
+    $computerName = $env:COMPUTERNAME
+    $instance = Find-SqlInstance -Name $InstanceName
+    if (-not $instance.Name) {
+        return [ordered]@{
+            computer_name       = $computerName
+            found               = $false
+            installed_instances = $instance.Installed
+        }
+    }
+
+    $root = $instance.Root
+    $serviceName = $instance.ServiceName
+
+    $version = Get-RegistryValue -Path "$root\Setup" -Name 'PatchLevel'
+    if (-not $version) {
+        $version = Get-RegistryValue -Path "$root\Setup" -Name 'Version'
+    }
+
+    # IPAll: a static port wins over a dynamic one; either may be empty or a list.
+    $tcpPort = 0
+    foreach ($valueName in @('TcpPort', 'TcpDynamicPorts')) {
+        $value = [string](Get-RegistryValue -Path "$root\MSSQLServer\SuperSocketNetLib\Tcp\IPAll" -Name $valueName)
+        $first = ($value -split ',')[0].Trim()
+        $port = 0
+        if ($tcpPort -eq 0 -and [int]::TryParse($first, [ref]$port) -and $port -gt 0) {
+            $tcpPort = $port
+        }
+    }
+
+    # Startup parameters SQLArg0..N in numeric order; -e names the error log.
+    $startupParameters = New-Object System.Collections.Generic.List[string]
+    $errorLogPath = ''
+    $parametersPath = "$root\MSSQLServer\Parameters"
+    if (Test-Path -LiteralPath $parametersPath) {
+        $parametersKey = Get-Item -LiteralPath $parametersPath
+        $argNames = @($parametersKey.GetValueNames() | Where-Object { $_ -match '^SQLArg\d+\z' } | Sort-Object { [int]($_.Substring(6)) })
+        foreach ($argName in $argNames) {
+            $value = [string]$parametersKey.GetValue($argName)
+            $startupParameters.Add($value)
+            if ($value.StartsWith('-e')) {
+                $errorLogPath = $value.Substring(2)
+            }
+        }
+    }
+
+    $clustered = Test-Path -LiteralPath "$root\Cluster"
+
+    # Only this service, filtered by WMI (not every service on the host). The name comes
+    # from the validated instance name (letters, digits, _ and $ only); it is checked
+    # again before it goes into the WQL filter.
+    if ($serviceName -notmatch '^[A-Za-z0-9_$]+\z') {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$serviceName' is not a SQL Server service name."
+    }
+    $service = Get-CimInstance -ClassName Win32_Service -Filter "Name = '$serviceName'" | Select-Object -First 1
+    if (-not $service) {
+        Exit-WithError -Code 5 -ErrorName 'not_found' -Message "Instance $($instance.Name) is registered ($($instance.Id)) but its service $serviceName does not exist on $computerName."
+    }
+    $processId = [int]$service.ProcessId
+    $processStart = Get-ServiceProcessStart -ProcessId $processId
+    $startAccount = [string]$service.StartName
+
+    $startAccountSid = ''
+    if ($startAccount -ieq 'LocalSystem') {
+        $startAccountSid = 'S-1-5-18'
+    }
+    else {
+        $accountName = $startAccount
+        if ($accountName.StartsWith('.\')) {
+            $accountName = $computerName + $accountName.Substring(1)
+        }
+        try {
+            $account = New-Object System.Security.Principal.NTAccount($accountName)
+            $startAccountSid = $account.Translate([System.Security.Principal.SecurityIdentifier]).Value
+        }
+        catch {
+            $startAccountSid = ''
+        }
+    }
+
+    $sidType = Get-RegistryValue -Path "HKLM:\SYSTEM\CurrentControlSet\Services\$serviceName" -Name 'ServiceSidType'
+    if ($null -eq $sidType) {
+        $sidType = 0
+    }
+
+    # SIDs only: the provider compares SIDs, and translating every holder can ask a
+    # domain controller on each refresh.
+    $holders = Get-RightHolder -Right $Right
+
+    # Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
+    # orphaned SIDs and is missing before WMF 5.1: fall back to ADSI.
+    $administrators = New-Object System.Collections.Generic.List[object]
+    try {
+        foreach ($member in @(Get-LocalGroupMember -SID 'S-1-5-32-544')) {
+            $administrators.Add((New-Principal -Sid $member.SID.Value -Name ([string]$member.Name)))
+        }
+    }
+    catch {
+        $administrators.Clear()
+        $groupSid = New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')
+        $groupName = $groupSid.Translate([System.Security.Principal.NTAccount]).Value.Split('\')[-1]
+        $group = [ADSI]"WinNT://$computerName/$groupName,group"
+        foreach ($member in @($group.Invoke('Members'))) {
+            $sidBytes = $member.GetType().InvokeMember('objectSid', 'GetProperty', $null, $member, $null)
+            $memberSid = New-Object System.Security.Principal.SecurityIdentifier($sidBytes, 0)
+            $administrators.Add((New-Principal -Sid $memberSid.Value))
+        }
+    }
+
+    # Group Policy: the winning (precedence 1) RSoP setting for the right, if any. RSoP
+    # without any Group Policy object (not even the local one) has no data: unknown, not
+    # "no policy defines the right".
+    $policyHolders = New-Object System.Collections.Generic.List[object]
+    $groupPolicy = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
+    try {
+        $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
+        if ($gpoCount -eq 0) {
+            throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
+        }
+        $settings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1' | Where-Object { $_.UserRight -eq $Right })
+        $groupPolicy.known = $true
+        if ($settings.Count -gt 0) {
+            $groupPolicy.defined = $true
+            foreach ($entry in @($settings[0].AccountList)) {
+                $text = ([string]$entry).TrimStart('*')
+                if ($text -match '^S-1-\d+(-\d+)+\z') {
+                    # Shown in a warning, so named; only when a policy defines the right.
+                    $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
+                }
+                else {
+                    try {
+                        $sid = (New-Object System.Security.Principal.NTAccount($text)).Translate([System.Security.Principal.SecurityIdentifier]).Value
+                        $policyHolders.Add((New-Principal -Sid $sid -Name $text))
+                    }
+                    catch {
+                        $policyHolders.Add([ordered]@{ sid = ''; name = $text })
+                    }
+                }
+            }
+        }
+        else {
+            $groupPolicy.detail = "No Group Policy setting defines the right (RSoP lists $gpoCount Group Policy objects)."
+        }
+    }
+    catch {
+        $groupPolicy.known = $false
+        $groupPolicy.detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
+    }
+    $groupPolicy.holders = $policyHolders.ToArray()
+
+    # The current error log's startup line about Instant File Initialization, searched
+    # in the startup section only: at most the first $maxErrorLogLines lines and about
+    # $maxErrorLogBytes bytes, never a whole (possibly multi-GB) log.
+    $maxErrorLogLines = 10000
+    $maxErrorLogBytes = 1048576
+    $errorLog = [ordered]@{ path = $errorLogPath; found = $false }
+    if ($errorLogPath -and (Test-Path -LiteralPath $errorLogPath)) {
+        try {
+            $stream = New-Object System.IO.FileStream($errorLogPath, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
+            try {
+                $reader = New-Object System.IO.StreamReader($stream, $true)
+                $lineCount = 0
+                while ($lineCount -lt $maxErrorLogLines -and $stream.Position -le $maxErrorLogBytes -and $null -ne ($line = $reader.ReadLine())) {
+                    $lineCount++
+                    if ($line -match 'Database Instant File Initialization: (enabled|disabled)') {
+                        $errorLog.found = $true
+                        $errorLog.line = $line.Trim()
+                        $errorLog.enabled = ($Matches[1] -eq 'enabled')
+                        break
+                    }
+                }
+            }
+            finally {
+                $stream.Dispose()
+            }
+        }
+        catch {
+            $errorLog.found = $false
+        }
+    }
+
+    $dependents = New-Object System.Collections.Generic.List[object]
+    foreach ($dependent in @((Get-Service -Name $serviceName).DependentServices)) {
+        $dependents.Add([ordered]@{ name = $dependent.Name; state = (ConvertTo-ServiceState -Status $dependent.Status) })
+    }
+
+    return [ordered]@{
+        computer_name          = $computerName
+        found                  = $true
+        installed_instances    = $instance.Installed
+        instance               = $instance.Name
+        instance_id            = $instance.Id
+        version                = [string]$version
+        service_name           = $serviceName
+        service_state          = [string]$service.State
+        process_id             = $processId
+        process_start_time     = $processStart
+        start_account          = $startAccount
+        start_account_sid      = $startAccountSid
+        service_sid_type       = [int]$sidType
+        tcp_port               = $tcpPort
+        startup_parameters     = $startupParameters.ToArray()
+        clustered              = $clustered
+        right_holders          = $holders.ToArray()
+        administrators_members = $administrators.ToArray()
+        group_policy           = $groupPolicy
+        errorlog               = $errorLog
+        dependents             = $dependents.ToArray()
+    }
+}

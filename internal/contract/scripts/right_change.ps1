@@ -1,0 +1,45 @@
+# Set-ManageVolumeRight: grant or revoke SeManageVolumePrivilege for one SID through
+# the LSA API (idempotent), and say whether that changed anything and who holds the
+# right now (contract.SetRightResult). set_right and restart_instance use it. Only
+# this right, whoever sends the parameters: a stolen or relayed session must not
+# grant anything else through these scripts.
+function Set-ManageVolumeRight {
+    param($SidText, $Grant)
+    $right = 'SeManageVolumePrivilege'
+    if ($Grant -isnot [bool]) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'grant must be true or false.'
+    }
+    $sid = $null
+    if ([string]$SidText -match '^S-1-\d+(-\d+)+\z') {
+        try {
+            $sid = (New-Object System.Security.Principal.SecurityIdentifier([string]$SidText)).Value
+        }
+        catch {
+            $sid = $null
+        }
+    }
+    if (-not $sid) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$SidText' is not a SID (S-1-...)."
+    }
+    try {
+        $before = @(Get-LsaAccountsWithRight -Right $right) -contains $sid
+        if ($Grant) {
+            Add-LsaAccountRight -Sid $sid -Right $right
+        }
+        else {
+            Remove-LsaAccountRight -Sid $sid -Right $right
+        }
+        $after = @(Get-LsaAccountsWithRight -Right $right) -contains $sid
+        $holders = Get-RightHolder -Right $right
+    }
+    catch {
+        Exit-WithError -Code 1 -ErrorName 'lsa_error' -Message "Changing $right for $sid on $($env:COMPUTERNAME) failed: $($_.Exception.Message)"
+    }
+    if ($after -ne $Grant) {
+        Exit-WithError -Code 1 -ErrorName 'lsa_error' -Message "LSA reported success, but $sid still does$(if (-not $after) { ' not' }) hold $right on $($env:COMPUTERNAME)."
+    }
+    return [ordered]@{
+        changed = ($before -ne $after)
+        holders = $holders.ToArray()
+    }
+}
