@@ -145,3 +145,30 @@ func TestOldBootstrapHangsInConsoleModeAndTheFramedOneDoesNot(t *testing.T) {
 		t.Fatalf("framed bootstrap, pipe-mode stdin: %+v (stdout %s, stderr %s)", out, out.stdout, out.stderr)
 	}
 }
+
+// Over HTTP a refresh's body is encrypted (MS-WSMV multipart/encrypted), which needs
+// the security context complete first: the NTLM Authenticate leg goes with an empty
+// body, as Windows' own client and pywinrm send it, and the five exchange messages
+// follow. Seven requests on one connection with one NTLM handshake, no Signal.
+func TestEncryptedRefreshOverHTTPUsesOneConnectionAndSevenRequests(t *testing.T) {
+	sim := startSim(t)
+	info := sim.Info().Hosts[0]
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, info.WinRM), HTTPS: false,
+		Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := stats(t, sim)
+	if r, err := h.ReadInstance(context.Background(), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}); err != nil || !r.Found {
+		t.Fatalf("read_instance = %+v, %v", r, err)
+	}
+	d := diff(before, stats(t, sim))
+	if d.WinRMConnections != 1 || d.NTLMHandshakes != 1 || d.PowerShellProcesses != 1 || d.WinRMSignals != 0 {
+		t.Errorf("one encrypted read_instance: %d connections, %d NTLM handshakes, %d PowerShell processes, %d Signals; want 1, 1, 1, 0",
+			d.WinRMConnections, d.NTLMHandshakes, d.PowerShellProcesses, d.WinRMSignals)
+	}
+	if d.WinRMRequests > 7 {
+		t.Errorf("one encrypted read_instance took %d HTTP requests, want at most 7 (2 NTLM legs, Create, Command, Send, Receive, Delete)", d.WinRMRequests)
+	}
+	t.Logf("one encrypted read_instance over HTTP: %+v", d)
+}
