@@ -21,7 +21,14 @@ import (
 // carries a WarnStateStale warning when it could not be read). Errors are *Error.
 func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
 	out := &Outcome{IneffectiveRestart: d.IneffectiveRestart}
-	obs, err := e.found(ctx, t)
+	readAt := e.clock().Now()
+	known := e.freshRead(t)
+	if known != nil {
+		readAt = t.ReadAt
+		e.debug(ctx, "using the plan's read_instance", map[string]any{"host": t.Host, "instance": t.Instance,
+			"age": e.clock().Now().Sub(t.ReadAt).String()})
+	}
+	obs, err := e.foundWith(ctx, t, known)
 	if err != nil {
 		return out, err
 	}
@@ -46,6 +53,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	// One powershell.exe for the change: the steps and the read-back in set_right, or
 	// the steps, the restart and the read-back in restart_instance.
 	var back *contract.ReadInstanceResult
+	changeAt := e.clock().Now() // the read-back of the change is no older
 	if p.Restart {
 		release, err := e.restartSlot(ctx, t, out)
 		if err != nil {
@@ -67,6 +75,10 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	}
 
 	if len(p.Steps) > 0 || out.Restarted {
+		readAt = e.clock().Now()
+		if back != nil {
+			readAt = changeAt
+		}
 		obs, a, err = e.readBack(ctx, t, d, back, out)
 		if err != nil {
 			return out, err
@@ -77,6 +89,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	}
 	out.Assessment = a
 	out.SQLPort = obs.Instance.TCPPort
+	out.Read, out.ReadAt = obs.Instance, readAt
 	out.Enabled = d.Enabled
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
@@ -119,6 +132,7 @@ func (e *Engine) learn(ctx context.Context, t Target, d ifi.Desired, obs *Observ
 // Read observes t and assesses it against d. A missing instance is a KindNotFound
 // error; the Outcome is then empty.
 func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
+	readAt := e.clock().Now()
 	obs, err := e.found(ctx, t)
 	if err != nil {
 		return &Outcome{}, err
@@ -137,6 +151,8 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 		Enabled:            EnabledInState(d, a),
 		Warnings:           append(slices.Clone(obs.Warnings), a.Warnings...),
 		SQLPort:            obs.Instance.TCPPort,
+		Read:               obs.Instance,
+		ReadAt:             readAt,
 	}, nil
 }
 

@@ -57,6 +57,12 @@ type Target struct {
 	// SQL check start alongside read_instance; where SQL Server is asked is still
 	// SQLPort, else what the host reports now.
 	SQLPortHint int
+	// Read is what read_instance reported of this instance at ReadAt in an earlier
+	// operation (the plan's refresh, kept in the private state). Apply uses it instead
+	// of reading the host again while it is at most Engine.ReadFreshness old; SQL
+	// Server is asked again in any case. nil: none.
+	Read   *contract.ReadInstanceResult
+	ReadAt time.Time
 }
 
 // String names the target for messages, its user-supplied text escaped (safetext).
@@ -69,6 +75,11 @@ const (
 	// DefaultRecoveryTimeout bounds the read-back after a failed step, which runs
 	// even when the operation's own deadline has passed.
 	DefaultRecoveryTimeout = 2 * time.Minute
+	// DefaultReadFreshness is how old the plan's read_instance may be for an apply to
+	// use it instead of reading again: long enough for terraform apply -auto-approve
+	// (or a quick "yes") to go from the plan's refresh to the apply, short enough that
+	// a change on the host in between is unlikely.
+	DefaultReadFreshness = 30 * time.Second
 	// readBackMargin is kept from the operation's deadline for what follows a
 	// restart (wait for SQL, read back).
 	readBackMargin = 30 * time.Second
@@ -91,6 +102,9 @@ type Engine struct {
 	Clock   Clock  // nil: SystemClock
 	// RecoveryTimeout bounds the read-back after a failed step; 0: DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
+	// ReadFreshness is how old Target.Read may be for Apply to use it; 0:
+	// DefaultReadFreshness, negative: Apply always reads.
+	ReadFreshness time.Duration
 	// Restarts bounds concurrent restarts across the instances this engine (and
 	// any other sharing the limiter) converges; nil: no limit.
 	Restarts *RestartLimiter
@@ -121,6 +135,10 @@ type Outcome struct {
 	// SQLPort is the TCP port the host reported in the observation the Assessment
 	// comes from (0: none); the caller keeps it as the next Target.SQLPortHint.
 	SQLPort int
+	// Read is the read_instance the Assessment comes from, asked at ReadAt (nil when
+	// none was made); the caller keeps them as the next Target.Read and ReadAt.
+	Read   *contract.ReadInstanceResult
+	ReadAt time.Time
 }
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the

@@ -759,3 +759,52 @@ func TestApplyChangesInOneOperation(t *testing.T) {
 		}
 	})
 }
+
+// An apply right after the plan's refresh uses that refresh's read_instance instead
+// of reading the host again (SQL Server is still asked); an older read, one from the
+// future, or none, and the apply reads.
+func TestApplyUsesTheFreshPlanRead(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		age       time.Duration
+		freshness time.Duration
+		noRead    bool
+		wantReads int
+	}{
+		{name: "read 5 s ago", age: 5 * time.Second, wantReads: 0},
+		{name: "read at the window's edge", age: DefaultReadFreshness, wantReads: 0},
+		{name: "read 31 s ago", age: DefaultReadFreshness + time.Second, wantReads: 1},
+		{name: "read in the future", age: -time.Second, wantReads: 1},
+		{name: "reuse turned off", age: time.Second, freshness: -1, wantReads: 1},
+		{name: "no earlier read", noRead: true, wantReads: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			w.engine.Clock = fakeClock{now: now}
+			w.engine.ReadFreshness = tc.freshness
+			target := defaultTarget
+			if !tc.noRead {
+				plan, err := New(w.clients).Read(context.Background(), defaultTarget, enable)
+				if err != nil {
+					t.Fatal(err)
+				}
+				target.Read, target.ReadAt = plan.Read, now.Add(-tc.age)
+				w.host.reads = 0
+			}
+			out, err := w.engine.Apply(context.Background(), target, enable)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if w.host.reads != tc.wantReads || w.host.restarts != 1 || !w.host.holds(svcSID) {
+				t.Errorf("read_instance %d (want %d), restarts %d, grant held %v", w.host.reads, tc.wantReads, w.host.restarts, w.host.holds(svcSID))
+			}
+			if w.checker.checks == 0 {
+				t.Error("SQL Server was not asked")
+			}
+			if out.Read == nil || !out.ReadAt.Equal(now) || out.Read.ProcessStartTime.Equal(fakeBoot) {
+				t.Errorf("the outcome's read is %v at %v; want the read-back after the restart, at %v", out.Read, out.ReadAt, now)
+			}
+		})
+	}
+}

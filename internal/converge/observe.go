@@ -178,6 +178,24 @@ func (e *Engine) sqlTarget(t Target, ri *contract.ReadInstanceResult) *sqlcheck.
 	return &sqlcheck.Target{Host: t.Host, Port: port, Instance: t.Instance}
 }
 
+// freshRead is t.Read when Apply may use it instead of reading the host: an
+// installed instance, read at most ReadFreshness ago (a time in the future, from a
+// clock that moved back or another machine's, does not count as fresh).
+func (e *Engine) freshRead(t Target) *contract.ReadInstanceResult {
+	limit := e.ReadFreshness
+	if limit == 0 {
+		limit = DefaultReadFreshness
+	}
+	if t.Read == nil || !t.Read.Found || limit < 0 || t.ReadAt.IsZero() {
+		return nil
+	}
+	age := e.clock().Now().Sub(t.ReadAt)
+	if age < 0 || age > limit {
+		return nil
+	}
+	return t.Read
+}
+
 // host opens the host's client.
 func (e *Engine) host(t Target) (Host, error) {
 	h, err := e.Clients.Host(t.Host, t.Port)
@@ -189,7 +207,12 @@ func (e *Engine) host(t Target) (Host, error) {
 
 // found observes t and turns a missing instance into a KindNotFound error.
 func (e *Engine) found(ctx context.Context, t Target) (*Observation, error) {
-	o, err := e.Observe(ctx, t)
+	return e.foundWith(ctx, t, nil)
+}
+
+// foundWith is found; a known read stands in for read_instance (observe).
+func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadInstanceResult) (*Observation, error) {
+	o, err := e.observe(ctx, t, known)
 	if err != nil {
 		return nil, err
 	}

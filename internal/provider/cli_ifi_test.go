@@ -416,3 +416,27 @@ func TestCLI_nestedGroupKeepsIFIOnWithoutRestartLoop(t *testing.T) {
 		t.Errorf("the second apply restarted the Engine: started %v, was %v", s, started)
 	}
 }
+
+// Turning IFI on for an instance already in the state: the apply uses the read of
+// the plan's refresh moments before (converge.DefaultReadFreshness) and makes the
+// grant, the restart and the read-back in one restart_instance. The whole terraform
+// apply reads the host once.
+func TestCLI_enablingUpdateUsesThePlanRead(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = false"))
+	w.mustApply()
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = true"))
+	n := len(e.operations())
+	w.mustApply()
+	ops := e.opsSince(n)
+	if countOp(ops, contract.OpReadInstance) != 1 || countOp(ops, contract.OpRestartInstance) != 1 || countOp(ops, contract.OpSetRight) != 0 {
+		t.Errorf("the enabling apply ran %v; want read_instance once (the refresh), then restart_instance once", ops)
+	}
+	if a := w.attrs(resName); a["enabled"] != true || a["ifi_enabled"] != true || a["privilege_granted"] != true {
+		t.Errorf("state: enabled %v, ifi_enabled %v, privilege_granted %v; want all true", a["enabled"], a["ifi_enabled"], a["privilege_granted"])
+	}
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+}

@@ -109,6 +109,10 @@ type restartResult struct {
 	// withRestart − withoutRestart − serviceTime.
 	overhead                        time.Duration
 	psWithRestart, psWithoutRestart int64 // powershell.exe processes of the whole terraform apply
+	// update: the same restart for a resource already in the state (enabled false →
+	// true), whose apply uses the read of the plan's refresh.
+	update   time.Duration
+	psUpdate int64
 }
 
 // benchSim starts a simulator with n hosts of one default instance each.
@@ -201,18 +205,20 @@ func runFleetScenario(t *testing.T, n int) benchRow {
 func runRestartScenario(t *testing.T) restartResult {
 	t.Helper()
 	service := time.Duration(benchStopMS+benchStartMS+benchReadyMS) * time.Millisecond
-	with, psWith := timedEnablingApply(t, "")
-	without, psWithout := timedEnablingApply(t, "never")
+	with, psWith := timedEnablingApply(t, "", false)
+	without, psWithout := timedEnablingApply(t, "never", false)
+	update, psUpdate := timedEnablingApply(t, "", true)
 	return restartResult{withRestart: with, withoutRestart: without, serviceTime: service, overhead: with - without - service,
-		psWithRestart: psWith, psWithoutRestart: psWithout}
+		psWithRestart: psWith, psWithoutRestart: psWithout, update: update, psUpdate: psUpdate}
 }
 
 // timedEnablingApply applies one resource on a fresh host where only
 // BUILTIN\Administrators holds the right (Windows' default), so the apply grants it
 // to NT SERVICE\MSSQLSERVER, and restarts the Engine unless restart is "never". It
 // returns the resource's apply span and the powershell.exe processes of the whole
-// terraform apply.
-func timedEnablingApply(t *testing.T, restart string) (time.Duration, int64) {
+// terraform apply. With update, the resource is first applied with enabled = false,
+// and the timed apply turns it on.
+func timedEnablingApply(t *testing.T, restart string, update bool) (time.Duration, int64) {
 	t.Helper()
 	sim := benchSim(t, 1, func(ic *host.InstanceConfig) {
 		ic.StopMS, ic.StartMS, ic.ReadyMS = benchStopMS, benchStartMS, benchReadyMS
@@ -222,6 +228,12 @@ func timedEnablingApply(t *testing.T, restart string) (time.Duration, int64) {
 		cfg = strings.Replace(cfg, "\n  host = ", fmt.Sprintf("\n  restart = %q\n  host = ", restart), 1)
 	}
 	w := newCLI(t)
+	if update {
+		w.write(strings.Replace(cfg, "\n  host = ", "\n  enabled = false\n  host = ", 1))
+		if r := w.apply(); r.Exit != 0 {
+			t.Fatalf("the apply with enabled = false failed:\n%s", r.describe())
+		}
+	}
 	w.write(cfg)
 	before := sim.TotalStats()
 	ev := runTimed(t, w, nil, "apply", "-auto-approve", "-json", "-no-color")
@@ -392,6 +404,7 @@ func benchTable(rows []benchRow, r restartResult) string {
 	b.WriteString("| apply | resource apply | PowerShell processes (whole terraform apply) |\n|---|---:|---:|\n")
 	fmt.Fprintf(&b, "| with restart | %s | %d |\n", r.withRestart.Round(time.Millisecond), r.psWithRestart)
 	fmt.Fprintf(&b, "| restart = \"never\" | %s | %d |\n", r.withoutRestart.Round(time.Millisecond), r.psWithoutRestart)
+	fmt.Fprintf(&b, "| with restart, resource already in the state (enabled false → true) | %s | %d |\n", r.update.Round(time.Millisecond), r.psUpdate)
 	fmt.Fprintf(&b, "\nRestart overhead beyond the service's own time: %s − %s − %s = %s.\n",
 		r.withRestart.Round(time.Millisecond), r.withoutRestart.Round(time.Millisecond), r.serviceTime, r.overhead.Round(time.Millisecond))
 	return b.String()
@@ -431,7 +444,9 @@ from one run on the build machine; compare ratios, not wall times.
   resource's apply_start to apply_complete of each; the restart overhead is the
   first minus the second minus stop + start + ready: what restarting costs beyond
   the service's own time. PowerShell processes are counted over the whole
-  terraform apply, the restart's guard process included.
+  terraform apply (the plan's refresh included), the restart's guard process
+  included. A third apply turns on a resource already in the state (enabled false
+  → true): its apply uses the read of the plan's refresh.
 
 ## Results
 

@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
@@ -114,4 +118,46 @@ func getSQLPortHint(ctx context.Context, p privateGetter) (int, diag.Diagnostics
 		return 0, ds
 	}
 	return sp.Port, ds
+}
+
+// privateHostRead is the private-state key holding the last read_instance of the
+// instance and when it was asked: an apply right after the plan's refresh uses it
+// instead of reading the host again (converge.Target.Read, within
+// converge.DefaultReadFreshness). Only read_instance's answer is kept: SQL Server is
+// asked again by every apply.
+const privateHostRead = "host_read"
+
+type hostReadPrivate struct {
+	At       time.Time                    `json:"at"`
+	Host     string                       `json:"host"`
+	Instance string                       `json:"instance"`
+	Read     *contract.ReadInstanceResult `json:"read"`
+}
+
+// setHostRead records the outcome's read of t's instance; none removes the key.
+func setHostRead(ctx context.Context, p privateSetter, t converge.Target, out *converge.Outcome) diag.Diagnostics {
+	if out == nil || out.Read == nil || !out.Read.Found {
+		return p.SetKey(ctx, privateHostRead, nil)
+	}
+	b, err := json.Marshal(hostReadPrivate{At: out.ReadAt.UTC(), Host: t.Host, Instance: t.Instance, Read: out.Read})
+	if err != nil {
+		return p.SetKey(ctx, privateHostRead, nil)
+	}
+	return p.SetKey(ctx, privateHostRead, b)
+}
+
+// getHostRead puts the recorded read into t when it is of t's host and instance;
+// anything else (none, unreadable, another instance) leaves t to read the host.
+func getHostRead(ctx context.Context, p privateGetter, t *converge.Target) diag.Diagnostics {
+	b, ds := p.GetKey(ctx, privateHostRead)
+	if ds.HasError() || len(b) == 0 {
+		return ds
+	}
+	var hr hostReadPrivate
+	if err := json.Unmarshal(b, &hr); err != nil || hr.Read == nil ||
+		!strings.EqualFold(hr.Host, t.Host) || !strings.EqualFold(hr.Instance, t.Instance) {
+		return ds
+	}
+	t.Read, t.ReadAt = hr.Read, hr.At
+	return ds
 }

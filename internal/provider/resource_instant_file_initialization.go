@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
@@ -165,7 +166,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, plan, plan.desired(), 0, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, plan, plan.desired(), plan.target(), &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -187,19 +188,22 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	var ds diag.Diagnostics
 	desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
-	sqlPortHint, ds := getSQLPortHint(ctx, req.Private)
+	t := plan.target()
+	t.SQLPortHint, ds = getSQLPortHint(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
+	// The plan's refresh read the host moments ago, as a rule: the apply uses that
+	// read while it is fresh (converge.DefaultReadFreshness).
+	resp.Diagnostics.Append(getHostRead(ctx, req.Private, &t)...)
 	plan.ID = prior.ID
-	r.apply(ctx, plan, desired, sqlPortHint, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, plan, desired, t, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // apply converges the instance to the plan and stores what the engine says is true
 // (after a failure too, once something changed); when nothing is known, the state
-// stays as it was. sqlPortHint is the SQL port the last observation saw (0: none).
-func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, sqlPortHint int, state *tfsdk.State,
+// stays as it was. t is the plan's target with what the private state knows of the
+// last observation (SQL port, the host's read).
+func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, state *tfsdk.State,
 	private privateSetter, diags *diag.Diagnostics) {
-	t := plan.target()
-	t.SQLPortHint = sqlPortHint
 	out, err := r.c.engine().Apply(ctx, t, d)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.winrm.Username)
@@ -210,6 +214,7 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
 		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
 		diags.Append(setSQLPortHint(ctx, private, out.SQLPort)...)
+		diags.Append(setHostRead(ctx, private, t, out)...)
 	}
 }
 
@@ -282,6 +287,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	addWarnings(&resp.Diagnostics, out.Warnings)
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
 	resp.Diagnostics.Append(setSQLPortHint(ctx, resp.Private, out.SQLPort)...)
+	resp.Diagnostics.Append(setHostRead(ctx, resp.Private, t, out)...)
 }
 
 func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
