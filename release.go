@@ -35,9 +35,10 @@ type releasingServer struct {
 // frameworkServer is every interface of terraform-plugin-go that the framework's
 // server implements.
 type frameworkServer interface {
-	tfprotov6.ProviderServerWithListResource
-	tfprotov6.ProviderServerWithActions
-	tfprotov6.ProviderServerWithStateStores
+	tfprotov6.ProviderServer
+	tfprotov6.ListResourceServer
+	tfprotov6.ActionServer
+	tfprotov6.StateStoreServer
 }
 
 // releaseContexts wraps the framework's server; a server that lacks one of the

@@ -13,7 +13,7 @@ import (
 type payloadKey struct{}
 
 // payload stands for what an RPC's context holds (grpc's stream, the loggers).
-type payload struct{ b [64 << 10]byte }
+type payload struct{ _ [64 << 10]byte }
 
 // readWithPayload sends one ReadResource to s with a context holding a fresh payload,
 // and returns a weak pointer to the payload.
@@ -124,3 +124,10 @@ func TestCallContextForwardsUntilTheCallEnds(t *testing.T) {
 		t.Error("after the call Done is not closed")
 	}
 }
+
+// The wrapper keeps the optional interfaces terraform-plugin-go looks for.
+var (
+	_ tfprotov6.ProviderServerWithListResource = releasingServer{} //nolint:staticcheck // SA1019: what tf6server asserts today
+	_ tfprotov6.ProviderServerWithActions      = releasingServer{} //nolint:staticcheck // SA1019: what tf6server asserts today
+	_ tfprotov6.ProviderServerWithStateStores  = releasingServer{} //nolint:staticcheck // SA1019: what tf6server asserts today
+)
