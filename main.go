@@ -1,11 +1,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"log"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/provider"
 )
@@ -13,14 +14,23 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+const address = "registry.terraform.io/mssqlifi/mssqlifi"
+
 func main() {
 	debug := flag.Bool("debug", false, "run the provider with support for debuggers such as delve")
 	flag.Parse()
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
-		Address: "registry.terraform.io/mssqlifi/mssqlifi",
-		Debug:   *debug,
-	})
-	if err != nil {
+	// What providerserver.Serve does for protocol 6, with the framework's server
+	// wrapped so that it does not keep every request's context (release.go).
+	var opts []tf6server.ServeOpt
+	if *debug {
+		opts = append(opts, tf6server.WithManagedDebug())
+	}
+	if err := tf6server.Serve(address, newServer, opts...); err != nil {
 		log.Fatal(err.Error())
 	}
+}
+
+// newServer is the provider's protocol 6 server.
+func newServer() tfprotov6.ProviderServer {
+	return releaseContexts(providerserver.NewProtocol6(provider.New(version)())())
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,12 @@ type transport struct {
 	// sessions, when set, lets TLS resume sessions across the host's transports.
 	sessions tls.ClientSessionCache
 
+	// idleTimeout: a pooled connection unused this long is closed (0: idleTimeout).
+	idleTimeout time.Duration
+	// idleClosed, when set, is called after the pool closed a connection that had
+	// been idle too long or that the server closed (tests).
+	idleClosed func()
+
 	mu   sync.Mutex
 	idle []*conn
 }
@@ -73,6 +80,15 @@ type transport struct {
 // maxIdleConns bounds the connections a transport keeps for reuse. Our exchange
 // (exchange.go) uses one per operation; masterzen's Run used two at a time.
 const maxIdleConns = 4
+
+// idleTimeout is how long a pooled connection waits for the next operation before it
+// is closed. The operations of one apply follow each other within milliseconds and
+// reuse the connection; a refresh makes one operation per host, and a pooled TLS
+// connection with its reader goroutine costs about 30 KB, so keeping every host's
+// for the life of the provider made a 100-host plan about 3 MB larger (issue 9).
+// A later operation connects anew and resumes the TLS session (one NTLM handshake
+// more).
+const idleTimeout = 2 * time.Second
 
 // maxResponseBody bounds a response body; WinRM's MaxEnvelopeSize is far smaller.
 const maxResponseBody = 64 << 20
@@ -134,14 +150,43 @@ func (t *transport) Transport(ep *winrm.Endpoint) error {
 			ClientSessionCache: t.sessions,
 		}
 		if len(ep.CACert) > 0 {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(ep.CACert) {
+			pool := caPool(ep.CACert)
+			if pool == nil {
 				return ErrCACert
 			}
 			t.tlsConf.RootCAs = pool
 		}
 	}
 	return nil
+}
+
+// caPools holds the parsed CA certificates by their PEM text: every host (and every
+// session of a host) of a provider configuration has the same ca_cert, parsed once.
+// A few configurations at most live in one process; the map starts over beyond that.
+var caPools struct {
+	sync.Mutex
+	m map[string]*x509.CertPool
+}
+
+const maxCAPools = 8
+
+// caPool is the pool of the certificates in pemCerts, or nil when it holds none.
+// Pools are shared, and never changed after they are made.
+func caPool(pemCerts []byte) *x509.CertPool {
+	caPools.Lock()
+	defer caPools.Unlock()
+	if p, ok := caPools.m[string(pemCerts)]; ok {
+		return p
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemCerts) {
+		return nil
+	}
+	if caPools.m == nil || len(caPools.m) >= maxCAPools {
+		caPools.m = map[string]*x509.CertPool{}
+	}
+	caPools.m[string(pemCerts)] = pool
+	return pool
 }
 
 // Post sends one SOAP message and answers as masterzen's own transports do, since the
@@ -273,9 +318,10 @@ func (t *transport) get() (*conn, error) {
 	return t.dialConn()
 }
 
-// put pools c. While it waits, a goroutine reads from it, so that a connection the
-// server closed (or wrote to unasked) is noticed before a request goes out on it, as
-// net/http does.
+// put pools c for idleTimeout. While it waits, a goroutine reads from it, so that a
+// connection the server closed (or wrote to unasked) is noticed before a request goes
+// out on it, as net/http does; when that read ends (the idle time is over, or the
+// server closed or wrote) and c is still in the pool, c is closed and dropped.
 func (t *transport) put(c *conn) {
 	t.mu.Lock()
 	if len(t.idle) >= maxIdleConns {
@@ -283,18 +329,40 @@ func (t *transport) put(c *conn) {
 		c.close()
 		return
 	}
+	timeout := t.idleTimeout
+	if timeout <= 0 {
+		timeout = idleTimeout
+	}
 	_ = c.nc.SetDeadline(time.Time{})
-	c.idle = make(chan error, 1)
+	_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
+	result := make(chan error, 1)
+	c.idle = result
 	t.idle = append(t.idle, c)
 	t.mu.Unlock()
-	go func(c *conn) {
+	go func() {
 		_, err := c.br.Peek(1)
-		c.idle <- err
-	}(c)
+		// Whether c is still pooled is decided before the result is sent: once
+		// takeBack has it, c may be in use, or pooled again, by then.
+		t.mu.Lock()
+		i := slices.Index(t.idle, c)
+		if i >= 0 {
+			t.idle = slices.Delete(t.idle, i, i+1)
+		}
+		t.mu.Unlock()
+		result <- err
+		if i >= 0 {
+			// Nobody took c back: it expired, or the server ended it.
+			c.close()
+			if t.idleClosed != nil {
+				t.idleClosed()
+			}
+		}
+	}()
 }
 
 // takeBack stops the background read and says whether c is still usable: only if
-// the read ended by our deadline, with nothing read.
+// the read ended by a deadline (ours, or the idle time's just before c was taken),
+// with nothing read.
 func (c *conn) takeBack() bool {
 	_ = c.nc.SetReadDeadline(time.Unix(1, 0))
 	err := <-c.idle
