@@ -11,6 +11,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/utf16le"
 )
@@ -36,12 +37,26 @@ func mustRead(name string) string {
 	return strings.ReplaceAll(string(b), "\r\n", "\n")
 }
 
+// scripts holds each operation's composed script: the embedded files never change,
+// so each is composed once per process rather than on every operation.
+var scripts sync.Map // Operation → string
+
 // Script returns the whole PowerShell text of one operation, as sent on stdin.
 func Script(op Operation) (string, error) {
+	if s, ok := scripts.Load(op); ok {
+		return s.(string), nil
+	}
 	parts, ok := scriptParts[op]
 	if !ok {
 		return "", fmt.Errorf("unknown operation %q", op)
 	}
+	s := compose(op, parts)
+	scripts.Store(op, s)
+	return s, nil
+}
+
+// compose joins the header line and the library files of op.
+func compose(op Operation, parts []string) string {
 	var sb strings.Builder
 	sb.WriteString(headerPrefix + string(op) + "\n")
 	for _, p := range parts {
@@ -50,7 +65,7 @@ func Script(op Operation) (string, error) {
 			sb.WriteString("\n")
 		}
 	}
-	return sb.String(), nil
+	return sb.String()
 }
 
 // Bootstrap returns the bootstrap script that runs on the command line.
