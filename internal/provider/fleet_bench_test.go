@@ -62,7 +62,7 @@ func TestFleetBenchmark(t *testing.T) {
 		rows = append(rows, runFleetScenario(t, n))
 	}
 	restart := runRestartScenario(t)
-	table := benchTable(rows, restart)
+	table := benchTable(rows, restart) + benchAgainstTargets(rows, restart)
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		// The machine is shared: say how busy it was, since wall times depend on it.
 		table += fmt.Sprintf("\nLoad average at the end of the run (1, 5, 15 min): %s.\n", strings.Join(strings.Fields(string(b))[:3], ", "))
@@ -407,6 +407,36 @@ func benchTable(rows []benchRow, r restartResult) string {
 	fmt.Fprintf(&b, "| with restart, resource already in the state (enabled false → true) | %s | %d |\n", r.update.Round(time.Millisecond), r.psUpdate)
 	fmt.Fprintf(&b, "\nRestart overhead beyond the service's own time: %s − %s − %s = %s.\n",
 		r.withRestart.Round(time.Millisecond), r.withoutRestart.Round(time.Millisecond), r.serviceTime, r.overhead.Round(time.Millisecond))
+	return b.String()
+}
+
+// benchAgainstTargets sets this run's figures against issue 9's targets (the largest
+// fleet of the run stands for "100 hosts").
+func benchAgainstTargets(rows []benchRow, r restartResult) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	big := rows[len(rows)-1]
+	for _, x := range rows {
+		if x.hosts > big.hosts {
+			big = x
+		}
+	}
+	mark := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nAgainst the targets (this run, %d hosts):\n\n", big.hosts)
+	fmt.Fprintf(&b, "- fleet plan ≤ 1.15 × the bound: %.2f, %s;\n", big.ratio, mark(big.ratio <= 1.15))
+	fmt.Fprintf(&b, "- ≤ 6 HTTP requests per refresh on one connection: %.1f on %.1f, %s;\n", big.requests, big.connections,
+		mark(big.requests <= 6 && big.connections <= 1))
+	fmt.Fprintf(&b, "- ≤ 3 PowerShell processes per enabling apply: %d (new resource), %d (resource in the state), %s;\n",
+		r.psWithRestart, r.psUpdate, mark(r.psWithRestart <= 3 && r.psUpdate <= 3))
+	fmt.Fprintf(&b, "- restart overhead ≤ 0.5 s: %s, %s;\n", r.overhead.Round(time.Millisecond), mark(r.overhead <= 500*time.Millisecond))
+	fmt.Fprintf(&b, "- provider peak RSS ≤ 40 MiB: %.1f MiB, %s.\n", float64(big.peakRSS)/1024, mark(big.peakRSS <= 40*1024))
 	return b.String()
 }
 
