@@ -464,7 +464,10 @@ from one run on the build machine; compare ratios, not wall times.
   terraform plan is the whole command's wall time (start-up included).
 - Per refresh: the simulator's counters over the fleet plan divided by N (HTTP
   requests including NTLM legs, accepted connections, TLS handshakes full and
-  resumed, NTLM handshakes, powershell.exe processes, SQL connections).
+  resumed, NTLM handshakes, powershell.exe processes, SQL connections). Over plain
+  HTTP, where the bodies are encrypted, the NTLM AUTHENTICATE leg goes without a
+  body and a refresh is 7 requests on one connection
+  (internal/remote/exchange_test.go; docs/design/winrm-stdin-and-cost-model.md).
 - Provider peak RSS: the provider runs as its own process in debug mode and
   terraform reattaches to it (TF_REATTACH_PROVIDERS); VmHWM from /proc after the
   fleet plan.
