@@ -43,6 +43,29 @@ func diff(a, b winsim.HostStats) winsim.HostStats {
 	}
 }
 
+// simHTTPSHost is an NTLM client of the simulator's first host over HTTPS.
+func simHTTPSHost(t *testing.T, sim *winsim.Sim) Host {
+	t.Helper()
+	info := sim.Info().Hosts[0]
+	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, info.WinRMHTTPS), HTTPS: true, CACert: sim.CACertPEM(), TLSServerName: "sql01",
+		Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// readCounted runs read_instance of the default instance and returns what the host
+// counted for it.
+func readCounted(t *testing.T, sim *winsim.Sim, h Host) winsim.HostStats {
+	t.Helper()
+	before := stats(t, sim)
+	if r, err := h.ReadInstance(context.Background(), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}); err != nil || !r.Found {
+		t.Fatalf("read_instance = %+v, %v", r, err)
+	}
+	return diff(before, stats(t, sim))
+}
+
 // A refresh's read_instance, as a fresh provider process makes it, costs the
 // protocol's minimum: one connection with one TLS and one NTLM handshake, and at most
 // six HTTP requests (the NTLM leg, Create, Command, one Send with the end of input,
@@ -50,19 +73,8 @@ func diff(a, b winsim.HostStats) winsim.HostStats {
 // second operation to the same host on a new connection resumes the TLS session.
 func TestRefreshUsesOneConnectionAndAtMostSixRequests(t *testing.T) {
 	sim := startSim(t)
-	info := sim.Info().Hosts[0]
-	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, info.WinRMHTTPS), HTTPS: true, CACert: sim.CACertPEM(), TLSServerName: "sql01",
-		Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	p := contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}
-	before := stats(t, sim)
-	if r, err := h.ReadInstance(ctx, p); err != nil || !r.Found {
-		t.Fatalf("read_instance = %+v, %v", r, err)
-	}
-	d := diff(before, stats(t, sim))
+	h := simHTTPSHost(t, sim)
+	d := readCounted(t, sim, h)
 	if d.WinRMConnections != 1 || d.TLSHandshakes != 1 || d.NTLMHandshakes != 1 || d.PowerShellProcesses != 1 {
 		t.Errorf("one read_instance: %d connections, %d TLS and %d NTLM handshakes, %d PowerShell processes; want 1 of each",
 			d.WinRMConnections, d.TLSHandshakes, d.NTLMHandshakes, d.PowerShellProcesses)
@@ -79,11 +91,7 @@ func TestRefreshUsesOneConnectionAndAtMostSixRequests(t *testing.T) {
 	for _, s := range h.(*winrmHost).idle {
 		s.t.closeIdle()
 	}
-	before = stats(t, sim)
-	if _, err := h.ReadInstance(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	d = diff(before, stats(t, sim))
+	d = readCounted(t, sim, h)
 	if d.WinRMConnections != 1 || d.TLSResumed != 1 || d.TLSHandshakes != 0 {
 		t.Errorf("second read_instance on a new connection: %d connections, %d full and %d resumed TLS handshakes; want 1, 0, 1",
 			d.WinRMConnections, d.TLSHandshakes, d.TLSResumed)
@@ -158,11 +166,7 @@ func TestEncryptedRefreshOverHTTPUsesOneConnectionAndSevenRequests(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := stats(t, sim)
-	if r, err := h.ReadInstance(context.Background(), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}); err != nil || !r.Found {
-		t.Fatalf("read_instance = %+v, %v", r, err)
-	}
-	d := diff(before, stats(t, sim))
+	d := readCounted(t, sim, h)
 	if d.WinRMConnections != 1 || d.NTLMHandshakes != 1 || d.PowerShellProcesses != 1 || d.WinRMSignals != 0 {
 		t.Errorf("one encrypted read_instance: %d connections, %d NTLM handshakes, %d PowerShell processes, %d Signals; want 1, 1, 1, 0",
 			d.WinRMConnections, d.NTLMHandshakes, d.PowerShellProcesses, d.WinRMSignals)

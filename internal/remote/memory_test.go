@@ -14,12 +14,7 @@ import (
 // session.
 func TestIdleConnectionClosedAfterIdleTimeout(t *testing.T) {
 	sim := startSim(t)
-	info := sim.Info().Hosts[0]
-	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, info.WinRMHTTPS), HTTPS: true, CACert: sim.CACertPEM(), TLSServerName: "sql01",
-		Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := simHTTPSHost(t, sim)
 	wh := h.(*winrmHost)
 	if len(wh.idle) != 1 {
 		t.Fatalf("a new host has %d idle sessions, want 1", len(wh.idle))
@@ -29,11 +24,7 @@ func TestIdleConnectionClosedAfterIdleTimeout(t *testing.T) {
 	closed := make(chan struct{}, maxIdleConns)
 	tr.idleClosed = func() { closed <- struct{}{} }
 
-	ctx := context.Background()
-	p := contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}
-	if r, err := h.ReadInstance(ctx, p); err != nil || !r.Found {
-		t.Fatalf("read_instance = %+v, %v", r, err)
-	}
+	readCounted(t, sim, h)
 	select {
 	case <-closed:
 	case <-time.After(20 * time.Second):
@@ -46,11 +37,7 @@ func TestIdleConnectionClosedAfterIdleTimeout(t *testing.T) {
 		t.Fatalf("%d connections still pooled after the idle time", pooled)
 	}
 
-	before := stats(t, sim)
-	if r, err := h.ReadInstance(ctx, p); err != nil || !r.Found {
-		t.Fatalf("read_instance after the idle connection was closed = %+v, %v", r, err)
-	}
-	d := diff(before, stats(t, sim))
+	d := readCounted(t, sim, h)
 	if d.WinRMConnections != 1 || d.TLSHandshakes != 0 || d.TLSResumed != 1 {
 		t.Errorf("read_instance after the idle time: %d connections, %d full and %d resumed TLS handshakes; want 1, 0, 1",
 			d.WinRMConnections, d.TLSHandshakes, d.TLSResumed)
@@ -60,12 +47,7 @@ func TestIdleConnectionClosedAfterIdleTimeout(t *testing.T) {
 // Operations that follow each other within the idle time share one connection.
 func TestConnectionReusedWithinIdleTimeout(t *testing.T) {
 	sim := startSim(t)
-	info := sim.Info().Hosts[0]
-	h, err := New(Config{Host: "127.0.0.1", Port: portOf(t, info.WinRMHTTPS), HTTPS: true, CACert: sim.CACertPEM(), TLSServerName: "sql01",
-		Auth: "ntlm", Username: testUser, Password: testPassword, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := simHTTPSHost(t, sim)
 	ctx := context.Background()
 	p := contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}
 	before := stats(t, sim)
