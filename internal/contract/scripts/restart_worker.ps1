@@ -40,8 +40,13 @@ $RestartWorker = {
     }
     $resume = $false
     if ($GuardProcessId -gt 0) {
-        # The guard: wait for the runner to finish the restart, or to end.
+        # The guard: wait for the runner to finish the restart, or to end. A process
+        # with the runner's id but another start time is not the runner (ids are
+        # reused).
         $runner = Get-Process -Id $GuardProcessId -ErrorAction SilentlyContinue
+        if ($runner -and [string]$runner.StartTime.ToUniversalTime().Ticks -ne [string](Get-Item -LiteralPath $marker).GetValue('RunnerStart', '')) {
+            $runner = $null
+        }
         while ($runner -and -not $runner.WaitForExit(250)) {
             if ((Read-State).finished) {
                 return
@@ -132,14 +137,20 @@ $RestartWorker = {
     try {
         $engine = New-Object System.ServiceProcess.ServiceController($serviceName)
         # The dependents that were running, kept in the marker for a resumed restart.
+        # (a JSON array of names; foreach enumerates what ConvertFrom-Json returns,
+        # which Windows PowerShell 5.1 writes as one array object).
         if ($resume) {
-            $running = @(foreach ($name in @((Get-Item -LiteralPath $marker).GetValue('Dependents', [string[]]@()))) {
-                    New-Object System.ServiceProcess.ServiceController($name)
+            $running = @(foreach ($name in (ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $marker).GetValue('Dependents', '[]')))) {
+                    New-Object System.ServiceProcess.ServiceController([string]$name)
                 })
         }
         else {
             $running = @($engine.DependentServices | Where-Object { $_.Status -eq 'Running' })
-            Set-ItemProperty -LiteralPath $marker -Name 'Dependents' -Value ([string[]]@($running | ForEach-Object { $_.Name })) -Type MultiString
+            $names = New-Object System.Collections.Generic.List[string]
+            foreach ($dependent in $running) {
+                $names.Add($dependent.Name)
+            }
+            Set-ItemProperty -LiteralPath $marker -Name 'Dependents' -Value (ConvertTo-Json -InputObject $names.ToArray() -Compress)
         }
         if ($state.phase -eq 'stopping') {
             Save-State
