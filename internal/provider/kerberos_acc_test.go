@@ -2,7 +2,6 @@ package provider
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -135,17 +134,10 @@ func TestAccKerberos_keytab(t *testing.T) {
 // The credential cache of KRB5CCNAME after kinit: no username, password or keytab.
 func TestAccKerberos_ccache(t *testing.T) {
 	e, k := krbAccEnv(t)
-	if _, err := exec.LookPath("kinit"); err != nil {
-		t.Skip("skipping: kinit not installed: apt-get install krb5-user")
+	if err := kdc.KinitAvailable(); err != nil {
+		t.Skipf("skipping: %v", err)
 	}
-	cc := filepath.Join(t.TempDir(), "cc")
-	kinit := exec.Command("kinit", accKrbUser+"@"+k.Realm)
-	kinit.Env = append(k.Env(), "KRB5CCNAME=FILE:"+cc)
-	kinit.Stdin = strings.NewReader(accKrbPass + "\n")
-	if out, err := kinit.CombinedOutput(); err != nil {
-		t.Fatalf("kinit: %v\n%s", err, out)
-	}
-	t.Setenv("KRB5CCNAME", "FILE:"+cc) // the provider runs in this process
+	t.Setenv("KRB5CCNAME", k.Kinit(t, accKrbUser, accKrbPass)) // the provider runs in this process
 	kerberosLifecycle(t, e, e.kerberosProviderConfig(k, "")+resourceConfig(e.addr, ""), false)
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,15 +70,8 @@ func TestKerberosAuthSources(t *testing.T) {
 	withKeytab := base
 	withKeytab.Username, withKeytab.Keytab = `MSSQLIFI\`+krbUser, k.UserKeytab(t, krbUser)
 	cases := map[string]Config{"password": withPassword, "keytab": withKeytab}
-	if _, err := exec.LookPath("kinit"); err == nil {
-		cc := filepath.Join(t.TempDir(), "cc")
-		kinit := exec.Command("kinit", krbUser+"@"+k.Realm)
-		kinit.Env = append(k.Env(), "KRB5CCNAME=FILE:"+cc)
-		kinit.Stdin = strings.NewReader(krbPass + "\n")
-		if out, err := kinit.CombinedOutput(); err != nil {
-			t.Fatalf("kinit: %v\n%s", err, out)
-		}
-		t.Setenv("KRB5CCNAME", "FILE:"+cc)
+	if kdc.KinitAvailable() == nil {
+		t.Setenv("KRB5CCNAME", k.Kinit(t, krbUser, krbPass))
 		cases["ccache"] = base
 	} else {
 		t.Log("kinit not installed (krb5-user): the credential cache case is not run")

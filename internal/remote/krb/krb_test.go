@@ -3,7 +3,6 @@ package krb_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,17 +54,10 @@ func TestLogonSources(t *testing.T) {
 	if err := ticket(t, krb.Config{Username: user + "@" + k.Realm, Keytab: kt, Krb5Conf: k.Krb5Conf}); err != nil {
 		t.Errorf("keytab logon: %v", err)
 	}
-	if _, err := exec.LookPath("kinit"); err != nil {
-		t.Skip("skipping the credential cache case: kinit not installed (apt-get install krb5-user)")
+	if err := kdc.KinitAvailable(); err != nil {
+		t.Skipf("skipping the credential cache case: %v", err)
 	}
-	cc := filepath.Join(t.TempDir(), "cc")
-	kinit := exec.Command("kinit", user+"@"+k.Realm)
-	kinit.Env = append(k.Env(), "KRB5CCNAME=FILE:"+cc)
-	kinit.Stdin = strings.NewReader(password + "\n")
-	if out, err := kinit.CombinedOutput(); err != nil {
-		t.Fatalf("kinit: %v\n%s", err, out)
-	}
-	t.Setenv("KRB5CCNAME", "FILE:"+cc)
+	t.Setenv("KRB5CCNAME", k.Kinit(t, user, password))
 	if err := ticket(t, krb.Config{Krb5Conf: k.Krb5Conf}); err != nil {
 		t.Errorf("credential cache logon from KRB5CCNAME: %v", err)
 	}

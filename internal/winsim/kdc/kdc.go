@@ -257,6 +257,32 @@ func (k *KDC) UserKeytab(t testing.TB, name string) string {
 	return path
 }
 
+// KinitAvailable reports whether MIT's kinit (krb5-user) is installed, and if not,
+// what to install.
+func KinitAvailable() error {
+	if _, err := exec.LookPath("kinit"); err != nil {
+		return fmt.Errorf("kinit not installed: apt-get install krb5-user")
+	}
+	return nil
+}
+
+// Kinit logs user@REALM on with password through MIT's kinit into a new credential
+// cache and returns the cache's name (FILE:<path>), for KRB5CCNAME.
+func (k *KDC) Kinit(t testing.TB, user, password string) string {
+	t.Helper()
+	if err := KinitAvailable(); err != nil {
+		t.Fatalf("test KDC: %v", err)
+	}
+	cc := "FILE:" + filepath.Join(t.TempDir(), "cc")
+	kinit := exec.Command("kinit", user+"@"+k.Realm)
+	kinit.Env = append(k.Env(), "KRB5CCNAME="+cc)
+	kinit.Stdin = strings.NewReader(password + "\n")
+	if out, err := kinit.CombinedOutput(); err != nil {
+		t.Fatalf("test KDC: kinit %s@%s: %v\n%s\nkdc.log:\n%s", user, k.Realm, err, out, k.Log())
+	}
+	return cc
+}
+
 // Kadmin runs one kadmin.local query, e.g. "modprinc -expire now alice".
 func (k *KDC) Kadmin(t testing.TB, query string) string {
 	t.Helper()
