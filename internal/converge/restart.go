@@ -57,18 +57,19 @@ type ScriptCoder interface {
 const codeLSAError = "lsa_error"
 
 // changeFailed reports whether a restart_instance error is one of its changes that
-// failed, before anything was stopped; step is then the change the host names.
-func changeFailed(err error, steps []ifi.Step) (*ifi.Step, bool) {
+// failed, before anything was stopped; i is then the index of the step whose SID
+// the host's message names (0 when it names none).
+func changeFailed(err error, steps []ifi.Step) (i int, ok bool) {
 	var sc ScriptCoder
 	if len(steps) == 0 || !hostAnswered(err) || !errors.As(err, &sc) || sc.ScriptCode() != codeLSAError {
-		return nil, false
+		return 0, false
 	}
 	for i := range steps {
 		if strings.Contains(err.Error(), steps[i].SID) {
-			return &steps[i], true
+			return i, true
 		}
 	}
-	return &steps[0], true
+	return 0, true
 }
 
 // RestartOutcomeError is a restart that ran on the host and failed: the host's
@@ -136,30 +137,28 @@ func (e *Engine) waitSeconds(ctx context.Context) int {
 // restart_instance read it back after the restart (nil when the outcome came from
 // restart_status).
 func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, steps []ifi.Step, out *Outcome) (*contract.ReadInstanceResult, error) {
-	secs := e.restartSeconds(ctx)
 	id := newRestartID()
 	changes := make([]contract.RightChange, 0, len(steps))
 	for _, s := range steps {
 		changes = append(changes, contract.RightChange{SID: s.SID, Grant: s.Grant})
 	}
-	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": secs, "restart_id": id,
-		"changes": fmt.Sprintf("%+v", steps)})
-	changedBefore := out.Changed
-	fail := func(err error, res *contract.RestartInstanceResult) (*contract.ReadInstanceResult, error) {
-		if step, ok := changeFailed(err, steps); ok {
-			// Nothing was stopped; the changes before the failed one were made.
-			out.Changed = changedBefore || step != &steps[0]
-			return nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: step})
-		}
-		return nil, out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason, Restart: res})
-	}
-	out.Changed = true // a restart request may have changed the holders and stopped services
 	params := func() contract.RestartInstanceParams {
 		return contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx), RestartID: id,
 			WaitSeconds: e.waitSeconds(ctx), Changes: changes, ReadBack: true}
 	}
 	first := params()
-	first.TimeoutSeconds = secs
+	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": first.TimeoutSeconds,
+		"restart_id": id, "changes": fmt.Sprintf("%+v", steps)})
+	changedBefore := out.Changed
+	fail := func(err error, res *contract.RestartInstanceResult) (*contract.ReadInstanceResult, error) {
+		if i, ok := changeFailed(err, steps); ok {
+			// Nothing was stopped; the changes before the failed one were made.
+			out.Changed = changedBefore || i > 0
+			return nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &steps[i]})
+		}
+		return nil, out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason, Restart: res})
+	}
+	out.Changed = true // a restart request may have changed the holders and stopped services
 	res, err := h.RestartInstance(ctx, first)
 	if err != nil && hostAnswered(err) {
 		return fail(err, nil)
