@@ -480,6 +480,10 @@ from one run on the build machine; compare ratios, not wall times.
   terraform apply (the plan's refresh included), the restart's guard process
   included. A third apply turns on a resource already in the state (enabled false
   → true): its apply uses the read of the plan's refresh.
+  Not charged, so not in the overhead: the WMI call that creates the guard
+  (Win32_Process.Create, on the restart's path before the stop; the earlier design
+  paid the same call for its worker) and the guard's own start, which overlaps the
+  stop. The cost model has no figure for a WMI call.
 
 ## Results
 
