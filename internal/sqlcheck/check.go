@@ -399,8 +399,8 @@ func noTDSError(t Target, err error, refused bool, since time.Duration, attempts
 	}
 	return &Error{
 		Target: t, Kind: KindUnreachable, Setting: SettingPort, Err: err, Message: msg,
-		Hint: fmt.Sprintf("Check that %d is the TCP port instance %s listens on (SQL Server Configuration Manager, TCP/IP, IPAll; "+
-			"or leave sql_port unset to use the port the host reports) and that the firewall allows it", t.Port, t.Instance),
+		Hint: fmt.Sprintf("Check that %d is the TCP port instance %s listens on (SQL Server Configuration Manager, TCP/IP, IPAll) "+
+			"and that the firewall allows it", t.Port, t.Instance),
 	}
 }
 
