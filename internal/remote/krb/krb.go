@@ -449,14 +449,15 @@ func (x *Context) VerifyReply(token []byte) error {
 			Message: fmt.Sprintf("the host's AP-REP for %s answers another authenticator (time %s.%06d, ours %s.%06d): a replayed reply", x.spn, part.CTime.UTC().Format(time.RFC3339), part.Cusec, x.ctime.UTC().Format(time.RFC3339), x.cusec),
 			Hint:    "Do not trust this connection; try again"}
 	}
-	key, acceptorSubkey := x.subkey, false
-	if part.Subkey.KeyType != 0 && len(part.Subkey.KeyValue) > 0 {
-		key, acceptorSubkey = part.Subkey, true
-	}
+	key := x.subkey
 	if key.KeyType == 0 {
 		key = x.sessionKey
 	}
-	s, err := NewSealer(key, false, acceptorSubkey, x.seq, uint64(part.SequenceNumber)&0xffffffff)
+	var acceptorSubkey *types.EncryptionKey
+	if part.Subkey.KeyType != 0 && len(part.Subkey.KeyValue) > 0 {
+		acceptorSubkey = &part.Subkey
+	}
+	s, err := NewSealer(key, acceptorSubkey, false, x.seq, uint64(part.SequenceNumber)&0xffffffff)
 	if err != nil {
 		return err
 	}
