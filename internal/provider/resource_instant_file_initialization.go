@@ -58,7 +58,7 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 	attrs := map[string]schema.Attribute{
 		"id": schema.StringAttribute{
 			Computed:            true,
-			MarkdownDescription: "`HOST/INSTANCE`, the import ID.",
+			MarkdownDescription: "`HOST/INSTANCE`. The import ID is this, or `HOST:PORT/INSTANCE` for a host on another WinRM port than the provider's.",
 			PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 		"host": schema.StringAttribute{
