@@ -72,7 +72,8 @@ func TestWellFormedKrb5ConfParses(t *testing.T) {
 }
 
 // No input makes LoadKrb5Conf panic; a failure is a configuration error naming the
-// file. Run longer with: go test -run '^$' -fuzz FuzzLoadKrb5Conf ./internal/remote/krb/
+// file. To run it longer, fuzz it:
+// go test -run '^$' -fuzz FuzzLoadKrb5Conf ./internal/remote/krb/ (any duration).
 func FuzzLoadKrb5Conf(f *testing.F) {
 	for _, s := range []string{
 		"[realms]\nEXAMPLE.COM = { kdc = a }\n",

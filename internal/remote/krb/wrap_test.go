@@ -78,7 +78,7 @@ func sealByHand(t *testing.T, key types.EncryptionKey, msg []byte, flags byte, e
 	n := rotate % len(c)
 	c = append(append([]byte{}, c[len(c)-n:]...), c[:len(c)-n]...)
 	binary.BigEndian.PutUint16(header[6:], uint16(rrc))
-	token := append(header, c...)
+	token := append(append([]byte{}, header...), c...)
 	return token[:len(token)-len(msg)], token[len(token)-len(msg):]
 }
 
@@ -199,8 +199,8 @@ func TestUnsealMalformedTokens(t *testing.T) {
 	}
 }
 
-// No token makes Unseal panic. Run longer with:
-// go test -run '^$' -fuzz FuzzUnseal ./internal/remote/krb/
+// No token makes Unseal panic. To run it longer, fuzz it:
+// go test -run '^$' -fuzz FuzzUnseal ./internal/remote/krb/ (any duration).
 func FuzzUnseal(f *testing.F) {
 	v, _ := hex.DecodeString(windowsVector)
 	f.Add(v, 76)
