@@ -2,6 +2,8 @@ package provider
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,6 +97,37 @@ func identityCLI(t *testing.T) *cliWork {
 	return w
 }
 
+// forwardTCP listens on a new loopback port and forwards each connection to addr,
+// until the test ends; it returns the port.
+func forwardTCP(t *testing.T, addr string) int {
+	t.Helper()
+	host, _, _ := net.SplitHostPort(addr)
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(u, c) }()
+				_, _ = io.Copy(c, u)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 var cliVersionRe = regexp.MustCompile(`^(Terraform|OpenTofu) v(\d+)\.(\d+)`)
 
 func identityCLIVersion(t *testing.T, bin string) bool {
@@ -143,6 +176,20 @@ import {
 	show := w.run("show", "-json", "-no-color")
 	if !strings.Contains(show.Stdout, `"identity"`) || !strings.Contains(show.Stdout, strconv.Itoa(e.httpsPort)) {
 		t.Errorf("the state shows no identity with the port: %s", show.Stdout)
+	}
+	w.plan().wantPlanExit(t, 0)
+
+	// The host moves to another WinRM port (here a forwarder to the same listener):
+	// the port changes in place, and the identity with it.
+	moved := forwardTCP(t, fmt.Sprintf("%s:%d", e.addr, e.httpsPort))
+	w.write(e.providerConfigNoPort() + resourceConfig(e.addr, fmt.Sprintf("port = %d", moved)))
+	r = w.mustApply()
+	if got := r.errors(); len(got) != 0 {
+		t.Fatalf("apply of the new port: %v", got)
+	}
+	show = w.run("show", "-json", "-no-color")
+	if !strings.Contains(show.Stdout, fmt.Sprintf(`"port":%d`, moved)) {
+		t.Errorf("after the port changed, the state shows no port %d: %s", moved, show.Stdout)
 	}
 	w.plan().wantPlanExit(t, 0)
 
