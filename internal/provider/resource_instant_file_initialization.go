@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -52,13 +51,14 @@ type ifiResource struct {
 
 func (r *ifiResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_instant_file_initialization"
+	resp.ResourceBehavior.MutableIdentity = true // port, part of the identity, changes in place
 }
 
 func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	attrs := map[string]schema.Attribute{
 		"id": schema.StringAttribute{
 			Computed:            true,
-			MarkdownDescription: "`HOST/INSTANCE`, the import ID.",
+			MarkdownDescription: "`HOST/INSTANCE`. The import ID is this, or `HOST:PORT/INSTANCE` for a host on another WinRM port than the provider's.",
 			PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 		"host": schema.StringAttribute{
@@ -166,7 +166,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, plan, plan.desired(), plan.target(), &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, plan, plan.desired(), plan.target(), &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -195,7 +195,7 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	// read while it is fresh (converge.DefaultReadFreshness).
 	resp.Diagnostics.Append(getHostRead(ctx, req.Private, &t)...)
 	plan.ID = prior.ID
-	r.apply(ctx, plan, desired, t, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, plan, desired, t, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 // apply converges the instance to the plan and stores what the engine says is true
@@ -203,7 +203,7 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 // stays as it was. t is the plan's target with what the private state knows of the
 // last observation (SQL port, the host's read).
 func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, state *tfsdk.State,
-	private privateSetter, diags *diag.Diagnostics) {
+	identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
 	out, err := r.c.engine().Apply(ctx, t, d)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.winrm.Username)
@@ -211,6 +211,7 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 	addWarnings(diags, out.Warnings)
 	if st := plan.withOutcome(out); st != nil {
 		diags.Append(state.Set(ctx, st)...)
+		diags.Append(setIdentity(ctx, identity, *st)...)
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
 		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
 		diags.Append(setSQLPortHint(ctx, private, out.SQLPort)...)
@@ -267,6 +268,8 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
 			notFoundDetail(t, ce.Instance)+" Terraform will plan to create the resource again; remove it from the configuration if the instance was uninstalled.")
 		resp.State.RemoveResource(ctx)
+		// The framework wants an identity after every read, a removal included.
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, state)...)
 		return
 	}
 	if err != nil {
@@ -286,6 +289,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings)
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, *st)...)
 	resp.Diagnostics.Append(setSQLPortHint(ctx, resp.Private, out.SQLPort)...)
 	resp.Diagnostics.Append(setHostRead(ctx, resp.Private, t, out)...)
 }
@@ -315,33 +319,6 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	}
 	// The stays-on warning was given by ModifyPlan when the destroy was planned.
 	addWarnings(&resp.Diagnostics, out.Warnings, ifi.WarnStaysOnDestroy)
-}
-
-func (r *ifiResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	host, instance, err := parseImportID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), importID(host, instance))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("instance"), instance)...)
-}
-
-// parseImportID splits HOST/INSTANCE and checks both parts.
-func parseImportID(id string) (host, instance string, err error) {
-	parts := strings.Split(id, "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return "", "", fmt.Errorf("the import ID %q must be HOST/INSTANCE, for example sql01.example.com/MSSQLSERVER "+
-			"or sql01.example.com/REPORTING", id)
-	}
-	if err := checkHost(parts[0]); err != nil {
-		return "", "", fmt.Errorf("the import ID %q must be HOST/INSTANCE: host: %v", id, err)
-	}
-	if err := checkInstanceName(parts[1]); err != nil {
-		return "", "", fmt.Errorf("the import ID %q must be HOST/INSTANCE: instance: %v", id, err)
-	}
-	return parts[0], parts[1], nil
 }
 
 // ModifyPlan warns at plan time about what the apply will refuse or leave undone,

@@ -116,6 +116,14 @@ type KerberosConfig struct {
 	// Keytab is the path of a keytab holding the host's HTTP/<fqdn>@REALM keys
 	// (kadmin ktadd, ktpass), as the computer account's keys on Windows.
 	Keytab string `json:"keytab"`
+	// AcceptorSubkey makes the host's AP-REP carry a subkey of its own, which both
+	// sides then seal with (RFC 4121 section 2), as an acceptor may. Default false.
+	AcceptorSubkey bool `json:"acceptor_subkey,omitempty"`
+	// ExtraCount is the filler (EC) the host seals its answers with, the trailer
+	// rotated by RRC + EC (MS-KILE 3.4.5.4.1; 16 is what it says a GSS_WrapEx sender
+	// should use). Default 0: what pywinrm's MIT GSSAPI, which rotates by RRC alone,
+	// can read from Windows over WinRM.
+	ExtraCount int `json:"extra_count,omitempty"`
 }
 
 // BasicEnabled reports whether Basic authentication is on (default false).
