@@ -536,6 +536,8 @@ func typeName(b bound) string {
 		return "bigint"
 	case tds.TypeTinyInt:
 		return "tinyint"
+	case tds.TypeSmallInt:
+		return "smallint"
 	case tds.TypeBit:
 		return "bit"
 	case tds.TypeDateTimeOffset:
@@ -549,7 +551,7 @@ func typeName(b bound) string {
 }
 
 func isNumeric(t tds.ColumnType) bool {
-	return t == tds.TypeInt || t == tds.TypeBigInt || t == tds.TypeTinyInt || t == tds.TypeBit
+	return t == tds.TypeInt || t == tds.TypeBigInt || t == tds.TypeTinyInt || t == tds.TypeSmallInt || t == tds.TypeBit
 }
 
 // clash is error 206 for types SQL Server cannot compare at all.
