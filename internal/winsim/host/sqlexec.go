@@ -69,6 +69,12 @@ func (i *Instance) runSelect(login LoginConfig, s selectStmt) (tds.ResultSet, *t
 		if t.serverState && !login.CanViewServerState() {
 			return tds.ResultSet{}, viewServerStateDenied()
 		}
+		if t.catalog && !login.CanViewDefinitions() {
+			t.rows = nil
+		}
+		if t.otherSessions > 0 && !login.CanViewServerState() {
+			t.rows = t.rows[:len(t.rows)-t.otherSessions]
+		}
 		b.sources = append(b.sources, source{ref: ref, table: t, outer: n > 0 && s.joins[n-1].left})
 	}
 	// Two sources with one exposed name are ambiguous (error 1013).
