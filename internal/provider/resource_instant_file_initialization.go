@@ -108,9 +108,10 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
 			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
 				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
-				"group: the apply then refuses before changing anything (fail over first; secondaries restart as usual). " +
-				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica (its databases are unavailable until it is back, " +
-				"unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
+				"group, a replica whose role cannot be established, a replica of a group that is not healthy, or while a backup or restore runs: " +
+				"the apply then refuses before changing anything (see Restart safety; secondaries restart as usual). " +
+				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica or one whose role is unknown (its databases are " +
+				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
 			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
 				string(ifi.RestartNever))},
 		},

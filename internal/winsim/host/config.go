@@ -258,6 +258,11 @@ func validateAG(ag AvailabilityGroupConfig) error {
 	if strings.TrimSpace(ag.Name) == "" || len([]rune(ag.Name)) > 128 {
 		return fmt.Errorf(`availability group "name" %q must be 1 to 128 characters, e.g. "AG1"`, ag.Name)
 	}
+	switch strings.ToLower(ag.ClusterType) {
+	case "", ClusterTypeWSFC, ClusterTypeNone, ClusterTypeExternal:
+	default:
+		return fmt.Errorf(`availability group %q: "cluster_type" %q is not %q, %q or %q`, ag.Name, ag.ClusterType, ClusterTypeWSFC, ClusterTypeNone, ClusterTypeExternal)
+	}
 	switch strings.ToLower(ag.Role) {
 	case AGRolePrimary, AGRoleSecondary:
 		return nil
