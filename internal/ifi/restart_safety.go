@@ -2,6 +2,7 @@ package ifi
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,14 +28,19 @@ type roleKnowledge struct {
 }
 
 // knowRole establishes the role from SQL Server (ag, nil when not asked) or, where
-// Windows can tell, from the host (hadr, nil from a host that does not report it).
-func knowRole(ag *AGMembership, hadr *contract.HADRInfo, processStart *time.Time) roleKnowledge {
+// Windows can tell, from the host's read (ri: its HADR report, nil from a host that
+// does not report it, the Engine's start and the build).
+func knowRole(ag *AGMembership, ri *contract.ReadInstanceResult) roleKnowledge {
 	if ag != nil {
 		return roleKnowledge{known: true, primary: ag.Role == RolePrimary || ag.Role == RoleResolving, role: ag.Role,
 			groups: ag.Groups, source: "SQL Server (sys.dm_hadr_availability_replica_states)"}
 	}
-	if hadr == nil {
+	if ri == nil || ri.HADR == nil {
 		return roleKnowledge{why: "SQL Server was not asked, and the host did not report its Always On registry setting"}
+	}
+	hadr, processStart := ri.HADR, ri.ProcessStartTime
+	if !hadr.KeyFound && beforeAlwaysOn(ri.Version) {
+		return roleKnowledge{known: true, source: "the build (Always On exists from SQL Server 2012, 11.x)"}
 	}
 	if len(hadr.OwnedGroups) > 0 {
 		return roleKnowledge{known: true, primary: true, role: RolePrimary, groups: hadr.OwnedGroups,
@@ -64,7 +70,7 @@ func knowRole(ag *AGMembership, hadr *contract.HADRInfo, processStart *time.Time
 // one it allows.
 func (a *Assessment) restartSafety(p *Plan) *Refusal {
 	v := a.observed.Verification
-	rk := knowRole(a.AG, a.observed.Instance.HADR, a.observed.Instance.ProcessStartTime)
+	rk := knowRole(a.AG, a.observed.Instance)
 	optIn := a.desired.Restart == RestartIfNeededIncludingPrimary
 	groups := safetext.Escape(strings.Join(rk.groups, ", "))
 	switch {
@@ -164,12 +170,7 @@ func PlanWarnings(prior *PriorFacts, host, instance string, d Desired, changeAsk
 	if prior.SQLAnswered && ag == nil {
 		ag = &AGMembership{Groups: []string{}}
 	}
-	var start *time.Time
-	var hadr *contract.HADRInfo
-	if prior.Read != nil {
-		start, hadr = prior.Read.ProcessStartTime, prior.Read.HADR
-	}
-	rk := knowRole(ag, hadr, start)
+	rk := knowRole(ag, prior.Read)
 	var w []Warning
 	switch {
 	case !rk.known && d.Restart == RestartIfNeeded:
@@ -189,4 +190,12 @@ func PlanWarnings(prior *PriorFacts, host, instance string, d Desired, changeAsk
 				"end, was not checked and will not be unless SQL Server answers the apply.", a.where()), nil})
 	}
 	return w
+}
+
+// beforeAlwaysOn: the build (major.minor.build...) is older than SQL Server 2012
+// (11.x), which introduced availability groups; false when it cannot be read.
+func beforeAlwaysOn(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n > 0 && n < 11
 }

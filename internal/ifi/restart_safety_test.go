@@ -83,6 +83,9 @@ func TestRestartSafety(t *testing.T) {
 			r.ProcessStartTime = &engineStart
 			r.HADR = &contract.HADRInfo{}
 		}), refusal: "role unknown", detail: []string{"missing"}},
+		{name: "no SQL, SQL Server 2008 R2 (no Always On, no HADR key)", desired: enable, observed: noSQL(func(r *contract.ReadInstanceResult) {
+			r.Version, r.HADR = "10.50.6000.34", &contract.HADRInfo{}
+		}), warnings: []string{WarnBackupsUnchecked}},
 		{name: "no SQL, the cluster says this node owns the group: primary", desired: enable, observed: noSQL(clusterOwns("AG7")),
 			refusal: "Primary availability replica", detail: []string{"AG7", "failover cluster"}},
 		{name: "no SQL, unknown, opted in", desired: optIn, observed: noSQL(), warnings: []string{WarnAGUnknown, WarnBackupsUnchecked}},
