@@ -183,6 +183,14 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 				t.Errorf("refusal %+v, want the unknown-role refusal naming the permission", e.Refusal)
 			}
 		}},
+		{name: "a failed SQL check (a wrong password, a TDS drop, a CA mismatch) leaves the role unknown: refused", setup: func(w *world) {
+			w.checker.checkErr = errBoom
+			w.host.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
+		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
+			if e.Refusal == nil || !strings.Contains(e.Refusal.Detail, "asking it failed") {
+				t.Errorf("refusal %+v, want the unknown-role refusal", e.Refusal)
+			}
+		}},
 		{name: "a backup running is refused", setup: func(w *world) {
 			w.checker.requests = []sqlcheck.Request{{Session: 57, Command: "BACKUP DATABASE"}}
 		}, kind: KindRefused},

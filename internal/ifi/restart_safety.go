@@ -16,6 +16,10 @@ import (
 // the primary replica of an availability group, its group is healthy as far as
 // this replica can see, and no backup or restore is running.
 
+// noSQLAnswer says why SQL Server's word is missing: ifi cannot tell the two apart,
+// and the observation's own warning names the failure.
+const noSQLAnswer = "SQL Server did not answer (no sql block, or asking it failed: see the other diagnostics)"
+
 // roleKnowledge is what the provider knows of the instance's availability group
 // role before a restart.
 type roleKnowledge struct {
@@ -36,7 +40,7 @@ func knowRole(ag *AGMembership, ri *contract.ReadInstanceResult) roleKnowledge {
 			groups: ag.Groups, source: "SQL Server (sys.dm_hadr_availability_replica_states)"}
 	}
 	if ri == nil || ri.HADR == nil {
-		return roleKnowledge{why: "SQL Server was not asked, and the host did not report its Always On registry setting"}
+		return roleKnowledge{why: noSQLAnswer + ", and the host did not report its Always On registry setting"}
 	}
 	hadr, processStart := ri.HADR, ri.ProcessStartTime
 	if !hadr.KeyFound && beforeAlwaysOn(ri.Version) {
@@ -63,7 +67,7 @@ func knowRole(ag *AGMembership, ri *contract.ReadInstanceResult) roleKnowledge {
 	if hadr.Detail != "" {
 		why += "; " + safetext.Escape(hadr.Detail)
 	}
-	return roleKnowledge{why: "SQL Server was not asked, and Windows cannot tell: " + why}
+	return roleKnowledge{why: noSQLAnswer + ", and Windows cannot tell: " + why}
 }
 
 // restartSafety refuses a restart the rule does not allow, and adds the warnings of
@@ -122,7 +126,7 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 	}
 	if v.RunningBackups == nil {
 		p.Warnings = append(p.Warnings, Warning{WarnBackupsUnchecked, "Running backups not checked before restarting " + a.where(),
-			fmt.Sprintf("%s restarts (%s), but SQL Server was not asked whether a backup or restore is running (sys.dm_exec_requests); "+
+			fmt.Sprintf("%s restarts (%s), but SQL Server did not say whether a backup or restore is running (sys.dm_exec_requests: no sql block, or asking it failed); "+
 				"a restart ends one.", capitalize(a.where()), p.RestartReason), nil})
 	}
 	return nil
