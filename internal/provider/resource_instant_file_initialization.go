@@ -108,9 +108,10 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
 			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
 				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
-				"group: the apply then refuses before changing anything (fail over first; secondaries restart as usual). " +
-				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica (its databases are unavailable until it is back, " +
-				"unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
+				"group, a replica whose role cannot be established, a replica of a group that is not healthy, or while a backup or restore runs: " +
+				"the apply then refuses before changing anything (see Restart safety; secondaries restart as usual). " +
+				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica or one whose role is unknown (its databases are " +
+				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
 			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
 				string(ifi.RestartNever))},
 		},
@@ -331,7 +332,8 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		}
 	}
 	if req.State.Raw.IsNull() {
-		return // create: nothing known yet
+		r.createWarnings(ctx, req, resp) // create: nothing read yet
+		return
 	}
 	var state ifiResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -366,12 +368,42 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 			fmt.Sprintf("%s is a failover cluster instance. If the change needs a restart, the apply refuses: the provider never restarts a "+
 				"clustered instance through the service manager. Set restart = \"never\" and restart the role through Failover Cluster Manager.", t))
 	}
-	if role := state.AvailabilityRole.ValueString(); (role == ifi.RolePrimary || role == ifi.RoleResolving) &&
-		plan.Restart.ValueString() == string(ifi.RestartIfNeeded) && (membershipChanges || !plan.Restart.Equal(state.Restart)) {
-		resp.Diagnostics.AddWarning("Primary availability replica with restart = \"if_needed\"",
-			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s. If the change needs a restart, the apply refuses "+
-				"and changes nothing: fail over first, or set restart = %q.", t, role, safetext.Escape(state.AvailabilityGroup.ValueString()), ifi.RestartIfNeededIncludingPrimary))
+	if !state.Clustered.ValueBool() {
+		addWarnings(&resp.Diagnostics, ifi.PlanWarnings(priorFacts(ctx, req.Private, state), state.Host.ValueString(),
+			state.Instance.ValueString(), plan.desired(), membershipChanges || !plan.Restart.Equal(state.Restart), r.sqlConfigured()))
 	}
+}
+
+// createWarnings are ifi's plan warnings for a resource not created yet, when its
+// host, instance and restart are known.
+func (r *ifiResource) createWarnings(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan ifiResourceModel
+	if ds := req.Plan.Get(ctx, &plan); ds.HasError() {
+		return // the framework reports the plan's own problems
+	}
+	if r.c == nil || plan.Host.IsUnknown() || plan.Instance.IsUnknown() || plan.Restart.IsUnknown() {
+		return
+	}
+	addWarnings(&resp.Diagnostics, ifi.PlanWarnings(nil, plan.Host.ValueString(), plan.Instance.ValueString(), plan.desired(), true, r.sqlConfigured()))
+}
+
+// sqlConfigured: the provider has a sql block, so SQL Server can be asked.
+func (r *ifiResource) sqlConfigured() bool { return r.c != nil && r.c.sql != nil }
+
+// priorFacts is what the state and the private state's last read say of the
+// instance, for ifi.PlanWarnings: tde_databases is null exactly when SQL Server did
+// not answer, and availability_group/role are then null too.
+func priorFacts(ctx context.Context, p privateGetter, state ifiResourceModel) *ifi.PriorFacts {
+	t := state.target()
+	getHostRead(ctx, p, &t)
+	pf := &ifi.PriorFacts{SQLAnswered: !state.TDEDatabases.IsNull(), Read: t.Read, RestartPending: state.RestartPending.ValueBoolPointer()}
+	if pf.SQLAnswered && !state.AvailabilityRole.IsNull() {
+		pf.AG = &ifi.AGMembership{Groups: strings.Split(state.AvailabilityGroup.ValueString(), ", "), Role: state.AvailabilityRole.ValueString()}
+	}
+	return pf
 }
 
 // claimInstance refuses a second resource for an instance another resource of this

@@ -35,6 +35,9 @@ type Options struct {
 	// Down counts this host's Engines while they are down (DownGauge); hosts may
 	// share one. Optional.
 	Down *DownGauge
+	// AGs holds the availability replicas of the hosts that share it, so that a
+	// primary sees its secondaries. Optional; default one of the host's own.
+	AGs *AGDirectory
 }
 
 // Host is one simulated Windows host.
@@ -75,6 +78,7 @@ type Host struct {
 	endLife context.CancelFunc
 	// restarts is each instance's last restart (restart_job.go), by upper-case name.
 	restarts map[string]*restartJob
+	ags      *AGDirectory // the simulation's availability replicas (hadr.go)
 
 	cost  Cost
 	stats stats
@@ -126,6 +130,10 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		nextPID:    4100,
 		auditLimit: 10000,
 		restarts:   map[string]*restartJob{},
+		ags:        opts.AGs,
+	}
+	if h.ags == nil {
+		h.ags = &AGDirectory{}
 	}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	var errs []error
@@ -294,6 +302,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 	h.advanceLocked()
 	h.booting = false
+	for _, i := range h.instances {
+		i.publishReplicaLocked()
+	}
 	h.mu.Unlock()
 	h.syncListeners()
 	return h, nil
@@ -504,6 +515,9 @@ func (h *Host) now() time.Time { return h.opts.Now() }
 
 // notifyLocked wakes every waiter; call with h.mu held after any state change.
 func (h *Host) notifyLocked() {
+	for _, i := range h.instances {
+		i.publishReplicaLocked()
+	}
 	close(h.changed)
 	h.changed = make(chan struct{})
 }
