@@ -176,7 +176,7 @@ func (t *transport) krbHandshake(c *conn) error {
 				t.addr, k.client.Principal(), k.spn, strings.Join(resp.header.Values("WWW-Authenticate"), ", ")),
 			Hint: "Check that Kerberos is enabled on the WinRM service (winrm get winrm/config/service/auth), that the user is a local Administrator of the host, and that the SPN is the host's"}
 	case resp.status != http.StatusOK:
-		return &httpStatusError{Status: resp.status, Body: string(resp.body), SOAP: strings.Contains(resp.header.Get("Content-Type"), "application/soap+xml")}
+		return &httpStatusError{Status: resp.status, SOAP: false} // not a result: its body is not read
 	case reply == nil || !x.Established():
 		return &krb.Error{Kind: krb.KindMutualAuth, Principal: k.client.Principal(), SPN: k.spn,
 			Message: fmt.Sprintf("%s accepted the Kerberos logon without proving it holds the key of %s (no AP-REP), so nothing was sent to it", t.addr, k.spn),
