@@ -246,7 +246,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
 		"allow_unencrypted": w.AllowUnencrypted, "spn": w.SPN,
-		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm,
+		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm, "allow_ntlm_fallback": w.AllowNTLMFallback,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",

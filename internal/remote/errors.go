@@ -85,8 +85,8 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
-			if why := h.krb.fellBack(); why != "" {
-				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", why)
+			if lg := h.Logon(); lg.Fallback {
+				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", lg.Why)
 			}
 			switch {
 			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
