@@ -1,8 +1,6 @@
 package remote
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -17,178 +15,14 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/mitm"
 )
 
-// forgedSOAP is a WS-Management answer an attacker writes: well formed, and
-// claiming success.
-const forgedSOAP = `<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:rsp="http://schemas.microsoft.com/wbem/wsman/1/windows/shell">` +
-	`<s:Header/><s:Body><rsp:Shell><rsp:ShellId>11111111-2222-3333-4444-555555555555</rsp:ShellId></rsp:Shell></s:Body></s:Envelope>`
-
-// writeForged writes a clear-text 200 SOAP answer on w.
-func writeForged(w io.Writer) error {
-	resp := &http.Response{StatusCode: http.StatusOK, ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"application/soap+xml;charset=UTF-8"}},
-		ContentLength: int64(len(forgedSOAP)), Body: io.NopCloser(strings.NewReader(forgedSOAP))}
-	return resp.Write(w)
-}
-
-// fakeHost is a WinRM "host" that knows no credentials: it answers every request,
-// the logon's first message included, with a forged clear-text success.
-func fakeHost(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/soap+xml;charset=UTF-8")
-		_, _ = io.WriteString(w, forgedSOAP)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// attack is what an on-path proxy does with one sealed request and the host's
-// answer to it (nil when the request was not forwarded).
-type attack int
-
-const (
-	// forge: answers every sealed request itself, in clear text; the host sees
-	// only the logon.
-	forge attack = iota
-	// tamper: forwards, and changes one byte of the sealed answer.
-	tamper
-	// replay: forwards, and answers the second sealed request on a connection
-	// with the host's first sealed answer (another sequence number).
-	replay
-	// unavailable: answers every sealed request with HTTP.sys's 503, as while
-	// the WinRM service restarts.
-	unavailable
-	// transparent: forwards everything unchanged (the tests' control).
-	transparent
-)
-
-// attacks are the modes that must be refused, by name.
+// attacks are the proxy's modes that must be refused, by name.
 var attacks = []struct {
 	name string
-	mode attack
-}{{"forge", forge}, {"tamper", tamper}, {"replay", replay}}
-
-// onPathProxy sits between the client and the host at upstream: it forwards the
-// logon on one upstream connection per client connection (NTLM and Kerberos
-// authenticate connections), then attacks the sealed messages.
-type onPathProxy struct {
-	upstream string
-	mode     attack
-
-	mu     sync.Mutex
-	sealed int // sealed requests the proxy saw
-}
-
-func startOnPathProxy(t *testing.T, upstream string, mode attack) (*onPathProxy, int) {
-	t.Helper()
-	p := &onPathProxy{upstream: upstream, mode: mode}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p.serve(c, done)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		close(done)
-		_ = l.Close()
-		wg.Wait()
-	})
-	return p, l.Addr().(*net.TCPAddr).Port
-}
-
-func (p *onPathProxy) sealedSeen() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sealed
-}
-
-func (p *onPathProxy) serve(c net.Conn, done <-chan struct{}) {
-	defer c.Close()
-	up, err := net.Dial("tcp", p.upstream)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	go func() { <-done; _ = c.Close(); _ = up.Close() }()
-	cr, ur := bufio.NewReader(c), bufio.NewReader(up)
-	var first []byte // the host's first sealed answer on this connection (replay)
-	for {
-		req, err := http.ReadRequest(cr)
-		if err != nil {
-			return
-		}
-		body, _ := io.ReadAll(req.Body)
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		isSealed := isEncryptedType(req.Header.Get("Content-Type"))
-		if isSealed {
-			p.mu.Lock()
-			p.sealed++
-			p.mu.Unlock()
-		}
-		if isSealed && p.mode == forge {
-			if writeForged(c) != nil {
-				return
-			}
-			continue
-		}
-		if isSealed && p.mode == unavailable {
-			resp := &http.Response{StatusCode: http.StatusServiceUnavailable, ProtoMajor: 1, ProtoMinor: 1,
-				Header: http.Header{"Content-Type": {"text/html; charset=us-ascii"}, "Server": {"Microsoft-HTTPAPI/2.0"}},
-				Body:   io.NopCloser(strings.NewReader("<h2>Service Unavailable</h2>")), ContentLength: 28}
-			if resp.Write(c) != nil {
-				return
-			}
-			continue
-		}
-		if err := req.Write(up); err != nil {
-			return
-		}
-		resp, err := http.ReadResponse(ur, req)
-		if err != nil {
-			return
-		}
-		rb, _ := io.ReadAll(resp.Body)
-		if isSealed && isEncryptedType(resp.Header.Get("Content-Type")) {
-			switch {
-			case p.mode == tamper:
-				rb = bytes.Clone(rb)
-				i := bytes.LastIndex(rb, []byte("--Encrypted Boundary--")) - 1
-				rb[i] ^= 0x20
-			case p.mode == replay && first == nil:
-				first = rb
-			case p.mode == replay:
-				rb = first
-			}
-		}
-		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(rb)), int64(len(rb))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(rb)))
-		resp.TransferEncoding = nil
-		if resp.Write(c) != nil {
-			return
-		}
-	}
-}
+	mode mitm.Attack
+}{{"forge", mitm.Forge}, {"tamper", mitm.Tamper}, {"replay", mitm.Replay}}
 
 // grantVia asks host h (through whatever is at port) to grant the right to
 // NT SERVICE\MSSQLSERVER.
@@ -227,7 +61,7 @@ func wantMITM(t *testing.T, err error, port int) {
 // message after it, with a forged clear-text success over HTTP: the operation fails
 // naming a possible man-in-the-middle, with NTLM and with negotiate.
 func TestFakeHostRefused(t *testing.T) {
-	port := fakeHost(t)
+	port := portOf(t, mitm.FakeHost(t, "127.0.0.1:0"))
 	for _, auth := range []string{AuthNTLM, AuthNegotiate} {
 		t.Run(auth, func(t *testing.T) {
 			err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: auth, Username: testUser, Password: testPassword, Timeout: 10 * time.Second})
@@ -243,17 +77,19 @@ func TestOnPathProxyNTLM(t *testing.T) {
 	s := newSimHost(t, simConfig())
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			p, port := startOnPathProxy(t, "127.0.0.1:"+strconv.Itoa(s.port), a.mode)
+			p, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), a.mode)
+			port := portOf(t, addr)
 			err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second})
 			wantMITM(t, err, port)
-			if p.sealedSeen() == 0 {
+			if p.Sealed() == 0 {
 				t.Fatal("no sealed message went through the proxy")
 			}
 			s.wantNotGranted(t)
 		})
 	}
 	t.Run("unavailable", func(t *testing.T) {
-		_, port := startOnPathProxy(t, "127.0.0.1:"+strconv.Itoa(s.port), unavailable)
+		_, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mitm.Unavailable)
+		port := portOf(t, addr)
 		err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second})
 		var re *Error
 		if !errors.As(err, &re) || errors.Is(err, ErrUnverifiedAnswer) || re.HTTPStatus != http.StatusServiceUnavailable || !Transient(err) {
@@ -262,7 +98,8 @@ func TestOnPathProxyNTLM(t *testing.T) {
 		s.wantNotGranted(t)
 	})
 	t.Run("control", func(t *testing.T) {
-		_, port := startOnPathProxy(t, "127.0.0.1:"+strconv.Itoa(s.port), transparent)
+		_, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mitm.Transparent)
+		port := portOf(t, addr)
 		if err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second}); err != nil {
 			t.Fatalf("through a proxy that forwards unchanged: %v", err)
 		}
@@ -279,17 +116,19 @@ func TestOnPathProxyKerberos(t *testing.T) {
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			p, port := startOnPathProxy(t, "127.0.0.1:"+strconv.Itoa(s.port), a.mode)
+			p, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), a.mode)
+			port := portOf(t, addr)
 			err := grantVia(krbConfig(port))
 			wantMITM(t, err, port)
-			if p.sealedSeen() == 0 {
+			if p.Sealed() == 0 {
 				t.Fatal("no sealed message went through the proxy")
 			}
 			s.wantNotGranted(t)
 		})
 	}
 	t.Run("control", func(t *testing.T) {
-		_, port := startOnPathProxy(t, "127.0.0.1:"+strconv.Itoa(s.port), transparent)
+		_, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mitm.Transparent)
+		port := portOf(t, addr)
 		if err := grantVia(krbConfig(port)); err != nil {
 			t.Fatalf("through a proxy that forwards unchanged: %v", err)
 		}
@@ -330,7 +169,7 @@ func TestNTLMNegotiateCarriesNoBodyOverHTTPS(t *testing.T) {
 			mu.Unlock()
 			if ok {
 				w.Header().Set("Content-Type", "application/soap+xml;charset=UTF-8")
-				_, _ = io.WriteString(w, forgedSOAP)
+				_, _ = io.WriteString(w, mitm.ForgedSOAP)
 				return
 			}
 		}
