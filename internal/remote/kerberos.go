@@ -251,7 +251,7 @@ func (h *winrmHost) classifyKerberos(err error) *Error {
 	e := h.newError("", KindAuth)
 	e.Err, e.Message, e.Hint = err, "Kerberos: "+ke.Message, ke.Hint
 	if h.krb != nil && h.krb.refused && fallbackCause(err) != "" {
-		e.Message += " (negotiate did not fall back to NTLM: AllowNTLMFallback is false)"
+		e.Message += " (negotiate did not fall back to NTLM: the fallback is not allowed)"
 	}
 	switch ke.Kind {
 	case krb.KindKDCUnreachable:

@@ -1,0 +1,122 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/mitm"
+)
+
+// httpWinRM is the winrm arguments for the HTTP listener at port (negotiate, the
+// default: NTLM for the bare user name, every message sealed).
+func httpWinRM(port int) string {
+	return fmt.Sprintf("    https = false\n    port  = %d", port)
+}
+
+// A host that knows no credentials answers the logon's first message, and every
+// message after it, with forged successes in clear text: the apply fails naming a
+// possible man-in-the-middle and the host, and the state records nothing.
+func TestCLI_fakeHostApplyFails(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	addr := fmt.Sprintf("127.0.0.%d", 10+nextAddr.Add(1))
+	fake := mitm.FakeHost(t, addr+":0")
+	w.write(fmt.Sprintf("provider \"mssqlifi\" {\n  winrm {\n    username = %q\n    password = %q\n%s\n  }\n}\n",
+		accUser, accPassword, httpWinRM(port(t, fake))) + resourceConfig(addr, ""))
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("apply against a fake host succeeded:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", "", "man-in-the-middle[\\s\\S]*"+strings.ReplaceAll(addr, ".", "\\."))
+	if a := w.attrs(resName); a != nil {
+		t.Fatalf("the state records the resource after a refused answer: %v", a)
+	}
+}
+
+// An on-path attacker in front of the real host forwards the logon and answers
+// the sealed messages itself: the apply that would revoke fails, the state keeps
+// what it had, the host is unchanged, and a plan without the attacker shows what
+// the host really has (the right is still granted, so a revoke is planned).
+func TestCLI_onPathProxyApplyFails(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	direct := e.winrmBlock(httpWinRM(e.httpPort), `    encrypt = "true"`)
+	w.write(direct + resourceConfig(e.addr, ""))
+	w.mustApply()
+	before := w.attrs(resName)
+	if before["ifi_enabled"] != true || !e.holds(defaultSvcSID) {
+		t.Fatalf("after the first apply: ifi_enabled %v, right held %v", before["ifi_enabled"], e.holds(defaultSvcSID))
+	}
+	opsBefore := len(e.operations())
+
+	p, proxy := mitm.StartProxy(t, e.addr+":0", fmt.Sprintf("%s:%d", e.addr, e.httpPort), mitm.Forge)
+	w.write(e.winrmBlock(httpWinRM(port(t, proxy)), `    encrypt = "true"`) + resourceConfig(e.addr, "  enabled = false"))
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("apply through an on-path attacker succeeded:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", "", "man-in-the-middle")
+	if p.Sealed() == 0 {
+		t.Fatal("no sealed message reached the attacker")
+	}
+	after := w.attrs(resName)
+	for _, k := range []string{"enabled", "ifi_enabled", "privilege_granted"} {
+		if after[k] != before[k] {
+			t.Errorf("the state's %s changed from %v to %v through a refused answer", k, before[k], after[k])
+		}
+	}
+	if !e.holds(defaultSvcSID) || len(e.operations()) != opsBefore {
+		t.Fatalf("the host changed: right held %v, operations %v (before: %d)", e.holds(defaultSvcSID), e.operations(), opsBefore)
+	}
+
+	w.write(direct + resourceConfig(e.addr, "  enabled = false"))
+	plan := w.plan()
+	plan.wantPlanExit(t, 2)
+	if len(plan.Changes) != 1 || plan.Changes[0].Action != "update" {
+		t.Fatalf("the plan without the attacker: changes %v, want one update (revoke)", plan.Changes)
+	}
+}
+
+// negotiate when the KDC does not answer: the apply works over NTLM, and the
+// apply and the plan each warn once, naming the host and the cause; INFO logs name
+// the logon once; with allow_ntlm_fallback = false the plan fails.
+func TestCLI_negotiateSilentKDC(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	logPath := w.dir + "/info.log"
+	w.env = append(w.env, "TF_LOG=INFO", "TF_LOG_PATH="+logPath)
+	e, k := krbAccEnv(t)
+	k.Stop(t)
+	logon := fmt.Sprintf("    username = %q\n    password = %q", `MSSQLIFI\`+accKrbUser, accKrbPass)
+	cfg := strings.Replace(e.winrmHTTPProviderConfig(k, logon), fmt.Sprintf("%q", accKrbSPN), fmt.Sprintf("%q", "HTTP/"+e.addr), 1)
+	w.write(cfg + resourceConfig(e.addr, ""))
+	summary := "NTLM instead of Kerberos on " + strings.ReplaceAll(e.addr, ".", "\\.")
+	apply := w.mustApply()
+	if n := len(apply.find("warning", summary, "the KDC did not answer")); n != 1 {
+		t.Fatalf("apply: %d fallback warnings, want 1:\n%s", n, apply.describe())
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), "WinRM logon mechanism of the host"); n != 1 || !strings.Contains(string(log), "the KDC did not answer") {
+		t.Fatalf("the INFO log names the logon %d times (want 1, with the cause)", n)
+	}
+	plan := w.plan()
+	plan.wantPlanExit(t, 0)
+	plan.wantDiag(t, "warning", summary, "the KDC did not answer")
+
+	hardened := strings.Replace(cfg, "    https     = false\n", "    https     = false\n    allow_ntlm_fallback = false\n", 1)
+	if hardened == cfg {
+		t.Fatal("the configuration has no https line to extend")
+	}
+	w.write(hardened + resourceConfig(e.addr, ""))
+	refused := w.plan()
+	if refused.Exit != 1 {
+		t.Fatalf("plan with allow_ntlm_fallback = false: exit %d, want 1:\n%s", refused.Exit, refused.describe())
+	}
+	refused.wantDiag(t, "error", "", "did not fall back to NTLM[\\s\\S]*allow_ntlm_fallback")
+}
