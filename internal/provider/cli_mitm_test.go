@@ -51,6 +51,19 @@ func TestCLI_onPathProxyApplyFails(t *testing.T) {
 		t.Fatalf("after the first apply: ifi_enabled %v, right held %v", before["ifi_enabled"], e.holds(defaultSvcSID))
 	}
 	opsBefore := len(e.operations())
+	// The apply left its trace in the host's Application event log: the grant and the
+	// restart, by the WinRM user, with the provider's User-Agent.
+	events := e.host().EventLog()
+	var changes []string
+	for _, ev := range events {
+		changes = append(changes, ev.Change)
+		if ev.Instance != "MSSQLSERVER" || !strings.Contains(ev.Account, accUser) || !strings.HasPrefix(ev.Agent, "terraform-provider-mssqlifi/") {
+			t.Errorf("event log entry %+v: want the instance, the WinRM user and the provider's User-Agent", ev)
+		}
+	}
+	if strings.Join(changes, ",") != "grant,restart" {
+		t.Fatalf("the host's event log after the apply holds %v, want a grant and a restart", changes)
+	}
 
 	p, proxy := mitm.StartProxy(t, e.addr+":0", fmt.Sprintf("%s:%d", e.addr, e.httpPort), mitm.Forge)
 	w.write(e.winrmBlock(httpWinRM(port(t, proxy)), `    encrypt = "true"`) + resourceConfig(e.addr, "  enabled = false"))
@@ -68,8 +81,8 @@ func TestCLI_onPathProxyApplyFails(t *testing.T) {
 			t.Errorf("the state's %s changed from %v to %v through a refused answer", k, before[k], after[k])
 		}
 	}
-	if !e.holds(defaultSvcSID) || len(e.operations()) != opsBefore {
-		t.Fatalf("the host changed: right held %v, operations %v (before: %d)", e.holds(defaultSvcSID), e.operations(), opsBefore)
+	if !e.holds(defaultSvcSID) || len(e.operations()) != opsBefore || len(e.host().EventLog()) != len(events) {
+		t.Fatalf("the host changed: right held %v, operations %v (before: %d), event log %+v", e.holds(defaultSvcSID), e.operations(), opsBefore, e.host().EventLog())
 	}
 
 	w.write(direct + resourceConfig(e.addr, "  enabled = false"))

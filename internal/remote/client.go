@@ -185,7 +185,17 @@ func (h *winrmHost) ReadInstance(ctx context.Context, p contract.ReadInstancePar
 	return &r, nil
 }
 
+// userAgent is the User-Agent of the host's requests, which the change's entry in
+// the host's event log names too.
+func (h *winrmHost) userAgent() string {
+	if h.cfg.UserAgent != "" {
+		return h.cfg.UserAgent
+	}
+	return contract.UserAgent("")
+}
+
 func (h *winrmHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	p.Agent = h.userAgent()
 	var r contract.SetRightResult
 	if err := h.runIdempotent(ctx, contract.OpSetRight, p, &r); err != nil {
 		return nil, err
@@ -194,6 +204,7 @@ func (h *winrmHost) SetRight(ctx context.Context, p contract.SetRightParams) (*c
 }
 
 func (h *winrmHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	p.Agent = h.userAgent()
 	var r contract.RestartInstanceResult
 	if err := h.run(ctx, contract.OpRestartInstance, p, &r); err != nil {
 		return nil, err

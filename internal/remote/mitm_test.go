@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/mitm"
 )
 
@@ -103,6 +104,12 @@ func TestOnPathProxyNTLM(t *testing.T) {
 		if err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second}); err != nil {
 			t.Fatalf("through a proxy that forwards unchanged: %v", err)
 		}
+		// The grant left its trace in the host's event log, with the provider's User-Agent.
+		log := s.hostOf(t).EventLog()
+		if len(log) != 1 || log[0].Change != "grant" || log[0].SID != serviceSID || log[0].Agent != contract.UserAgent("") ||
+			!strings.Contains(log[0].Account, testUser) {
+			t.Fatalf("the host's event log after the grant: %+v", log)
+		}
 	})
 }
 
@@ -139,9 +146,9 @@ func TestOnPathProxyKerberos(t *testing.T) {
 // right.
 func (s *simHost) wantNotGranted(t *testing.T) {
 	t.Helper()
-	h, err := s.sim.Host(s.sim.Info().Hosts[0].Name)
-	if err != nil {
-		t.Fatal(err)
+	h := s.hostOf(t)
+	if log := h.EventLog(); len(log) != 0 {
+		t.Fatalf("the host's event log records changes through the attacked connection: %+v", log)
 	}
 	holders, err := h.RightHolders(contract.RightManageVolume)
 	if err != nil {
@@ -193,4 +200,14 @@ func TestNTLMNegotiateCarriesNoBodyOverHTTPS(t *testing.T) {
 		t.Fatalf("NEGOTIATE bodies over HTTPS: %v bytes; want each empty", bodies)
 	}
 	wantMITM(t, grantVia(cfg), port)
+}
+
+// hostOf is the simulated host's model.
+func (s *simHost) hostOf(t *testing.T) *host.Host {
+	t.Helper()
+	h, err := s.sim.Host(s.sim.Info().Hosts[0].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -393,6 +393,7 @@ func (s *Sim) controlMux() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() }))
 	mux.HandleFunc("GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() }))
+	mux.HandleFunc("GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() }))
 	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Host(r.PathValue("host")); err != nil {
 			writeError(w, err)
@@ -414,7 +415,7 @@ func (s *Sim) controlMux() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
 		})
 	})
 	return mux

@@ -72,6 +72,18 @@ func TestControlRefusesCrossSiteRequests(t *testing.T) {
 	if code, body := send(http.MethodPost, "", "", "application/json; charset=utf-8", stop); code != http.StatusOK {
 		t.Fatalf("a JSON POST from a tool: %d %s", code, body)
 	}
+	if code, body := send(http.MethodGet, "", "", "", ""); code != http.StatusOK {
+		t.Fatalf("GET from a tool: %d %s", code, body)
+	}
+	resp, err := http.Get("http://" + addr + "/v1/hosts/sql01/eventlog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
+		t.Fatalf("GET /v1/hosts/sql01/eventlog before any change: %d %s", resp.StatusCode, b)
+	}
 	if up, _ := sim.SQLListening("sql01", "MSSQLSERVER"); up {
 		t.Fatal("the JSON stop_service was accepted but SQL Server still listens")
 	}
