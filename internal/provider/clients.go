@@ -36,11 +36,11 @@ type clients struct {
 	// (max_parallel_restarts); nil: no limit.
 	restarts *converge.RestartLimiter
 
-	mu      sync.Mutex
-	hosts   map[hostKey]remote.Host
+	mu    sync.Mutex
+	hosts map[hostKey]remote.Host
 	// ntlmWarned: the hosts whose NTLM fallback this run has warned about.
 	ntlmWarned map[hostKey]bool
-	checker sqlcheck.Checker
+	checker    sqlcheck.Checker
 	// claims: the instances the resources of this run manage, each with how its
 	// resource spells it. Terraform configures the provider anew for every run
 	// (plan, apply), so the registry is per run.

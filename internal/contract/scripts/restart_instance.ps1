@@ -75,7 +75,7 @@ function Write-RestartOutcome {
     param($State, [bool] $Joined)
     $State | Add-Member -NotePropertyName joined -NotePropertyValue $Joined -Force
     $State | Add-Member -NotePropertyName changed -NotePropertyValue $changed -Force
-    if ($EventLogNotes.warning) { $State | Add-Member -NotePropertyName event_log_warning -NotePropertyValue $EventLogNotes.warning -Force }
+    if ($EventLogNotes.warning) { $State | Add-Member -NotePropertyMembers @{ event_log_warning = $EventLogNotes.warning } -Force }
     if ($readBack -and $State.finished) {
         $State | Add-Member -NotePropertyName instance -NotePropertyValue (Get-InstanceReport -InstanceName $instanceName -Right 'SeManageVolumePrivilege') -Force
     }
