@@ -76,22 +76,12 @@ func TestFakeHostRefused(t *testing.T) {
 // unchanged. A 503 in its place is an ordinary failure, retried as transient.
 func TestOnPathProxyNTLM(t *testing.T) {
 	s := newSimHost(t, simConfig())
-	for _, a := range attacks {
-		t.Run(a.name, func(t *testing.T) {
-			p, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), a.mode)
-			port := portOf(t, addr)
-			err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second})
-			wantMITM(t, err, port)
-			if p.Sealed() == 0 {
-				t.Fatal("no sealed message went through the proxy")
-			}
-			s.wantNotGranted(t)
-		})
+	ntlmConfig := func(port int) Config {
+		return Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second}
 	}
+	s.refusesAttacks(t, ntlmConfig)
 	t.Run("unavailable", func(t *testing.T) {
-		_, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mitm.Unavailable)
-		port := portOf(t, addr)
-		err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second})
+		_, _, err := s.grantThrough(t, mitm.Unavailable, ntlmConfig)
 		var re *Error
 		if !errors.As(err, &re) || errors.Is(err, ErrUnverifiedAnswer) || re.HTTPStatus != http.StatusServiceUnavailable || !Transient(err) {
 			t.Fatalf("got %v\nwant an ordinary transient HTTP 503 failure", err)
@@ -99,9 +89,7 @@ func TestOnPathProxyNTLM(t *testing.T) {
 		s.wantNotGranted(t)
 	})
 	t.Run("control", func(t *testing.T) {
-		_, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mitm.Transparent)
-		port := portOf(t, addr)
-		if err := grantVia(Config{Host: "127.0.0.1", Port: port, Auth: AuthNTLM, Username: testUser, Password: testPassword, Timeout: 10 * time.Second}); err != nil {
+		if _, _, err := s.grantThrough(t, mitm.Transparent, ntlmConfig); err != nil {
 			t.Fatalf("through a proxy that forwards unchanged: %v", err)
 		}
 		// The grant left its trace in the host's event log, with the provider's User-Agent.
@@ -121,25 +109,39 @@ func TestOnPathProxyKerberos(t *testing.T) {
 		return Config{Host: "127.0.0.1", Port: port, Auth: AuthKerberos, SPN: krbSPN, Username: krbUser + "@" + k.Realm,
 			Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 10 * time.Second}
 	}
+	s.refusesAttacks(t, krbConfig)
+	t.Run("control", func(t *testing.T) {
+		if _, _, err := s.grantThrough(t, mitm.Transparent, krbConfig); err != nil {
+			t.Fatalf("through a proxy that forwards unchanged: %v", err)
+		}
+	})
+}
+
+// grantThrough starts an on-path proxy in mode in front of s and grants the right
+// through it, with cfg's settings for the proxy's port.
+func (s *simHost) grantThrough(t *testing.T, mode mitm.Attack, cfg func(port int) Config) (*mitm.Proxy, int, error) {
+	t.Helper()
+	p, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mode)
+	port := portOf(t, addr)
+	return p, port, grantVia(cfg(port))
+}
+
+// refusesAttacks runs each attack of the on-path proxy against s: each is refused
+// as a possible man-in-the-middle, and the host changed nothing.
+func (s *simHost) refusesAttacks(t *testing.T, cfg func(port int) Config) {
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			p, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), a.mode)
-			port := portOf(t, addr)
-			err := grantVia(krbConfig(port))
+			p, port, err := s.grantThrough(t, a.mode, cfg)
 			wantMITM(t, err, port)
+			if a.mode == mitm.Replay && !strings.Contains(err.Error(), "sequence number") {
+				t.Fatalf("a replayed answer was refused, but not for its sequence number: %v", err)
+			}
 			if p.Sealed() == 0 {
 				t.Fatal("no sealed message went through the proxy")
 			}
 			s.wantNotGranted(t)
 		})
 	}
-	t.Run("control", func(t *testing.T) {
-		_, addr := mitm.StartProxy(t, "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.port), mitm.Transparent)
-		port := portOf(t, addr)
-		if err := grantVia(krbConfig(port)); err != nil {
-			t.Fatalf("through a proxy that forwards unchanged: %v", err)
-		}
-	})
 }
 
 // wantNotGranted fails when the simulated host's NT SERVICE\MSSQLSERVER holds the
