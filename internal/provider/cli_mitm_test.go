@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/mitm"
 )
 
@@ -99,8 +100,8 @@ func TestCLI_onPathProxyApplyFails(t *testing.T) {
 func TestCLI_negotiateSilentKDC(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	logPath := w.dir + "/info.log"
-	w.env = append(w.env, "TF_LOG=INFO", "TF_LOG_PATH="+logPath)
+	logPath := w.dir + "/debug.log"
+	w.env = append(w.env, "TF_LOG=DEBUG", "TF_LOG_PATH="+logPath)
 	e, k := krbAccEnv(t)
 	k.Stop(t)
 	logon := fmt.Sprintf("    username = %q\n    password = %q", `MSSQLIFI\`+accKrbUser, accKrbPass)
@@ -118,6 +119,15 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	if n := strings.Count(string(log), "WinRM logon mechanism of the host"); n != 1 || !strings.Contains(string(log), "the KDC did not answer") {
 		t.Fatalf("the INFO log names the logon %d times (want 1, with the cause)", n)
 	}
+	// DEBUG names it for every operation.
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "WinRM operation finished") && !strings.Contains(line, "logon=ntlm") {
+			t.Fatalf("a DEBUG line of an operation does not name its logon: %s", line)
+		}
+	}
+	if !strings.Contains(string(log), "WinRM operation finished") {
+		t.Fatal("no DEBUG line for the operations")
+	}
 	plan := w.plan()
 	plan.wantPlanExit(t, 0)
 	plan.wantDiag(t, "warning", summary, "the KDC did not answer")
@@ -132,4 +142,18 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 		t.Fatalf("plan with allow_ntlm_fallback = false: exit %d, want 1:\n%s", refused.Exit, refused.describe())
 	}
 	refused.wantDiag(t, "error", "", "did not fall back to NTLM[\\s\\S]*allow_ntlm_fallback")
+}
+
+// A host where the provider's event source cannot be registered still gets the
+// change, and the apply warns that it left no trace in the event log.
+func TestCLI_eventSourceDeniedWarns(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.EventSourceDenied = true })
+	w.write(e.winrmBlock(httpWinRM(e.httpPort), `    encrypt = "true"`) + resourceConfig(e.addr, ""))
+	r := w.mustApply()
+	r.wantDiag(t, "warning", "Change not recorded in the host's event log", "could not be written to the Application event log")
+	if !e.holds(defaultSvcSID) || len(e.host().EventLog()) != 0 {
+		t.Fatalf("right held %v, event log %+v; want the grant made without an entry", e.holds(defaultSvcSID), e.host().EventLog())
+	}
 }
