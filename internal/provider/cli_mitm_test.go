@@ -142,6 +142,19 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 		t.Fatalf("plan with allow_ntlm_fallback = false: exit %d, want 1:\n%s", refused.Exit, refused.describe())
 	}
 	refused.wantDiag(t, "error", "", "did not fall back to NTLM[\\s\\S]*allow_ntlm_fallback")
+
+	// A bare user name has no realm: the hardened setting refuses at plan, before
+	// any host is asked.
+	bare := strings.Replace(hardened, fmt.Sprintf("%q", `MSSQLIFI\`+accKrbUser), fmt.Sprintf("%q", accKrbUser), 1)
+	if bare == hardened {
+		t.Fatal("the configuration has no domain user name to replace")
+	}
+	w.write(bare + resourceConfig(e.addr, ""))
+	noRealm := w.plan()
+	if noRealm.Exit != 1 {
+		t.Fatalf("plan with a bare user name and allow_ntlm_fallback = false: exit %d, want 1:\n%s", noRealm.Exit, noRealm.describe())
+	}
+	noRealm.wantDiag(t, "error", "NTLM fallback refused", "no realm")
 }
 
 // A host where the provider's event source cannot be registered still gets the

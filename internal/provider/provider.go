@@ -279,6 +279,13 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	}
 	applyKerberos(w.kerberosModel, &rc)
 	resp.Diagnostics.Append(validateKerberos(rc)...)
+	if rc.AllowNTLMFallback != nil && !*rc.AllowNTLMFallback {
+		if why := remote.NegotiateUsesNTLM(rc); why != "" {
+			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("allow_ntlm_fallback"), "NTLM fallback refused",
+				fmt.Sprintf(`winrm.auth = "negotiate" would reach every host with NTLM (%s), and winrm.allow_ntlm_fallback = false refuses that. `+
+					`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, why))
+		}
+	}
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}

@@ -90,6 +90,18 @@ func kerberosWanted(cfg Config) (want bool, ntlmWhy string, err error) {
 	return true, "", nil
 }
 
+// NegotiateUsesNTLM says why auth "negotiate" would use NTLM from the start with
+// cfg (no realm), or "" when it tries Kerberos first (or cfg is not "negotiate"). It
+// reads krb5.conf but contacts no KDC.
+func NegotiateUsesNTLM(cfg Config) string {
+	cfg.SetDefaults()
+	if cfg.Auth != AuthNegotiate {
+		return ""
+	}
+	_, why, _ := kerberosWanted(cfg)
+	return why
+}
+
 // newKrbLogon prepares cfg's Kerberos logon (reading krb5.conf, the keytab or the
 // credential cache; no KDC is contacted yet), or returns nil when cfg uses NTLM or
 // Basic, with why "negotiate" uses NTLM (ntlmWhy). The error is a *ConfigError
