@@ -132,29 +132,30 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	plan.wantPlanExit(t, 0)
 	plan.wantDiag(t, "warning", summary, "the KDC did not answer")
 
-	hardened := strings.Replace(cfg, "    https     = false\n", "    https     = false\n    allow_ntlm_fallback = false\n", 1)
-	if hardened == cfg {
-		t.Fatal("the configuration has no https line to extend")
+	// The hardened setting: the KDC still does not answer, so the plan fails; and a
+	// bare user name has no realm, which fails at plan before any host is asked.
+	hardened := replaceOnce(t, cfg, "    https     = false\n", "    https     = false\n    allow_ntlm_fallback = false\n")
+	bare := replaceOnce(t, hardened, fmt.Sprintf("%q", `MSSQLIFI\`+accKrbUser), fmt.Sprintf("%q", accKrbUser))
+	for _, tc := range []struct{ cfg, summary, detail string }{
+		{hardened, "", "did not fall back to NTLM[\\s\\S]*allow_ntlm_fallback"},
+		{bare, "NTLM fallback refused", "no realm"},
+	} {
+		w.write(tc.cfg + resourceConfig(e.addr, ""))
+		refused := w.plan()
+		if refused.Exit != 1 {
+			t.Fatalf("plan with allow_ntlm_fallback = false: exit %d, want 1:\n%s", refused.Exit, refused.describe())
+		}
+		refused.wantDiag(t, "error", tc.summary, tc.detail)
 	}
-	w.write(hardened + resourceConfig(e.addr, ""))
-	refused := w.plan()
-	if refused.Exit != 1 {
-		t.Fatalf("plan with allow_ntlm_fallback = false: exit %d, want 1:\n%s", refused.Exit, refused.describe())
-	}
-	refused.wantDiag(t, "error", "", "did not fall back to NTLM[\\s\\S]*allow_ntlm_fallback")
+}
 
-	// A bare user name has no realm: the hardened setting refuses at plan, before
-	// any host is asked.
-	bare := strings.Replace(hardened, fmt.Sprintf("%q", `MSSQLIFI\`+accKrbUser), fmt.Sprintf("%q", accKrbUser), 1)
-	if bare == hardened {
-		t.Fatal("the configuration has no domain user name to replace")
+// replaceOnce is s with old replaced by with once; old must be in s.
+func replaceOnce(t *testing.T, s, old, with string) string {
+	t.Helper()
+	if !strings.Contains(s, old) {
+		t.Fatalf("the configuration has no %q", old)
 	}
-	w.write(bare + resourceConfig(e.addr, ""))
-	noRealm := w.plan()
-	if noRealm.Exit != 1 {
-		t.Fatalf("plan with a bare user name and allow_ntlm_fallback = false: exit %d, want 1:\n%s", noRealm.Exit, noRealm.describe())
-	}
-	noRealm.wantDiag(t, "error", "NTLM fallback refused", "no realm")
+	return strings.Replace(s, old, with, 1)
 }
 
 // A host where the provider's event source cannot be registered still gets the
