@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -328,8 +330,79 @@ var actionNames = []string{
 	ActionSetAGRole, ActionSetLanguageMode, ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
 }
 
-// controlHandler serves the HTTP JSON control plane.
+// controlHandler serves the HTTP JSON control plane, behind sameSiteOnly.
 func (s *Sim) controlHandler() http.Handler {
+	return sameSiteOnly(s.controlAddr, s.controlMux())
+}
+
+// sameSiteOnly refuses what a web page could make a browser send to the control
+// plane, which has no authentication: a request whose Host is not the control
+// plane's own address (DNS rebinding: a name of the attacker's that resolves to
+// it), one with an Origin other than the control plane itself (a cross-site fetch
+// or form), and a body that is not application/json (a "simple" cross-site POST,
+// text/plain or a form, needs no CORS preflight).
+func sameSiteOnly(addr string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownHost(addr, r.Host) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
+				"the Host %q is not the control plane's address %s: refused (DNS rebinding); use the address winsim printed", r.Host, addr)})
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
+				"cross-site request from the origin %q refused: the control plane takes requests from tools, not web pages", o)})
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || media != "application/json" {
+				writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": fmt.Sprintf(
+					"the body's Content-Type is %q: send application/json", r.Header.Get("Content-Type"))})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ownHost says whether a request's Host names the control plane listening at
+// addr: its port, and its IP address, "localhost" when that is a loopback
+// address, or any IP address when it listens on all of them. A DNS name is never
+// its own: one that resolves to it could be an attacker's.
+func ownHost(addr, hostport string) bool {
+	lhost, lport, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil || p != lport {
+		return false
+	}
+	lip := net.ParseIP(lhost)
+	if strings.EqualFold(h, "localhost") {
+		return lip != nil && (lip.IsLoopback() || lip.IsUnspecified())
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	switch {
+	case ip == nil || lip == nil:
+		return false
+	case lip.IsUnspecified():
+		return true
+	}
+	return ip.Equal(lip)
+}
+
+// ControlExposed says whether a control plane at addr can be reached from beyond
+// this machine; it has no authentication, so winsim warns.
+func ControlExposed(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}
+
+func (s *Sim) controlMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Info().Hosts)
@@ -353,6 +426,7 @@ func (s *Sim) controlHandler() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() }))
 	mux.HandleFunc("GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() }))
+	mux.HandleFunc("GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() }))
 	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Host(r.PathValue("host")); err != nil {
 			writeError(w, err)
@@ -374,7 +448,7 @@ func (s *Sim) controlHandler() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
 		})
 	})
 	return mux

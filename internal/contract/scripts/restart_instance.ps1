@@ -64,7 +64,7 @@ if (-not $engine) {
 # The changes first: one that fails ends this request before anything is stopped.
 $changed = $false
 foreach ($change in $changes) {
-    if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant).changed) {
+    if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant -Instance $instanceName).changed) {
         $changed = $true
     }
 }
@@ -75,6 +75,7 @@ function Write-RestartOutcome {
     param($State, [bool] $Joined)
     $State | Add-Member -NotePropertyName joined -NotePropertyValue $Joined -Force
     $State | Add-Member -NotePropertyName changed -NotePropertyValue $changed -Force
+    if ($EventLogNotes.warning) { $State | Add-Member -NotePropertyMembers @{ event_log_warning = $EventLogNotes.warning } -Force }
     if ($readBack -and $State.finished) {
         $State | Add-Member -NotePropertyName instance -NotePropertyValue (Get-InstanceReport -InstanceName $instanceName -Right 'SeManageVolumePrivilege') -Force
     }
@@ -138,6 +139,7 @@ Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value ([int]$c
 
 # The restart, in this process. It returns when it finished, or early with a
 # stop_timeout error while the Engine is still stopping (the guard takes over).
+Write-ChangeEvent -Instance $instance.Name -Sid (@($changes | ForEach-Object { [string]$_.sid }) -join ',') -Change 'restart' -Agent ([string]$Params.agent)
 $Token = $token
 $GuardProcessId = 0
 $Inline = $true

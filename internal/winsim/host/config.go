@@ -46,6 +46,11 @@ type HostConfig struct {
 	// (exit 3) before it reads stdin. The control action set_language_mode changes it.
 	PowerShellLanguageMode string `json:"powershell_language_mode,omitempty"`
 
+	// EventSourceDenied: registering the provider's Application event log source
+	// fails (a policy denies its registry key); changes then succeed without an
+	// entry, with a warning (eventlog.go).
+	EventSourceDenied bool `json:"event_source_denied,omitempty"`
+
 	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
 	// default; see CostConfig.
 	Cost CostConfig `json:"cost,omitempty"`

@@ -52,25 +52,29 @@ type Host struct {
 	closed  bool
 	booting bool // New is starting the initial services: transitions take no time
 
-	accounts   map[string]string // lower-case account name → SID
-	sidNames   map[string]string // SID → display name (accounts table, local users)
-	users      []winrmUser
-	admins     []string            // direct members of S-1-5-32-544, SIDs
-	groupsOf   map[string][]string // member SID → SIDs of the groups it is directly in
-	rights     map[string][]string // canonical right → direct holders (SIDs), in grant order
-	rsop       bool
-	langMode   string              // PowerShell's language mode for WinRM users' commands
-	gpPolicy   map[string][]string // rights a GPO defines now (applied at the next refresh)
-	gpApplied  map[string][]string // rights as of the last refresh (what RSoP reports)
-	gpRefresh  time.Time
-	services   []*service
-	svcByName  map[string]*service // upper-case name
-	instances  []*Instance
-	nextPID    int
-	eventSeq   int64
-	events     []serviceEvent
-	audit      []AuditEntry
-	auditLimit int
+	accounts  map[string]string // lower-case account name → SID
+	sidNames  map[string]string // SID → display name (accounts table, local users)
+	users     []winrmUser
+	admins    []string            // direct members of S-1-5-32-544, SIDs
+	groupsOf  map[string][]string // member SID → SIDs of the groups it is directly in
+	rights    map[string][]string // canonical right → direct holders (SIDs), in grant order
+	rsop      bool
+	langMode  string              // PowerShell's language mode for WinRM users' commands
+	gpPolicy  map[string][]string // rights a GPO defines now (applied at the next refresh)
+	gpApplied map[string][]string // rights as of the last refresh (what RSoP reports)
+	gpRefresh time.Time
+	services  []*service
+	svcByName map[string]*service // upper-case name
+	instances []*Instance
+	nextPID   int
+	eventSeq  int64
+	events    []serviceEvent
+	audit     []AuditEntry
+	// eventLog: the Application event log's entries of the provider's source, which
+	// eventSource says is registered (eventlog.go).
+	eventLog    []EventLogEntry
+	eventSource bool
+	auditLimit  int
 
 	// life ends when the host is closed: processes of the host's own (the restart
 	// workers, restart_job.go) run under it, not under a WinRM shell.
