@@ -234,14 +234,19 @@ $RestartWorker = {
                         # has ended, starts the Engine as soon as it has stopped.
                         return
                     }
-                    if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit)) {
-                        Complete-Restart -ErrorCode 'stop_timeout' -Message $state.message
-                        return
+                    if (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit) {
+                        $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
                     }
-                    $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+                    else {
+                        # Still not stopped after hours: the dependents run again.
+                        $state.phase = 'dependents'
+                        $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+                    }
                 }
-                $state.stopped += $serviceName
-                $state.phase = 'starting'
+                if ($state.phase -eq 'stopping') {
+                    $state.stopped += $serviceName
+                    $state.phase = 'starting'
+                }
                 Save-State
             }
         }

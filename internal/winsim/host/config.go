@@ -46,6 +46,18 @@ type HostConfig struct {
 	// (exit 3) before it reads stdin. The control action set_language_mode changes it.
 	PowerShellLanguageMode string `json:"powershell_language_mode,omitempty"`
 
+	// Defender is Microsoft Defender's configuration, as far as the restart's guard
+	// goes (restart_guard.ps1). Default: no attack surface reduction rule.
+	Defender DefenderConfig `json:"defender,omitempty"`
+	// TaskSchedulerStopped: the Task Scheduler service does not run, so no scheduled
+	// task can be registered or started. Default false.
+	TaskSchedulerStopped bool `json:"task_scheduler_stopped,omitempty"`
+	// GuardDirectoryOwner is the owner (a SID or a name) of %ProgramData%\mssqlifi
+	// when the host is built, as when someone created that directory before the
+	// provider did (every user may create directories in ProgramData). Default "":
+	// it does not exist.
+	GuardDirectoryOwner string `json:"guard_directory_owner,omitempty"`
+
 	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
 	// default; see CostConfig.
 	Cost CostConfig `json:"cost,omitempty"`
@@ -153,6 +165,14 @@ type GroupPolicyConfig struct {
 
 // RSoP reports the RSoPAvailable flag (default true).
 func (g GroupPolicyConfig) RSoP() bool { return g.RSoPAvailable == nil || *g.RSoPAvailable }
+
+// DefenderConfig is Microsoft Defender's configuration as Get-MpPreference reports it.
+type DefenderConfig struct {
+	// ASRRules maps attack surface reduction rule ids (GUIDs) to their action
+	// (AttackSurfaceReductionRules_Ids and _Actions): 0 disabled, 1 block, 2 audit,
+	// 5 not configured, 6 warn. The control action set_asr_rule changes one.
+	ASRRules map[string]int `json:"asr_rules,omitempty"`
+}
 
 // ServiceConfig is an extra Windows service.
 type ServiceConfig struct {
@@ -493,6 +513,11 @@ func (c HostConfig) Validate() error {
 	}
 	if _, err := CanonicalLanguageMode(c.PowerShellLanguageMode); err != nil {
 		errs = append(errs, err)
+	}
+	for id, action := range c.Defender.ASRRules {
+		if err := validateASRRule(id, action); err != nil {
+			errs = append(errs, fmt.Errorf("defender.asr_rules: %w", err))
+		}
 	}
 	if err := c.Cost.validate(); err != nil {
 		errs = append(errs, err)

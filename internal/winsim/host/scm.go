@@ -152,6 +152,9 @@ func (h *Host) startLocked(s *service) error {
 		return nil
 	case s.state == contract.StateStopPending || s.pending == pendingStop:
 		return fmt.Errorf("cannot start service '%s (%s)': it is stopping (%s); wait until it is Stopped, then start it", s.display, s.name, contract.StateStopPending)
+	case s.state == contract.StatePaused:
+		// StartService on a paused service: ERROR_SERVICE_ALREADY_RUNNING.
+		return fmt.Errorf("cannot start service '%s (%s)': an instance of the service is already running (1056, it is %s); continue it instead", s.display, s.name, contract.StatePaused)
 	}
 	if s.deleted {
 		return fmt.Errorf("%w: %s was uninstalled", ErrNoSuchService, s.name)
@@ -256,7 +259,7 @@ func (h *Host) advanceLocked() {
 					h.beginStartLocked(s)
 					progress = true
 				}
-			case s.pending == pendingStop && s.state == contract.StateRunning:
+			case s.pending == pendingStop && (s.state == contract.StateRunning || s.state == contract.StatePaused):
 				ready := true
 				for _, d := range s.dependents {
 					if d.state != contract.StateStopped {
@@ -534,4 +537,127 @@ func runningDependents(s *service) []*service {
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// Windows errors of the service control manager (winerror.h).
+const (
+	errDependentServicesRunning = 1051 // ERROR_DEPENDENT_SERVICES_RUNNING
+	errServiceCannotAcceptCtrl  = 1061 // ERROR_SERVICE_CANNOT_ACCEPT_CTRL
+	errServiceNotActive         = 1062 // ERROR_SERVICE_NOT_ACTIVE
+)
+
+// ControlError is a control the service control manager refused, with its Windows
+// error.
+type ControlError struct {
+	Service string
+	Code    int
+	Text    string
+}
+
+func (e *ControlError) Error() string {
+	return fmt.Sprintf("ControlService(SERVICE_CONTROL_STOP) on %s failed with Windows error %d: %s", e.Service, e.Code, e.Text)
+}
+
+// ControlStop is ControlService(SERVICE_CONTROL_STOP) for one service, as `sc.exe stop`
+// sends it (its exit code is the Windows error): it stops nothing else. A service
+// that is Stopped answers 1062; one Start Pending or Stop Pending cannot take the
+// control (1061); one with a dependent that is not Stopped answers 1051. Running and
+// Paused services go Stop Pending, then Stopped.
+// (https://learn.microsoft.com/windows/win32/api/winsvc/nf-winsvc-controlservice)
+func (h *Host) ControlStop(name string) error {
+	h.mu.Lock()
+	s, err := h.service(name)
+	if err == nil {
+		err = h.controlStopLocked(s)
+		h.advanceLocked()
+		h.notifyLocked()
+	}
+	h.mu.Unlock()
+	h.syncListeners()
+	return err
+}
+
+func (h *Host) controlStopLocked(s *service) error {
+	if h.closed {
+		return errors.New("the host model was closed")
+	}
+	switch {
+	case s.state == contract.StateStopped && s.pending != pendingStart:
+		return &ControlError{s.name, errServiceNotActive, "The service has not been started."}
+	case s.state == contract.StateStartPending, s.state == contract.StateStopPending, s.pending != "":
+		return &ControlError{s.name, errServiceCannotAcceptCtrl, "The service cannot accept control messages at this time."}
+	}
+	for _, d := range s.dependents {
+		if d.state != contract.StateStopped || d.pending == pendingStart {
+			return &ControlError{s.name, errDependentServicesRunning, "A stop control has been sent to a service that other running services are dependent on."}
+		}
+	}
+	h.beginStopLocked(s)
+	return nil
+}
+
+// PauseService pauses a running service (SERVICE_CONTROL_PAUSE); the model skips
+// Pause Pending. A paused service still runs its process and counts as not stopped.
+func (h *Host) PauseService(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	if s.state != contract.StateRunning || s.pending != "" {
+		return &ControlError{s.name, errServiceCannotAcceptCtrl, fmt.Sprintf("The service cannot accept control messages at this time (it is %s).", s.state)}
+	}
+	s.state = contract.StatePaused
+	h.recordLocked(s)
+	h.notifyLocked()
+	return nil
+}
+
+// netDependentWait is the fixed wait of .NET Framework's ServiceController.Stop for
+// each dependent it stops (new TimeSpan(0, 0, 30)); a variable for tests.
+var netDependentWait = 30 * time.Second
+
+// ErrNetTimeout is System.ServiceProcess.TimeoutException's message.
+var ErrNetTimeout = errors.New("Time out has expired and the operation has not been completed")
+
+// ServiceControllerStop is .NET Framework's ServiceController.Stop() (reference
+// source, System.ServiceProcess/ServiceController.cs), which Stop-Service and the
+// restart before issue 14 relied on: for each dependent (DependentServices, the
+// indirect ones included, those that depend on others first) that is not Stopped, it
+// calls Stop() on that dependent (the same loop, then ControlService) and waits at
+// most 30 s for Stopped, throwing TimeoutException when the wait runs out; then it
+// sends the service its own ControlService(STOP). A dependent that is Stop Pending
+// (or Start Pending) makes ControlService answer 1061 and Stop() throw
+// InvalidOperationException at once. It returns when the stop was sent, not when
+// the service stopped.
+func (h *Host) ServiceControllerStop(ctx context.Context, name string) error {
+	h.mu.Lock()
+	s, err := h.service(name)
+	var deps []*service
+	if err == nil {
+		deps = allDependents(s)
+	}
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		if st, _ := h.ServiceState(d.name); st == contract.StateStopped {
+			continue
+		}
+		if err := h.ServiceControllerStop(ctx, d.name); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, netDependentWait)
+		err := h.WaitServiceState(wctx, d.name, contract.StateStopped)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("waiting for %s to stop: %w", d.name, ErrNetTimeout)
+		}
+	}
+	if err := h.ControlStop(name); err != nil {
+		return fmt.Errorf("Cannot stop %s service on computer '.': %w", name, err)
+	}
+	return nil
 }
