@@ -661,3 +661,17 @@ func (h *Host) ServiceControllerStop(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// Transitions counts the times the named service entered state (one of the
+// contract.State* values) among the host's last 1,000 service events.
+func (h *Host) Transitions(name, state string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, e := range h.events {
+		if strings.EqualFold(e.service, name) && e.state == state {
+			n++
+		}
+	}
+	return n
+}
