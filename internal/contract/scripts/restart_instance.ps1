@@ -132,6 +132,7 @@ Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
 Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
 Set-ItemProperty -LiteralPath $markerPath -Name 'RunnerStart' -Value ([string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks)
 Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value 0 -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'GuardTask' -Value ''
 Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
 
 # The guard's command line: its file, the token this script made and this process's
