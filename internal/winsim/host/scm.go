@@ -130,11 +130,14 @@ var ErrNoSuchService = errors.New("the specified service does not exist as an in
 // StartService starts a service and, first, the services it depends on, as the SCM
 // does. It returns at once; the service passes through Start Pending (start_ms) to
 // Running. Starting a running or starting service is a no-op (like Start-Service).
-func (h *Host) StartService(name string) error {
+func (h *Host) StartService(name string) error { return h.serviceOp(name, h.startLocked) }
+
+// serviceOp runs op on the named service under the lock, then moves the model on.
+func (h *Host) serviceOp(name string, op func(*service) error) error {
 	h.mu.Lock()
 	s, err := h.service(name)
 	if err == nil {
-		err = h.startLocked(s)
+		err = op(s)
 		h.advanceLocked()
 		h.notifyLocked()
 	}
@@ -182,16 +185,7 @@ func (h *Host) startLocked(s *service) error {
 // (Stop-Service -Force). It returns at once; the service passes through Stop Pending
 // (stop_ms) to Stopped. Stopping a stopped service is a no-op.
 func (h *Host) StopService(name string, force bool) error {
-	h.mu.Lock()
-	s, err := h.service(name)
-	if err == nil {
-		err = h.stopLocked(s, force)
-		h.advanceLocked()
-		h.notifyLocked()
-	}
-	h.mu.Unlock()
-	h.syncListeners()
-	return err
+	return h.serviceOp(name, func(s *service) error { return h.stopLocked(s, force) })
 }
 
 func (h *Host) stopLocked(s *service, force bool) error {
@@ -564,18 +558,7 @@ func (e *ControlError) Error() string {
 // control (1061); one with a dependent that is not Stopped answers 1051. Running and
 // Paused services go Stop Pending, then Stopped.
 // (https://learn.microsoft.com/windows/win32/api/winsvc/nf-winsvc-controlservice)
-func (h *Host) ControlStop(name string) error {
-	h.mu.Lock()
-	s, err := h.service(name)
-	if err == nil {
-		err = h.controlStopLocked(s)
-		h.advanceLocked()
-		h.notifyLocked()
-	}
-	h.mu.Unlock()
-	h.syncListeners()
-	return err
-}
+func (h *Host) ControlStop(name string) error { return h.serviceOp(name, h.controlStopLocked) }
 
 func (h *Host) controlStopLocked(s *service) error {
 	if h.closed {
