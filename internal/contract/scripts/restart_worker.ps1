@@ -214,7 +214,7 @@ $RestartWorker = {
             }
             if ($blocker) {
                 $state.error = 'stop_timeout'
-                $state.message = "$serviceName was not stopped: its dependent $($blocker.Name) is $(Get-StateName -Status $blocker.Status) after $timeoutSeconds seconds. Nothing more was stopped; the dependents this restart stopped are started again. Look at why $($blocker.Name) does not stop, then apply again."
+                $state.message = "$serviceName was not stopped: its dependent $($blocker.Name) is $(Get-StateName -Status $blocker.Status) when the Engine was to stop (the restart allows $timeoutSeconds seconds). Nothing more was stopped; the dependents this restart stopped are started again. Look at why $($blocker.Name) does not stop, then apply again."
                 $state.phase = 'dependents'
                 Save-State
             }

@@ -188,6 +188,9 @@ type ServiceConfig struct {
 	StopMS         int  `json:"stop_ms,omitempty"`    // Stop Pending duration, ms
 	FailStart      bool `json:"fail_start,omitempty"` // every start fails (error 1067)
 	Stopped        bool `json:"stopped,omitempty"`    // the service is stopped when the host is built
+	// RefuseStop: the service does not accept SERVICE_CONTROL_STOP (ControlService
+	// answers 1052, ERROR_INVALID_SERVICE_CONTROL).
+	RefuseStop bool `json:"refuse_stop,omitempty"`
 }
 
 // InstanceConfig is one installed SQL Server instance.

@@ -205,7 +205,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.addService(&service{
 			name: sc.Name, display: display, account: orDefault(sc.StartAccount, `NT Service\`+sc.Name),
-			sidType: sidType, startDur: ms(sc.StartMS), stopDur: ms(sc.StopMS), failStart: sc.FailStart,
+			sidType: sidType, startDur: ms(sc.StartMS), stopDur: ms(sc.StopMS), failStart: sc.FailStart, refuseStop: sc.RefuseStop,
 			dependsOnNames: sc.DependsOn, initiallyStopped: sc.Stopped,
 		})
 	}

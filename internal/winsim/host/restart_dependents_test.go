@@ -225,3 +225,30 @@ func TestRestartGuardDirectoryOwner(t *testing.T) {
 		t.Errorf("the Engine was stopped %d times", n)
 	}
 }
+
+// A failure after the first stop (here a dependent that does not accept the stop
+// control, 1052, after Agent and another one stopped) starts again what the restart
+// stopped before it reports; the Engine was never stopped.
+func TestRestartFailureStartsAgainWhatItStopped(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Services = []ServiceConfig{
+		{Name: "MSSQLLaunchpad", DependsOn: []string{"MSSQLSERVER"}, StopMS: 100},
+		{Name: "SQLTelemetry", DependsOn: []string{"MSSQLSERVER"}, RefuseStop: true},
+	}
+	h := newHost(t, cfg)
+	r := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30}))
+	if r.Error != contract.RestartFailed || !strings.Contains(r.Message, "1052") || !strings.Contains(r.Message, "What it had stopped was started again") {
+		t.Fatalf("a dependent that refuses the stop: %+v", r)
+	}
+	if len(r.Stopped) != 2 {
+		t.Errorf("the restart stopped %v before the refusal, want Agent and Launchpad", r.Stopped)
+	}
+	if n := engineStops(h); n != 0 {
+		t.Errorf("the Engine was stopped %d times", n)
+	}
+	for _, n := range []string{"SQLSERVERAGENT", "MSSQLLaunchpad"} {
+		if s, _ := h.ServiceState(n); s != contract.StateRunning {
+			t.Errorf("%s is %s when the restart reported, want Running", n, s)
+		}
+	}
+}

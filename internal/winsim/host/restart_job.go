@@ -266,7 +266,7 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 		}
 	}
 	if blocker != nil {
-		msg := fmt.Sprintf("%s was not stopped: its dependent %s is %s after %d seconds. Nothing more was stopped; the dependents this restart stopped are started again. "+
+		msg := fmt.Sprintf("%s was not stopped: its dependent %s is %s when the Engine was to stop (the restart allows %d seconds). Nothing more was stopped; the dependents this restart stopped are started again. "+
 			"Look at why %s does not stop, then apply again.", s.name, blocker.name, blockerState, secs, blocker.name)
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
 			r.Error, r.Message, r.Phase = contract.RestartStopTimeout, msg, contract.PhaseDependents

@@ -25,6 +25,7 @@ type service struct {
 	startDur       time.Duration
 	stopDur        time.Duration
 	failStart      bool
+	refuseStop     bool // does not accept SERVICE_CONTROL_STOP (1052)
 	// failStarts: the next starts that fail with failCode (fault injection); -1: all.
 	failStarts       int
 	failCode         int
@@ -536,6 +537,7 @@ func runningDependents(s *service) []*service {
 // Windows errors of the service control manager (winerror.h).
 const (
 	errDependentServicesRunning = 1051 // ERROR_DEPENDENT_SERVICES_RUNNING
+	errInvalidServiceControl    = 1052 // ERROR_INVALID_SERVICE_CONTROL
 	errServiceCannotAcceptCtrl  = 1061 // ERROR_SERVICE_CANNOT_ACCEPT_CTRL
 	errServiceNotActive         = 1062 // ERROR_SERVICE_NOT_ACTIVE
 )
@@ -555,8 +557,9 @@ func (e *ControlError) Error() string {
 // ControlStop is ControlService(SERVICE_CONTROL_STOP) for one service, as `sc.exe stop`
 // sends it (its exit code is the Windows error): it stops nothing else. A service
 // that is Stopped answers 1062; one Start Pending or Stop Pending cannot take the
-// control (1061); one with a dependent that is not Stopped answers 1051. Running and
-// Paused services go Stop Pending, then Stopped.
+// control (1061); one that does not accept the control answers 1052; one with a
+// dependent that is not Stopped answers 1051. Running and Paused services go Stop
+// Pending, then Stopped.
 // (https://learn.microsoft.com/windows/win32/api/winsvc/nf-winsvc-controlservice)
 func (h *Host) ControlStop(name string) error { return h.serviceOp(name, h.controlStopLocked) }
 
@@ -569,6 +572,9 @@ func (h *Host) controlStopLocked(s *service) error {
 		return &ControlError{s.name, errServiceNotActive, "The service has not been started."}
 	case s.state == contract.StateStartPending, s.state == contract.StateStopPending, s.pending != "":
 		return &ControlError{s.name, errServiceCannotAcceptCtrl, "The service cannot accept control messages at this time."}
+	}
+	if s.refuseStop {
+		return &ControlError{s.name, errInvalidServiceControl, "The requested control is not valid for this service."}
 	}
 	for _, d := range s.dependents {
 		if d.state != contract.StateStopped || d.pending == pendingStart {
