@@ -26,6 +26,7 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 	rows := []struct {
 		name       string
 		launchpad  host.ServiceConfig
+		mod        func(*host.HostConfig)
 		actions    []winsim.Action
 		wantErr    string // regexp on an error diagnostic; "": the apply succeeds
 		wantStarts int    // Engine starts during the apply
@@ -38,6 +39,10 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 			actions: []winsim.Action{{Action: winsim.ActionPauseService, Service: "MSSQLLaunchpad"}}},
 		{name: "Defender's ASR rule blocks WMI process creation", wantStarts: 1, byTask: 1,
 			actions: []winsim.Action{{Action: winsim.ActionSetASRRule, Rule: host.ASRRulePsExecWMI, RuleAction: host.ASRBlock}}},
+		{name: "the ASR rule, and the Task Scheduler stopped", wantStarts: 0,
+			mod:     func(hc *host.HostConfig) { hc.TaskSchedulerStopped = true },
+			actions: []winsim.Action{{Action: winsim.ActionSetASRRule, Rule: host.ASRRulePsExecWMI, RuleAction: host.ASRBlock}},
+			wantErr: `(?s)guard process could not be started.*d1e49aac-8f56-4280-b9ba-993a6d77406c.*block mode.*Task Scheduler service is not running.*Nothing was stopped`},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
@@ -48,6 +53,9 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 				lp := r.launchpad
 				lp.Name, lp.DependsOn = "MSSQLLaunchpad", []string{"MSSQLSERVER"}
 				hc.Services = append(hc.Services, lp)
+				if r.mod != nil {
+					r.mod(hc)
+				}
 			})
 			extra := func(restart string) string {
 				return fmt.Sprintf("restart = %q\n  timeouts {\n    create = %q\n    update = %q\n  }", restart, updateTimeout, updateTimeout)
@@ -79,6 +87,8 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 				}
 				if ap.Exit == 0 || !found {
 					t.Errorf("want an error matching %s:\n%s", r.wantErr, ap.describe())
+				} else {
+					t.Logf("the apply failed as it should:\n%s", ap.describe())
 				}
 			}
 			// The Engine and its dependents end Running.
