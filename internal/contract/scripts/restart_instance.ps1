@@ -141,7 +141,7 @@ $guardArguments = '-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' +
 $guard = Start-RestartGuard -Arguments $guardArguments -Instance $instance.Name -Token $token -Marker $markerPath
 if (-not $guard.launcher) {
     Remove-Item -LiteralPath $markerPath -Recurse -Force
-    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped. Start the Task Scheduler service (Schedule), or have the rule set to audit on this host, then apply again."
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped. Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again."
 }
 Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value $guard.process_id -Type DWord
 

@@ -87,7 +87,7 @@ func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, time
 	launch := h.launchGuard(ctx, inst.name, token, guardFile)
 	if launch.launcher == "" {
 		return nil, false, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped. "+
-			"Start the Task Scheduler service (Schedule), or have the rule set to audit on this host, then apply again.", h.computer, launch.why)
+			"Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again.", h.computer, launch.why)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
