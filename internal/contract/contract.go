@@ -136,6 +136,29 @@ type ReadInstanceResult struct {
 	GroupPolicy           GroupPolicyInfo `json:"group_policy"`
 	ErrorLog              ErrorLogInfo    `json:"errorlog"`
 	Dependents            []ServiceInfo   `json:"dependents"` // services that depend on the Engine
+	// HADR is what Windows tells of the instance's Always On availability groups
+	// without SQL Server; nil from a host that does not report it.
+	HADR *HADRInfo `json:"hadr,omitempty"`
+}
+
+// HADRInfo is what the registry and the failover cluster say about an instance's
+// availability groups (docs/design/windows-behaviour.md, "Availability groups").
+type HADRInfo struct {
+	// KeyFound: the instance's MSSQLServer\HADR registry key exists.
+	KeyFound bool `json:"key_found"`
+	// Enabled is the key's HADR_Enabled value; nil when the value is absent.
+	Enabled *int `json:"enabled,omitempty"`
+	// KeyWritten is the key's last write time (RegQueryInfoKey), UTC; nil when the
+	// key is absent or the time could not be read. SQL Server reads HADR_Enabled
+	// when it starts: a value written before the Engine's start is the running one.
+	KeyWritten *time.Time `json:"key_written,omitempty"`
+	// ClusterKnown: root\MSCluster answered (the host is a failover cluster node).
+	ClusterKnown bool `json:"cluster_known"`
+	// OwnedGroups are the "SQL Server Availability Group" cluster resources whose
+	// owner node is this computer: it holds their primary replicas.
+	OwnedGroups []string `json:"owned_groups"`
+	// Detail says what could not be read, for messages.
+	Detail string `json:"detail,omitempty"`
 }
 
 // GroupPolicyInfo says whether domain Group Policy defines the right (RSoP, precedence 1).

@@ -150,3 +150,19 @@ func TestRestartLimitMatchesTheScript(t *testing.T) {
 		}
 	}
 }
+
+// instance_report.ps1's Get-HadrReport writes every field of HADRInfo under its JSON
+// name, and reads the key and the cluster resource the simulator models.
+func TestHadrReportMatchesTheScript(t *testing.T) {
+	s := mustRead("instance_report.ps1")
+	for _, want := range []string{"key_found =", "$report.enabled =", "$report.key_written =", "cluster_known =", "owned_groups =",
+		"detail =", "hadr                   = (Get-HadrReport", `\MSSQLServer\HADR"`, "'HADR_Enabled'", "'root\\MSCluster'",
+		"Type = 'SQL Server Availability Group'", "OwnerNode"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("instance_report.ps1 does not hold %q", want)
+		}
+	}
+	if !strings.Contains(mustRead("lsa.ps1"), "@('RegQueryInfoKey', [uint32], @(") {
+		t.Error("lsa.ps1 does not declare RegQueryInfoKey")
+	}
+}

@@ -192,9 +192,6 @@ func warningDetail(w ifi.Warning) string {
 		return w.Detail + " Check the provider's sql block."
 	case converge.WarnSQLPortUnknown:
 		return w.Detail + " Set sql_port on the resource so SQL Server can be asked."
-	case ifi.WarnAGUnknown:
-		return w.Detail + " Configure the provider's sql block (a login with VIEW SERVER STATE) so that a primary replica is recognised and " +
-			"not restarted, or set restart = \"never\" and restart in a maintenance window."
 	case converge.WarnSQLCheck:
 		return fmt.Sprintf("%s Cause: %s. Check the sql block's login (it needs VIEW SERVER STATE), encryption settings and sql_port.",
 			w.Detail, sqlErrorDetail(w.Err))

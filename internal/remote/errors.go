@@ -42,6 +42,14 @@ func (h *winrmHost) classify(err error) *Error {
 		return e
 	}
 
+	var outErr *outputLimitError
+	if errors.As(err, &outErr) {
+		e.Kind = KindProtocol
+		e.Message = fmt.Sprintf("%s printed more than %d MiB for one operation, so the provider stopped reading and ended the command", where, outErr.limit>>20)
+		e.Hint = "The operations print a few kilobytes of JSON: check that the endpoint is a Windows host running Windows PowerShell 5.1, " +
+			"and that nothing on the host (a profile, a transcript, a logging module) writes into the command's output"
+		return e
+	}
 	var encErr *encryptionRequiredError
 	if errors.As(err, &encErr) {
 		e.Kind = KindAuth

@@ -40,6 +40,15 @@ import (
 // 2 audit, 6 warn), as Add-MpPreference does; with the rule above in block mode,
 // Win32_Process.Create refuses to create processes (the restart's guard).
 //
+//	{"action":"start_backup","instance":"MSSQLSERVER","command":"BACKUP DATABASE"}
+//	{"action":"end_backups","instance":"MSSQLSERVER"}
+//	{"action":"set_hadr_registry","instance":"MSSQLSERVER","value":0}
+//
+// start_backup runs a BACKUP or RESTORE command on the running Engine
+// (sys.dm_exec_requests) until end_backups or the Engine stops. set_hadr_registry
+// writes HADR_Enabled now ("value" absent deletes the value); the Engine reads it
+// at its next start.
+//
 // set_ag_role changes an Always On replica's role (a failover), joins the instance
 // to "group" or, with role "none", removes it from its group; the instance must
 // have Always On enabled in its configuration.
@@ -70,6 +79,10 @@ type Action struct {
 	// set_asr_rule: the rule's id and its action.
 	Rule       string `json:"rule,omitempty"`
 	RuleAction int    `json:"rule_action,omitempty"`
+	// start_backup: the command (default "BACKUP DATABASE").
+	Command string `json:"command,omitempty"`
+	// set_hadr_registry: HADR_Enabled's new value; nil deletes it.
+	Value *int `json:"value,omitempty"`
 }
 
 // Action names.
@@ -91,6 +104,9 @@ const (
 	ActionSetLanguageMode      = "set_language_mode"
 	ActionPauseService         = "pause_service"
 	ActionSetASRRule           = "set_asr_rule"
+	ActionStartBackup          = "start_backup"
+	ActionEndBackups           = "end_backups"
+	ActionSetHADRRegistry      = "set_hadr_registry"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -304,6 +320,24 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry:
+		if err := need("instance", a.Instance); err != nil {
+			return res, err
+		}
+		var err error
+		switch a.Action {
+		case ActionStartBackup:
+			err = h.StartBackup(a.Instance, a.Command)
+		case ActionEndBackups:
+			err = h.EndBackups(a.Instance)
+		default:
+			err = h.SetHADRRegistry(a.Instance, a.Value)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+		}
+		return res, nil
+
 	case ActionSetLanguageMode:
 		if err := need("mode", a.Mode); err != nil {
 			return res, err
@@ -325,6 +359,7 @@ var actionNames = []string{
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
 	ActionSetAGRole, ActionSetLanguageMode, ActionPauseService, ActionSetASRRule,
+	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
 }
 
 // controlHandler serves the HTTP JSON control plane.

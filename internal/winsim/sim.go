@@ -83,7 +83,8 @@ type Sim struct {
 
 	hosts  []*simHost
 	byName map[string]*simHost
-	down   host.DownGauge // the fleet's Engines that are down (Info.MaxEnginesDown)
+	down   host.DownGauge   // the fleet's Engines that are down (Info.MaxEnginesDown)
+	ags    host.AGDirectory // the fleet's availability replicas, which see each other
 
 	control     *http.Server
 	controlAddr string
@@ -310,7 +311,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	name := hc.Name
 	address := hc.Address
 	ip := net.ParseIP(address)
-	model, err := host.New(hc, host.Options{Logf: s.logf, Down: &s.down})
+	model, err := host.New(hc, host.Options{Logf: s.logf, Down: &s.down, AGs: &s.ags})
 	if err != nil {
 		return fmt.Errorf("host %s: building the host model: %w", name, err)
 	}

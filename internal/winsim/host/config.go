@@ -128,6 +128,14 @@ type KerberosConfig struct {
 	// Keytab is the path of a keytab holding the host's HTTP/<fqdn>@REALM keys
 	// (kadmin ktadd, ktpass), as the computer account's keys on Windows.
 	Keytab string `json:"keytab"`
+	// AcceptorSubkey makes the host's AP-REP carry a subkey of its own, which both
+	// sides then seal with (RFC 4121 section 2), as an acceptor may. Default false.
+	AcceptorSubkey bool `json:"acceptor_subkey,omitempty"`
+	// ExtraCount is the filler (EC) the host seals its answers with, the trailer
+	// rotated by RRC + EC (MS-KILE 3.4.5.4.1; 16 is what it says a GSS_WrapEx sender
+	// should use). Default 0: what pywinrm's MIT GSSAPI, which rotates by RRC alone,
+	// can read from Windows over WinRM.
+	ExtraCount int `json:"extra_count,omitempty"`
 }
 
 // BasicEnabled reports whether Basic authentication is on (default false).
@@ -245,6 +253,9 @@ type InstanceConfig struct {
 	// AvailabilityGroup makes the instance a replica of an availability group. The
 	// control action set_ag_role changes its role, joins or leaves a group.
 	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group,omitempty"`
+	// AGSyncMS is how long a secondary replica reports NOT_HEALTHY after its Engine
+	// starts, while it catches up with the primary. Default 0.
+	AGSyncMS int `json:"ag_sync_ms,omitempty"`
 }
 
 // AvailabilityGroupConfig is the instance's replica of an Always On availability
@@ -254,6 +265,9 @@ type AvailabilityGroupConfig struct {
 	Name string `json:"name"`
 	// Role is "primary" or "secondary" (sys.dm_hadr_availability_replica_states.role_desc).
 	Role string `json:"role"`
+	// ClusterType is "wsfc" (the default: the group is a Windows failover cluster
+	// resource, whose owner node holds the primary), "none" or "external".
+	ClusterType string `json:"cluster_type,omitempty"`
 }
 
 // AG replica roles, as the configuration and set_ag_role name them.
@@ -275,6 +289,11 @@ func validateAG(ag AvailabilityGroupConfig) error {
 	if strings.TrimSpace(ag.Name) == "" || len([]rune(ag.Name)) > 128 {
 		return fmt.Errorf(`availability group "name" %q must be 1 to 128 characters, e.g. "AG1"`, ag.Name)
 	}
+	switch strings.ToLower(ag.ClusterType) {
+	case "", ClusterTypeWSFC, ClusterTypeNone, ClusterTypeExternal:
+	default:
+		return fmt.Errorf(`availability group %q: "cluster_type" %q is not %q, %q or %q`, ag.Name, ag.ClusterType, ClusterTypeWSFC, ClusterTypeNone, ClusterTypeExternal)
+	}
 	switch strings.ToLower(ag.Role) {
 	case AGRolePrimary, AGRoleSecondary:
 		return nil
@@ -291,10 +310,25 @@ type LoginConfig struct {
 	Password string `json:"password"`
 	// ViewServerState grants VIEW SERVER STATE (needed for the DMVs). Default true.
 	ViewServerState *bool `json:"view_server_state,omitempty"`
+	// ViewAnyDefinition grants VIEW ANY DEFINITION: without it (and without
+	// sysadmin) catalog views such as sys.availability_groups show no rows, and no
+	// error (metadata visibility). Default false.
+	ViewAnyDefinition bool `json:"view_any_definition,omitempty"`
+	// Sysadmin makes the login a member of sysadmin. Default: true for "sa" only.
+	Sysadmin *bool `json:"sysadmin,omitempty"`
 }
 
 // CanViewServerState reports the ViewServerState flag (default true).
 func (l LoginConfig) CanViewServerState() bool { return l.ViewServerState == nil || *l.ViewServerState }
+
+// CanViewDefinitions reports whether catalog views show the login their rows:
+// VIEW ANY DEFINITION, or sysadmin.
+func (l LoginConfig) CanViewDefinitions() bool {
+	if l.Sysadmin != nil {
+		return *l.Sysadmin || l.ViewAnyDefinition
+	}
+	return l.ViewAnyDefinition || strings.EqualFold(l.Name, "sa")
+}
 
 // DefaultVersion is the build an instance gets when its config names none
 // (SQL Server 2022 CU12).

@@ -424,6 +424,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		t := e.started.UTC()
 		res.ProcessStartTime = &t
 	}
+	res.HADR = inst.hadrInfoLocked()
 	deps := allDependents(e)
 	for _, s := range h.services {
 		if slices.Contains(deps, s) {

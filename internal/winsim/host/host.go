@@ -35,6 +35,9 @@ type Options struct {
 	// Down counts this host's Engines while they are down (DownGauge); hosts may
 	// share one. Optional.
 	Down *DownGauge
+	// AGs holds the availability replicas of the hosts that share it, so that a
+	// primary sees its secondaries. Optional; default one of the host's own.
+	AGs *AGDirectory
 }
 
 // Host is one simulated Windows host.
@@ -81,6 +84,7 @@ type Host struct {
 	asrRules      map[string]int
 	guardDirOwner string
 	tasks         map[string]bool
+	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
 
 	cost  Cost
 	stats stats
@@ -132,6 +136,10 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		nextPID:    4100,
 		auditLimit: 10000,
 		restarts:   map[string]*restartJob{},
+		ags:        opts.AGs,
+	}
+	if h.ags == nil {
+		h.ags = &AGDirectory{}
 	}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	var errs []error
@@ -311,6 +319,9 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 	h.advanceLocked()
 	h.booting = false
+	for _, i := range h.instances {
+		i.publishReplicaLocked()
+	}
 	h.mu.Unlock()
 	h.syncListeners()
 	return h, nil
@@ -521,6 +532,9 @@ func (h *Host) now() time.Time { return h.opts.Now() }
 
 // notifyLocked wakes every waiter; call with h.mu held after any state change.
 func (h *Host) notifyLocked() {
+	for _, i := range h.instances {
+		i.publishReplicaLocked()
+	}
 	close(h.changed)
 	h.changed = make(chan struct{})
 }
