@@ -101,6 +101,7 @@ const (
 	StateStopped      = "Stopped"
 	StateStartPending = "Start Pending"
 	StateStopPending  = "Stop Pending"
+	StatePaused       = "Paused"
 )
 
 // ReadInstanceResult describes one instance as the host sees it now.

@@ -34,6 +34,14 @@ import (
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"primary","group":"AG2"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"none"}
 //	{"action":"set_language_mode","mode":"ConstrainedLanguage"}
+//	{"action":"pause_service","service":"MSSQLLaunchpad"}
+//	{"action":"set_asr_rule","rule":"d1e49aac-8f56-4280-b9ba-993a6d77406c","rule_action":1}
+//
+// pause_service pauses a running service (SERVICE_CONTROL_PAUSE). set_asr_rule sets
+// a Microsoft Defender attack surface reduction rule's action (0 disabled, 1 block,
+// 2 audit, 6 warn), as Add-MpPreference does; with the rule above in block mode,
+// Win32_Process.Create refuses to create processes (the restart's guard).
+//
 //	{"action":"start_backup","instance":"MSSQLSERVER","command":"BACKUP DATABASE"}
 //	{"action":"end_backups","instance":"MSSQLSERVER"}
 //	{"action":"set_hadr_registry","instance":"MSSQLSERVER","value":0}
@@ -70,6 +78,9 @@ type Action struct {
 	// winrm_fault: the fault (faults.go).
 	WinRMFault
 	Mode string `json:"mode,omitempty"`
+	// set_asr_rule: the rule's id and its action.
+	Rule       string `json:"rule,omitempty"`
+	RuleAction int    `json:"rule_action,omitempty"`
 	// start_backup: the command (default "BACKUP DATABASE").
 	Command string `json:"command,omitempty"`
 	// set_hadr_registry: HADR_Enabled's new value; nil deletes it.
@@ -93,6 +104,8 @@ const (
 	ActionTDSDrop              = "tds_drop_after_login"
 	ActionSetAGRole            = "set_ag_role"
 	ActionSetLanguageMode      = "set_language_mode"
+	ActionPauseService         = "pause_service"
+	ActionSetASRRule           = "set_asr_rule"
 	ActionStartBackup          = "start_backup"
 	ActionEndBackups           = "end_backups"
 	ActionSetHADRRegistry      = "set_hadr_registry"
@@ -228,6 +241,26 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionPauseService:
+		if err := need("service", a.Service); err != nil {
+			return res, err
+		}
+		res.Service = a.Service
+		if err := h.PauseService(a.Service); err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+		}
+		res.State = contract.StatePaused
+		return res, nil
+
+	case ActionSetASRRule:
+		if err := need("rule", a.Rule); err != nil {
+			return res, err
+		}
+		if err := h.SetASRRule(a.Rule, a.RuleAction); err != nil {
+			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+		}
+		return res, nil
+
 	case ActionFailStart, ActionSlowStop:
 		if err := need("service", a.Service); err != nil {
 			return res, err
@@ -327,7 +360,8 @@ var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
-	ActionSetAGRole, ActionSetLanguageMode, ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
+	ActionSetAGRole, ActionSetLanguageMode, ActionPauseService, ActionSetASRRule,
+	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
 }
 
 // controlHandler serves the HTTP JSON control plane, behind sameSiteOnly.

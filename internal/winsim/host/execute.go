@@ -546,25 +546,27 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
 			"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
 	}
-	// The restart runs in this script's process, watched by a guard process created
-	// through WMI before anything is stopped, which completes it should this process
+	// The restart runs in this script's process, watched by a guard process started
+	// before anything is stopped (guard.go), which completes it should this process
 	// end (restart_worker.ps1): the restart outlives the shell either way, so the
 	// simulator runs it under the host's lifetime. The guard is a powershell.exe of its
-	// own, counted; its start is not on the restart's path (it starts while the
-	// services stop), so it costs no time here.
+	// own, counted; created through WMI, its start is not on the restart's path (it
+	// starts while the services stop); started by a scheduled task, it is waited for.
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	j, joined := h.startRestart(inst, p.RestartID, timeout)
+	j, joined, err := h.startRestart(ctx, inst, p.RestartID, timeout)
+	if err != nil {
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
+	}
 	wait := timeout + 10*time.Second
 	if joined && p.WaitSeconds > 0 {
 		wait = time.Duration(p.WaitSeconds) * time.Second
 	}
 	if !joined {
-		h.stats.powershell.Add(1)
 		if w := h.writeChangeEvent("restart", inst.name, strings.Join(sids, ","), entry.User, p.Agent); w != "" {
 			eventWarning = w
 		}
 	}
-	res := h.waitRestart(ctx, j, wait)
+	res := h.waitRestart(ctx, j, wait, !joined)
 	if ctx.Err() != nil {
 		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
 	}
@@ -607,7 +609,7 @@ func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusPar
 		writeJSON(stdout, contract.RestartInstanceResult{ServiceName: inst.engine.name, Stopped: []string{}, Started: []string{}})
 		return contract.ExitOK
 	}
-	res := h.waitRestart(ctx, j, time.Duration(p.WaitSeconds)*time.Second)
+	res := h.waitRestart(ctx, j, time.Duration(p.WaitSeconds)*time.Second, false)
 	if ctx.Err() != nil {
 		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
 	}

@@ -82,7 +82,13 @@ type Host struct {
 	endLife context.CancelFunc
 	// restarts is each instance's last restart (restart_job.go), by upper-case name.
 	restarts map[string]*restartJob
-	ags      *AGDirectory // the simulation's availability replicas (hadr.go)
+	// The restart guard's world (guard.go): Defender's ASR rules (id → action), the
+	// owner of %ProgramData%\mssqlifi ("" : it does not exist), the scheduled tasks
+	// under \mssqlifi\.
+	asrRules      map[string]int
+	guardDirOwner string
+	tasks         map[string]bool
+	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
 
 	cost  Cost
 	stats stats
@@ -211,7 +217,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.addService(&service{
 			name: sc.Name, display: display, account: orDefault(sc.StartAccount, `NT Service\`+sc.Name),
-			sidType: sidType, startDur: ms(sc.StartMS), stopDur: ms(sc.StopMS), failStart: sc.FailStart,
+			sidType: sidType, startDur: ms(sc.StartMS), stopDur: ms(sc.StopMS), failStart: sc.FailStart, refuseStop: sc.RefuseStop,
 			dependsOnNames: sc.DependsOn, initiallyStopped: sc.Stopped,
 		})
 	}
@@ -252,6 +258,17 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
 		h.langMode = m
+	}
+	h.asrRules, h.tasks = map[string]int{}, map[string]bool{}
+	for id, action := range cfg.Defender.ASRRules {
+		h.asrRules[strings.ToLower(id)] = action
+	}
+	if cfg.GuardDirectoryOwner != "" {
+		sid, err := h.resolvePrincipal(cfg.GuardDirectoryOwner)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("guard_directory_owner: %w", err))
+		}
+		h.guardDirOwner = sid
 	}
 	h.groupsOf = map[string][]string{}
 	for group, ms := range cfg.Groups {
