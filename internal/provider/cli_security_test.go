@@ -173,15 +173,7 @@ func TestCLI_logonAdviceOncePerHost(t *testing.T) {
 		hc.Instances = append(hc.Instances, host.InstanceConfig{Name: "REPORTING"})
 	})
 	w.write(strings.Replace(e.winrmBlock(fmt.Sprintf("    https = false\n    port  = %d", e.httpPort), ""), accPassword, "Wr0ng-Pa55word", 1) +
-		fmt.Sprintf(`
-resource "mssqlifi_instant_file_initialization" "default" {
-  host = %[1]q
-}
-resource "mssqlifi_instant_file_initialization" "reporting" {
-  host     = %[1]q
-  instance = "REPORTING"
-}
-`, e.addr))
+		twoInstances(e.addr))
 	r := w.apply()
 	if r.Exit != 1 {
 		t.Fatalf("apply with a wrong password: exit %d, want 1:\n%s", r.Exit, r.describe())
