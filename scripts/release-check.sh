@@ -57,8 +57,9 @@ for p in "${platforms[@]}"; do
 	wzip="winsim_${version}_${p}.zip"
 	expected_zips+=("$wzip")
 	if [[ ! -f "$dist/$wzip" ]]; then bad "$wzip is missing"; continue; fi
+	names="$(zip_list "$dist/$wzip")"
 	for f in "winsim${exe}" winsim-test-env.sh README.md; do
-		zip_list "$dist/$wzip" | grep -qx "$f" && ok "$wzip holds $f" || bad "$wzip has no $f"
+		if [[ $'\n'"$names"$'\n' == *$'\n'"$f"$'\n'* ]]; then ok "$wzip holds $f"; else bad "$wzip has no $f"; fi
 	done
 done
 

@@ -30,8 +30,8 @@ FAKE
 fake "$work/terraform" Terraform 9.9.9
 
 # The fake must reproduce the bug, or this test proves nothing.
-if (set -o pipefail; "$work/terraform" -version | head -n1 >/dev/null); then
-	echo "FAIL  the fake CLI did not reproduce SIGPIPE under '| head -n1': this test cannot fail"
+if (set -o pipefail; "$work/terraform" -version | head -n1 >/dev/null); then # pipe-reader: ok (the bug, reproduced on purpose)
+	echo "FAIL  the fake CLI did not reproduce SIGPIPE under '| head -n1': this test cannot fail" # pipe-reader: ok (a message)
 	fail=1
 fi
 

@@ -101,6 +101,7 @@ const (
 	StateStopped      = "Stopped"
 	StateStartPending = "Start Pending"
 	StateStopPending  = "Stop Pending"
+	StatePaused       = "Paused"
 )
 
 // ReadInstanceResult describes one instance as the host sees it now.
@@ -135,6 +136,29 @@ type ReadInstanceResult struct {
 	GroupPolicy           GroupPolicyInfo `json:"group_policy"`
 	ErrorLog              ErrorLogInfo    `json:"errorlog"`
 	Dependents            []ServiceInfo   `json:"dependents"` // services that depend on the Engine
+	// HADR is what Windows tells of the instance's Always On availability groups
+	// without SQL Server; nil from a host that does not report it.
+	HADR *HADRInfo `json:"hadr,omitempty"`
+}
+
+// HADRInfo is what the registry and the failover cluster say about an instance's
+// availability groups (docs/design/windows-behaviour.md, "Availability groups").
+type HADRInfo struct {
+	// KeyFound: the instance's MSSQLServer\HADR registry key exists.
+	KeyFound bool `json:"key_found"`
+	// Enabled is the key's HADR_Enabled value; nil when the value is absent.
+	Enabled *int `json:"enabled,omitempty"`
+	// KeyWritten is the key's last write time (RegQueryInfoKey), UTC; nil when the
+	// key is absent or the time could not be read. SQL Server reads HADR_Enabled
+	// when it starts: a value written before the Engine's start is the running one.
+	KeyWritten *time.Time `json:"key_written,omitempty"`
+	// ClusterKnown: root\MSCluster answered (the host is a failover cluster node).
+	ClusterKnown bool `json:"cluster_known"`
+	// OwnedGroups are the "SQL Server Availability Group" cluster resources whose
+	// owner node is this computer: it holds their primary replicas.
+	OwnedGroups []string `json:"owned_groups"`
+	// Detail says what could not be read, for messages.
+	Detail string `json:"detail,omitempty"`
 }
 
 // GroupPolicyInfo says whether domain Group Policy defines the right (RSoP, precedence 1).
@@ -168,6 +192,9 @@ type SetRightParams struct {
 	// the same process: the apply's read-back without a powershell.exe of its own.
 	// "" reads nothing.
 	ReadBack string `json:"read_back,omitempty"`
+	// Agent is the provider's User-Agent, which the change's entry in the host's
+	// Application event log names (event_log.ps1).
+	Agent string `json:"agent,omitempty"`
 }
 
 // SetRightResult tells whether anything changed and who holds the right now.
@@ -176,7 +203,21 @@ type SetRightResult struct {
 	Holders []Principal `json:"holders"`
 	// Instance is the read-back SetRightParams.ReadBack asked for (nil otherwise).
 	Instance *ReadInstanceResult `json:"instance,omitempty"`
+	// EventLogWarning says why the change could not be written to the host's
+	// Application event log (the change itself was made); "" when it was.
+	EventLogWarning string `json:"event_log_warning,omitempty"`
 }
+
+// EventSource is the Application event log source of the entries each grant,
+// revoke and restart writes on the host (event_log.ps1), registered on first use.
+const EventSource = "mssqlifi"
+
+// Event IDs of those entries, by change.
+const (
+	EventGrant   = 1001
+	EventRevoke  = 1002
+	EventRestart = 1003
+)
 
 // RightChange is one change of SeManageVolumePrivilege's holders that
 // restart_instance makes before the restart, in its own process (set_right's work).
@@ -218,6 +259,8 @@ type RestartInstanceParams struct {
 	// ReadBack: once the restart finished, read the instance as read_instance does, in
 	// the same process, into RestartInstanceResult.Instance.
 	ReadBack bool `json:"read_back,omitempty"`
+	// Agent: as SetRightParams.Agent, for the changes' and the restart's entries.
+	Agent string `json:"agent,omitempty"`
 }
 
 // RestartStatusParams asks for the outcome of an instance's last restart, waiting at
@@ -285,6 +328,9 @@ type RestartInstanceResult struct {
 	// Instance is the read-back RestartInstanceParams.ReadBack asked for, once the
 	// restart finished (nil otherwise).
 	Instance *ReadInstanceResult `json:"instance,omitempty"`
+	// EventLogWarning: as SetRightResult.EventLogWarning, for the changes and the
+	// restart of this request.
+	EventLogWarning string `json:"event_log_warning,omitempty"`
 }
 
 // Params returns an empty parameter value of the operation, for decoding.

@@ -150,3 +150,38 @@ func TestRestartLimitMatchesTheScript(t *testing.T) {
 		}
 	}
 }
+
+// instance_report.ps1's Get-HadrReport writes every field of HADRInfo under its JSON
+// name, and reads the key and the cluster resource the simulator models.
+func TestHadrReportMatchesTheScript(t *testing.T) {
+	s := mustRead("instance_report.ps1")
+	for _, want := range []string{"key_found =", "$report.enabled =", "$report.key_written =", "cluster_known =", "owned_groups =",
+		"detail =", "hadr                   = (Get-HadrReport", `\MSSQLServer\HADR"`, "'HADR_Enabled'", "'root\\MSCluster'",
+		"Type = 'SQL Server Availability Group'", "OwnerNode"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("instance_report.ps1 does not hold %q", want)
+		}
+	}
+	if !strings.Contains(mustRead("lsa.ps1"), "@('RegQueryInfoKey', [uint32], @(") {
+		t.Error("lsa.ps1 does not declare RegQueryInfoKey")
+	}
+}
+
+// event_log.ps1 writes under contract.EventSource with contract.Event* IDs, the
+// numbers the simulator's event log uses.
+func TestEventLogScriptMatchesGo(t *testing.T) {
+	s := mustRead("event_log.ps1")
+	for _, want := range []string{
+		fmt.Sprintf("$source = '%s'", EventSource),
+		fmt.Sprintf("@{ grant = %d; revoke = %d; restart = %d }", EventGrant, EventRevoke, EventRestart),
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("event_log.ps1 does not hold %q", want)
+		}
+	}
+	for _, op := range []Operation{OpSetRight, OpRestartInstance} {
+		if script, _ := Script(op); !strings.Contains(script, "function Write-ChangeEvent") {
+			t.Errorf("the %s script does not define Write-ChangeEvent", op)
+		}
+	}
+}

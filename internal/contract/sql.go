@@ -28,16 +28,30 @@ const (
 
 	// QueryHADREnabled: one row. is_hadr_enabled is 1 when Always On availability
 	// groups are enabled, 0 when not, NULL on builds before 2012 (which have no
-	// HADR views): only with 1 does the provider send QueryLocalReplicas.
+	// HADR views): only with 1 does the provider send QueryReplicaStates.
 	QueryHADREnabled = "SELECT CAST(SERVERPROPERTY('IsHadrEnabled') AS int) AS is_hadr_enabled"
 
-	// QueryLocalReplicas: one row per availability group the instance is a replica
-	// of (none when it is in no group). role_desc is PRIMARY, SECONDARY or RESOLVING.
-	// Needs VIEW SERVER STATE.
-	QueryLocalReplicas = "SELECT ag.name AS availability_group, rs.role_desc " +
+	// QueryReplicaStates: one row per availability replica the instance can see
+	// (none when it is in no group): its own replicas (is_local 1) and, on a
+	// primary, every other replica of its groups (is_local 0; a secondary sees only
+	// itself). role_desc is PRIMARY, SECONDARY or RESOLVING (NULL for a remote
+	// replica that is not connected); connected_state_desc CONNECTED or
+	// DISCONNECTED; synchronization_health_desc HEALTHY, PARTIALLY_HEALTHY or
+	// NOT_HEALTHY. Only DMVs, which VIEW SERVER STATE shows: a catalog view such as
+	// sys.availability_groups shows a login without VIEW ANY DEFINITION no rows,
+	// and no error, so it is never joined (LEFT JOINs keep the row when a name is
+	// missing).
+	QueryReplicaStates = "SELECT m.ag_name AS availability_group, cs.replica_server_name, rs.is_local, rs.role_desc, " +
+		"rs.connected_state_desc, rs.synchronization_health_desc " +
 		"FROM sys.dm_hadr_availability_replica_states AS rs " +
-		"INNER JOIN sys.availability_groups AS ag ON ag.group_id = rs.group_id " +
-		"WHERE rs.is_local = 1 ORDER BY ag.name"
+		"LEFT JOIN sys.dm_hadr_name_id_map AS m ON m.ag_id = rs.group_id " +
+		"LEFT JOIN sys.dm_hadr_availability_replica_cluster_states AS cs ON cs.replica_id = rs.replica_id " +
+		"ORDER BY m.ag_name"
+
+	// QueryRequests: one row per request running now. With VIEW SERVER STATE every
+	// session's, without it only the caller's own. The provider looks for commands
+	// that start with BACKUP or RESTORE, which a restart would end.
+	QueryRequests = "SELECT session_id, command FROM sys.dm_exec_requests"
 )
 
 // SQL Server error numbers the provider tells apart.
@@ -49,4 +63,4 @@ const (
 )
 
 // Queries lists every query above.
-var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryLocalReplicas}
+var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryReplicaStates, QueryRequests}

@@ -77,14 +77,16 @@ func TestApplySucceeds(t *testing.T) {
 		{name: "without SQL the error log verifies and the restart waits on nothing", host: func() *fakeHost {
 			h := newFakeHost()
 			h.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
+			// Windows tells the Engine is in no availability group.
+			h.ri.HADR = &contract.HADRInfo{KeyFound: true, Enabled: new(int), KeyWritten: ptrTime(fakeBoot.Add(-time.Hour))}
 			return h
 		}(), desired: enable, noSQL: true,
-			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnAGUnknown}},
-		{name: "a secondary replica restarts as usual", host: newFakeHost(), desired: enable, replicas: []sqlcheck.Replica{{Group: "AG1", Role: "SECONDARY"}},
+			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnBackupsUnchecked}},
+		{name: "a secondary replica restarts as usual", host: newFakeHost(), desired: enable, replicas: []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"}},
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true},
 		{name: "a primary replica restarts when opted in, with a warning", host: newFakeHost(),
 			desired:     ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeededIncludingPrimary},
-			replicas:    []sqlcheck.Replica{{Group: "AG1", Role: "PRIMARY"}},
+			replicas:    []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}},
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnPrimaryRestart}},
 		{name: "stopped service: grant, no restart", host: func() *fakeHost {
 			h := newFakeHost()
@@ -133,6 +135,8 @@ func TestApplySucceeds(t *testing.T) {
 
 func ptr(b bool) *bool { return &b }
 
+func ptrTime(t time.Time) *time.Time { return &t }
+
 // Failures before anything changed: the state stays as it was (no assessment), the
 // host is untouched, and the error says which step failed.
 func TestApplyFailsBeforeAnyChange(t *testing.T) {
@@ -163,7 +167,7 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 				}
 			}},
 		{name: "primary replica needing a restart is refused", setup: func(w *world) {
-			w.checker.replicas = []sqlcheck.Replica{{Group: "AG2", Role: "SECONDARY"}, {Group: "AG1", Role: "PRIMARY"}}
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG2", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"}, {Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}}
 		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
 			if e.Refusal == nil || !strings.Contains(e.Refusal.Summary, "Primary availability replica") ||
 				!strings.Contains(e.Refusal.Detail, "AG1, AG2") || !strings.Contains(e.Refusal.Detail, "FAILOVER") ||
@@ -171,8 +175,30 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 				t.Errorf("refusal %+v, want the primary-replica refusal naming both groups, the failover and the opt-in", e.Refusal)
 			}
 		}},
+		{name: "without SQL and without Windows' word on the role, a restart is refused", setup: func(w *world) {
+			w.clients.checker = nil
+			w.host.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
+		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
+			if e.Refusal == nil || !strings.Contains(e.Refusal.Summary, "role unknown") || !strings.Contains(e.Refusal.Detail, "VIEW SERVER STATE") {
+				t.Errorf("refusal %+v, want the unknown-role refusal naming the permission", e.Refusal)
+			}
+		}},
+		{name: "a failed SQL check (a wrong password, a TDS drop, a CA mismatch) leaves the role unknown: refused", setup: func(w *world) {
+			w.checker.checkErr = errBoom
+			w.host.ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: ptr(false)}
+		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
+			if e.Refusal == nil || !strings.Contains(e.Refusal.Detail, "asking it failed") {
+				t.Errorf("refusal %+v, want the unknown-role refusal", e.Refusal)
+			}
+		}},
+		{name: "a backup running is refused", setup: func(w *world) {
+			w.checker.requests = []sqlcheck.Request{{Session: 57, Command: "BACKUP DATABASE"}}
+		}, kind: KindRefused},
+		{name: "a secondary whose group is not healthy is refused", setup: func(w *world) {
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "NOT_HEALTHY"}}
+		}, kind: KindRefused},
 		{name: "replica resolving its role needing a restart is refused", setup: func(w *world) {
-			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Role: "RESOLVING"}}
+			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "RESOLVING", Connected: "CONNECTED", Health: "HEALTHY"}}
 		}, kind: KindRefused},
 		{name: "Group Policy that does not list the grantee is refused", setup: func(w *world) {
 			w.host.ri.GroupPolicy = contract.GroupPolicyInfo{Known: true, Defined: true, Holders: []contract.Principal{{SID: acctSID}}}

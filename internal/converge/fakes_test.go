@@ -256,6 +256,7 @@ type fakeChecker struct {
 	waitErr  error
 	tde      []string
 	replicas []sqlcheck.Replica // nil: Always On off
+	requests []sqlcheck.Request
 
 	// onCheck runs at the start of each check, before its answer (e.g. to signal
 	// that it started, or to wait); its error fails the check.
@@ -283,7 +284,8 @@ func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.R
 	defer c.h.mu.Unlock()
 	on := c.h.runningIFI
 	return &sqlcheck.Report{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
-		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas}, nil
+		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas,
+		Requests: append([]sqlcheck.Request{}, c.requests...)}, nil
 }
 
 func (c *fakeChecker) WaitReady(ctx context.Context, t sqlcheck.Target) error {

@@ -17,6 +17,7 @@ const (
 	WarnSQLCheck       = "sql_check"        // asking SQL Server failed
 	WarnStateStale     = "state_stale"      // after a failure the host could not be read back
 	WarnRecovered      = "recovered"        // after a connection failure the host was read back as asked
+	WarnEventLog       = "event_log"        // a change was made but not written to the host's event log
 )
 
 // Observation is one look at an instance: one read_instance and at most one SQL
@@ -107,6 +108,7 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 					dmv = rep.IFIEnabled
 				}
 				v.AG = agMembership(rep)
+				v.RunningBackups = rep.RunningBackups()
 			}
 		}
 	}
@@ -227,11 +229,29 @@ func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadIn
 
 // agMembership sums up the instance's availability group replicas: primary when it
 // is the primary of any group, resolving when it is resolving in any other, else
-// secondary.
+// secondary; and each replica it can see that is not connected and HEALTHY.
 func agMembership(rep *sqlcheck.Report) *ifi.AGMembership {
 	m := &ifi.AGMembership{Groups: []string{}}
 	for _, r := range rep.Replicas {
-		m.Groups = append(m.Groups, r.Group)
+		if !r.Healthy() {
+			who := r.Server
+			if who == "" {
+				who = "a replica"
+			}
+			if r.Local {
+				who += " (this replica)"
+			}
+			if r.Group != "" {
+				who += " of " + r.Group
+			}
+			m.Unhealthy = append(m.Unhealthy, fmt.Sprintf("%s: %s, %s", who, orUnknown(r.Health), orUnknown(r.Connected)))
+		}
+		if !r.Local {
+			continue
+		}
+		if !slices.Contains(m.Groups, r.Group) {
+			m.Groups = append(m.Groups, r.Group)
+		}
 		switch {
 		case r.Role == "PRIMARY":
 			m.Role = ifi.RolePrimary
@@ -243,4 +263,11 @@ func agMembership(rep *sqlcheck.Report) *ifi.AGMembership {
 	}
 	slices.Sort(m.Groups)
 	return m
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "UNKNOWN"
+	}
+	return s
 }

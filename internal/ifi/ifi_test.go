@@ -47,7 +47,9 @@ func gp(sids ...string) func(*contract.ReadInstanceResult) {
 }
 
 func dmv(on bool) Verification {
-	return Verification{Source: SourceSQLDMV, Enabled: ptr(on), SQLVersion: "16.0.4135.4"}
+	// SQL Server answered: the instance is in no availability group, no backup runs.
+	return Verification{Source: SourceSQLDMV, Enabled: ptr(on), SQLVersion: "16.0.4135.4",
+		AG: &AGMembership{Groups: []string{}}, RunningBackups: []string{}}
 }
 
 func obs(v Verification, mod ...func(*contract.ReadInstanceResult)) Observed {
@@ -210,7 +212,7 @@ func TestPlanApply(t *testing.T) {
 		{
 			name:     "unverifiable and changed: restart to be sure",
 			desired:  enable,
-			observed: obs(Verification{Source: SourceNone}),
+			observed: obs(Verification{Source: SourceNone}, hadrOff),
 			steps:    []stepWant{{true, svcSID}},
 			restart:  true,
 			warnings: []string{WarnUnverified},

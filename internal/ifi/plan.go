@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -62,44 +61,11 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 		}
 	}
 	if p.Restart {
-		if r := a.primaryRestart(p); r != nil {
+		if r := a.restartSafety(p); r != nil {
 			return a, nil, r
 		}
 	}
 	return a, p, nil
-}
-
-// primaryRestart refuses a restart of an availability group's primary replica (or
-// one resolving its role) under restart = "if_needed", and warns when the role is
-// unknown or the user opted in.
-func (a *Assessment) primaryRestart(p *Plan) *Refusal {
-	ag := a.AG
-	if ag == nil {
-		p.Warnings = append(p.Warnings, Warning{WarnAGUnknown, "Availability group role unknown: restarting anyway",
-			fmt.Sprintf("%s restarts (%s), but SQL Server was not asked whether it is the primary replica of an Always On "+
-				"availability group; if it is, the group's databases are offline until it is back or the group fails over.",
-				capitalize(a.where()), p.RestartReason), nil})
-		return nil
-	}
-	if ag.Role != RolePrimary && ag.Role != RoleResolving {
-		return nil
-	}
-	groups := safetext.Escape(strings.Join(ag.Groups, ", "))
-	if a.desired.Restart == RestartIfNeededIncludingPrimary {
-		p.Warnings = append(p.Warnings, Warning{WarnPrimaryRestart, "Restarting a primary availability replica",
-			fmt.Sprintf("%s is the %s replica of the availability group %s and restarts (%s) because restart = %q: the group's "+
-				"databases are unavailable until the Engine is back, unless the group fails over automatically.",
-				capitalize(a.where()), ag.Role, groups, p.RestartReason, RestartIfNeededIncludingPrimary), nil})
-		return nil
-	}
-	return &Refusal{
-		Summary: "Primary availability replica: refusing to restart it",
-		Detail: fmt.Sprintf("%s is the %s replica of the Always On availability group %s and IFI needs a restart (%s); restarting it "+
-			"would take the group's databases offline. Nothing was changed. Fail over first (ALTER AVAILABILITY GROUP [%s] FAILOVER "+
-			"on a synchronized secondary replica), then apply again: a secondary restarts as usual. Or set restart = %q to restart "+
-			"the primary anyway, or restart = \"never\" to change the right only and restart in a maintenance window.",
-			capitalize(a.where()), ag.Role, groups, p.RestartReason, safetext.Escape(firstGroup(ag.Groups)), RestartIfNeededIncludingPrimary),
-	}
 }
 
 func firstGroup(gs []string) string {

@@ -79,6 +79,10 @@ type Verification struct {
 	// AG is the instance's Always On availability group membership; nil when
 	// unknown (SQL Server was not asked).
 	AG *AGMembership
+	// RunningBackups are the BACKUP and RESTORE commands running now
+	// (sys.dm_exec_requests), each as "BACKUP DATABASE (session 57)"; empty when
+	// none, nil when SQL Server was not asked.
+	RunningBackups []string
 }
 
 // AGMembership is what SQL Server says about the instance's availability groups.
@@ -90,6 +94,10 @@ type AGMembership struct {
 	// RoleResolving when it is resolving in any other, else RoleSecondary; ""
 	// when it is in no group.
 	Role string
+	// Unhealthy describes each replica this one can see (itself; on a primary,
+	// every replica) whose synchronization health is not HEALTHY or that is not
+	// connected; empty when all are.
+	Unhealthy []string
 }
 
 // Availability group replica roles, as the computed attribute reports them.
@@ -129,6 +137,9 @@ const (
 	WarnAGUnknown      = "ag_unknown"
 	WarnGPUnknown      = "group_policy_unknown"
 	WarnPrimaryRestart = "primary_restart"
+	// WarnBackupsUnchecked: a restart goes ahead (or may) without SQL Server having
+	// said whether a backup or restore is running.
+	WarnBackupsUnchecked = "backups_unchecked"
 	// WarnHiddenMembership: IFI stays on although enabled = false, through a
 	// membership the host does not report (an IneffectiveRestart applies).
 	WarnHiddenMembership = "hidden_membership"

@@ -62,7 +62,7 @@ func winrmAdvice(re *remote.Error) string {
 			case re.Auth == remote.AuthBasic:
 				adv += `; winrm.auth = "negotiate" works for domain accounts`
 			default:
-				adv += `; on a domain-joined host a bare user name logs on to the domain: name a local account with the host's computer name (SQL01\Administrator)`
+				adv += ". " + userNameForms
 			}
 		}
 		return adv
@@ -78,6 +78,24 @@ func winrmAdvice(re *remote.Error) string {
 	return ""
 }
 
+// userNameForms is the one explanation of the WinRM user names that log on, and
+// what each names on a domain-joined host, given with a failed logon. It follows
+// the NTLM client (internal/ntlmauth: a bare name takes the challenge's target name,
+// the host's domain; DOMAIN\user sends that domain; user@domain.fqdn goes whole, as
+// Windows sends it) and remote's Kerberos principal (krb.SplitPrincipal).
+const userNameForms = `Three forms of user name log on; on a domain-joined host they name: ` +
+	`DOMAIN\user (CONTOSO\svc_terraform) a domain account, and a bare "user" the same account, since NTLM logs it on to the host's domain; ` +
+	`user@domain.fqdn (svc_terraform@contoso.com), the user principal name, the same domain account, and with Kerberos the part after @ ` +
+	`is the realm (CONTOSO.COM); COMPUTER\user (SQL01\Administrator) a local account of the host, the only way to name one there, ` +
+	`and with NTLM only, since Kerberos logs on domain accounts. On a workgroup host a bare name is a local account`
+
+// logonAdviceGiven stands for the full advice of a failed logon in the errors of
+// the other instances on the same host in one run: given once per host, it names the
+// instance whose error carries it.
+func logonAdviceGiven(instance string) string {
+	return fmt.Sprintf("The same logon failed for instance %s on this host; its error says which user names log on and what to check", instance)
+}
+
 // kerberosAdvice is the advice for a Kerberos failure, by its cause, or "".
 func kerberosAdvice(re *remote.Error) string {
 	keytab := "winrm.keytab (or " + EnvWinRMKeytab + ")"
@@ -85,9 +103,12 @@ func kerberosAdvice(re *remote.Error) string {
 	spn := "winrm.spn (or " + EnvWinRMSPN + ")"
 	logOnItself := "set winrm.password (or " + EnvWinRMPassword + ") or " + keytab + " so the provider logs on itself"
 	switch {
+	case errors.Is(re, remote.ErrNTLMFallback):
+		return `winrm.allow_ntlm_fallback = false refuses NTLM with auth = "negotiate": give the user's realm (user@REALM, DOMAIN\user ` +
+			"or winrm.realm) and " + krb5Conf + " naming its KDCs, or remove allow_ntlm_fallback"
 	case errors.Is(re, krb.ErrKDCUnreachable):
 		return "Make " + krb5Conf + " name KDCs of the realm that this machine reaches on port 88 (TCP and UDP). With winrm.auth = " +
-			`"negotiate" and a password the provider uses NTLM when no KDC answers; with "kerberos", a keytab or a credential cache it cannot`
+			`"negotiate" and a password the provider uses NTLM when no KDC answers (unless winrm.allow_ntlm_fallback = false); with "kerberos", a keytab or a credential cache it cannot`
 	case errors.Is(re, krb.ErrClockSkew):
 		return "No provider argument fixes a clock skew: synchronise the clocks of this machine, the KDC and the host (NTP, w32tm /resync); " +
 			`meanwhile winrm.auth = "ntlm" does not depend on the clocks`

@@ -81,17 +81,23 @@ func TestCLI_primaryReplicaRestartsWhenOptedIn(t *testing.T) {
 	}
 }
 
-// Without SQL credentials the role is unknown: a restart proceeds and says so, and
-// the attributes are null.
-func TestCLI_unknownReplicaRoleWarnsWhenRestarting(t *testing.T) {
+// Without SQL credentials, Windows' failover cluster still names the node that owns
+// the group: the primary is refused (issue 14: it used to restart, "restarting
+// anyway"); nothing changes and the attributes stay null.
+func TestCLI_primaryWithoutSQLIsNotRestarted(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, agHost(host.AGRolePrimary))
+	before := e.serviceStart("MSSQLSERVER")
 	w.write(e.providerConfig(false) + resourceConfig(e.addr, ""))
-	r := w.mustApply()
-	r.wantDiag(t, "warning", `^Availability group role unknown: restarting anyway$`, `SQL Server was not asked(.|\n)*sql block`)
-	if a := w.attrs(resName); a["availability_group"] != nil || a["availability_role"] != nil {
-		t.Errorf("state: availability_group %v, availability_role %v; want null, null", a["availability_group"], a["availability_role"])
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("the apply restarted a primary replica without SQL credentials:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^Primary availability replica: refusing to restart it$`, `AG1 \(per the failover cluster`)
+	r.wantDiag(t, "warning", `^Restart safety cannot be checked through SQL Server for instance MSSQLSERVER on `, `sql block`)
+	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) || e.holds(defaultSvcSID) {
+		t.Errorf("the refused apply changed the host: started %v (was %v), granted %v", s, before, e.holds(defaultSvcSID))
 	}
 }
 

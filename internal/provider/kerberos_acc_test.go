@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -200,6 +201,33 @@ func TestAccKerberos_unknownSPNNamesArgument(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config:      cfg + resourceConfig(e.addr, ""),
 			ExpectError: regexp.MustCompile(`KDC_ERR_S_PRINCIPAL_UNKNOWN[\s\S]*winrm\.spn`),
+		}},
+	})
+}
+
+// A krb5.conf with a realm block on one line, found through KRB5_CONFIG with the
+// default auth and no password: the plan fails naming the file and the line; the
+// provider does not panic (issue 14).
+func TestAccKerberos_malformedKrb5ConfNamesLine(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(conf, []byte("[libdefaults]\n  default_realm = EXAMPLE.COM\n[realms]\nEXAMPLE.COM = { kdc = a }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5_CONFIG", conf)
+	t.Setenv(EnvWinRMPassword, "")
+	t.Setenv(EnvWinRMKrb5Conf, "")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{{
+			Config: requiredProviders + `
+provider "mssqlifi" {
+  winrm {
+    username = "dba@EXAMPLE.COM"
+  }
+}
+` + resourceConfig("sql01.example.com", ""),
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(`Unreadable krb5\.conf[\s\S]*` + regexp.QuoteMeta(filepath.Base(conf)) + `[\s\S]*line[\s\n]+4`),
 		}},
 	})
 }

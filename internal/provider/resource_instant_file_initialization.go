@@ -52,13 +52,14 @@ type ifiResource struct {
 
 func (r *ifiResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_instant_file_initialization"
+	resp.ResourceBehavior.MutableIdentity = true // port, part of the identity, changes in place
 }
 
 func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	attrs := map[string]schema.Attribute{
 		"id": schema.StringAttribute{
 			Computed:            true,
-			MarkdownDescription: "`HOST/INSTANCE`, the import ID.",
+			MarkdownDescription: "`HOST/INSTANCE`. The import ID is this, or `HOST:PORT/INSTANCE` for a host on another WinRM port than the provider's.",
 			PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 		"host": schema.StringAttribute{
@@ -108,9 +109,10 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
 			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
 				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
-				"group: the apply then refuses before changing anything (fail over first; secondaries restart as usual). " +
-				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica (its databases are unavailable until it is back, " +
-				"unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
+				"group, a replica whose role cannot be established, a replica of a group that is not healthy, or while a backup or restore runs: " +
+				"the apply then refuses before changing anything (see Restart safety; secondaries restart as usual). " +
+				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica or one whose role is unknown (its databases are " +
+				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
 			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
 				string(ifi.RestartNever))},
 		},
@@ -166,7 +168,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -195,7 +197,7 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	// read while it is fresh (converge.DefaultReadFreshness).
 	resp.Diagnostics.Append(getHostRead(ctx, req.Private, &t)...)
 	plan.ID = prior.ID
-	r.apply(ctx, opUpdate, plan, prior.computedModel, desired, t, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, opUpdate, plan, prior.computedModel, desired, t, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 // Operations whose failure marks the resource unverified (privateUnverified).
@@ -212,10 +214,11 @@ const (
 // is the plan's target with what the private state knows of the last observation
 // (SQL port, the host's read).
 func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceModel, known computedModel, d ifi.Desired, t converge.Target,
-	state *tfsdk.State, private privateSetter, diags *diag.Diagnostics) {
+	state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
 	out, err := r.c.engine().Apply(ctx, t, d)
+	r.c.ntlmFallbackWarning(diags, t)
 	if err != nil {
-		addEngineError(diags, opApply, err, r.c.winrm.Username)
+		addEngineError(diags, opApply, err, r.c.report())
 	}
 	addWarnings(diags, out.Warnings)
 	if st := plan.withOutcome(out, known); st != nil {
@@ -225,6 +228,7 @@ func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceMode
 		}
 		diags.Append(setUnverified(ctx, private, mark, time.Now(), err)...)
 		diags.Append(state.Set(ctx, st)...)
+		diags.Append(setIdentity(ctx, identity, *st)...)
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
 		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
 		diags.Append(setSQLPortHint(ctx, private, out.SQLPort)...)
@@ -277,14 +281,17 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	t.SQLPortHint, ds = getSQLPortHint(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
 	out, err := r.c.engine().Read(ctx, t, desired)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
 			notFoundDetail(t, ce.Instance)+" Terraform will plan to create the resource again; remove it from the configuration if the instance was uninstalled.")
 		resp.State.RemoveResource(ctx)
+		// The framework wants an identity after every read, a removal included.
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, state)...)
 		return
 	}
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opRead, err, r.c.winrm.Username)
+		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return // the state stays as it was
 	}
 	a := out.Assessment
@@ -305,6 +312,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		resp.Diagnostics.Append(ds...)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, *st)...)
 	resp.Diagnostics.Append(setSQLPortHint(ctx, resp.Private, out.SQLPort)...)
 	resp.Diagnostics.Append(setHostRead(ctx, resp.Private, t, out)...)
 }
@@ -324,43 +332,17 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 
 	t := state.target()
 	out, err := r.c.engine().Destroy(ctx, t, state.desired())
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")
 		return
 	}
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opDestroy, err, r.c.winrm.Username)
+		addEngineError(&resp.Diagnostics, opDestroy, err, r.c.report())
 		return
 	}
 	// The stays-on warning was given by ModifyPlan when the destroy was planned.
 	addWarnings(&resp.Diagnostics, out.Warnings, ifi.WarnStaysOnDestroy)
-}
-
-func (r *ifiResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	host, instance, err := parseImportID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid import ID", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), importID(host, instance))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), host)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("instance"), instance)...)
-}
-
-// parseImportID splits HOST/INSTANCE and checks both parts.
-func parseImportID(id string) (host, instance string, err error) {
-	parts := strings.Split(id, "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return "", "", fmt.Errorf("the import ID %q must be HOST/INSTANCE, for example sql01.example.com/MSSQLSERVER "+
-			"or sql01.example.com/REPORTING", id)
-	}
-	if err := checkHost(parts[0]); err != nil {
-		return "", "", fmt.Errorf("the import ID %q must be HOST/INSTANCE: host: %v", id, err)
-	}
-	if err := checkInstanceName(parts[1]); err != nil {
-		return "", "", fmt.Errorf("the import ID %q must be HOST/INSTANCE: instance: %v", id, err)
-	}
-	return parts[0], parts[1], nil
 }
 
 // ModifyPlan warns at plan time about what the apply will refuse or leave undone,
@@ -373,7 +355,8 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		}
 	}
 	if req.State.Raw.IsNull() {
-		return // create: nothing known yet
+		r.createWarnings(ctx, req, resp) // create: nothing read yet
+		return
 	}
 	var state ifiResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -409,11 +392,9 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 			fmt.Sprintf("%s is a failover cluster instance. If the change needs a restart, the apply refuses: the provider never restarts a "+
 				"clustered instance through the service manager. Set restart = \"never\" and restart the role through Failover Cluster Manager.", t))
 	}
-	if role := state.AvailabilityRole.ValueString(); (role == ifi.RolePrimary || role == ifi.RoleResolving) &&
-		plan.Restart.ValueString() == string(ifi.RestartIfNeeded) && (membershipChanges || !plan.Restart.Equal(state.Restart)) {
-		resp.Diagnostics.AddWarning("Primary availability replica with restart = \"if_needed\"",
-			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s. If the change needs a restart, the apply refuses "+
-				"and changes nothing: fail over first, or set restart = %q.", t, role, safetext.Escape(state.AvailabilityGroup.ValueString()), ifi.RestartIfNeededIncludingPrimary))
+	if !state.Clustered.ValueBool() {
+		addWarnings(&resp.Diagnostics, ifi.PlanWarnings(priorFacts(ctx, req.Private, state), state.Host.ValueString(),
+			state.Instance.ValueString(), plan.desired(), membershipChanges || !plan.Restart.Equal(state.Restart), r.sqlConfigured()))
 	}
 }
 
@@ -460,6 +441,38 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// createWarnings are ifi's plan warnings for a resource not created yet, when its
+// host, instance and restart are known.
+func (r *ifiResource) createWarnings(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan ifiResourceModel
+	if ds := req.Plan.Get(ctx, &plan); ds.HasError() {
+		return // the framework reports the plan's own problems
+	}
+	if r.c == nil || plan.Host.IsUnknown() || plan.Instance.IsUnknown() || plan.Restart.IsUnknown() {
+		return
+	}
+	addWarnings(&resp.Diagnostics, ifi.PlanWarnings(nil, plan.Host.ValueString(), plan.Instance.ValueString(), plan.desired(), true, r.sqlConfigured()))
+}
+
+// sqlConfigured: the provider has a sql block, so SQL Server can be asked.
+func (r *ifiResource) sqlConfigured() bool { return r.c != nil && r.c.sql != nil }
+
+// priorFacts is what the state and the private state's last read say of the
+// instance, for ifi.PlanWarnings: tde_databases is null exactly when SQL Server did
+// not answer, and availability_group/role are then null too.
+func priorFacts(ctx context.Context, p privateGetter, state ifiResourceModel) *ifi.PriorFacts {
+	t := state.target()
+	getHostRead(ctx, p, &t)
+	pf := &ifi.PriorFacts{SQLAnswered: !state.TDEDatabases.IsNull(), Read: t.Read, RestartPending: state.RestartPending.ValueBoolPointer()}
+	if pf.SQLAnswered && !state.AvailabilityRole.IsNull() {
+		pf.AG = &ifi.AGMembership{Groups: strings.Split(state.AvailabilityGroup.ValueString(), ", "), Role: state.AvailabilityRole.ValueString()}
+	}
+	return pf
 }
 
 // claimInstance refuses a second resource for an instance another resource of this

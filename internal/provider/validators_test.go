@@ -93,24 +93,53 @@ func TestCheckDurationAndPEM(t *testing.T) {
 	}
 }
 
+// An import ID names the host, the WinRM port when the host needs one (issue 14:
+// an instance behind a non-default port could not be imported) and the instance.
 func TestParseImportID(t *testing.T) {
-	h, i, err := parseImportID("sql01.corp.example.com/REPORTING")
-	if err != nil || h != "sql01.corp.example.com" || i != "REPORTING" {
-		t.Fatalf("parseImportID = %q %q %v", h, i, err)
+	for id, want := range map[string]struct {
+		host     string
+		port     int
+		instance string
+	}{
+		"sql01.corp.example.com/REPORTING":       {"sql01.corp.example.com", 0, "REPORTING"},
+		"sql01.corp.example.com:15986/REPORTING": {"sql01.corp.example.com", 15986, "REPORTING"},
+		"192.0.2.10:5985/MSSQLSERVER":            {"192.0.2.10", 5985, "MSSQLSERVER"},
+		"[2001:db8::10]:5986/MSSQLSERVER":        {"2001:db8::10", 5986, "MSSQLSERVER"},
+		"[2001:db8::10]/MSSQLSERVER":             {"2001:db8::10", 0, "MSSQLSERVER"},
+		"2001:db8::10/MSSQLSERVER":               {"2001:db8::10", 0, "MSSQLSERVER"},
+		"fe80::1/MSSQLSERVER":                    {"fe80::1", 0, "MSSQLSERVER"},
+	} {
+		h, p, i, err := parseImportID(id)
+		if err != nil || h != want.host || p != want.port || i != want.instance {
+			t.Errorf("parseImportID(%q) = %q %d %q %v; want %q %d %q", id, h, p, i, err, want.host, want.port, want.instance)
+		}
 	}
 	for id, want := range map[string]string{
-		"sql01":                "HOST/INSTANCE",
-		"sql01/":               "HOST/INSTANCE",
-		"/MSSQLSERVER":         "HOST/INSTANCE",
-		"sql01/A/B":            "HOST/INSTANCE",
-		`sql01\MSSQLSERVER`:    "HOST/INSTANCE",
-		"sql 01/MSSQLSERVER":   "host:",
-		"sql01/DEFAULT":        "instance:",
-		"sql01/MSSQL;shutdown": "instance:",
+		"sql01":                          "exactly one /",
+		"sql01/":                         "exactly one /",
+		"/MSSQLSERVER":                   "exactly one /",
+		"sql01/A/B":                      "exactly one /",
+		`sql01\MSSQLSERVER`:              "exactly one /",
+		"sql 01/MSSQLSERVER":             "host:",
+		"sql01/DEFAULT":                  "instance:",
+		"sql01/MSSQL;shutdown":           "instance:",
+		"sql01:/MSSQLSERVER":             `port ""`,
+		"sql01:0/MSSQLSERVER":            `port "0"`,
+		"sql01:65536/MSSQLSERVER":        `port "65536"`,
+		"sql01:05986/MSSQLSERVER":        `port "05986"`,
+		"sql01:+5986/MSSQLSERVER":        `port "+5986"`,
+		"sql01:http/MSSQLSERVER":         `port "http"`,
+		"sql01:5986:1/MSSQLSERVER":       "not an IPv6 address",
+		"[2001:db8::10/MSSQLSERVER":      "no ]",
+		"[sql01]:5986/MSSQLSERVER":       "not an IPv6 address",
+		"[192.0.2.10]:5986/MSSQLSERVER":  "not an IPv6 address",
+		"[2001:db8::10]5986/MSSQLSERVER": "only :PORT",
+		"[2001:db8::10]:x/MSSQLSERVER":   `port "x"`,
+		"2001:db8::10:5986:/MSSQLSERVER": "[ADDRESS]:PORT",
 	} {
-		_, _, err := parseImportID(id)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("parseImportID(%q) = %v, want an error containing %q", id, err, want)
+		_, _, _, err := parseImportID(id)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "HOST:PORT/INSTANCE") {
+			t.Errorf("parseImportID(%q) = %v, want an error containing %q and the accepted forms", id, err, want)
 		}
 	}
 }

@@ -24,6 +24,15 @@ var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 // which setting is likely at fault, and what to check on the host.
 func (h *winrmHost) classify(err error) *Error {
 	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
+	if errors.Is(err, ErrUnverifiedAnswer) {
+		e := h.newError("", KindProtocol)
+		e.Err = err
+		e.Message = fmt.Sprintf("possible man-in-the-middle between this machine and %s: an answer did not prove that it comes from the host the logon authenticated (%s), "+
+			"so it was not used and nothing it reported is recorded", where, rootCause(err))
+		e.Hint = "Something on the network path (a proxy, a spoofed DNS name or address, an ARP or DHCP attacker) may be answering in the host's place: " +
+			"check that the name resolves to the host and what sits in between, or use HTTPS with a verified certificate; the operation was not retried"
+		return e
+	}
 	if ke := h.classifyKerberos(err); ke != nil {
 		return ke
 	}
@@ -42,6 +51,14 @@ func (h *winrmHost) classify(err error) *Error {
 		return e
 	}
 
+	var outErr *outputLimitError
+	if errors.As(err, &outErr) {
+		e.Kind = KindProtocol
+		e.Message = fmt.Sprintf("%s printed more than %d MiB for one operation, so the provider stopped reading and ended the command", where, outErr.limit>>20)
+		e.Hint = "The operations print a few kilobytes of JSON: check that the endpoint is a Windows host running Windows PowerShell 5.1, " +
+			"and that nothing on the host (a profile, a transcript, a logging module) writes into the command's output"
+		return e
+	}
 	var encErr *encryptionRequiredError
 	if errors.As(err, &encErr) {
 		e.Kind = KindAuth
@@ -76,8 +93,8 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
-			if why := h.krb.fellBack(); why != "" {
-				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", why)
+			if lg := h.Logon(); lg.Fallback {
+				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", lg.Why)
 			}
 			switch {
 			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
@@ -180,15 +197,15 @@ func (h *winrmHost) classify(err error) *Error {
 const unreachableHint = "Check that the host is up and that a WinRM listener runs there (winrm quickconfig; winrm enumerate winrm/config/listener), " +
 	"and that the firewall allows TCP 5985 (HTTP) or 5986 (HTTPS) from here"
 
+// authHint states what a refused logon (HTTP 401) means on the host's side. Which
+// user names log on to which account is the caller's to explain, once per host.
 func authHint(auth string) string {
-	h := "Check the WinRM user name and password"
 	if auth == AuthBasic {
-		h += `; with Basic authentication the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); NTLM works for domain accounts`
-	} else {
-		h += `; domain users as DOMAIN\user. On a domain-joined host the NTLM client logs on to the host's domain whatever prefix the user name has, ` +
-			`so a local account fails there: use a domain account, or Basic authentication over HTTPS for a local account (the listener must allow Basic)`
+		return `Basic authentication logs on local accounts only, and only where the listener allows it ` +
+			`(winrm set winrm/config/service/auth @{Basic="true"}). The user must be a local Administrator of the host`
 	}
-	return h + ". The user must be a local Administrator of the host"
+	return "The host refused the logon: it knows no such account (on the host or in its domain), or the password does not match. " +
+		"The user must be a local Administrator of the host"
 }
 
 func (h *winrmHost) tlsError(e *Error, where string, err error) *Error {

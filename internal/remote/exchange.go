@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,6 +33,15 @@ type session struct {
 	t      *transport
 	url    string
 	params *winrm.Parameters
+	// outputLimit, when set, replaces maxOutput (tests).
+	outputLimit int
+}
+
+func (s *session) maxOutput() int {
+	if s.outputLimit > 0 {
+		return s.outputLimit
+	}
+	return maxOutput
 }
 
 func newSession(ep *winrm.Endpoint, params *winrm.Parameters, cfg Config, auth string, sessions tls.ClientSessionCache, kl *krbLogon) (*session, error) {
@@ -42,6 +52,21 @@ func newSession(ep *winrm.Endpoint, params *winrm.Parameters, cfg Config, auth s
 		return nil, err
 	}
 	return &session{t: t, url: t.url.String(), params: params}, nil
+}
+
+// maxOutput bounds what one operation may print (stdout and stderr together). The
+// scripts print a few kilobytes of JSON; more than this is an endpoint that is not
+// running them as written (or something on the host writing to the output), and
+// reading on would only grow the provider's memory.
+const maxOutput = 16 << 20
+
+// outputLimitError ends an operation whose output passed maxOutput.
+type outputLimitError struct {
+	limit, read int
+}
+
+func (e *outputLimitError) Error() string {
+	return fmt.Sprintf("the command's output passed %d MiB (%d bytes read)", e.limit>>20, e.read)
 }
 
 // cleanupTimeout bounds the Delete that releases a shell after a failed or cancelled
@@ -103,6 +128,10 @@ func (s *session) run(ctx context.Context, command string, args []string, stdin 
 		finished, code, err := winrm.ParseSlurpOutputErrResponse(resp, &stdout, &stderr)
 		if err != nil {
 			return abort(err)
+		}
+		if n := stdout.Len() + stderr.Len(); n > s.maxOutput() {
+			// The Delete of the shell in abort stops the command on the host.
+			return abort(&outputLimitError{limit: s.maxOutput(), read: n})
 		}
 		if finished {
 			exitCode = code

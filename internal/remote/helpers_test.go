@@ -29,6 +29,9 @@ type answer struct {
 	stdout, stderr string
 	code           int
 	wait           <-chan struct{} // when set, the command blocks until it closes or its context ends
+	// endless, when set, makes the command print stdout forever (until its context
+	// ends or a write fails): a host that streams output without end.
+	endless bool
 }
 
 // opHandler answers one decoded operation.
@@ -109,6 +112,15 @@ func newTestHostWith(t testing.TB, o hostOptions, handle opHandler) *testHost {
 				case <-ctx.Done():
 					return 1
 				}
+			}
+			if a.endless {
+				chunk := []byte(strings.Repeat("output without end ", 3000))
+				for ctx.Err() == nil {
+					if _, err := stdout.Write(chunk); err != nil {
+						break
+					}
+				}
+				return 1
 			}
 			_, _ = io.WriteString(stdout, a.stdout)
 			_, _ = io.WriteString(stderr, a.stderr)

@@ -37,13 +37,21 @@ const (
 // by IP address).
 func krbSim(t *testing.T) (*kdc.KDC, *simHost) {
 	t.Helper()
+	return krbSimWith(t, func(*host.KerberosConfig) {})
+}
+
+// krbSimWith is krbSim with the host's Kerberos settings changed by mod.
+func krbSimWith(t *testing.T, mod func(*host.KerberosConfig)) (*kdc.KDC, *simHost) {
+	t.Helper()
 	k := kdc.Start(t, kdc.Options{})
 	k.AddUser(t, krbUser, krbPass)
 	kt := k.AddService(t, krbSPN)
 	no := false
+	kc := &host.KerberosConfig{Realm: k.Realm, Keytab: kt}
+	mod(kc)
 	s := newSimHost(t, host.HostConfig{
 		Name: "sql01", Address: "127.0.0.1", Domain: "MSSQLIFI",
-		WinRM: host.WinRMConfig{Basic: &no, Kerberos: &host.KerberosConfig{Realm: k.Realm, Keytab: kt},
+		WinRM: host.WinRMConfig{Basic: &no, Kerberos: kc,
 			Users: []host.UserConfig{{Name: `MSSQLIFI\` + krbUser, Password: krbPass}}},
 		Instances: []host.InstanceConfig{{Name: "MSSQLSERVER"}},
 	})
@@ -84,6 +92,33 @@ func TestKerberosAuthSources(t *testing.T) {
 			}
 			if err := readMSSQLSERVER(h); err != nil {
 				t.Fatalf("read_instance over Kerberos (%s): %v", name, err)
+			}
+		})
+	}
+}
+
+// A host that seals its answers as MS-KILE 3.4.5.4.1 describes Windows' GSS_WrapEx
+// (EC = 16 filler bytes, the trailer rotated by RRC + EC) and asserts an acceptor
+// subkey in its AP-REP: every sealed answer over HTTP decrypts, and the requests
+// sealed with the acceptor's subkey are accepted (issue 14).
+func TestKerberosHostWithFillerAndAcceptorSubkey(t *testing.T) {
+	for name, mod := range map[string]func(*host.KerberosConfig){
+		"EC 16":                  func(kc *host.KerberosConfig) { kc.ExtraCount = 16 },
+		"acceptor subkey":        func(kc *host.KerberosConfig) { kc.AcceptorSubkey = true },
+		"EC 16, acceptor subkey": func(kc *host.KerberosConfig) { kc.ExtraCount, kc.AcceptorSubkey = 16, true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			k, s := krbSimWith(t, mod)
+			h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "kerberos", SPN: krbSPN, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second,
+				Username: krbUser + "@" + k.Realm, Password: krbPass})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two operations: the second one's sequence numbers follow the first's.
+			for i := range 2 {
+				if err := readMSSQLSERVER(h); err != nil {
+					t.Fatalf("read_instance %d over Kerberos-sealed HTTP: %v", i+1, err)
+				}
 			}
 		})
 	}
@@ -282,9 +317,14 @@ func TestKerberosWanted(t *testing.T) {
 		{"named krb5.conf missing", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p", Krb5Conf: filepath.Join(dir, "nope")}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := kerberosWanted(tc.cfg)
+			got, why, err := kerberosWanted(tc.cfg)
 			if got != tc.want || (err != nil) != tc.err {
 				t.Fatalf("kerberosWanted(%+v) = %v, %v; want %v, error %v", tc.cfg, got, err, tc.want, tc.err)
+			}
+			// negotiate says why it uses NTLM; nothing else has a reason to give.
+			fellBack := tc.cfg.Auth == AuthNegotiate && !got && err == nil
+			if fellBack != strings.HasPrefix(why, "no realm: ") {
+				t.Fatalf("kerberosWanted(%+v) gave the NTLM reason %q", tc.cfg, why)
 			}
 		})
 	}

@@ -22,12 +22,6 @@ const maxAttempts = 3
 // retryBackoff is the pause before attempt n+1 (n from 1).
 var retryBackoff = func(n int) time.Duration { return time.Duration(n) * 500 * time.Millisecond }
 
-// ErrSecurity marks an answer that failed a security check (for example a
-// clear-text answer where the connection seals its messages, which may be a
-// man-in-the-middle): it is never transient, whatever else it looks like. Wrap it in
-// the *Error's Err.
-var ErrSecurity = errors.New("the answer failed a security check")
-
 // Transient reports whether err is the network's failure rather than the host's
 // answer, one that asking again may cure: a refused or reset connection, a
 // connection closed without an answer, a name that does not resolve, a network
@@ -36,11 +30,12 @@ var ErrSecurity = errors.New("the answer failed a security check")
 // place that says so: the retries here and the engine's follow-up of a restart
 // (converge.TransientFailure) both ask it. Never transient: the host's own answers
 // (401, a script's error, a rejected request), a cancelled or expired context, a
-// TLS or configuration failure, and anything wrapping ErrSecurity.
+// TLS or configuration failure, and anything wrapping ErrUnverifiedAnswer (a
+// clear-text answer on a sealing connection, transport.go).
 func Transient(err error) bool {
 	var e *Error
-	if !errors.As(err, &e) || errors.Is(err, ErrSecurity) {
-		return false
+	if !errors.As(err, &e) || errors.Is(err, ErrUnverifiedAnswer) {
+		return false // a possible man-in-the-middle is never retried as transient
 	}
 	switch e.Kind {
 	case KindProtocol:

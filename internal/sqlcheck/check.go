@@ -184,6 +184,9 @@ func (c *checker) check(ctx context.Context, t Target) (*Report, error) {
 	if err := c.replicas(ctx, t, conn, r); err != nil {
 		return nil, err
 	}
+	if err := c.requests(ctx, t, conn, r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -198,17 +201,42 @@ func (c *checker) replicas(ctx context.Context, t Target, conn *sql.Conn, r *Rep
 	if !r.HADREnabled {
 		return nil
 	}
-	rows, err := conn.QueryContext(ctx, contract.QueryLocalReplicas)
+	rows, err := conn.QueryContext(ctx, contract.QueryReplicaStates)
 	if err != nil {
 		return c.classify(ctx, t, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var group, role sql.NullString
-		if err := rows.Scan(&group, &role); err != nil {
+		var group, server, role, connected, health sql.NullString
+		var local sql.NullBool
+		if err := rows.Scan(&group, &server, &local, &role, &connected, &health); err != nil {
 			return c.classify(ctx, t, err)
 		}
-		r.Replicas = append(r.Replicas, Replica{Group: group.String, Role: strings.ToUpper(strings.TrimSpace(role.String))})
+		up := func(s sql.NullString) string { return strings.ToUpper(strings.TrimSpace(s.String)) }
+		r.Replicas = append(r.Replicas, Replica{Group: group.String, Server: server.String, Local: local.Bool,
+			Role: up(role), Connected: up(connected), Health: up(health)})
+	}
+	if err := rows.Err(); err != nil {
+		return c.classify(ctx, t, err)
+	}
+	return nil
+}
+
+// requests reads the requests running now (sys.dm_exec_requests).
+func (c *checker) requests(ctx context.Context, t Target, conn *sql.Conn, r *Report) error {
+	rows, err := conn.QueryContext(ctx, contract.QueryRequests)
+	if err != nil {
+		return c.classify(ctx, t, err)
+	}
+	defer rows.Close()
+	r.Requests = []Request{}
+	for rows.Next() {
+		var session sql.NullInt64
+		var command sql.NullString
+		if err := rows.Scan(&session, &command); err != nil {
+			return c.classify(ctx, t, err)
+		}
+		r.Requests = append(r.Requests, Request{Session: int(session.Int64), Command: command.String})
 	}
 	if err := rows.Err(); err != nil {
 		return c.classify(ctx, t, err)

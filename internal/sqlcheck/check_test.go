@@ -31,7 +31,8 @@ type sqlServer struct {
 	engineIFI   any           // "Y", "N" or nil
 	clustered   string
 	hadr        any     // SERVERPROPERTY('IsHadrEnabled'): nil (before 2012), int32(0) or int32(1)
-	replicas    [][]any // rows of the local-replica query: group name, role_desc
+	replicas    [][]any // rows of the replica-state query: group, server, is_local, role, connected, health
+	requests    [][]any // rows of sys.dm_exec_requests: session_id, command
 	replicaErr  *tds.SQLError
 
 	mu      sync.Mutex
@@ -92,12 +93,16 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 	case contract.QueryHADREnabled:
 		return []tds.ResultSet{{Columns: []tds.Column{{Name: "is_hadr_enabled", Type: tds.TypeInt, Nullable: true}},
 			Rows: [][]any{{s.hadr}}}}, nil
-	case contract.QueryLocalReplicas:
+	case contract.QueryReplicaStates:
 		if s.replicaErr != nil {
 			return nil, s.replicaErr
 		}
-		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 128, true), nv("role_desc", 60, true)},
-			Rows: s.replicas}}, nil
+		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 256, true), nv("replica_server_name", 256, true),
+			{Name: "is_local", Type: tds.TypeBit}, nv("role_desc", 60, true), nv("connected_state_desc", 60, true),
+			nv("synchronization_health_desc", 60, true)}, Rows: s.replicas}}, nil
+	case contract.QueryRequests:
+		return []tds.ResultSet{{Columns: []tds.Column{{Name: "session_id", Type: tds.TypeSmallInt}, nv("command", 32, false)},
+			Rows: s.requests}}, nil
 	}
 	return nil, &tds.SQLError{Number: 208, State: 1, Class: 16, Line: 1, Message: "Invalid object name."}
 }
@@ -172,8 +177,8 @@ func TestCheckReadsEngineRowAndTDE(t *testing.T) {
 			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			// One connection, four batches: the HADR views are not asked when IsHadrEnabled is NULL.
-			if len(h.batches) != 4 {
+			// One connection, five batches: the HADR views are not asked when IsHadrEnabled is NULL.
+			if len(h.batches) != 5 {
 				t.Fatalf("batches = %q", h.batches)
 			}
 		})
@@ -192,8 +197,11 @@ func TestCheckAvailabilityGroups(t *testing.T) {
 		{"before 2012", &sqlServer{engineIFI: "Y", replicaErr: &tds.SQLError{Number: 208, Class: 16, State: 1, Message: "Invalid object name 'sys.dm_hadr_availability_replica_states'."}}, false, "[]"},
 		{"hadr off", &sqlServer{engineIFI: "Y", hadr: int32(0), replicaErr: &tds.SQLError{Number: 208, Class: 16, State: 1, Message: "must not be asked"}}, false, "[]"},
 		{"hadr on, no group", &sqlServer{engineIFI: "Y", hadr: int32(1)}, true, "[]"},
-		{"primary", &sqlServer{engineIFI: "Y", hadr: int32(1), replicas: [][]any{{"AG1", "PRIMARY"}}}, true, "[{AG1 PRIMARY}]"},
-		{"two groups", &sqlServer{engineIFI: "Y", hadr: int32(1), replicas: [][]any{{"AG1", "SECONDARY"}, {"AG2", "resolving"}}}, true, "[{AG1 SECONDARY} {AG2 RESOLVING}]"},
+		{"primary", &sqlServer{engineIFI: "Y", hadr: int32(1), replicas: [][]any{{"AG1", "SQL01", true, "PRIMARY", "CONNECTED", "HEALTHY"},
+			{"AG1", "SQL02", false, nil, "DISCONNECTED", "NOT_HEALTHY"}}}, true,
+			"[{AG1 SQL01 true PRIMARY CONNECTED HEALTHY} {AG1 SQL02 false  DISCONNECTED NOT_HEALTHY}]"},
+		{"two groups, one name not shown", &sqlServer{engineIFI: "Y", hadr: int32(1), replicas: [][]any{{"AG1", "SQL01", true, "SECONDARY", "CONNECTED", "HEALTHY"},
+			{nil, nil, true, "resolving", "connected", "healthy"}}}, true, "[{AG1 SQL01 true SECONDARY CONNECTED HEALTHY} {  true RESOLVING CONNECTED HEALTHY}]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ep := serve(t, tc.srv, tds.Options{}, nil)
@@ -205,6 +213,19 @@ func TestCheckAvailabilityGroups(t *testing.T) {
 				t.Errorf("HADREnabled %v, replicas %v; want %v, %s", r.HADREnabled, r.Replicas, tc.wantHADR, tc.want)
 			}
 		})
+	}
+}
+
+// Running requests: BACKUP and RESTORE commands are the ones a restart would end.
+func TestCheckRunningBackups(t *testing.T) {
+	srv := &sqlServer{engineIFI: "Y", requests: [][]any{{int16(51), "SELECT"}, {int16(57), "BACKUP DATABASE"}, {int16(60), "RESTORE LOG"}}}
+	ep := serve(t, srv, tds.Options{}, nil)
+	r, err := New(plainConfig()).Check(ctxFor(t, 10*time.Second), ep.target())
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if got := fmt.Sprint(r.RunningBackups()); got != "[BACKUP DATABASE (session 57) RESTORE LOG (session 60)]" {
+		t.Errorf("running backups %s", got)
 	}
 }
 

@@ -5,6 +5,8 @@ package sqlcheck
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -83,14 +85,46 @@ type Report struct {
 	// HADREnabled: SERVERPROPERTY('IsHadrEnabled') is 1. When false (0, or NULL on
 	// builds without Always On) Replicas is empty and the HADR views were not asked.
 	HADREnabled bool
-	// Replicas are the availability groups the instance is a replica of, by name.
+	// Replicas are the availability replicas the instance can see: its own (Local)
+	// and, on a primary, the group's others.
 	Replicas []Replica
+	// Requests are the commands of the requests running now (sys.dm_exec_requests),
+	// each with its session; RunningBackups filters them.
+	Requests []Request
 }
 
-// Replica is the instance's replica of one Always On availability group.
+// Replica is one availability replica as sys.dm_hadr_availability_replica_states
+// shows it.
 type Replica struct {
-	Group string // sys.availability_groups.name
-	Role  string // sys.dm_hadr_availability_replica_states.role_desc: PRIMARY, SECONDARY or RESOLVING
+	Group  string // sys.dm_hadr_name_id_map.ag_name ("" when not shown)
+	Server string // replica_server_name ("" when not shown)
+	Local  bool   // is_local: this instance's own replica
+	Role   string // role_desc: PRIMARY, SECONDARY or RESOLVING ("" for a remote one not connected)
+	// Connected and Health are connected_state_desc and synchronization_health_desc.
+	Connected string
+	Health    string
+}
+
+// Healthy: the replica is connected and its synchronization health is HEALTHY.
+func (r Replica) Healthy() bool { return r.Connected == "CONNECTED" && r.Health == "HEALTHY" }
+
+// Request is one row of sys.dm_exec_requests.
+type Request struct {
+	Session int
+	Command string
+}
+
+// RunningBackups are the requests running a BACKUP or RESTORE command (which a
+// restart ends), each as "BACKUP DATABASE (session 57)".
+func (r *Report) RunningBackups() []string {
+	out := []string{}
+	for _, q := range r.Requests {
+		c := strings.ToUpper(strings.TrimSpace(q.Command))
+		if strings.HasPrefix(c, "BACKUP") || strings.HasPrefix(c, "RESTORE") {
+			out = append(out, fmt.Sprintf("%s (session %d)", c, q.Session))
+		}
+	}
+	return out
 }
 
 // Checker verifies instances.

@@ -31,5 +31,8 @@ func wsmanKerberos(hc host.HostConfig) (*wsman.KerberosConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot load the keytab %s: %w (export the host's service keys with kadmin ktadd or ktpass)", where, kc.Keytab, err)
 	}
-	return &wsman.KerberosConfig{Keytab: kt, Realm: strings.ToUpper(kc.Realm)}, nil
+	if kc.ExtraCount < 0 || kc.ExtraCount > 0xffff {
+		return nil, fmt.Errorf("%s: extra_count %d is not a 16-bit count of filler bytes", where, kc.ExtraCount)
+	}
+	return &wsman.KerberosConfig{Keytab: kt, Realm: strings.ToUpper(kc.Realm), AcceptorSubkey: kc.AcceptorSubkey, ExtraCount: kc.ExtraCount}, nil
 }

@@ -83,7 +83,8 @@ type Sim struct {
 
 	hosts  []*simHost
 	byName map[string]*simHost
-	down   host.DownGauge // the fleet's Engines that are down (Info.MaxEnginesDown)
+	down   host.DownGauge   // the fleet's Engines that are down (Info.MaxEnginesDown)
+	ags    host.AGDirectory // the fleet's availability replicas, which see each other
 
 	control     *http.Server
 	controlAddr string
@@ -302,6 +303,10 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 		}
 	}()
 	logf("winsim: control plane listening on http://%s", s.controlAddr)
+	if ControlExposed(s.controlAddr) {
+		logf("winsim: WARNING: the control plane listens on %s, beyond loopback, and has no authentication: anyone who reaches it "+
+			"can stop services, change rights and uninstall instances of the simulated hosts; use --control 127.0.0.1:0 unless this network is yours alone", s.controlAddr)
+	}
 	return s, nil
 }
 
@@ -310,7 +315,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	name := hc.Name
 	address := hc.Address
 	ip := net.ParseIP(address)
-	model, err := host.New(hc, host.Options{Logf: s.logf, Down: &s.down})
+	model, err := host.New(hc, host.Options{Logf: s.logf, Down: &s.down, AGs: &s.ags})
 	if err != nil {
 		return fmt.Errorf("host %s: building the host model: %w", name, err)
 	}

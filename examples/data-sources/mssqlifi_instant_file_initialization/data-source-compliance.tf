@@ -1,5 +1,6 @@
 # A compliance report that changes nothing: read every production instance and let a
-# check block warn about those whose running Engine does not verifiably have IFI.
+# check block warn about each instance that does not verifiably have IFI now, or will
+# lose it at its next restart, with the reason.
 # Check failures are warnings, so `terraform plan` reports them and still succeeds;
 # run it on a schedule and read the warnings (or `terraform show -json`).
 locals {
@@ -17,13 +18,25 @@ data "mssqlifi_instant_file_initialization" "production" {
   instance = each.value.instance
 }
 
+# Compliant means three things, because each can be false alone: the running Engine
+# has IFI (ifi_enabled), the service still holds the right (privilege_granted: false
+# means IFI is lost at the next restart), and no change waits for a restart
+# (restart_pending).
+locals {
+  ifi_gaps = {
+    for id, d in data.mssqlifi_instant_file_initialization.production : id => compact([
+      d.ifi_enabled == true ? "" : (d.ifi_enabled == false ? "the running Engine has IFI off" : "IFI could not be verified (see verified_by)"),
+      d.privilege_granted == true ? "" : "the service lacks SeManageVolumePrivilege: IFI is lost at the next restart",
+      d.restart_pending == false ? "" : "a change waits for a restart of SQL Server",
+    ])
+  }
+}
+
 check "ifi_on_in_production" {
   assert {
-    condition = alltrue([
-      for id, d in data.mssqlifi_instant_file_initialization.production : d.ifi_enabled == true
-    ])
-    error_message = format("IFI is not verifiably on for: %s (ifi_enabled false or unknown; see restart_pending and verified_by).", join(", ", sort([
-      for id, d in data.mssqlifi_instant_file_initialization.production : id if d.ifi_enabled != true
+    condition = alltrue([for id, gaps in local.ifi_gaps : length(gaps) == 0])
+    error_message = format("IFI is not compliant on: %s.", join("; ", sort([
+      for id, gaps in local.ifi_gaps : format("%s: %s", id, join(", ", gaps)) if length(gaps) > 0
     ])))
   }
 }
@@ -31,10 +44,12 @@ check "ifi_on_in_production" {
 output "ifi_compliance" {
   value = {
     for id, d in data.mssqlifi_instant_file_initialization.production : id => {
-      ifi_enabled     = d.ifi_enabled
-      verified_by     = d.verified_by
-      restart_pending = d.restart_pending
-      sql_version     = d.sql_version
+      ifi_enabled       = d.ifi_enabled
+      privilege_granted = d.privilege_granted
+      restart_pending   = d.restart_pending
+      verified_by       = d.verified_by
+      sql_version       = d.sql_version
+      gaps              = local.ifi_gaps[id]
     }
   }
 }

@@ -4,6 +4,20 @@ import {
   id = "sql01.contoso.com/MSSQLSERVER"
 }
 
+# A host whose WinRM listens on another port than the provider's: HOST:PORT/INSTANCE
+# ([2001:db8::10]:15986/VAULT for an IPv6 address). The resource sets the same port.
+import {
+  to = mssqlifi_instant_file_initialization.sql05_vault
+  id = "sql05.contoso.com:15986/VAULT"
+}
+
+resource "mssqlifi_instant_file_initialization" "sql05_vault" {
+  host     = "sql05.contoso.com"
+  port     = 15986
+  instance = "VAULT"
+  enabled  = false
+}
+
 # A fleet at once (Terraform and OpenTofu 1.7+): one import and one resource per
 # instance, keyed by the same HOST/INSTANCE id.
 locals {

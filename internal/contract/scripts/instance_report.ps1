@@ -1,3 +1,65 @@
+# A registry key's last write time (RegQueryInfoKeyW's lpftLastWriteTime) in UTC, or
+# $null when it cannot be read.
+function Get-RegistryKeyWriteTime {
+    param([Microsoft.Win32.RegistryKey] $Key)
+    $fileTime = $mssqlifiMarshal::AllocHGlobal(8)
+    try {
+        $none = [IntPtr]::Zero
+        $status = [uint32]$mssqlifiLsa::RegQueryInfoKey($Key.Handle.DangerousGetHandle(), $none, $none, $none, $none, $none, $none, $none, $none, $none, $none, $fileTime)
+        if ($status -ne 0) {
+            return $null
+        }
+        return (Format-UtcTime -Time ([DateTime]::FromFileTimeUtc($mssqlifiMarshal::ReadInt64($fileTime))))
+    }
+    finally {
+        $mssqlifiMarshal::FreeHGlobal($fileTime)
+    }
+}
+
+# Always On as Windows tells it without SQL Server (contract.HADRInfo): HADR_Enabled
+# under the instance's MSSQLServer\HADR key and when the key was last written (SQL
+# Server reads the value when it starts), and the "SQL Server Availability Group"
+# cluster resources whose owner node is this computer (it holds their primary).
+function Get-HadrReport {
+    param([string] $Root)
+    $report = [ordered]@{ key_found = $false; cluster_known = $false; owned_groups = @(); detail = '' }
+    $details = New-Object System.Collections.Generic.List[string]
+    $keyPath = "$Root\MSSQLServer\HADR"
+    try {
+        if (Test-Path -LiteralPath $keyPath) {
+            $key = Get-Item -LiteralPath $keyPath
+            $report.key_found = $true
+            $value = $key.GetValue('HADR_Enabled', $null)
+            if ($null -ne $value) {
+                $report.enabled = [int]$value
+            }
+            $written = Get-RegistryKeyWriteTime -Key $key
+            if ($written) {
+                $report.key_written = $written
+            }
+        }
+    }
+    catch {
+        $details.Add("the HADR registry key could not be read: $($_.Exception.Message)")
+    }
+    try {
+        $resources = @(Get-CimInstance -Namespace 'root\MSCluster' -ClassName 'MSCluster_Resource' -Filter "Type = 'SQL Server Availability Group'")
+        $report.cluster_known = $true
+        $owned = New-Object System.Collections.Generic.List[string]
+        foreach ($resource in $resources) {
+            if ([string]$resource.OwnerNode -ieq $env:COMPUTERNAME) {
+                $owned.Add([string]$resource.Name)
+            }
+        }
+        $report.owned_groups = $owned.ToArray()
+    }
+    catch {
+        $details.Add("root\MSCluster could not be read (not a failover cluster node?): $($_.Exception.Message)")
+    }
+    $report.detail = $details -join '; '
+    return $report
+}
+
 # Get-InstanceReport: everything the provider needs about one SQL Server instance
 # (contract.ReadInstanceResult), read only. read_instance returns it; set_right and
 # restart_instance return it as their read-back, in the same process. $InstanceName
@@ -211,5 +273,6 @@ function Get-InstanceReport {
         group_policy           = $groupPolicy
         errorlog               = $errorLog
         dependents             = $dependents.ToArray()
+        hadr                   = (Get-HadrReport -Root $root)
     }
 }

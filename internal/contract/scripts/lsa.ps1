@@ -22,7 +22,10 @@ function New-LsaNativeType {
         @('LsaRemoveAccountRights', [uint32], @([IntPtr], [IntPtr], [byte], [IntPtr], [uint32])),
         @('LsaNtStatusToWinError', [uint32], @([uint32])),
         @('LsaFreeMemory', [uint32], @([IntPtr])),
-        @('LsaClose', [uint32], @([IntPtr]))
+        @('LsaClose', [uint32], @([IntPtr])),
+        # Not LSA, but advapi32 as well: a registry key's last write time, which
+        # .NET's RegistryKey does not expose (instance_report.ps1, Get-HadrReport).
+        @('RegQueryInfoKey', [uint32], @([IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr], [IntPtr]))
     )
     foreach ($signature in $signatures) {
         $method = $builder.DefinePInvokeMethod(

@@ -110,23 +110,6 @@ func CCachePath(explicit string) (string, error) {
 	}
 }
 
-// LoadKrb5Conf reads and parses a krb5.conf.
-func LoadKrb5Conf(path string) (*config.Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &Error{Kind: KindConfig, Part: PartKrb5Conf, Err: err,
-			Message: fmt.Sprintf("cannot read krb5.conf %s: %v", path, err),
-			Hint:    "Give a readable krb5.conf that names the realm's KDCs (KRB5_CONFIG, or /etc/krb5.conf)"}
-	}
-	conf, err := config.NewFromString(string(raw))
-	if err != nil {
-		return nil, &Error{Kind: KindConfig, Part: PartKrb5Conf, Err: err,
-			Message: fmt.Sprintf("krb5.conf %s cannot be parsed: %v", path, err),
-			Hint:    "Fix the file's syntax (see man krb5.conf)"}
-	}
-	return conf, nil
-}
-
 // SplitPrincipal turns user@REALM, REALM\user or user into user and realm. A
 // NetBIOS domain (REALM\user without a dot) is matched to a realm of conf whose
 // first label it is; the realm is upper-cased. The realm is "" when none can be
@@ -466,14 +449,15 @@ func (x *Context) VerifyReply(token []byte) error {
 			Message: fmt.Sprintf("the host's AP-REP for %s answers another authenticator (time %s.%06d, ours %s.%06d): a replayed reply", x.spn, part.CTime.UTC().Format(time.RFC3339), part.Cusec, x.ctime.UTC().Format(time.RFC3339), x.cusec),
 			Hint:    "Do not trust this connection; try again"}
 	}
-	key, acceptorSubkey := x.subkey, false
-	if part.Subkey.KeyType != 0 && len(part.Subkey.KeyValue) > 0 {
-		key, acceptorSubkey = part.Subkey, true
-	}
+	key := x.subkey
 	if key.KeyType == 0 {
 		key = x.sessionKey
 	}
-	s, err := NewSealer(key, false, acceptorSubkey, x.seq, uint64(part.SequenceNumber)&0xffffffff)
+	var acceptorSubkey *types.EncryptionKey
+	if part.Subkey.KeyType != 0 && len(part.Subkey.KeyValue) > 0 {
+		acceptorSubkey = &part.Subkey
+	}
+	s, err := NewSealer(key, acceptorSubkey, false, x.seq, uint64(part.SequenceNumber)&0xffffffff)
 	if err != nil {
 		return err
 	}

@@ -118,11 +118,11 @@ func TestLogonErrorsNamed(t *testing.T) {
 // refuse a changed message, a replay and a reflected message.
 func TestSealer(t *testing.T) {
 	key := types.EncryptionKey{KeyType: 18, KeyValue: []byte("0123456789abcdef0123456789abcdef")}
-	client, err := krb.NewSealer(key, false, false, 100, 500)
+	client, err := krb.NewSealer(key, nil, false, 100, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, _ := krb.NewSealer(key, true, false, 500, 100)
+	server, _ := krb.NewSealer(key, nil, true, 500, 100)
 	msg := []byte(strings.Repeat("<s:Envelope/>", 100))
 	sig, data, err := client.Seal(msg)
 	if err != nil {
@@ -153,7 +153,7 @@ func TestSealer(t *testing.T) {
 	if got, err := client.Unseal(rs, rd); err != nil || string(got) != "reply" {
 		t.Errorf("client Unseal of the reply = %q, %v", got, err)
 	}
-	if _, err := krb.NewSealer(types.EncryptionKey{KeyType: 23, KeyValue: make([]byte, 16)}, false, false, 0, 0); err == nil || !strings.Contains(err.Error(), "AES") {
+	if _, err := krb.NewSealer(types.EncryptionKey{KeyType: 23, KeyValue: make([]byte, 16)}, nil, false, 0, 0); err == nil || !strings.Contains(err.Error(), "AES") {
 		t.Errorf("RC4 key: %v, want a refusal that says to enable AES", err)
 	}
 }

@@ -13,11 +13,12 @@ import (
 
 // RFC 4121 section 4.2.6.2 wrap tokens with confidentiality, laid out as MS-WSMV's
 // HTTP message encryption carries them (2.2.9.1.2): the "signature" part is the
-// 16-byte token header, the RRC bytes rotated to the front (the encrypted header
-// copy and the checksum) and the confounder; the data part is the encrypted message,
-// as long as the message itself. This is what Windows' EncryptMessage and MIT's
-// gss_wrap_iov (HEADER, DATA, PADDING) produce for AES: EC = 0, RRC = 16 + the
-// checksum length (28 for the SHA-1 AES types).
+// 16-byte token header, the bytes rotated to the front (the encrypted filler and
+// header copy, and the checksum) and the confounder; the data part is the encrypted
+// message, as long as the message itself. MIT's gss_wrap_iov (HEADER, DATA,
+// PADDING) produces EC = 0, RRC = 16 + the checksum length (28 for the SHA-1 AES
+// types); Windows' GSS_WrapEx may add EC = 16 filler bytes and then rotates by
+// RRC + EC (MS-KILE 3.4.5.4.1), which Unseal accepts too.
 
 // Key usages of RFC 4121 section 2.
 const (
@@ -39,31 +40,51 @@ const wrapHeaderLen = 16
 var ErrWrap = errors.New("kerberos message protection")
 
 // Sealer seals and unseals the messages of one security context (one
-// connection): the key, the direction and the sequence numbers of both sides.
+// connection): the keys, the direction and the sequence numbers of both sides.
 // Messages must be sealed and unsealed in the order they travel; it is safe for
 // concurrent use.
 type Sealer struct {
-	mu             sync.Mutex
-	key            types.EncryptionKey
-	acceptor       bool // this side is the acceptor (the server)
-	acceptorSubkey bool // the key is the acceptor's subkey (flag 0x04)
-	sendSeq        uint64
-	recvSeq        uint64
+	mu       sync.Mutex
+	key      types.EncryptionKey  // the initiator's subkey, else the ticket's session key
+	subkey   *types.EncryptionKey // the acceptor's subkey, if its AP-REP carried one
+	acceptor bool                 // this side is the acceptor (the server)
+	ec       int                  // filler bytes this side seals with (EC)
+	sendSeq  uint64
+	recvSeq  uint64
 }
 
-// NewSealer makes the sealer of one side of a context. key is the context key
-// (the acceptor's subkey if the AP-REP carried one, else the initiator's subkey,
-// else the ticket's session key); sendSeq and recvSeq are the first sequence
-// numbers this side sends and expects (the initiator's comes from its
+// NewSealer makes the sealer of one side of a context. key is the initiator's
+// subkey (or, without one, the ticket's session key); acceptorSubkey is the
+// subkey of the acceptor's AP-REP, or nil. Once the acceptor asserted a subkey,
+// both sides seal with it and flag it (RFC 4121 section 2 and 4.2.2); a token
+// without the flag was sealed with key. sendSeq and recvSeq are the first
+// sequence numbers this side sends and expects (the initiator's comes from its
 // authenticator, the acceptor's from its AP-REP).
-func NewSealer(key types.EncryptionKey, acceptor, acceptorSubkey bool, sendSeq, recvSeq uint64) (*Sealer, error) {
-	if _, err := crypto.GetEtype(key.KeyType); err != nil {
-		return nil, fmt.Errorf("%w: encryption type %d of the context key is not supported: %v", ErrWrap, key.KeyType, err)
+func NewSealer(key types.EncryptionKey, acceptorSubkey *types.EncryptionKey, acceptor bool, sendSeq, recvSeq uint64) (*Sealer, error) {
+	keys := []types.EncryptionKey{key}
+	if acceptorSubkey != nil {
+		keys = append(keys, *acceptorSubkey)
 	}
-	if !rfc4121Etype(key.KeyType) {
-		return nil, fmt.Errorf("%w: encryption type %d (RC4 or DES) uses RFC 4757 tokens, which are not supported: enable AES for the accounts (msDS-SupportedEncryptionTypes)", ErrWrap, key.KeyType)
+	for _, k := range keys {
+		if _, err := crypto.GetEtype(k.KeyType); err != nil {
+			return nil, fmt.Errorf("%w: encryption type %d of the context key is not supported: %v", ErrWrap, k.KeyType, err)
+		}
+		if !rfc4121Etype(k.KeyType) {
+			return nil, fmt.Errorf("%w: encryption type %d (RC4 or DES) uses RFC 4757 tokens, which are not supported: enable AES for the accounts (msDS-SupportedEncryptionTypes)", ErrWrap, k.KeyType)
+		}
 	}
-	return &Sealer{key: key, acceptor: acceptor, acceptorSubkey: acceptorSubkey, sendSeq: sendSeq, recvSeq: recvSeq}, nil
+	return &Sealer{key: key, subkey: acceptorSubkey, acceptor: acceptor, sendSeq: sendSeq, recvSeq: recvSeq}, nil
+}
+
+// SealWithFiller makes Seal add ec filler bytes (EC) and rotate the trailer by
+// RRC + EC, as Windows' GSS_WrapEx does for AES (MS-KILE 3.4.5.4.1: "the sender
+// should set extra count (EC) to 1 block - 16 bytes"; "H1 is rotated by RRC+EC
+// bytes, which is different from RRC alone"). The simulator's acceptor uses it to
+// seal as a Windows host may; the provider seals with EC = 0.
+func (s *Sealer) SealWithFiller(ec int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ec = ec
 }
 
 // rfc4121Etype: the AES types (17, 18, 19, 20) and Camellia use RFC 4121 tokens.
@@ -80,7 +101,11 @@ func rfc4121Etype(et int32) bool {
 func (s *Sealer) Seal(msg []byte) (signature, data []byte, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	et, err := crypto.GetEtype(s.key.KeyType)
+	key := s.key
+	if s.subkey != nil {
+		key = *s.subkey
+	}
+	et, err := crypto.GetEtype(key.KeyType)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrWrap, err)
 	}
@@ -90,17 +115,19 @@ func (s *Sealer) Seal(msg []byte) (signature, data []byte, err error) {
 		flags |= flagSentByAcceptor
 		usage = usageAcceptorSeal
 	}
-	if s.acceptorSubkey {
+	if s.subkey != nil {
 		flags |= flagAcceptorSubkey
 	}
 	header := make([]byte, wrapHeaderLen)
 	header[0], header[1], header[2], header[3] = 0x05, 0x04, flags, 0xFF
-	// EC = 0, RRC = 0 in the encrypted copy.
+	binary.BigEndian.PutUint16(header[4:], uint16(s.ec))
+	// RRC = 0 in the encrypted copy.
 	binary.BigEndian.PutUint64(header[8:], s.sendSeq)
-	plain := make([]byte, 0, len(msg)+wrapHeaderLen)
+	plain := make([]byte, 0, len(msg)+s.ec+wrapHeaderLen)
 	plain = append(plain, msg...)
+	plain = append(plain, make([]byte, s.ec)...)
 	plain = append(plain, header...)
-	_, cipher, err := et.EncryptMessage(s.key.KeyValue, plain, usage)
+	_, cipher, err := et.EncryptMessage(key.KeyValue, plain, usage)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: encrypting: %v", ErrWrap, err)
 	}
@@ -108,14 +135,16 @@ func (s *Sealer) Seal(msg []byte) (signature, data []byte, err error) {
 	binary.BigEndian.PutUint16(header[6:], uint16(rrc))
 	token := make([]byte, 0, wrapHeaderLen+len(cipher))
 	token = append(token, header...)
-	token = append(token, rotateRight(cipher, rrc)...)
+	token = append(token, rotateRight(cipher, rrc+s.ec)...)
 	s.sendSeq++
-	sigLen := wrapHeaderLen + rrc + et.GetConfounderByteSize()
+	sigLen := wrapHeaderLen + rrc + s.ec + et.GetConfounderByteSize()
 	return token[:sigLen], token[sigLen:], nil
 }
 
 // Unseal checks and decrypts a message sealed by the other side: signature and
-// data as MS-WSMV carries them (any EC and RRC are accepted).
+// data as MS-WSMV carries them. Any EC and RRC are accepted: with EC != 0 the
+// trailer is rotated by RRC + EC as Windows does (MS-KILE 3.4.5.4.1), else by RRC
+// alone as RFC 4121 says; the checksum decides which.
 func (s *Sealer) Unseal(signature, data []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,27 +162,45 @@ func (s *Sealer) Unseal(signature, data []byte) ([]byte, error) {
 	if fromAcceptor == s.acceptor {
 		return nil, fmt.Errorf("%w: the message was sealed by this side of the context (reflected)", ErrWrap)
 	}
-	if fromAcceptor && flags&flagAcceptorSubkey != 0 && !s.acceptorSubkey {
-		return nil, fmt.Errorf("%w: the acceptor used a subkey it never sent", ErrWrap)
+	key := s.key
+	if flags&flagAcceptorSubkey != 0 {
+		if s.subkey == nil {
+			return nil, fmt.Errorf("%w: the message is sealed with an acceptor subkey, but the acceptor's AP-REP carried none", ErrWrap)
+		}
+		key = *s.subkey
 	}
 	ec := int(binary.BigEndian.Uint16(token[4:6]))
 	rrc := int(binary.BigEndian.Uint16(token[6:8]))
 	seq := binary.BigEndian.Uint64(token[8:16])
 	cipher := token[wrapHeaderLen:]
-	if len(cipher) == 0 {
-		return nil, fmt.Errorf("%w: empty token", ErrWrap)
+	et, err := crypto.GetEtype(key.KeyType)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWrap, err)
 	}
-	cipher = rotateLeft(cipher, rrc%len(cipher))
+	// At least the confounder, the encrypted header copy and the checksum: gokrb5
+	// panics on a shorter ciphertext.
+	if minLen := et.GetConfounderByteSize() + wrapHeaderLen + et.GetHMACBitLength()/8; len(cipher) < minLen {
+		return nil, fmt.Errorf("%w: the token's encrypted part is %d bytes, shorter than the %d of a confounder, a header and a checksum", ErrWrap, len(cipher), minLen)
+	}
 	usage := uint32(usageAcceptorSeal)
 	if !fromAcceptor {
 		usage = usageInitiatorSeal
 	}
-	plain, err := crypto.DecryptMessage(cipher, s.key, usage)
+	rotations := []int{rrc}
+	if ec != 0 {
+		rotations = []int{rrc + ec, rrc}
+	}
+	var plain []byte
+	for _, r := range rotations {
+		if plain, err = decrypt(rotateLeft(cipher, r%len(cipher)), key, usage); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: decrypting failed (wrong key or a message changed in transit): %v", ErrWrap, err)
 	}
 	if len(plain) < ec+wrapHeaderLen {
-		return nil, fmt.Errorf("%w: decrypted token of %d bytes is shorter than its filler and header", ErrWrap, len(plain))
+		return nil, fmt.Errorf("%w: decrypted token of %d bytes is shorter than its filler (%d) and header", ErrWrap, len(plain), ec)
 	}
 	inner := plain[len(plain)-wrapHeaderLen:]
 	want := append([]byte(nil), token[:wrapHeaderLen]...)
@@ -166,6 +213,16 @@ func (s *Sealer) Unseal(signature, data []byte) ([]byte, error) {
 	}
 	s.recvSeq++
 	return plain[:len(plain)-wrapHeaderLen-ec], nil
+}
+
+// decrypt is gokrb5's DecryptMessage with a panic turned into an error.
+func decrypt(cipher []byte, key types.EncryptionKey, usage uint32) (plain []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			plain, err = nil, fmt.Errorf("the Kerberos library failed on the token (%v)", r)
+		}
+	}()
+	return crypto.DecryptMessage(cipher, key, usage)
 }
 
 func rotateRight(b []byte, n int) []byte {

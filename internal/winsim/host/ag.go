@@ -48,6 +48,9 @@ func (h *Host) SetAGRole(instance, group, role string) error {
 		group = inst.ag.Name
 	}
 	ag := AvailabilityGroupConfig{Name: group, Role: role}
+	if inst.ag != nil && strings.EqualFold(inst.ag.Name, group) {
+		ag.ClusterType = inst.ag.ClusterType // a failover keeps the group's cluster type
+	}
 	if err := validateAG(ag); err != nil {
 		return err
 	}

@@ -46,6 +46,22 @@ type HostConfig struct {
 	// (exit 3) before it reads stdin. The control action set_language_mode changes it.
 	PowerShellLanguageMode string `json:"powershell_language_mode,omitempty"`
 
+	// EventSourceDenied: registering the provider's Application event log source
+	// fails (a policy denies its registry key); changes then succeed without an
+	// entry, with a warning (eventlog.go).
+	EventSourceDenied bool `json:"event_source_denied,omitempty"`
+	// Defender is Microsoft Defender's configuration, as far as the restart's guard
+	// goes (restart_guard.ps1). Default: no attack surface reduction rule.
+	Defender DefenderConfig `json:"defender,omitempty"`
+	// TaskSchedulerStopped: the Task Scheduler service does not run, so no scheduled
+	// task can be registered or started. Default false.
+	TaskSchedulerStopped bool `json:"task_scheduler_stopped,omitempty"`
+	// GuardDirectoryOwner is the owner (a SID or a name) of %ProgramData%\mssqlifi
+	// when the host is built, as when someone created that directory before the
+	// provider did (every user may create directories in ProgramData). Default "":
+	// it does not exist.
+	GuardDirectoryOwner string `json:"guard_directory_owner,omitempty"`
+
 	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
 	// default; see CostConfig.
 	Cost CostConfig `json:"cost,omitempty"`
@@ -116,6 +132,14 @@ type KerberosConfig struct {
 	// Keytab is the path of a keytab holding the host's HTTP/<fqdn>@REALM keys
 	// (kadmin ktadd, ktpass), as the computer account's keys on Windows.
 	Keytab string `json:"keytab"`
+	// AcceptorSubkey makes the host's AP-REP carry a subkey of its own, which both
+	// sides then seal with (RFC 4121 section 2), as an acceptor may. Default false.
+	AcceptorSubkey bool `json:"acceptor_subkey,omitempty"`
+	// ExtraCount is the filler (EC) the host seals its answers with, the trailer
+	// rotated by RRC + EC (MS-KILE 3.4.5.4.1; 16 is what it says a GSS_WrapEx sender
+	// should use). Default 0: what pywinrm's MIT GSSAPI, which rotates by RRC alone,
+	// can read from Windows over WinRM.
+	ExtraCount int `json:"extra_count,omitempty"`
 }
 
 // BasicEnabled reports whether Basic authentication is on (default false).
@@ -154,6 +178,14 @@ type GroupPolicyConfig struct {
 // RSoP reports the RSoPAvailable flag (default true).
 func (g GroupPolicyConfig) RSoP() bool { return g.RSoPAvailable == nil || *g.RSoPAvailable }
 
+// DefenderConfig is Microsoft Defender's configuration as Get-MpPreference reports it.
+type DefenderConfig struct {
+	// ASRRules maps attack surface reduction rule ids (GUIDs) to their action
+	// (AttackSurfaceReductionRules_Ids and _Actions): 0 disabled, 1 block, 2 audit,
+	// 5 not configured, 6 warn. The control action set_asr_rule changes one.
+	ASRRules map[string]int `json:"asr_rules,omitempty"`
+}
+
 // ServiceConfig is an extra Windows service.
 type ServiceConfig struct {
 	Name        string `json:"name"`                   // e.g. "MSSQLLaunchpad"
@@ -168,6 +200,9 @@ type ServiceConfig struct {
 	StopMS         int  `json:"stop_ms,omitempty"`    // Stop Pending duration, ms
 	FailStart      bool `json:"fail_start,omitempty"` // every start fails (error 1067)
 	Stopped        bool `json:"stopped,omitempty"`    // the service is stopped when the host is built
+	// RefuseStop: the service does not accept SERVICE_CONTROL_STOP (ControlService
+	// answers 1052, ERROR_INVALID_SERVICE_CONTROL).
+	RefuseStop bool `json:"refuse_stop,omitempty"`
 }
 
 // InstanceConfig is one installed SQL Server instance.
@@ -222,6 +257,9 @@ type InstanceConfig struct {
 	// AvailabilityGroup makes the instance a replica of an availability group. The
 	// control action set_ag_role changes its role, joins or leaves a group.
 	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group,omitempty"`
+	// AGSyncMS is how long a secondary replica reports NOT_HEALTHY after its Engine
+	// starts, while it catches up with the primary. Default 0.
+	AGSyncMS int `json:"ag_sync_ms,omitempty"`
 }
 
 // AvailabilityGroupConfig is the instance's replica of an Always On availability
@@ -231,6 +269,9 @@ type AvailabilityGroupConfig struct {
 	Name string `json:"name"`
 	// Role is "primary" or "secondary" (sys.dm_hadr_availability_replica_states.role_desc).
 	Role string `json:"role"`
+	// ClusterType is "wsfc" (the default: the group is a Windows failover cluster
+	// resource, whose owner node holds the primary), "none" or "external".
+	ClusterType string `json:"cluster_type,omitempty"`
 }
 
 // AG replica roles, as the configuration and set_ag_role name them.
@@ -252,6 +293,11 @@ func validateAG(ag AvailabilityGroupConfig) error {
 	if strings.TrimSpace(ag.Name) == "" || len([]rune(ag.Name)) > 128 {
 		return fmt.Errorf(`availability group "name" %q must be 1 to 128 characters, e.g. "AG1"`, ag.Name)
 	}
+	switch strings.ToLower(ag.ClusterType) {
+	case "", ClusterTypeWSFC, ClusterTypeNone, ClusterTypeExternal:
+	default:
+		return fmt.Errorf(`availability group %q: "cluster_type" %q is not %q, %q or %q`, ag.Name, ag.ClusterType, ClusterTypeWSFC, ClusterTypeNone, ClusterTypeExternal)
+	}
 	switch strings.ToLower(ag.Role) {
 	case AGRolePrimary, AGRoleSecondary:
 		return nil
@@ -268,10 +314,25 @@ type LoginConfig struct {
 	Password string `json:"password"`
 	// ViewServerState grants VIEW SERVER STATE (needed for the DMVs). Default true.
 	ViewServerState *bool `json:"view_server_state,omitempty"`
+	// ViewAnyDefinition grants VIEW ANY DEFINITION: without it (and without
+	// sysadmin) catalog views such as sys.availability_groups show no rows, and no
+	// error (metadata visibility). Default false.
+	ViewAnyDefinition bool `json:"view_any_definition,omitempty"`
+	// Sysadmin makes the login a member of sysadmin. Default: true for "sa" only.
+	Sysadmin *bool `json:"sysadmin,omitempty"`
 }
 
 // CanViewServerState reports the ViewServerState flag (default true).
 func (l LoginConfig) CanViewServerState() bool { return l.ViewServerState == nil || *l.ViewServerState }
+
+// CanViewDefinitions reports whether catalog views show the login their rows:
+// VIEW ANY DEFINITION, or sysadmin.
+func (l LoginConfig) CanViewDefinitions() bool {
+	if l.Sysadmin != nil {
+		return *l.Sysadmin || l.ViewAnyDefinition
+	}
+	return l.ViewAnyDefinition || strings.EqualFold(l.Name, "sa")
+}
 
 // DefaultVersion is the build an instance gets when its config names none
 // (SQL Server 2022 CU12).
@@ -493,6 +554,11 @@ func (c HostConfig) Validate() error {
 	}
 	if _, err := CanonicalLanguageMode(c.PowerShellLanguageMode); err != nil {
 		errs = append(errs, err)
+	}
+	for id, action := range c.Defender.ASRRules {
+		if err := validateASRRule(id, action); err != nil {
+			errs = append(errs, fmt.Errorf("defender.asr_rules: %w", err))
+		}
 	}
 	if err := c.Cost.validate(); err != nil {
 		errs = append(errs, err)

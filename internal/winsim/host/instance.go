@@ -28,6 +28,13 @@ type Instance struct {
 	tde        []string
 	hadr       bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
 	ag         *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
+	// The registry's MSSQLServer\HADR key: found, HADR_Enabled (nil: no value) and
+	// its last write; the Engine reads it at each start (hadr.go).
+	hadrKey     bool
+	hadrValue   *int
+	hadrWritten time.Time
+	syncedAt    time.Time // a secondary is catching up until then after its start
+	backups     []string  // BACKUP / RESTORE commands running (sys.dm_exec_requests)
 
 	port       int
 	proc       *Process // the running Engine process; nil when stopped
@@ -85,6 +92,13 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		tde:        slices.Clone(ic.TDEDatabases),
 		port:       ic.SQLPort,
 		hadr:       ic.HADR(),
+	}
+	if ver.Major >= 11 {
+		v := 0
+		if inst.hadr {
+			v = 1
+		}
+		inst.hadrKey, inst.hadrValue, inst.hadrWritten = true, &v, hadrBuildTime(h.now())
 	}
 	if ic.AvailabilityGroup != nil {
 		ag := *ic.AvailabilityGroup
@@ -342,6 +356,7 @@ func (i *Instance) processStartedLocked() {
 	h := i.h
 	sids, mv := h.captureTokenLocked(i.engine)
 	tf := slices.Clone(i.traceFlags)
+	i.hadrAtStartLocked()
 	i.proc = &Process{
 		PID: i.engine.pid, Started: i.engine.started, TokenSIDs: sids, ManageVolume: mv,
 		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806), ProgramNames: []string{},
@@ -410,6 +425,7 @@ func (i *Instance) engineStoppingLocked() {
 func (i *Instance) processEndedLocked(failed bool) {
 	i.proc = nil
 	i.ready = false
+	i.backups = nil // a stop ends them
 	if failed {
 		i.logLine(i.h.now(), "Server", "Error: 17058, Severity: 16, State: 1. SQL Server could not start (winsim: the instance is configured with fail_start).")
 	}

@@ -210,9 +210,17 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			{Name: "encryption_state", Type: tds.TypeInt, Nullable: true},
 		},
 		contract.QueryHADREnabled: {{Name: "is_hadr_enabled", Type: tds.TypeInt, Nullable: true}},
-		contract.QueryLocalReplicas: {
-			{Name: "availability_group", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
+		contract.QueryReplicaStates: {
+			{Name: "availability_group", Type: tds.TypeNVarChar, Size: 256, Nullable: true},
+			{Name: "replica_server_name", Type: tds.TypeNVarChar, Size: 256, Nullable: true},
+			{Name: "is_local", Type: tds.TypeBit},
 			{Name: "role_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+			{Name: "connected_state_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+			{Name: "synchronization_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+		},
+		contract.QueryRequests: {
+			{Name: "session_id", Type: tds.TypeSmallInt},
+			{Name: "command", Type: tds.TypeNVarChar, Size: 32},
 		},
 	}
 	rows := map[string]string{

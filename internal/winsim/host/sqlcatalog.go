@@ -16,17 +16,26 @@ type sqlTable struct {
 	rows [][]any
 	// serverState: reading it needs VIEW SERVER STATE (error 300 without).
 	serverState bool
+	// catalog: a catalog view, whose rows only VIEW ANY DEFINITION (or sysadmin)
+	// shows; without it the view is empty, without an error (metadata visibility).
+	catalog bool
+	// otherSessions: the last rows are other sessions', which only VIEW SERVER
+	// STATE shows (sys.dm_exec_requests); without it they are left out.
+	otherSessions int
 }
 
 // sysViews are the views the simulator models, by name (lower case, in schema sys).
 // Each builds its table with the host's mutex held.
 var sysViews = map[string]func(i *Instance) (sqlTable, bool){
-	"dm_server_services":                  (*Instance).viewServerServices,
-	"dm_database_encryption_keys":         (*Instance).viewEncryptionKeys,
-	"databases":                           (*Instance).viewDatabases,
-	"dm_hadr_availability_replica_states": (*Instance).viewReplicaStates,
-	"availability_replicas":               (*Instance).viewAvailabilityReplicas,
-	"availability_groups":                 (*Instance).viewAvailabilityGroups,
+	"dm_server_services":                          (*Instance).viewServerServices,
+	"dm_database_encryption_keys":                 (*Instance).viewEncryptionKeys,
+	"databases":                                   (*Instance).viewDatabases,
+	"dm_hadr_availability_replica_states":         (*Instance).viewReplicaStates,
+	"dm_hadr_name_id_map":                         (*Instance).viewNameIDMap,
+	"dm_hadr_availability_replica_cluster_states": (*Instance).viewReplicaClusterStates,
+	"dm_exec_requests":                            (*Instance).viewExecRequests,
+	"availability_replicas":                       (*Instance).viewAvailabilityReplicas,
+	"availability_groups":                         (*Instance).viewAvailabilityGroups,
 }
 
 // lookupTable finds [database.]sys.name. ok is false for an object that does not
@@ -148,43 +157,18 @@ func (i *Instance) viewDatabases() (sqlTable, bool) {
 }
 
 // The HADR views exist from SQL Server 2012 (11.x). With Always On off, or an
-// instance in no group, they are empty. The model knows only the local replica:
-// on a primary, SQL Server would also list the other replicas.
+// instance in no group, they are empty. The catalog views know only the local
+// replica; the DMVs see the other replicas through the AGDirectory (hadr.go).
 
 func (i *Instance) agIDs() (groupID, replicaID string) {
 	return nameGUID("ag", i.ag.Name), nameGUID("replica", i.ag.Name+"\x00"+i.TDSHandler().ServerName())
-}
-
-func (i *Instance) viewReplicaStates() (sqlTable, bool) {
-	if i.ver.Major < 11 {
-		return sqlTable{}, false
-	}
-	t := sqlTable{name: "sys.dm_hadr_availability_replica_states", serverState: true, cols: []tds.Column{
-		{Name: "replica_id", Type: tds.TypeUniqueIdentifier},
-		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
-		{Name: "is_local", Type: tds.TypeBit},
-		{Name: "role", Type: tds.TypeTinyInt, Nullable: true},
-		{Name: "role_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
-		{Name: "operational_state_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
-		{Name: "connected_state_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
-		{Name: "synchronization_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
-	}}
-	if i.hadr && i.ag != nil {
-		g, r := i.agIDs()
-		role := int32(2)
-		if i.ag.Role == AGRolePrimary {
-			role = 1
-		}
-		t.rows = append(t.rows, []any{r, g, true, role, strings.ToUpper(i.ag.Role), "ONLINE", "CONNECTED", "HEALTHY"})
-	}
-	return t, true
 }
 
 func (i *Instance) viewAvailabilityReplicas() (sqlTable, bool) {
 	if i.ver.Major < 11 {
 		return sqlTable{}, false
 	}
-	t := sqlTable{name: "sys.availability_replicas", cols: []tds.Column{
+	t := sqlTable{name: "sys.availability_replicas", catalog: true, cols: []tds.Column{
 		{Name: "replica_id", Type: tds.TypeUniqueIdentifier, Nullable: true},
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier, Nullable: true},
 		{Name: "replica_server_name", Type: tds.TypeNVarChar, Size: 256, Nullable: true},
@@ -204,7 +188,7 @@ func (i *Instance) viewAvailabilityGroups() (sqlTable, bool) {
 	if i.ver.Major < 11 {
 		return sqlTable{}, false
 	}
-	t := sqlTable{name: "sys.availability_groups", cols: []tds.Column{
+	t := sqlTable{name: "sys.availability_groups", catalog: true, cols: []tds.Column{
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "name", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
 		{Name: "failure_condition_level", Type: tds.TypeInt, Nullable: true},

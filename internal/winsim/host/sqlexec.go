@@ -69,6 +69,12 @@ func (i *Instance) runSelect(login LoginConfig, s selectStmt) (tds.ResultSet, *t
 		if t.serverState && !login.CanViewServerState() {
 			return tds.ResultSet{}, viewServerStateDenied()
 		}
+		if t.catalog && !login.CanViewDefinitions() {
+			t.rows = nil
+		}
+		if t.otherSessions > 0 && !login.CanViewServerState() {
+			t.rows = t.rows[:len(t.rows)-t.otherSessions]
+		}
 		b.sources = append(b.sources, source{ref: ref, table: t, outer: n > 0 && s.joins[n-1].left})
 	}
 	// Two sources with one exposed name are ambiguous (error 1013).
@@ -536,6 +542,8 @@ func typeName(b bound) string {
 		return "bigint"
 	case tds.TypeTinyInt:
 		return "tinyint"
+	case tds.TypeSmallInt:
+		return "smallint"
 	case tds.TypeBit:
 		return "bit"
 	case tds.TypeDateTimeOffset:
@@ -549,7 +557,7 @@ func typeName(b bound) string {
 }
 
 func isNumeric(t tds.ColumnType) bool {
-	return t == tds.TypeInt || t == tds.TypeBigInt || t == tds.TypeTinyInt || t == tds.TypeBit
+	return t == tds.TypeInt || t == tds.TypeBigInt || t == tds.TypeTinyInt || t == tds.TypeSmallInt || t == tds.TypeBit
 }
 
 // clash is error 206 for types SQL Server cannot compare at all.

@@ -17,6 +17,7 @@ const (
 	TypeTinyInt                                // INTNTYPE (0x26) length 1: 0-255
 	TypeUniqueIdentifier                       // GUIDTYPE (0x24); the value is a string "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
 	TypeVariant                                // SSVARIANTTYPE (0x62), what SERVERPROPERTY returns; the value is a string (nvarchar base) or an int32 (int base)
+	TypeSmallInt                               // INTNTYPE (0x26) length 2: -32768-32767
 )
 
 // Column describes one result column.

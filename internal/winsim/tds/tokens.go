@@ -181,6 +181,9 @@ func (t *tokenBuf) colMetadata(cols []Column) error {
 		case TypeTinyInt:
 			t.byte1(typeIntN)
 			t.byte1(1)
+		case TypeSmallInt:
+			t.byte1(typeIntN)
+			t.byte1(2)
 		case TypeUniqueIdentifier:
 			t.byte1(typeGUID)
 			t.byte1(16)
@@ -255,13 +258,15 @@ func (t *tokenBuf) value(c Column, v any) error {
 		}
 		t.uint16le(uint16(len(u) * 2))
 		t.utf16(u)
-	case TypeInt, TypeBigInt, TypeTinyInt:
+	case TypeInt, TypeBigInt, TypeTinyInt, TypeSmallInt:
 		if v == nil {
 			t.byte1(0)
 			return nil
 		}
 		var n int64
 		switch x := v.(type) {
+		case int16:
+			n = int64(x)
 		case int32:
 			n = int64(x)
 		case int64:
@@ -284,6 +289,12 @@ func (t *tokenBuf) value(c Column, v any) error {
 			}
 			t.byte1(1)
 			t.byte1(byte(n))
+		case TypeSmallInt:
+			if n < -1<<15 || n > 1<<15-1 {
+				return fmt.Errorf("value %d does not fit a smallint", n)
+			}
+			t.byte1(2)
+			t.uint16le(uint16(int16(n)))
 		default:
 			t.byte1(8)
 			t.uint64le(uint64(n))

@@ -43,6 +43,14 @@ type KerberosConfig struct {
 	Realm string
 	// MaxClockSkew is the skew the host tolerates; default 5 minutes, as Windows.
 	MaxClockSkew time.Duration
+	// AcceptorSubkey makes the AP-REP carry a subkey of the host's own, which both
+	// sides then seal with (RFC 4121 section 2, flag AcceptorSubkey), as an
+	// acceptor may.
+	AcceptorSubkey bool
+	// ExtraCount is the filler (EC) the host seals its answers with, rotated with
+	// the trailer by RRC + EC: 16 is what MS-KILE 3.4.5.4.1 says a Windows sender of
+	// GSS_WrapEx should use with AES; 0 is RFC 4121's and MIT's choice.
+	ExtraCount int
 }
 
 // krbConn is the Kerberos state of an authenticated connection.
@@ -117,21 +125,30 @@ func (s *Server) kerberosLeg(w http.ResponseWriter, r *http.Request, cs *connSta
 		return refuse("the principal %s@%s maps to %s, which is not a WinRM user of this host", creds.UserName(), creds.Domain(), user)
 	}
 
-	// The context key: the initiator's subkey if it sent one, else the session key.
-	// This acceptor sends no subkey of its own.
+	// The context key: the initiator's subkey if it sent one, else the session key;
+	// with AcceptorSubkey, a new key of the same type that the AP-REP carries.
 	key := apreq.Ticket.DecryptedEncPart.Key
 	if apreq.Authenticator.SubKey.KeyType != 0 && len(apreq.Authenticator.SubKey.KeyValue) > 0 {
 		key = apreq.Authenticator.SubKey
 	}
+	var subkey *types.EncryptionKey
+	if kc.AcceptorSubkey {
+		sk, err := newSubkey(key.KeyType)
+		if err != nil {
+			return refuse("generating the acceptor subkey: %v", err)
+		}
+		subkey = &sk
+	}
 	seq := uint64(randomSeq())
-	rep, err := apRep(apreq, seq)
+	rep, err := apRep(apreq, seq, subkey)
 	if err != nil {
 		return refuse("building the AP-REP: %v", err)
 	}
-	sealer, err := krb.NewSealer(key, true, false, seq, uint64(apreq.Authenticator.SeqNumber)&0xffffffff)
+	sealer, err := krb.NewSealer(key, subkey, true, seq, uint64(apreq.Authenticator.SeqNumber)&0xffffffff)
 	if err != nil {
 		return refuse("%v", err)
 	}
+	sealer.SealWithFiller(kc.ExtraCount)
 	token := krb.GSSToken(rep, []byte{0x02, 0x00})
 	if wrapped {
 		st := spnego.SPNEGOToken{Resp: true, NegTokenResp: spnego.NegTokenResp{
@@ -216,13 +233,16 @@ func (s *Server) krbErrorReply(w http.ResponseWriter, scheme string, wrapped boo
 }
 
 // apRep builds the mutual-authentication AP-REP: the authenticator's time,
-// encrypted with the ticket's session key, and the acceptor's first sequence
-// number.
-func apRep(apreq messages.APReq, seq uint64) ([]byte, error) {
+// encrypted with the ticket's session key, the acceptor's first sequence number
+// and its subkey, if any.
+func apRep(apreq messages.APReq, seq uint64, subkey *types.EncryptionKey) ([]byte, error) {
 	part := messages.EncAPRepPart{
 		CTime:          apreq.Authenticator.CTime,
 		Cusec:          apreq.Authenticator.Cusec,
 		SequenceNumber: int64(seq),
+	}
+	if subkey != nil {
+		part.Subkey = *subkey
 	}
 	b, err := asn1.Marshal(part)
 	if err != nil {
@@ -275,6 +295,19 @@ func kerberosBindingsHash(appData []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(appData)))
 	sum := md5.Sum(append(b, appData...))
 	return sum[:]
+}
+
+// newSubkey is a random key of encryption type et.
+func newSubkey(et int32) (types.EncryptionKey, error) {
+	e, err := crypto.GetEtype(et)
+	if err != nil {
+		return types.EncryptionKey{}, err
+	}
+	b := make([]byte, e.GetKeyByteSize())
+	if _, err := rand.Read(b); err != nil {
+		return types.EncryptionKey{}, err
+	}
+	return types.EncryptionKey{KeyType: et, KeyValue: b}, nil
 }
 
 func randomSeq() uint32 {

@@ -30,13 +30,20 @@ type command struct {
 	cancel context.CancelFunc
 	stdin  *stdinPipe
 
-	mu       sync.Mutex
-	stdout   []byte
-	stderr   []byte
-	finished bool
-	exitCode int
-	changed  chan struct{} // closed and replaced whenever output or state changes
+	mu         sync.Mutex
+	stdout     []byte
+	stderr     []byte
+	finished   bool
+	terminated bool // Signal terminate or Delete: writes fail from now on
+	exitCode   int
+	changed    chan struct{} // closed and replaced whenever output or state changes
 }
+
+// pipeBuffer is how much output a command may have written that no Receive took
+// yet. Beyond it a write waits, as a Windows process waits when the pipe to
+// winrshost is full and winrshost's own buffer is too (a client that stops
+// receiving stops the command's output, not the host's memory).
+const pipeBuffer = 1 << 20
 
 func newShells() *shells { return &shells{byID: map[string]*shell{}} }
 
@@ -140,6 +147,10 @@ func newCommand(cancel context.CancelFunc, consoleStdin bool) *command {
 func (c *command) terminate() {
 	c.cancel()
 	c.stdin.abort()
+	c.mu.Lock()
+	c.terminated = true
+	c.notifyLocked()
+	c.mu.Unlock()
 }
 
 // notifyLocked wakes every Receive waiting on c. c.mu must be held.
@@ -166,6 +177,15 @@ type streamWriter struct {
 func (w streamWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
+	for len(w.c.stdout)+len(w.c.stderr) >= pipeBuffer && !w.c.terminated && !w.c.finished {
+		changed := w.c.changed
+		w.c.mu.Unlock()
+		<-changed
+		w.c.mu.Lock()
+	}
+	if w.c.terminated {
+		return 0, errors.New("write to a WinRS stream of a terminated command")
+	}
 	if w.c.finished {
 		return 0, errors.New("write to a WinRS stream after the command returned")
 	}
@@ -217,6 +237,9 @@ func (c *command) takeLocked(limit int) output {
 	if c.finished && len(c.stdout) == 0 && len(c.stderr) == 0 {
 		out.done = true
 		out.exitCode = c.exitCode
+	}
+	if len(out.stdout)+len(out.stderr) > 0 {
+		c.notifyLocked() // a writer waiting for room in the pipe
 	}
 	return out
 }

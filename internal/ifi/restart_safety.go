@@ -1,0 +1,205 @@
+package ifi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
+)
+
+// The restart rule of availability groups and running backups, in one place: the
+// apply (PlanApply) and the plan (PlanWarnings) both ask it. Unknown is unsafe:
+// under restart = "if_needed" an Engine restarts only when it is known not to be
+// the primary replica of an availability group, its group is healthy as far as
+// this replica can see, and no backup or restore is running.
+
+// noSQLAnswer says why SQL Server's word is missing: ifi cannot tell the two apart,
+// and the observation's own warning names the failure.
+const noSQLAnswer = "SQL Server did not answer (no sql block, or asking it failed: see the other diagnostics)"
+
+// roleKnowledge is what the provider knows of the instance's availability group
+// role before a restart.
+type roleKnowledge struct {
+	known   bool     // the role is established (primary or not)
+	primary bool     // the instance holds (or is resolving) a primary replica
+	role    string   // RolePrimary, RoleResolving, RoleSecondary, "" (no group)
+	groups  []string // the groups, for messages
+	source  string   // how it is known, for messages
+	why     string   // when unknown: what was seen, for messages
+}
+
+// knowRole establishes the role from SQL Server (ag, nil when not asked) or, where
+// Windows can tell, from the host's read (ri: its HADR report, nil from a host that
+// does not report it, the Engine's start and the build).
+func knowRole(ag *AGMembership, ri *contract.ReadInstanceResult) roleKnowledge {
+	if ag != nil {
+		return roleKnowledge{known: true, primary: ag.Role == RolePrimary || ag.Role == RoleResolving, role: ag.Role,
+			groups: ag.Groups, source: "SQL Server (sys.dm_hadr_availability_replica_states)"}
+	}
+	if ri == nil || ri.HADR == nil {
+		return roleKnowledge{why: noSQLAnswer + ", and the host did not report its Always On registry setting"}
+	}
+	hadr, processStart := ri.HADR, ri.ProcessStartTime
+	if !hadr.KeyFound && beforeAlwaysOn(ri.Version) {
+		return roleKnowledge{known: true, source: "the build (Always On exists from SQL Server 2012, 11.x)"}
+	}
+	if len(hadr.OwnedGroups) > 0 {
+		return roleKnowledge{known: true, primary: true, role: RolePrimary, groups: hadr.OwnedGroups,
+			source: "the failover cluster (this node owns the availability group's cluster resource)"}
+	}
+	var why string
+	switch {
+	case !hadr.KeyFound:
+		why = "its registry key MSSQLServer\\HADR is missing"
+	case hadr.Enabled != nil && *hadr.Enabled != 0:
+		why = fmt.Sprintf("HADR_Enabled is %d (Always On is enabled)", *hadr.Enabled)
+	case hadr.KeyWritten == nil || processStart == nil:
+		why = "the time HADR_Enabled was written, or the Engine's start, is unknown"
+	case !hadr.KeyWritten.Before(*processStart):
+		why = fmt.Sprintf("HADR_Enabled was written at %s, after the running Engine started (%s), so it is not the running setting",
+			hadr.KeyWritten.UTC().Format(time.RFC3339), processStart.UTC().Format(time.RFC3339))
+	default:
+		return roleKnowledge{known: true, source: "the registry (HADR_Enabled is off since before the Engine started)"}
+	}
+	if hadr.Detail != "" {
+		why += "; " + safetext.Escape(hadr.Detail)
+	}
+	return roleKnowledge{why: noSQLAnswer + ", and Windows cannot tell: " + why}
+}
+
+// restartSafety refuses a restart the rule does not allow, and adds the warnings of
+// one it allows.
+func (a *Assessment) restartSafety(p *Plan) *Refusal {
+	v := a.observed.Verification
+	rk := knowRole(a.AG, a.observed.Instance)
+	optIn := a.desired.Restart == RestartIfNeededIncludingPrimary
+	groups := safetext.Escape(strings.Join(rk.groups, ", "))
+	switch {
+	case !rk.known && optIn:
+		p.Warnings = append(p.Warnings, Warning{WarnAGUnknown, "Availability group role unknown: restarting as restart = \"if_needed_including_primary\" allows",
+			fmt.Sprintf("%s restarts (%s) although its availability group role is unknown (%s); if it is a primary replica, the group's "+
+				"databases are offline until it is back or the group fails over.", capitalize(a.where()), p.RestartReason, rk.why), nil})
+	case !rk.known:
+		return &Refusal{
+			Summary: "Availability group role unknown: refusing to restart " + a.where(),
+			Detail: fmt.Sprintf("%s needs a restart (%s), but the provider cannot tell whether it is the primary replica of an Always On "+
+				"availability group: %s. Nothing was changed on this instance. To let it restart: configure the provider's sql block with a "+
+				"login that has VIEW SERVER STATE (GRANT VIEW SERVER STATE TO [login]), so SQL Server is asked; or set restart = %q to restart "+
+				"whatever its role; or set restart = \"never\" and restart in a maintenance window.",
+				capitalize(a.where()), p.RestartReason, rk.why, RestartIfNeededIncludingPrimary),
+		}
+	case rk.primary && optIn:
+		p.Warnings = append(p.Warnings, Warning{WarnPrimaryRestart, "Restarting a primary availability replica",
+			fmt.Sprintf("%s is the %s replica of the availability group %s (per %s) and restarts (%s) because restart = %q: the group's "+
+				"databases are unavailable until the Engine is back, unless the group fails over automatically.",
+				capitalize(a.where()), rk.role, groups, rk.source, p.RestartReason, RestartIfNeededIncludingPrimary), nil})
+	case rk.primary:
+		return &Refusal{
+			Summary: "Primary availability replica: refusing to restart it",
+			Detail: fmt.Sprintf("%s is the %s replica of the Always On availability group %s (per %s) and IFI needs a restart (%s); "+
+				"restarting it would take the group's databases offline. Nothing was changed. Fail over first (ALTER AVAILABILITY GROUP [%s] "+
+				"FAILOVER on a synchronized secondary replica), then apply again: a secondary restarts as usual. Or set restart = %q to restart "+
+				"the primary anyway, or restart = \"never\" to change the right only and restart in a maintenance window.",
+				capitalize(a.where()), rk.role, groups, rk.source, p.RestartReason, safetext.Escape(firstGroup(rk.groups)), RestartIfNeededIncludingPrimary),
+		}
+	}
+	if a.AG != nil && len(a.AG.Groups) > 0 && len(a.AG.Unhealthy) > 0 {
+		return &Refusal{
+			Summary: "Availability group not healthy: refusing to restart " + a.where(),
+			Detail: fmt.Sprintf("%s is a replica of the availability group %s and needs a restart (%s), but the group is not healthy as this "+
+				"replica sees it: %s. Restarting a replica while another is down or behind can leave the group without a synchronized "+
+				"secondary (and stall commits on the primary). Nothing was changed. Wait until every replica is HEALTHY and CONNECTED "+
+				"(sys.dm_hadr_availability_replica_states on the primary), then apply again.",
+				capitalize(a.where()), safetext.Escape(strings.Join(a.AG.Groups, ", ")), p.RestartReason, safetext.Escape(strings.Join(a.AG.Unhealthy, "; "))),
+		}
+	}
+	if len(v.RunningBackups) > 0 {
+		return &Refusal{
+			Summary: "Backup or restore running: refusing to restart " + a.where(),
+			Detail: fmt.Sprintf("%s needs a restart (%s), but SQL Server is running %s; a restart would end it. Nothing was changed. "+
+				"Apply again when it has finished, or set restart = \"never\" and restart in a maintenance window.",
+				capitalize(a.where()), p.RestartReason, safetext.Escape(strings.Join(v.RunningBackups, "; "))),
+		}
+	}
+	if v.RunningBackups == nil {
+		p.Warnings = append(p.Warnings, Warning{WarnBackupsUnchecked, "Running backups not checked before restarting " + a.where(),
+			fmt.Sprintf("%s restarts (%s), but SQL Server did not say whether a backup or restore is running (sys.dm_exec_requests: no sql block, or asking it failed); "+
+				"a restart ends one.", capitalize(a.where()), p.RestartReason), nil})
+	}
+	return nil
+}
+
+// PriorFacts is what the last read of an instance established, as kept in the
+// Terraform state: the plan's view of the instance before an apply.
+type PriorFacts struct {
+	Host     string
+	Instance string
+	// SQLAnswered: SQL Server answered the last read; AG is then its answer
+	// (nil when it is in no group).
+	SQLAnswered bool
+	AG          *AGMembership
+	// Read is the last read_instance (nil when none is kept).
+	Read *contract.ReadInstanceResult
+	// RestartPending is the last read's restart_pending (nil: unknown).
+	RestartPending *bool
+}
+
+// PlanWarnings are what a plan says before the apply about a restart the apply may
+// refuse, or make without having checked everything: changeAsked says the plan
+// changes what is asked (enabled, grantee or restart). prior is nil for a
+// resource not yet created; sqlConfigured says whether SQL Server can be asked at
+// all. Each summary names the host and the instance, so that Terraform does not
+// fold them together.
+func PlanWarnings(prior *PriorFacts, host, instance string, d Desired, changeAsked, sqlConfigured bool) []Warning {
+	if !d.Restart.Restarts() {
+		return nil
+	}
+	a := &Assessment{Host: host, Instance: instance}
+	if prior == nil {
+		if sqlConfigured {
+			return nil
+		}
+		return []Warning{{WarnAGUnknown, "Restart safety cannot be checked through SQL Server for " + a.where(),
+			fmt.Sprintf("The provider has no sql block, so if %s needs a restart the apply restarts it only when Windows shows that it is "+
+				"in no availability group (HADR_Enabled off since before the Engine started), and cannot check for a running backup or "+
+				"restore. Otherwise the apply refuses that restart and changes nothing on the instance.", a.where()), nil}}
+	}
+	if !changeAsked && (prior.RestartPending == nil || !*prior.RestartPending) {
+		return nil
+	}
+	ag := prior.AG
+	if prior.SQLAnswered && ag == nil {
+		ag = &AGMembership{Groups: []string{}}
+	}
+	rk := knowRole(ag, prior.Read)
+	var w []Warning
+	switch {
+	case !rk.known && d.Restart == RestartIfNeeded:
+		w = append(w, Warning{WarnAGUnknown, "Availability group role unknown for " + a.where(),
+			fmt.Sprintf("When last read, the provider could not tell whether %s is the primary replica of an availability group (%s). "+
+				"If this change needs a restart, the apply refuses it and changes nothing on this instance: configure the sql block with a "+
+				"login that has VIEW SERVER STATE, or set restart = %q.", a.where(), rk.why, RestartIfNeededIncludingPrimary), nil})
+	case rk.primary && d.Restart == RestartIfNeeded:
+		w = append(w, Warning{WarnPrimaryRestart, "Primary availability replica with restart = \"if_needed\": " + a.where(),
+			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s (per %s). If the change needs a restart, the "+
+				"apply refuses and changes nothing: fail over first, or set restart = %q.",
+				a.where(), rk.role, safetext.Escape(strings.Join(rk.groups, ", ")), rk.source, RestartIfNeededIncludingPrimary), nil})
+	}
+	if !prior.SQLAnswered {
+		w = append(w, Warning{WarnBackupsUnchecked, "Running backups not checked for " + a.where(),
+			fmt.Sprintf("SQL Server did not answer the last read of %s, so whether a backup or restore is running, which a restart would "+
+				"end, was not checked and will not be unless SQL Server answers the apply.", a.where()), nil})
+	}
+	return w
+}
+
+// beforeAlwaysOn: the build (major.minor.build...) is older than SQL Server 2012
+// (11.x), which introduced availability groups; false when it cannot be read.
+func beforeAlwaysOn(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n > 0 && n < 11
+}

@@ -1,0 +1,59 @@
+package provider
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+)
+
+// complianceExample is the documented compliance report (docs/data-sources), run
+// here as written but for its list of production instances.
+const complianceExample = "../../examples/data-sources/mssqlifi_instant_file_initialization/data-source-compliance.tf"
+
+// The compliance check of the docs must flag an instance whose running Engine still
+// has IFI but whose service lost the right: it loses IFI at its next restart. A check
+// on ifi_enabled alone passes it.
+func TestCLI_complianceExampleFlagsALostRight(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(complianceExample)
+	if err != nil {
+		t.Fatalf("reading the compliance example: %v", err)
+	}
+	fleet := regexp.MustCompile(`(?s)  production = \{.*?\n  \}\n`)
+	if !fleet.Match(src) {
+		t.Fatalf("the compliance example has no `production = { ... }` map to point at the simulator:\n%s", src)
+	}
+	e := startSim(t, nil)
+	config := fleet.ReplaceAllLiteral(src, []byte(`  production = {
+    "`+e.addr+`/MSSQLSERVER" = { host = "`+e.addr+`", instance = "MSSQLSERVER" }
+  }
+`))
+
+	w := newCLI(t)
+	// The right granted and the Engine restarted: IFI is on, and compliant.
+	for _, a := range []winsim.Action{
+		{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID},
+		{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"},
+	} {
+		if err := e.sim.Do(e.name, a); err != nil {
+			t.Fatalf("%s: %v", a.Action, err)
+		}
+	}
+	w.write(e.providerConfig(true) + string(config))
+	p := w.plan()
+	p.wantNoDiag(t, "warning", `^Check block assertion failed$`)
+
+	// Someone revokes the right: the running Engine keeps IFI until its next restart.
+	if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID}); err != nil {
+		t.Fatalf("revoking the right: %v", err)
+	}
+	p = w.plan()
+	p.wantDiag(t, "warning", `^Check block assertion failed$`,
+		`IFI is not compliant on: `+regexp.QuoteMeta(e.addr)+`/MSSQLSERVER: the service lacks SeManageVolumePrivilege: IFI is lost at the next restart`)
+	if d := p.find("warning", `^Check block assertion failed$`, `running Engine has IFI off|could not be verified`); len(d) != 0 {
+		t.Errorf("the running Engine still has IFI, yet the check says it has not: %v", d)
+	}
+}

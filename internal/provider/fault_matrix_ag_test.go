@@ -1,0 +1,203 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// The fault matrix's rows about restart safety (issue 14): availability-group
+// primaries, replicas of one group and running backups. Each row creates the
+// resource with restart = "never" (the grant, no restart), then asks for a restart
+// and checks five things: the Engine and its dependents end Running, the apply ends
+// within its timeout + 30 s, the state matches the host, the next plan is empty or
+// an update in place, and nothing restarts twice.
+
+const agRowTimeout = time.Minute
+
+// agRowConfig is the resource on e's host with restart and the row's timeout; the
+// WinRM port is given when it is not the provider's.
+func agRowConfig(e *accEnv, restart string, portOverride bool) string {
+	extra := fmt.Sprintf("  restart = %q\n  timeouts {\n    update = %q\n  }", restart, agRowTimeout)
+	if portOverride {
+		extra += fmt.Sprintf("\n  port = %d", e.httpsPort)
+	}
+	return resourceConfig(e.addr, extra)
+}
+
+// agFiveChecks checks what every row checks after the apply under test ap, for the
+// host e whose Engine had started at before; restarts is how many restarts the
+// operations since opsBefore may hold.
+func agFiveChecks(t *testing.T, w *cliWork, e *accEnv, ap *tfRun, before time.Time, opsBefore, restarts int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, svc := range []string{"MSSQLSERVER", contract.DefaultAgentService} {
+		if err := e.host().WaitServiceState(ctx, svc, contract.StateRunning); err != nil {
+			t.Errorf("%s is not Running at the end: %v", svc, err)
+		}
+	}
+	if ap.Duration > agRowTimeout+30*time.Second {
+		t.Errorf("the apply took %s, more than its timeout + 30 s", ap.Duration.Round(time.Second))
+	}
+	a := w.attrs(resName)
+	if granted, _ := a["privilege_granted"].(bool); granted != e.holds(defaultSvcSID) {
+		t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
+	}
+	p := w.plan()
+	if p.Exit == 1 {
+		t.Errorf("the next plan failed:\n%s", p.describe())
+	}
+	for _, c := range p.Changes {
+		if c.Action != "update" {
+			t.Errorf("the next plan has %s %s; want nothing or an update in place", c.Action, c.Addr)
+		}
+	}
+	ops := e.opsSince(opsBefore)
+	if n := countOp(ops, contract.OpRestartInstance); n > restarts {
+		t.Errorf("%d restarts (operations %v), want at most %d", n, ops, restarts)
+	}
+	if restarts == 0 && !e.serviceStart("MSSQLSERVER").Equal(before) {
+		t.Errorf("the Engine restarted: started %v, was %v", e.serviceStart("MSSQLSERVER"), before)
+	}
+}
+
+func TestCLI_faultMatrixAG(t *testing.T) {
+	t.Parallel()
+	primary := func(clusterType string) func(*host.HostConfig) {
+		return func(hc *host.HostConfig) {
+			hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100
+			hc.Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: host.AGRolePrimary, ClusterType: clusterType}
+		}
+	}
+	for _, r := range []struct {
+		name     string
+		mod      func(*host.HostConfig)
+		withSQL  bool
+		before   []winsim.Action // after the create, before the apply under test
+		restart  string
+		planWarn string // a warning the plan gives before the apply (summary regexp)
+		wantErr  string // the apply's error (summary: detail regexp)
+	}{
+		{name: "a login that cannot see catalog views", mod: primary(host.ClusterTypeNone), withSQL: true, restart: "if_needed",
+			planWarn: `^Primary availability replica with restart = "if_needed": instance MSSQLSERVER on 127\.`,
+			wantErr:  `(?s)^Primary availability replica: refusing to restart it: .*AG1 \(per SQL Server.*Nothing was changed`},
+		{name: "a primary with no sql block (cluster type NONE)", mod: primary(host.ClusterTypeNone), restart: "if_needed",
+			planWarn: `^Availability group role unknown for instance MSSQLSERVER on 127\.`,
+			wantErr:  `(?s)^Availability group role unknown: refusing to restart instance MSSQLSERVER on 127\.[0-9.]+: .*HADR_Enabled is 1.*sql block.*VIEW SERVER STATE.*if_needed_including_primary`},
+		{name: "a primary with no sql block (WSFC)", mod: primary(""), restart: "if_needed",
+			wantErr: `(?s)^Primary availability replica: refusing to restart it: .*AG1 \(per the failover cluster`},
+		{name: "a backup running", mod: func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100 },
+			withSQL: true, restart: "if_needed",
+			before:  []winsim.Action{{Action: winsim.ActionStartBackup, Instance: "MSSQLSERVER"}},
+			wantErr: `(?s)^Backup or restore running: refusing to restart instance MSSQLSERVER on .*BACKUP DATABASE \(session \d+\).*Nothing was changed`},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			w := newCLI(t)
+			e := startSim(t, r.mod)
+			w.write(e.providerConfig(r.withSQL) + agRowConfig(e, "never", false))
+			w.mustApply()
+			for _, a := range r.before {
+				if err := e.sim.Do(e.name, a); err != nil {
+					t.Fatalf("%+v: %v", a, err)
+				}
+			}
+			before, opsBefore := e.serviceStart("MSSQLSERVER"), len(e.operations())
+			w.write(e.providerConfig(r.withSQL) + agRowConfig(e, r.restart, false))
+			ap := w.apply()
+			if ap.Exit == 0 {
+				t.Fatalf("the apply restarted:\n%s", ap.describe())
+			}
+			re := regexp.MustCompile(r.wantErr)
+			if errs := ap.errors(); len(errs) != 1 || !re.MatchString(errs[0].Summary+": "+errs[0].Detail) {
+				t.Errorf("errors %v, want one matching %s", errs, r.wantErr)
+			}
+			if r.planWarn != "" && len(ap.find("warning", r.planWarn, "")) == 0 {
+				t.Errorf("no plan warning matching %s:\n%s", r.planWarn, ap.describe())
+			}
+			agFiveChecks(t, w, e, ap, before, opsBefore, 0)
+		})
+	}
+}
+
+// Two runs restart two replicas of one group: the first restarts the secondary;
+// the second, on the primary (opted in), sees that secondary down or catching up
+// and refuses, changing nothing. The first ends as usual.
+func TestCLI_faultMatrixAG_twoRunsOneGroup(t *testing.T) {
+	t.Parallel()
+	envs := startAGPair(t)
+	prim, sec := envs[0], envs[1]
+
+	wSec, wPrim := newCLI(t), newCLI(t)
+	wSec.write(prim.providerConfig(true) + agRowConfig(sec, "never", true))
+	wSec.mustApply()
+	wPrim.write(prim.providerConfig(true) + agRowConfig(prim, "never", false))
+	wPrim.mustApply()
+
+	secBefore, secOps := sec.serviceStart("MSSQLSERVER"), len(sec.operations())
+	primBefore, primOps := prim.serviceStart("MSSQLSERVER"), len(prim.operations())
+	wSec.write(prim.providerConfig(true) + agRowConfig(sec, "if_needed", true))
+	first := make(chan *tfRun, 1)
+	go func() { first <- wSec.apply() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := sec.host().WaitServiceState(ctx, "MSSQLSERVER", contract.StateStopPending); err != nil {
+		t.Fatalf("the first run did not stop the secondary: %v", err)
+	}
+	wPrim.write(prim.providerConfig(true) + agRowConfig(prim, "if_needed_including_primary", false))
+	second := wPrim.apply()
+	if second.Exit == 0 {
+		t.Errorf("the second run restarted the primary while its secondary was down:\n%s", second.describe())
+	}
+	second.wantDiag(t, "error", `^Availability group not healthy: refusing to restart instance MSSQLSERVER on `,
+		`(?s)SQL\d+ of AG1: NOT_HEALTHY, (DISCONNECTED|CONNECTED).*Nothing was changed`)
+	ap := <-first
+	if ap.Exit != 0 {
+		t.Fatalf("the first run failed:\n%s", ap.describe())
+	}
+	agFiveChecks(t, wSec, sec, ap, secBefore, secOps, 1)
+	agFiveChecks(t, wPrim, prim, second, primBefore, primOps, 0)
+}
+
+// startAGPair starts one simulator with two hosts: the primary replica of AG1 and
+// its secondary, which catches up for a minute after each start.
+func startAGPair(t *testing.T) []*accEnv {
+	t.Helper()
+	var hcs []host.HostConfig
+	var envs []*accEnv
+	for i, role := range []string{host.AGRolePrimary, host.AGRoleSecondary} {
+		n := nextAddr.Add(1)
+		hc := defaultHostConfig(fmt.Sprintf("sql%02d", n), fmt.Sprintf("127.0.0.%d", 10+n))
+		in := &hc.Instances[0]
+		in.StartMS, in.StopMS = 100, 100
+		if i == 1 {
+			in.StopMS, in.AGSyncMS = 2000, 60000
+		}
+		in.AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: role}
+		hcs = append(hcs, hc)
+		envs = append(envs, &accEnv{t: t, name: hc.Name, addr: hc.Address})
+	}
+	sim, err := winsim.Start(&winsim.Config{Hosts: hcs}, winsim.Options{CertDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting the simulator: %v", err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	for _, e := range envs {
+		e.sim = sim
+		for _, hi := range sim.Info().Hosts {
+			if strings.EqualFold(hi.Name, e.name) {
+				e.httpsPort, e.httpPort = port(t, hi.WinRMHTTPS), port(t, hi.WinRM)
+			}
+		}
+	}
+	return envs
+}

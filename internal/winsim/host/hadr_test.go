@@ -1,0 +1,160 @@
+package host
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+)
+
+func batch(t *testing.T, inst *Instance, user, q string) string {
+	t.Helper()
+	rs, e := inst.TDSHandler().Batch(context.Background(), tds.Login{User: user}, q)
+	if e != nil {
+		t.Fatalf("%s as %s: Msg %d %s", q, user, e.Number, e.Message)
+	}
+	return render(rs)
+}
+
+func rowCount(rendered string) int { return strings.Count(strings.TrimSpace(rendered), "\n") }
+
+// A login with VIEW SERVER STATE but not VIEW ANY DEFINITION sees no rows in the
+// catalog views, without an error, so a DMV INNER JOINed with one shows nothing;
+// the provider's query (DMVs only) still finds the primary replica.
+func TestCatalogViewsNeedViewAnyDefinition(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: AGRolePrimary}
+	cfg.Instances[0].Logins = []LoginConfig{{Name: "sa", Password: "a"}, {Name: "monitor", Password: "m"},
+		{Name: "auditor", Password: "d", ViewAnyDefinition: true}}
+	inst, _ := newHost(t, cfg).Instance("MSSQLSERVER")
+
+	if n := rowCount(batch(t, inst, "monitor", "SELECT name FROM sys.availability_groups")); n != 0 {
+		t.Errorf("a login without VIEW ANY DEFINITION sees %d rows of sys.availability_groups, want 0", n)
+	}
+	if n := rowCount(batch(t, inst, "monitor", agQuery)); n != 0 {
+		t.Errorf("the INNER JOIN with a catalog view shows %d rows without VIEW ANY DEFINITION, want 0", n)
+	}
+	for _, user := range []string{"sa", "auditor"} {
+		if n := rowCount(batch(t, inst, user, "SELECT name FROM sys.availability_groups")); n != 1 {
+			t.Errorf("%s sees %d rows of sys.availability_groups, want 1", user, n)
+		}
+	}
+	if got := batch(t, inst, "monitor", contract.QueryReplicaStates); !strings.Contains(got, "AG1|SQL01|true|PRIMARY|CONNECTED|HEALTHY") {
+		t.Errorf("the provider's replica query as monitor:\n%s", got)
+	}
+}
+
+// Replicas on hosts that share a directory see each other as SQL Server's DMVs
+// do: the primary every replica, a secondary only itself; a stopped secondary is
+// DISCONNECTED on the primary, and one catching up after its start NOT_HEALTHY.
+func TestReplicasSeeEachOther(t *testing.T) {
+	dir := &AGDirectory{}
+	mk := func(name, role string) *Host {
+		cfg := baseConfig()
+		cfg.Name, cfg.Address = name, "127.0.0.9"
+		cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: role}
+		cfg.Instances[0].AGSyncMS = 60000
+		h, err := New(cfg, Options{AGs: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
+		return h
+	}
+	p, s := mk("sqlp", AGRolePrimary), mk("sqls", AGRoleSecondary)
+	pi, _ := p.Instance("MSSQLSERVER")
+	si, _ := s.Instance("MSSQLSERVER")
+	if got := batch(t, pi, "sa", contract.QueryReplicaStates); !strings.Contains(got, "AG1|SQLP|true|PRIMARY|CONNECTED|HEALTHY") ||
+		!strings.Contains(got, "AG1|SQLS|false|SECONDARY|CONNECTED|HEALTHY") {
+		t.Errorf("the primary's view:\n%s", got)
+	}
+	if got := batch(t, si, "sa", contract.QueryReplicaStates); rowCount(got) != 1 || !strings.Contains(got, "AG1|SQLS|true|SECONDARY|CONNECTED|HEALTHY") {
+		t.Errorf("the secondary's view:\n%s", got)
+	}
+	if err := s.StopService("MSSQLSERVER", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch(t, pi, "sa", contract.QueryReplicaStates); !strings.Contains(got, "AG1|SQLS|false|NULL|DISCONNECTED|NOT_HEALTHY") {
+		t.Errorf("the primary's view of a stopped secondary:\n%s", got)
+	}
+	if err := s.StartService("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.waitFor(context.Background(), func() (bool, error) { return si.ready, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch(t, pi, "sa", contract.QueryReplicaStates); !strings.Contains(got, "AG1|SQLS|false|SECONDARY|CONNECTED|NOT_HEALTHY") {
+		t.Errorf("the primary's view of a secondary catching up:\n%s", got)
+	}
+	if got := batch(t, si, "sa", contract.QueryReplicaStates); !strings.Contains(got, "|NOT_HEALTHY") {
+		t.Errorf("the secondary catching up sees itself:\n%s", got)
+	}
+}
+
+// A running backup shows in sys.dm_exec_requests to a login with VIEW SERVER
+// STATE only (others see their own session), and ends when the Engine stops.
+func TestRunningBackups(t *testing.T) {
+	h := sqlHost(t)
+	inst, _ := h.Instance("REPORTING")
+	if err := h.StartBackup("REPORTING", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch(t, inst, "sa", contract.QueryRequests); !strings.Contains(got, "BACKUP DATABASE") {
+		t.Errorf("sa's requests:\n%s", got)
+	}
+	if got := batch(t, inst, "weak", contract.QueryRequests); strings.Contains(got, "BACKUP") || rowCount(got) != 1 {
+		t.Errorf("a login without VIEW SERVER STATE sees other sessions:\n%s", got)
+	}
+	if err := h.RestartService("MSSQL$REPORTING"); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch(t, inst, "sa", contract.QueryRequests); strings.Contains(got, "BACKUP") {
+		t.Errorf("the backup survived a restart:\n%s", got)
+	}
+}
+
+// HADR_Enabled: read_instance reports the value and when its key was written; the
+// Engine reads it at its next start (turning Always On off also leaves the group).
+// A WSFC group's primary makes its node the owner of the group's cluster resource.
+func TestHADRRegistry(t *testing.T) {
+	h := sqlHost(t)
+	r := h.instanceReport("MSSQLSERVER", contract.RightManageVolume)
+	if r.HADR == nil || !r.HADR.KeyFound || r.HADR.Enabled == nil || *r.HADR.Enabled != 1 || !r.HADR.KeyWritten.Before(*r.ProcessStartTime) ||
+		!r.HADR.ClusterKnown || strings.Join(r.HADR.OwnedGroups, ",") != "AG1" {
+		t.Fatalf("HADR report %+v", r.HADR)
+	}
+	if err := h.SetHADRRegistry("MSSQLSERVER", new(int)); err != nil {
+		t.Fatal(err)
+	}
+	r = h.instanceReport("MSSQLSERVER", contract.RightManageVolume)
+	if *r.HADR.Enabled != 0 || r.HADR.KeyWritten.Before(*r.ProcessStartTime) {
+		t.Errorf("after the write: %+v (Engine started %v)", r.HADR, r.ProcessStartTime)
+	}
+	if _, _, hadr := mustInstance(t, h, "MSSQLSERVER").AGState(); !hadr {
+		t.Error("the running Engine left Always On before its restart")
+	}
+	if err := h.RestartService("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
+	}
+	if g, _, hadr := mustInstance(t, h, "MSSQLSERVER").AGState(); hadr || g != "" {
+		t.Errorf("after the restart: group %q, Always On %v; want none, off", g, hadr)
+	}
+	r = h.instanceReport("MSSQLSERVER", contract.RightManageVolume)
+	if !r.HADR.KeyWritten.Before(*r.ProcessStartTime) || len(r.HADR.OwnedGroups) != 0 {
+		t.Errorf("after the restart: %+v", r.HADR)
+	}
+	if r := h.instanceReport("LEGACY", contract.RightManageVolume); r.HADR.KeyFound {
+		t.Errorf("SQL Server 2008 R2 has an HADR key: %+v", r.HADR)
+	}
+}
+
+func mustInstance(t *testing.T, h *Host, name string) *Instance {
+	t.Helper()
+	i, ok := h.Instance(name)
+	if !ok {
+		t.Fatalf("no instance %s", name)
+	}
+	return i
+}
