@@ -34,6 +34,11 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	}
 	startedBefore := obs.Instance.ProcessStartTime
 	a, p, err := ifi.PlanApply(d, obs.Observed)
+	out.Action = ifi.ActionOf(a, p, err)
+	if d.Planned != "" && d.Planned != ifi.ActionVerify && out.Action != d.Planned && out.Action != ifi.ActionRefuse {
+		now, _ := ifi.Predict(d, obs.Observed, false)
+		return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now)}
+	}
 	if err != nil {
 		var ref *ifi.Refusal
 		if errors.As(err, &ref) {
@@ -90,6 +95,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	out.Assessment = a
 	out.SQLPort = obs.Instance.TCPPort
 	out.Read, out.ReadAt = obs.Instance, readAt
+	out.Verification = obs.Observed.Verification
 	out.Enabled = d.Enabled
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
@@ -153,6 +159,7 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 		SQLPort:            obs.Instance.TCPPort,
 		Read:               obs.Instance,
 		ReadAt:             readAt,
+		Verification:       obs.Observed.Verification,
 	}, nil
 }
 

@@ -140,6 +140,11 @@ type Outcome struct {
 	// none was made); the caller keeps them as the next Target.Read and ReadAt.
 	Read   *contract.ReadInstanceResult
 	ReadAt time.Time
+	// Verification is what SQL Server (or the error log) said in that observation;
+	// with Read, it lets the next plan predict the apply (ifi.Predict).
+	Verification ifi.Verification
+	// Action is what the apply did, or refused (ifi.ActionOf); "" from a read.
+	Action ifi.Action
 }
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the

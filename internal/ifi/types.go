@@ -65,6 +65,10 @@ type Desired struct {
 	// IneffectiveRestart is what an earlier apply learned from a restart that left
 	// IFI on (kept in the resource's private state); nil when none.
 	IneffectiveRestart *IneffectiveRestart
+	// Planned is what the plan predicted and the user approved (Predict); the apply
+	// refuses to do anything else (PlanChanged). "" or ActionVerify: no
+	// expectation.
+	Planned Action
 }
 
 // Verification is what the running Engine says about itself.
@@ -143,6 +147,8 @@ const (
 	// WarnHiddenMembership: IFI stays on although enabled = false, through a
 	// membership the host does not report (an IneffectiveRestart applies).
 	WarnHiddenMembership = "hidden_membership"
+	// WarnPlannedAction: what the apply will do on the instance (Predict).
+	WarnPlannedAction = "planned_action"
 )
 
 // Assessment is the decision's view of one instance.

@@ -23,6 +23,8 @@ type ifiResourceModel struct {
 	Grantee  types.String   `tfsdk:"grantee"`
 	Restart  types.String   `tfsdk:"restart"`
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
+	// PlannedAction is what the plan said the apply does (ifi.Action).
+	PlannedAction types.String `tfsdk:"planned_action"`
 	computedModel
 }
 

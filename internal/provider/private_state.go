@@ -132,6 +132,9 @@ type hostReadPrivate struct {
 	Host     string                       `json:"host"`
 	Instance string                       `json:"instance"`
 	Read     *contract.ReadInstanceResult `json:"read"`
+	// Verification is what SQL Server (or the error log) said in the same
+	// observation: with Read, the next plan predicts the apply (ifi.Predict).
+	Verification *ifi.Verification `json:"verification,omitempty"`
 }
 
 // setHostRead records the outcome's read of t's instance; none removes the key.
@@ -139,7 +142,8 @@ func setHostRead(ctx context.Context, p privateSetter, t converge.Target, out *c
 	if out == nil || out.Read == nil || !out.Read.Found {
 		return p.SetKey(ctx, privateHostRead, nil)
 	}
-	b, err := json.Marshal(hostReadPrivate{At: out.ReadAt.UTC(), Host: t.Host, Instance: t.Instance, Read: out.Read})
+	v := out.Verification
+	b, err := json.Marshal(hostReadPrivate{At: out.ReadAt.UTC(), Host: t.Host, Instance: t.Instance, Read: out.Read, Verification: &v})
 	if err != nil {
 		return p.SetKey(ctx, privateHostRead, nil)
 	}
@@ -149,17 +153,25 @@ func setHostRead(ctx context.Context, p privateSetter, t converge.Target, out *c
 // getHostRead puts the recorded read into t when it is of t's host and instance;
 // anything else (none, unreadable, another instance) leaves t to read the host.
 func getHostRead(ctx context.Context, p privateGetter, t *converge.Target) diag.Diagnostics {
+	hr, ds := getHostReadMemo(ctx, p, *t)
+	if hr != nil {
+		t.Read, t.ReadAt = hr.Read, hr.At
+	}
+	return ds
+}
+
+// getHostReadMemo is the recorded read when it is of t's host and instance, else nil.
+func getHostReadMemo(ctx context.Context, p privateGetter, t converge.Target) (*hostReadPrivate, diag.Diagnostics) {
 	b, ds := p.GetKey(ctx, privateHostRead)
 	if ds.HasError() || len(b) == 0 {
-		return ds
+		return nil, ds
 	}
 	var hr hostReadPrivate
 	if err := json.Unmarshal(b, &hr); err != nil || hr.Read == nil ||
 		!strings.EqualFold(hr.Host, t.Host) || !strings.EqualFold(hr.Instance, t.Instance) {
-		return ds
+		return nil, ds
 	}
-	t.Read, t.ReadAt = hr.Read, hr.At
-	return ds
+	return &hr, ds
 }
 
 // privateUnverified is the private-state key marking a resource whose last create

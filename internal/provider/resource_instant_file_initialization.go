@@ -1,9 +1,9 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -117,6 +117,7 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 				string(ifi.RestartNever))},
 		},
 	}
+	attrs["planned_action"] = plannedActionAttribute()
 	for k, v := range computedResourceAttributes() {
 		attrs[k] = v
 	}
@@ -215,12 +216,18 @@ const (
 // (SQL port, the host's read).
 func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceModel, known computedModel, d ifi.Desired, t converge.Target,
 	state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
+	if !plan.PlannedAction.IsUnknown() {
+		d.Planned = ifi.Action(plan.PlannedAction.ValueString()) // the apply does what the plan said, or nothing
+	}
 	out, err := r.c.engine().Apply(ctx, t, d)
 	r.c.ntlmFallbackWarning(diags, t)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.report())
 	}
 	addWarnings(diags, out.Warnings)
+	if plan.PlannedAction.IsUnknown() { // the plan could not tell: the state says what was done
+		plan.PlannedAction = types.StringValue(string(cmp.Or(out.Action, ifi.ActionNone)))
+	}
 	if st := plan.withOutcome(out, known); st != nil {
 		mark := ""
 		if err != nil {
@@ -296,6 +303,10 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	a := out.Assessment
 	st := state.withOutcome(out, state.computedModel)
+	// enabled keeps what the user asked; the computed attributes say what the host
+	// has, and the plan's planned_action what the apply will do about it.
+	st.Enabled = types.BoolValue(desired.Enabled)
+	st.PlannedAction = types.StringValue(string(ifi.ActionNone))
 	if imported {
 		// An import adopts what the host has: enabled is whether the right is granted.
 		st.Enabled = types.BoolValue(a.PrivilegeGranted)
@@ -345,20 +356,28 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	addWarnings(&resp.Diagnostics, out.Warnings, ifi.WarnStaysOnDestroy)
 }
 
-// ModifyPlan warns at plan time about what the apply will refuse or leave undone,
-// from what the last refresh saw.
+// ModifyPlan says what the apply will do (planned_action and one warning per
+// resource, decided by ifi.Predict), and what a destroy leaves in effect.
 func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	ctx = maskSecrets(ctx, r.c)
 	if !req.Plan.Raw.IsNull() {
 		r.claimInstance(ctx, req, resp)
 		if resp.Diagnostics.HasError() {
 			return
 		}
 	}
+	var plan, state ifiResourceModel
+	if !req.Plan.Raw.IsNull() {
+		if ds := req.Plan.Get(ctx, &plan); ds.HasError() {
+			return // the framework reports the plan's own problems
+		}
+	}
 	if req.State.Raw.IsNull() {
-		r.createWarnings(ctx, req, resp) // create: nothing read yet
+		if !req.Plan.Raw.IsNull() {
+			r.predictCreate(ctx, plan, resp)
+		}
 		return
 	}
-	var state ifiResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -373,45 +392,28 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		}
 		return
 	}
-	var plan ifiResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	if r.verifyUnverified(ctx, req, resp, t) {
 		return
 	}
-	r.verifyUnverified(ctx, req, resp, t)
-	membershipChanges := !plan.Enabled.Equal(state.Enabled) || !plan.Grantee.Equal(state.Grantee)
-	if state.GroupPolicyManaged.ValueBool() && membershipChanges {
-		resp.Diagnostics.AddWarning("Group Policy owns the right",
-			fmt.Sprintf("On %s a Group Policy defines who holds \"Perform volume maintenance tasks\" (%s). This plan changes the grantee's "+
-				"membership; the apply refuses if the policy disagrees, because the policy would revert it within 90 minutes. Change the GPO instead.",
-				t, ifi.GPOSetting))
-	}
-	if state.Clustered.ValueBool() && ifi.RestartPolicy(plan.Restart.ValueString()).Restarts() &&
-		(membershipChanges || !plan.Restart.Equal(state.Restart)) {
-		resp.Diagnostics.AddWarning("Clustered instance with restart = \"if_needed\"",
-			fmt.Sprintf("%s is a failover cluster instance. If the change needs a restart, the apply refuses: the provider never restarts a "+
-				"clustered instance through the service manager. Set restart = \"never\" and restart the role through Failover Cluster Manager.", t))
-	}
-	if !state.Clustered.ValueBool() {
-		addWarnings(&resp.Diagnostics, ifi.PlanWarnings(priorFacts(ctx, req.Private, state), state.Host.ValueString(),
-			state.Instance.ValueString(), plan.desired(), membershipChanges || !plan.Restart.Equal(state.Restart), r.sqlConfigured()))
-	}
+	r.predictUpdate(ctx, req, state, plan, resp)
 }
 
 // verifyUnverified makes the plan of a resource whose last create or update failed
 // part-way (privateUnverified) an update, which verifies the instance and finishes
 // what is missing, and says so.
-func (r *ifiResource) verifyUnverified(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, t converge.Target) {
+func (r *ifiResource) verifyUnverified(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, t converge.Target) bool {
 	u, ds := getUnverified(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
 	if u == nil {
-		return
+		return false
 	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("verified_by"), types.StringUnknown())...)
+	verify := ifi.ActionVerify
+	setPlannedAction(ctx, &resp.Plan, &verify, &resp.Diagnostics)
 	resp.Diagnostics.AddWarning(fmt.Sprintf("Unverified change of %s: this update verifies it", t),
 		fmt.Sprintf("The %s of %s at %s failed after its change was sent (%s). The state holds what was asked and what was known "+
 			"then; this update reads the instance, finishes what is missing, and verifies it. It restarts SQL Server only if the "+
 			"running Engine still lacks what was asked.", u.Op, t, u.At.Format(time.RFC3339), safetext.Escape(u.Error)))
+	return true
 }
 
 // replaceAdvice is the refresh's warning for a resource whose create failed part-way
@@ -441,38 +443,6 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-// createWarnings are ifi's plan warnings for a resource not created yet, when its
-// host, instance and restart are known.
-func (r *ifiResource) createWarnings(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
-		return
-	}
-	var plan ifiResourceModel
-	if ds := req.Plan.Get(ctx, &plan); ds.HasError() {
-		return // the framework reports the plan's own problems
-	}
-	if r.c == nil || plan.Host.IsUnknown() || plan.Instance.IsUnknown() || plan.Restart.IsUnknown() {
-		return
-	}
-	addWarnings(&resp.Diagnostics, ifi.PlanWarnings(nil, plan.Host.ValueString(), plan.Instance.ValueString(), plan.desired(), true, r.sqlConfigured()))
-}
-
-// sqlConfigured: the provider has a sql block, so SQL Server can be asked.
-func (r *ifiResource) sqlConfigured() bool { return r.c != nil && r.c.sql != nil }
-
-// priorFacts is what the state and the private state's last read say of the
-// instance, for ifi.PlanWarnings: tde_databases is null exactly when SQL Server did
-// not answer, and availability_group/role are then null too.
-func priorFacts(ctx context.Context, p privateGetter, state ifiResourceModel) *ifi.PriorFacts {
-	t := state.target()
-	getHostRead(ctx, p, &t)
-	pf := &ifi.PriorFacts{SQLAnswered: !state.TDEDatabases.IsNull(), Read: t.Read, RestartPending: state.RestartPending.ValueBoolPointer()}
-	if pf.SQLAnswered && !state.AvailabilityRole.IsNull() {
-		pf.AG = &ifi.AGMembership{Groups: strings.Split(state.AvailabilityGroup.ValueString(), ", "), Role: state.AvailabilityRole.ValueString()}
-	}
-	return pf
 }
 
 // claimInstance refuses a second resource for an instance another resource of this

@@ -1,0 +1,200 @@
+package provider
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+)
+
+// The plan says what the apply will do (planned_action and one warning per
+// resource), through the real CLI.
+
+// plannedChange is one resource's planned change in `terraform show -json PLANFILE`.
+type plannedChange struct {
+	Actions []string       `json:"actions"`
+	Before  map[string]any `json:"before"`
+	After   map[string]any `json:"after"`
+	Unknown map[string]any `json:"after_unknown"`
+}
+
+// planOut runs terraform plan -out=file and returns the run and resName's change.
+func (w *cliWork) planOut(file string) (*tfRun, plannedChange) {
+	w.t.Helper()
+	r := w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-out="+file)
+	if r.Exit == 1 {
+		return r, plannedChange{}
+	}
+	s := w.run("show", "-json", "-no-color", file)
+	var p struct {
+		ResourceChanges []struct {
+			Address string        `json:"address"`
+			Change  plannedChange `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal([]byte(s.Stdout), &p); err != nil {
+		w.t.Fatalf("terraform show -json %s: %v\n%s", file, err, s.Stdout)
+	}
+	for _, rc := range p.ResourceChanges {
+		if rc.Address == resName {
+			return r, rc.Change
+		}
+	}
+	w.t.Fatalf("the plan has no change of %s: %s", resName, s.Stdout)
+	return r, plannedChange{}
+}
+
+func (e *accEnv) do(a winsim.Action) {
+	e.t.Helper()
+	if err := e.sim.Do(e.name, a); err != nil {
+		e.t.Fatalf("%s: %v", a.Action, err)
+	}
+}
+
+// wantPlanned checks the planned_action the plan shows (known).
+func wantPlanned(t *testing.T, c plannedChange, want string) {
+	t.Helper()
+	if got := c.After["planned_action"]; got != want {
+		t.Errorf("planned_action = %v (unknown: %v); want %q", got, c.Unknown["planned_action"], want)
+	}
+}
+
+// A create's plan reads the host and says whether the apply restarts SQL Server, only
+// grants, or refuses; the apply then does exactly that.
+func TestCLI_createPlanSaysWhatApplyDoes(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	where := regexp.QuoteMeta("instance MSSQLSERVER on " + e.addr)
+
+	// IFI off, no grant: grant and restart.
+	r, c := w.planOut("restart.tfplan")
+	r.wantPlanExit(t, 2)
+	wantPlanned(t, c, "grant_and_restart")
+	r.wantDiag(t, "warning", `^`+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
+		regexp.QuoteMeta(`grants "Perform volume maintenance tasks" to NT SERVICE\MSSQLSERVER`)+`(.|\n)*restarts the service MSSQLSERVER`)
+
+	// The running Engine has IFI (granted and restarted), the grant is gone again: grant only.
+	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	r, c = w.planOut("grant.tfplan")
+	wantPlanned(t, c, "grant")
+	r.wantDiag(t, "warning", `^`+where+`: apply grants the right, no restart$`, `running Engine already has IFI on`)
+	stops := e.stops("MSSQLSERVER")
+	a := w.run("apply", "-json", "-no-color", "grant.tfplan")
+	if a.Exit != 0 {
+		t.Fatalf("applying the saved plan failed:\n%s", a.describe())
+	}
+	if e.stops("MSSQLSERVER") != stops || !e.holds(defaultSvcSID) {
+		t.Errorf("the apply of a grant-only plan: stops %d -> %d, holds %v; want no stop and the grant", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
+	}
+	if got := w.attrs(resName)["planned_action"]; got != "grant" {
+		t.Errorf("state planned_action after the apply = %v; want the planned grant", got)
+	}
+	// The refresh resets planned_action: the next plan is empty.
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	p.wantNoDiag(t, "warning", where+": apply")
+}
+
+// A Group Policy that does not list the grantee: the create's plan says the apply
+// will refuse, and why.
+func TestCLI_createPlanSaysRefuse(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	e.do(winsim.Action{Action: winsim.ActionSetGroupPolicyRight, Right: contract.RightManageVolume, SIDs: []string{winsid.Administrators}})
+	e.do(winsim.Action{Action: winsim.ActionRefreshGroupPolicy})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	r, c := w.planOut("refuse.tfplan")
+	wantPlanned(t, c, "refuse")
+	r.wantDiag(t, "warning", `^instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`: apply will refuse: Group Policy owns the right and does not grant it$`,
+		`change nothing`)
+	// The assessment's own warning, which the apply would give, is in the plan too.
+	r.wantDiag(t, "warning", `^Group Policy owns the right$`, `16 hours`)
+}
+
+// Drift is named: a right revoked outside Terraform gives a plan that says so and
+// only grants; revoked and then restarted gives a plan that restarts. enabled keeps
+// the user's intent in both.
+func TestCLI_driftPlansNameWhatChanged(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	w.plan().wantPlanExit(t, 0)
+	where := regexp.QuoteMeta("instance MSSQLSERVER on " + e.addr)
+
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	r, c := w.planOut("revoked.tfplan")
+	r.wantPlanExit(t, 2)
+	wantPlanned(t, c, "grant")
+	r.wantDiag(t, "warning", `^Changed outside Terraform: `+where+`: apply grants the right, no restart$`,
+		`no longer holds the right \(revoked outside Terraform\)`)
+	if c.Before["enabled"] != true || c.After["enabled"] != true {
+		t.Errorf("enabled %v -> %v; want the user's true on both sides", c.Before["enabled"], c.After["enabled"])
+	}
+	if c.Before["privilege_granted"] != false || c.Unknown["privilege_granted"] != true {
+		t.Errorf("privilege_granted %v -> unknown %v; want false (the host) -> known after apply", c.Before["privilege_granted"], c.Unknown["privilege_granted"])
+	}
+
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	r, c = w.planOut("restarted.tfplan")
+	wantPlanned(t, c, "grant_and_restart")
+	r.wantDiag(t, "warning", `^Changed outside Terraform: `+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
+		`revoked outside Terraform(.|\n)*restarts the service MSSQLSERVER`)
+}
+
+// A saved plan whose host changed before the apply: the apply fails with the
+// provider's own error, changing nothing, never Terraform's "inconsistent" one.
+func TestCLI_savedPlanHostChanged(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	_, c := w.planOut("grant.tfplan")
+	wantPlanned(t, c, "grant")
+	// The running Engine loses IFI: the apply would now have to restart it.
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	stops := e.stops("MSSQLSERVER")
+	r := w.run("apply", "-json", "-no-color", "grant.tfplan")
+	if r.Exit == 0 {
+		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
+		`Nothing was changed(.|\n)*terraform plan again`)
+	r.wantNoDiag(t, "error", "inconsistent")
+	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
+		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
+	}
+}
+
+// A postcondition on planned_action fails the plan itself: no restarts here.
+func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `
+  lifecycle {
+    postcondition {
+      condition     = !contains(["grant_and_restart", "revoke_and_restart", "restart"], self.planned_action)
+      error_message = "This change would restart SQL Server; apply it in the maintenance window."
+    }
+  }`))
+	r := w.plan()
+	if r.Exit != 1 {
+		t.Fatalf("plan exit %d; want 1 (the postcondition fails):\n%s", r.Exit, r.describe())
+	}
+	r.wantDiag(t, "error", `postcondition`, `would restart SQL Server`)
+	if ops := e.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("the failed plan changed the host: %v", ops)
+	}
+}

@@ -1,0 +1,141 @@
+package provider
+
+import (
+	"context"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
+)
+
+// The plan says what the apply will do: ifi.Predict decides it from the host's read
+// (a create's own read at plan time, an update's refresh kept in the private
+// state), the same rules the apply follows; this file only renders it as the
+// planned_action attribute and one warning per resource.
+
+// plannedActionAttribute is the resource's planned_action.
+func plannedActionAttribute() schema.StringAttribute {
+	names := make([]string, len(ifi.Actions))
+	for i, a := range ifi.Actions {
+		names[i] = "`" + string(a) + "`"
+	}
+	return schema.StringAttribute{
+		Computed: true,
+		MarkdownDescription: "What the apply will do on the instance, known at plan time: one of " + strings.Join(names, ", ") + ". " +
+			"`grant`/`revoke` change the right without restarting SQL Server; `*_and_restart` and `restart` restart the Database Engine " +
+			"(and its running dependent services); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
+			"`verify`: the last apply failed part-way, and the apply verifies and finishes it (it may restart). Unknown at plan time " +
+			"(the provider configuration or the host is not known yet, or the host could not be read) means the apply **may restart**. " +
+			"The apply stores the planned value; a refresh sets it to `none`. A `lifecycle { postcondition }` on it fails the plan " +
+			"itself, for example to forbid restarts of primary replicas or outside a maintenance window.",
+	}
+}
+
+// predictedAttributes are the computed attributes an apply that changes the instance
+// may change: unknown in such a plan.
+var predictedAttributes = []string{"grantee_sid", "privilege_granted", "ifi_enabled", "restart_pending", "verified_by", "sql_version",
+	"availability_group", "availability_role"}
+
+// setPlannedAction puts act (nil: unknown) into the plan, and when it may change the
+// instance, marks what the apply will read back unknown.
+func setPlannedAction(ctx context.Context, plan *tfsdk.Plan, act *ifi.Action, diags *diag.Diagnostics) {
+	v := types.StringUnknown()
+	if act != nil {
+		v = types.StringValue(string(*act))
+	}
+	diags.Append(plan.SetAttribute(ctx, path.Root("planned_action"), v)...)
+	if act != nil && *act == ifi.ActionNone {
+		return
+	}
+	for _, name := range predictedAttributes {
+		switch computedAttributes[name].kind {
+		case computedBool:
+			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.BoolUnknown())...)
+		default:
+			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.StringUnknown())...)
+		}
+	}
+}
+
+// predictCreate reads the host at plan time (one read_instance and one SQL check, as
+// a refresh does) and predicts what creating the resource does.
+func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, resp *resource.ModifyPlanResponse) {
+	host, instance := plan.Host.ValueString(), plan.Instance.ValueString()
+	if plan.Host.IsUnknown() || plan.Instance.IsUnknown() {
+		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
+		return // no name to say it with; Terraform shows the value as known after apply
+	}
+	why := ""
+	switch {
+	case r.c == nil:
+		why = "the provider's configuration is not known until apply"
+	case plan.Enabled.IsUnknown() || plan.Grantee.IsUnknown() || plan.Restart.IsUnknown() || plan.Port.IsUnknown() || plan.SQLPort.IsUnknown():
+		why = "some of its arguments are not known until apply"
+	}
+	if why != "" {
+		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
+		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, why)})
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, defaultReadTimeout)
+	defer cancel()
+	t := plan.target()
+	d := plan.desired()
+	out, err := r.c.engine().Read(ctx, t, d)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
+	if err != nil {
+		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
+		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it failed: "+safetext.Escape(err.Error()))})
+		return
+	}
+	addWarnings(&resp.Diagnostics, out.Warnings) // what the apply would say of the instance
+	r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
+}
+
+// predictUpdate predicts the update of a resource in the state from the refresh's
+// read (the private state's host_read). Without one, the action is unknown.
+func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlanRequest, state, plan ifiResourceModel,
+	resp *resource.ModifyPlanResponse) {
+	t := state.target()
+	hr, ds := getHostReadMemo(ctx, req.Private, t)
+	resp.Diagnostics.Append(ds...)
+	if hr == nil || hr.Verification == nil || hr.Verification.Source == "" {
+		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
+		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance,
+			"the state holds no read of it from this provider version (terraform refresh, or a plan with refresh, records one)")})
+		return
+	}
+	d := plan.desired()
+	d.PriorGranteeSID = state.GranteeSID.ValueString()
+	d.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
+	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
+	r.predict(ctx, d, t, hr.Read, hr.Verification, drift, resp)
+}
+
+// predict renders ifi.Predict on the read ri and verification v: planned_action and
+// the plan's warnings.
+func (r *ifiResource) predict(ctx context.Context, d ifi.Desired, t converge.Target, ri *contract.ReadInstanceResult, v *ifi.Verification,
+	drift bool, resp *resource.ModifyPlanResponse) {
+	pred, err := ifi.Predict(d, ifi.Observed{Host: t.Host, Instance: ri, Verification: *v}, drift)
+	if err != nil {
+		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
+		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance, "its read cannot be assessed: "+
+			safetext.Escape(err.Error()))})
+		return
+	}
+	setPlannedAction(ctx, &resp.Plan, &pred.Action, &resp.Diagnostics)
+	if pred.Action == ifi.ActionNone {
+		return
+	}
+	addWarnings(&resp.Diagnostics, append(pred.PlanWarnings, pred.Warning))
+}
