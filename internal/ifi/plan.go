@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -137,11 +138,18 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})
 	}
 	if a.RunningIFI == nil || *a.RunningIFI {
-		w = append(w, Warning{WarnStaysOnDestroy, "IFI stays on until the next restart",
-			fmt.Sprintf("On %s the running service %s keeps IFI until its next restart; destroy never restarts SQL Server. "+
-				"Restart the service in a maintenance window for the revoke to take effect.", a.where(), a.ServiceName), nil})
+		w = append(w, StaysOnAfterDestroy(a.Host, a.Instance, a.ServiceName))
 	}
 	return a, p, w, nil
+}
+
+// StaysOnAfterDestroy is the warning of a destroy (planned or done) on an instance
+// whose running Engine has IFI, or may have it.
+func StaysOnAfterDestroy(host, instance, service string) Warning {
+	a := &Assessment{Host: host, Instance: instance}
+	return Warning{WarnStaysOnDestroy, "IFI stays on until the next restart",
+		fmt.Sprintf("On %s the running service %s keeps IFI until its next restart; destroy revokes the grant but never restarts SQL Server. "+
+			"Restart the service in a maintenance window for the revoke to take effect.", a.where(), safetext.Escape(service)), nil}
 }
 
 func onOff(b bool) string {

@@ -216,7 +216,7 @@ func (a *Assessment) driftFacts() string {
 	case !a.desired.Enabled && a.PrivilegeGranted:
 		f = append(f, grantee+" holds the right again (granted outside Terraform)")
 	}
-	if a.RestartPending != nil && *a.RestartPending {
+	if len(f) == 0 && a.RestartPending != nil && *a.RestartPending { // a grant or revoke would end it
 		f = append(f, "a restart is pending: the running Engine has IFI "+onOff(*a.RunningIFI)+
 			" and its next start gives it "+onOff(a.ExpectedRunning))
 	}

@@ -2,7 +2,10 @@ package provider
 
 import (
 	"encoding/json"
+	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -177,24 +180,27 @@ func TestCLI_savedPlanHostChanged(t *testing.T) {
 	}
 }
 
-// A postcondition on planned_action fails the plan itself: no restarts here.
+// The documented postcondition on planned_action (examples/) fails the plan itself
+// outside the maintenance window, and lets it through inside.
 func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, nil)
-	w.write(e.providerConfig(true) + resourceConfig(e.addr, `
-  lifecycle {
-    postcondition {
-      condition     = !contains(["grant_and_restart", "revoke_and_restart", "restart"], self.planned_action)
-      error_message = "This change would restart SQL Server; apply it in the maintenance window."
-    }
-  }`))
+	example, err := os.ReadFile("../../examples/resources/mssqlifi_instant_file_initialization/resource-planned-action.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.NewReplacer(`"sql01.contoso.com"`, strconv.Quote(e.addr), `instance = "REPORTING"`, "").Replace(string(example))
+	w.write(e.providerConfig(true) + body)
 	r := w.plan()
 	if r.Exit != 1 {
 		t.Fatalf("plan exit %d; want 1 (the postcondition fails):\n%s", r.Exit, r.describe())
 	}
-	r.wantDiag(t, "error", `postcondition`, `would restart SQL Server`)
+	r.wantDiag(t, "error", `postcondition`, `would restart SQL Server \(planned_action = grant_and_restart\)`)
 	if ops := e.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
 		t.Errorf("the failed plan changed the host: %v", ops)
 	}
+	r = w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-var", "restarts_allowed=true")
+	r.wantPlanExit(t, 2)
+	r.wantNoDiag(t, "warning", "Check block assertion failed")
 }

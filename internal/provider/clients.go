@@ -207,3 +207,19 @@ func (tflogLogger) Debug(ctx context.Context, msg string, fields map[string]any)
 func (tflogLogger) Info(ctx context.Context, msg string, fields map[string]any) {
 	tflog.Info(ctx, msg, fields)
 }
+
+// configuredClients is what the provider's Configure handed to a resource or data
+// source: nil before the provider is configured, or (with an error) if it is not
+// *clients.
+func configuredClients(providerData any, diags *diag.Diagnostics) *clients {
+	if providerData == nil {
+		return nil
+	}
+	c, ok := providerData.(*clients)
+	if !ok {
+		diags.AddError("Unexpected provider data",
+			fmt.Sprintf("Expected *clients, got %T. This is a bug in the provider; please report it.", providerData))
+		return nil
+	}
+	return c
+}

@@ -3,27 +3,15 @@ package provider
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 var (
@@ -55,104 +43,10 @@ func (r *ifiResource) Metadata(_ context.Context, req resource.MetadataRequest, 
 	resp.ResourceBehavior.MutableIdentity = true // port, part of the identity, changes in place
 }
 
-func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	attrs := map[string]schema.Attribute{
-		"id": schema.StringAttribute{
-			Computed:            true,
-			MarkdownDescription: "`HOST/INSTANCE`. The import ID is this, or `HOST:PORT/INSTANCE` for a host on another WinRM port than the provider's.",
-			PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-		},
-		"host": schema.StringAttribute{
-			Required: true,
-			MarkdownDescription: "DNS name or IP address of the Windows host, as WinRM reaches it. Changing it replaces the resource " +
-				"(the old host's grant is revoked).",
-			Validators:    []validator.String{hostValidator},
-			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		},
-		"instance": schema.StringAttribute{
-			Optional: true,
-			Computed: true,
-			Default:  stringdefault.StaticString(DefaultInstance),
-			MarkdownDescription: "SQL Server instance name: `MSSQLSERVER` (the default instance, default) or a named instance's " +
-				"name such as `REPORTING`. Changing it replaces the resource.",
-			Validators:    []validator.String{instanceNameValidator},
-			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		},
-		"port": schema.Int64Attribute{
-			Optional:            true,
-			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`.",
-			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
-		},
-		"sql_port": schema.Int64Attribute{
-			Optional:            true,
-			MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports (use it with dynamic ports or port forwarding).",
-			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
-		},
-		"enabled": schema.BoolAttribute{
-			Optional: true,
-			Computed: true,
-			Default:  booldefault.StaticBool(true),
-			MarkdownDescription: "Whether IFI should be on (default `true`). `false` revokes the grantee's right. When the start account " +
-				"is an administrator or LocalSystem, IFI stays on anyway; the provider warns instead of showing a diff forever.",
-		},
-		"grantee": schema.StringAttribute{
-			Optional: true,
-			Computed: true,
-			Default:  stringdefault.StaticString(string(ifi.GranteeServiceSID)),
-			MarkdownDescription: "Who receives the right: `service_sid` (default, `NT SERVICE\\<service>`, as SQL Server Setup does) or " +
-				"`service_account` (the service's start account). Changing it moves the grant in one apply.",
-			Validators: []validator.String{stringvalidator.OneOf(string(ifi.GranteeServiceSID), string(ifi.GranteeServiceAccount))},
-		},
-		"restart": schema.StringAttribute{
-			Optional: true,
-			Computed: true,
-			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
-			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
-				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
-				"group, a replica whose role cannot be established, a replica of a group that is not healthy, or while a backup or restore runs: " +
-				"the apply then refuses before changing anything (see Restart safety; secondaries restart as usual). " +
-				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica or one whose role is unknown (its databases are " +
-				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
-			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
-				string(ifi.RestartNever))},
-		},
-	}
-	attrs["planned_action"] = plannedActionAttribute()
-	for k, v := range computedResourceAttributes() {
-		attrs[k] = v
-	}
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "Manages Instant File Initialization of one SQL Server instance: grants (or revokes) " +
-			"*Perform volume maintenance tasks* (`SeManageVolumePrivilege`) and, with `restart = \"if_needed\"`, restarts the " +
-			"Database Engine so the change takes effect, then verifies it through SQL Server. Destroying the resource revokes the " +
-			"grant and never restarts.",
-		Attributes: attrs,
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, Read: true}),
-		},
-	}
-}
-
 func (r *ifiResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	if c := configuredClients(req.ProviderData, &resp.Diagnostics); c != nil {
 		r.c = c
 	}
-}
-
-// configuredClients is what the provider's Configure handed to a resource or data
-// source: nil before the provider is configured, or (with an error) if it is not
-// *clients.
-func configuredClients(providerData any, diags *diag.Diagnostics) *clients {
-	if providerData == nil {
-		return nil
-	}
-	c, ok := providerData.(*clients)
-	if !ok {
-		diags.AddError("Unexpected provider data",
-			fmt.Sprintf("Expected *clients, got %T. This is a bug in the provider; please report it.", providerData))
-		return nil
-	}
-	return c
 }
 
 func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -241,20 +135,6 @@ func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceMode
 		diags.Append(setSQLPortHint(ctx, private, out.SQLPort)...)
 		diags.Append(setHostRead(ctx, private, t, out)...)
 	}
-}
-
-// withTimeout bounds ctx by an operation's timeout: the one set in the timeouts
-// block, read by timeout, or def. ok is false when the block cannot be read; diags
-// then say why.
-func withTimeout(ctx context.Context, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics),
-	def time.Duration, diags *diag.Diagnostics) (_ context.Context, cancel context.CancelFunc, ok bool) {
-	d, ds := timeout(ctx, def)
-	diags.Append(ds...)
-	if diags.HasError() {
-		return ctx, func() {}, false
-	}
-	ctx, cancel = context.WithTimeout(ctx, d)
-	return ctx, cancel, true
 }
 
 func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -382,13 +262,10 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	t := escapedTarget(state.target())
+	t := state.target()
 	if req.Plan.Raw.IsNull() {
 		if !state.IFIEnabled.Equal(types.BoolValue(false)) {
-			resp.Diagnostics.AddWarning("IFI stays on until the next restart",
-				fmt.Sprintf("Destroying the resource revokes the grant on %s but never restarts SQL Server; the running service %s keeps IFI until its next restart. "+
-					"Restart the service in a maintenance window for the revoke to take effect.",
-					t, state.ServiceName.ValueString()))
+			addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.StaysOnAfterDestroy(t.Host, t.Instance, state.ServiceName.ValueString())})
 		}
 		return
 	}
@@ -396,85 +273,4 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		return
 	}
 	r.predictUpdate(ctx, req, state, plan, resp)
-}
-
-// verifyUnverified makes the plan of a resource whose last create or update failed
-// part-way (privateUnverified) an update, which verifies the instance and finishes
-// what is missing, and says so.
-func (r *ifiResource) verifyUnverified(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, t converge.Target) bool {
-	u, ds := getUnverified(ctx, req.Private)
-	resp.Diagnostics.Append(ds...)
-	if u == nil {
-		return false
-	}
-	verify := ifi.ActionVerify
-	setPlannedAction(ctx, &resp.Plan, &verify, &resp.Diagnostics)
-	resp.Diagnostics.AddWarning(fmt.Sprintf("Unverified change of %s: this update verifies it", t),
-		fmt.Sprintf("The %s of %s at %s failed after its change was sent (%s). The state holds what was asked and what was known "+
-			"then; this update reads the instance, finishes what is missing, and verifies it. It restarts SQL Server only if the "+
-			"running Engine still lacks what was asked.", u.Op, t, u.At.Format(time.RFC3339), safetext.Escape(u.Error)))
-	return true
-}
-
-// replaceAdvice is the refresh's warning for a resource whose create failed part-way
-// (Terraform marks it tainted and plans a replace): whether the replace needs a
-// restart, as far as a is known, and how to keep the resource instead.
-func replaceAdvice(t converge.Target, u *unverifiedPrivate, a *ifi.Assessment, enabled bool) (summary, detail string) {
-	need := "whether it needs a restart is not known (SQL Server could not say whether the running Engine has IFI): " +
-		"the apply restarts it only if SQL Server then reports that the Engine lacks IFI"
-	summary = fmt.Sprintf("Failed create of %s: its replace may restart SQL Server", t)
-	switch {
-	case a.RunningIFI != nil && *a.RunningIFI == enabled:
-		summary = fmt.Sprintf("Failed create of %s: its replace needs no restart", t)
-		need = fmt.Sprintf("it needs no restart: the running Engine already has IFI %s (verified by %s), so the replace "+
-			"revokes and grants the right again without restarting SQL Server", onOff(*a.RunningIFI), a.VerifiedBy)
-	case a.RunningIFI != nil:
-		summary = fmt.Sprintf("Failed create of %s: its replace restarts SQL Server", t)
-		need = "it needs a restart: the running Engine lacks what was asked"
-	}
-	detail = fmt.Sprintf("The create of %s at %s failed after its change was sent (%s), so Terraform marks the resource tainted and "+
-		"plans to replace it; %s. If you have checked the host yourself, run terraform untaint on the resource instead: "+
-		"the next plan is then an update that verifies the instance.", t, u.At.Format(time.RFC3339), safetext.Escape(u.Error), need)
-	return summary, detail
-}
-
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
-}
-
-// claimInstance refuses a second resource for an instance another resource of this
-// run already manages: the two would undo each other (one grants, one revokes, and
-// SQL Server restarts on every apply) or restart it twice at once. Hosts and
-// instance names are compared normalised (newInstanceKey).
-func (r *ifiResource) claimInstance(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if r.c == nil {
-		return // the provider is not configured yet (unknown provider settings)
-	}
-	var host, instance types.String
-	var enabled types.Bool
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("host"), &host)...)
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("instance"), &instance)...)
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("enabled"), &enabled)...)
-	if resp.Diagnostics.HasError() || host.IsUnknown() || host.IsNull() || instance.IsUnknown() || instance.IsNull() {
-		return
-	}
-	by := fmt.Sprintf("host = %q, instance = %q", safetext.Escape(host.ValueString()), safetext.Escape(instance.ValueString()))
-	if !enabled.IsUnknown() && !enabled.IsNull() {
-		by += fmt.Sprintf(", enabled = %t", enabled.ValueBool())
-	}
-	other, ok := r.c.claim(host.ValueString(), instance.ValueString(), by)
-	if ok {
-		return
-	}
-	k := newInstanceKey(host.ValueString(), instance.ValueString())
-	resp.Diagnostics.AddAttributeError(path.Root("instance"), "Two resources manage one SQL Server instance",
-		fmt.Sprintf("This resource (%s) and another mssqlifi_instant_file_initialization resource of this configuration (%s) both "+
-			"manage instance %s on %s (hosts are compared as addresses, so 127.0.2.2 and ::ffff:127.0.2.2 are one host, and DNS "+
-			"names and instance names without case). Two resources for one instance undo each other's changes and restart SQL Server "+
-			"on every apply. Nothing was changed. Keep one resource per instance: remove one of them (terraform state rm if it is "+
-			"already in the state), or point it at the instance it was meant for.",
-			by, other, safetext.Escape(k.instance), safetext.Escape(k.host)))
 }

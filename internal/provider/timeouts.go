@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -67,4 +68,18 @@ func (r *ifiResource) ValidateConfig(ctx context.Context, req resource.ValidateC
 			resp.Diagnostics.AddAttributeError(path.Root("timeouts").AtName(name), "Timeout out of range", msg)
 		}
 	}
+}
+
+// withTimeout bounds ctx by an operation's timeout: the one set in the timeouts
+// block, read by timeout, or def. ok is false when the block cannot be read; diags
+// then say why.
+func withTimeout(ctx context.Context, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics),
+	def time.Duration, diags *diag.Diagnostics) (_ context.Context, cancel context.CancelFunc, ok bool) {
+	d, ds := timeout(ctx, def)
+	diags.Append(ds...)
+	if diags.HasError() {
+		return ctx, func() {}, false
+	}
+	ctx, cancel = context.WithTimeout(ctx, d)
+	return ctx, cancel, true
 }

@@ -1,0 +1,114 @@
+package ifi
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// What a DBA reads in the plan: one warning per instance that the apply changes,
+// naming the host and the instance in its summary (Terraform folds warnings with
+// equal summaries), and the action planned_action reports.
+func TestPredict(t *testing.T) {
+	running := func(r *contract.ReadInstanceResult) {
+		r.Dependents = []contract.ServiceInfo{{Name: "SQLSERVERAGENT", State: contract.StateRunning}, {Name: "MSSQLFDLauncher", State: "Stopped"}}
+	}
+	tests := []struct {
+		name    string
+		d       Desired
+		o       Observed
+		drift   bool
+		action  Action
+		summary string // regexp; "" = no warning
+		detail  string // regexp
+	}{
+		{"nothing to do", enable, obs(dmv(true), holders(svcSID)), false, ActionNone, "", ""},
+		{"grant and restart, with the running dependents", enable, obs(dmv(false), running), false, ActionGrantAndRestart,
+			`^instance MSSQLSERVER on sql01\.corp\.example: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
+			`grants "Perform volume maintenance tasks" to NT SERVICE\\MSSQLSERVER .*restarts the service MSSQLSERVER with SQLSERVERAGENT \(the running Engine has IFI off` +
+				`.*unavailable until SQL Server is back`},
+		{"grant again, no restart: the running Engine still has IFI", enable, obs(dmv(true)), true, ActionGrant,
+			`^Changed outside Terraform: instance MSSQLSERVER on sql01\.corp\.example: apply grants the right, no restart$`,
+			`NT SERVICE\\MSSQLSERVER no longer holds the right \(revoked outside Terraform\).*with no restart: the running Engine already has IFI on, as asked`},
+		{"restart only: pending", enable, obs(dmv(false), holders(svcSID)), true, ActionRestart,
+			`: apply restarts SQL Server \(MSSQLSERVER\)$`, `a restart is pending: the running Engine has IFI off and its next start gives it on`},
+		{"revoke and restart", disable, obs(dmv(true), holders(svcSID)), false, ActionRevokeAndRestart,
+			`apply revokes the right and restarts SQL Server`, `revokes "Perform volume maintenance tasks" from NT SERVICE\\MSSQLSERVER`},
+		{"revoke, restart never", withRestart(disable, RestartNever), obs(dmv(true), holders(svcSID)), false, ActionRevoke,
+			`apply revokes the right, no restart$`, `restart = "never"; the running Engine keeps IFI on until its next restart`},
+		{"refuse: primary replica", enable, obs(Verification{Source: SourceSQLDMV, Enabled: ptr(false), AG: &AGMembership{Groups: []string{"AG1"}, Role: RolePrimary},
+			RunningBackups: []string{}}), false, ActionRefuse,
+			`apply will refuse: Primary availability replica: refusing to restart it$`, `primary replica of the Always On availability group AG1`},
+		{"refuse: role unknown", enable, obs(Verification{Source: SourceErrorLog, Enabled: ptr(false)}), false, ActionRefuse,
+			`apply will refuse: Availability group role unknown`, `cannot tell whether it is the primary replica.*To let it restart`},
+		{"refuse: Group Policy", enable, obs(dmv(false), gp(acctSID)), true, ActionRefuse,
+			`^Changed outside Terraform: .*apply will refuse: Group Policy owns the right and does not grant it$`,
+			`a Group Policy defines the right.*at least every 16 hours`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Predict(tc.d, tc.o, tc.drift)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Action != tc.action {
+				t.Errorf("Action = %q; want %q", p.Action, tc.action)
+			}
+			// The prediction is the apply's decision: ActionOf(PlanApply) on the same observation.
+			if a, pl, err := PlanApply(tc.d, tc.o); ActionOf(a, pl, err) != p.Action {
+				t.Errorf("PlanApply's action %q differs from the prediction %q", ActionOf(a, pl, err), p.Action)
+			}
+			if tc.summary == "" {
+				if p.Warning != (Warning{}) {
+					t.Errorf("warning %+v; want none", p.Warning)
+				}
+				return
+			}
+			if !regexp.MustCompile(tc.summary).MatchString(p.Warning.Summary) {
+				t.Errorf("summary %q; want %s", p.Warning.Summary, tc.summary)
+			}
+			if !regexp.MustCompile(tc.detail).MatchString(p.Warning.Detail) {
+				t.Errorf("detail %q; want %s", p.Warning.Detail, tc.detail)
+			}
+			if strings.Contains(p.Warning.Detail, "90 minutes") {
+				t.Errorf("detail %q: Group Policy's security settings refresh at a policy change and at least every 16 hours", p.Warning.Detail)
+			}
+		})
+	}
+}
+
+// The apply refuses a host that changed since the plan, saying what it would do
+// now and what to do next.
+func TestPlanChanged(t *testing.T) {
+	now, err := Predict(enable, obs(dmv(false)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := PlanChanged("sql01", "MSSQLSERVER", ActionGrant, now)
+	if !strings.Contains(r.Summary, "instance MSSQLSERVER on sql01 changed since the plan: apply would grant_and_restart, the plan said grant") {
+		t.Errorf("summary %q", r.Summary)
+	}
+	for _, want := range []string{"Nothing was changed", "Run terraform plan again", "restarts the service MSSQLSERVER"} {
+		if !strings.Contains(r.Detail, want) {
+			t.Errorf("detail %q lacks %q", r.Detail, want)
+		}
+	}
+}
+
+// Every action is documented and named once.
+func TestActionsAreDistinct(t *testing.T) {
+	seen := map[Action]bool{}
+	for _, a := range Actions {
+		if seen[a] || !regexp.MustCompile(`^[a-z_]+$`).MatchString(string(a)) {
+			t.Errorf("action %q repeated or not a lower-case word", a)
+		}
+		seen[a] = true
+	}
+	for _, a := range []Action{ActionGrantAndRestart, ActionRevokeAndRestart, ActionRestart} {
+		if !a.Restarts() {
+			t.Errorf("%q.Restarts() = false", a)
+		}
+	}
+}

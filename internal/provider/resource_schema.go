@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	attrs := map[string]schema.Attribute{
+		"id": schema.StringAttribute{
+			Computed:            true,
+			MarkdownDescription: "`HOST/INSTANCE`. The import ID is this, or `HOST:PORT/INSTANCE` for a host on another WinRM port than the provider's.",
+			PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		},
+		"host": schema.StringAttribute{
+			Required: true,
+			MarkdownDescription: "DNS name or IP address of the Windows host, as WinRM reaches it. Changing it replaces the resource " +
+				"(the old host's grant is revoked).",
+			Validators:    []validator.String{hostValidator},
+			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		},
+		"instance": schema.StringAttribute{
+			Optional: true,
+			Computed: true,
+			Default:  stringdefault.StaticString(DefaultInstance),
+			MarkdownDescription: "SQL Server instance name: `MSSQLSERVER` (the default instance, default) or a named instance's " +
+				"name such as `REPORTING`. Changing it replaces the resource.",
+			Validators:    []validator.String{instanceNameValidator},
+			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		},
+		"port": schema.Int64Attribute{
+			Optional:            true,
+			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`.",
+			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+		},
+		"sql_port": schema.Int64Attribute{
+			Optional:            true,
+			MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports (use it with dynamic ports or port forwarding).",
+			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+		},
+		"enabled": schema.BoolAttribute{
+			Optional: true,
+			Computed: true,
+			Default:  booldefault.StaticBool(true),
+			MarkdownDescription: "Whether IFI should be on (default `true`). `false` revokes the grantee's right. When the start account " +
+				"is an administrator or LocalSystem, IFI stays on anyway; the provider warns instead of showing a diff forever.",
+		},
+		"grantee": schema.StringAttribute{
+			Optional: true,
+			Computed: true,
+			Default:  stringdefault.StaticString(string(ifi.GranteeServiceSID)),
+			MarkdownDescription: "Who receives the right: `service_sid` (default, `NT SERVICE\\<service>`, as SQL Server Setup does) or " +
+				"`service_account` (the service's start account). Changing it moves the grant in one apply.",
+			Validators: []validator.String{stringvalidator.OneOf(string(ifi.GranteeServiceSID), string(ifi.GranteeServiceAccount))},
+		},
+		"restart": schema.StringAttribute{
+			Optional: true,
+			Computed: true,
+			Default:  stringdefault.StaticString(string(ifi.RestartIfNeeded)),
+			MarkdownDescription: "`if_needed` (default): restart the Database Engine (and the dependent services that were running) when " +
+				"that is what makes IFI as asked, except on a failover cluster instance or the **primary** replica of an Always On availability " +
+				"group, a replica whose role cannot be established, a replica of a group that is not healthy, or while a backup or restore runs: " +
+				"the apply then refuses before changing anything (see Restart safety; secondaries restart as usual). " +
+				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica or one whose role is unknown (its databases are " +
+				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
+			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
+				string(ifi.RestartNever))},
+		},
+	}
+	attrs["planned_action"] = plannedActionAttribute()
+	for k, v := range computedResourceAttributes() {
+		attrs[k] = v
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Manages Instant File Initialization of one SQL Server instance: grants (or revokes) " +
+			"*Perform volume maintenance tasks* (`SeManageVolumePrivilege`) and, with `restart = \"if_needed\"`, restarts the " +
+			"Database Engine so the change takes effect, then verifies it through SQL Server. Destroying the resource revokes the " +
+			"grant and never restarts.",
+		Attributes: attrs,
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, Read: true}),
+		},
+	}
+}
