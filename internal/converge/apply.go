@@ -208,6 +208,7 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 		return out, err
 	}
 	out.Assessment = a
+	out.Read, out.Verification = obs.Instance, obs.Observed.Verification // what the host had before
 	out.Warnings = append(ws, out.Warnings...)
 	return out, nil
 }

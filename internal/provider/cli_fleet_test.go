@@ -95,7 +95,8 @@ func TestCLI_primaryWithoutSQLIsNotRestarted(t *testing.T) {
 		t.Fatalf("the apply restarted a primary replica without SQL credentials:\n%s", r.describe())
 	}
 	r.wantDiag(t, "error", `^Primary availability replica: refusing to restart it$`, `AG1 \(per the failover cluster`)
-	r.wantDiag(t, "warning", `^Restart safety cannot be checked through SQL Server for instance MSSQLSERVER on `, `sql block`)
+	// The plan said so before the apply, reading the host.
+	r.wantDiag(t, "warning", `^instance MSSQLSERVER on [0-9.]+: apply will refuse: Primary availability replica: refusing to restart it$`, `per the failover cluster`)
 	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) || e.holds(defaultSvcSID) {
 		t.Errorf("the refused apply changed the host: started %v (was %v), granted %v", s, before, e.holds(defaultSvcSID))
 	}

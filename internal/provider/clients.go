@@ -48,6 +48,31 @@ type clients struct {
 	// resource spells it. Terraform configures the provider anew for every run
 	// (plan, apply), so the registry is per run.
 	claims map[instanceKey]string
+	// destroyed: the instances whose resource this run destroyed, each with what the
+	// host had before (for the create of a replace: plan_prediction.go).
+	destroyed map[instanceKey]*converge.Outcome
+}
+
+// rememberDestroyed records what the host had before this run destroyed the
+// resource of host/instance (out from the engine's Destroy).
+func (c *clients) rememberDestroyed(host, instance string, out *converge.Outcome) {
+	if out == nil || out.Read == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed == nil {
+		c.destroyed = map[instanceKey]*converge.Outcome{}
+	}
+	c.destroyed[newInstanceKey(host, instance)] = out
+}
+
+// destroyedBefore is what the host had before this run destroyed the resource of
+// host/instance; nil when it did not.
+func (c *clients) destroyedBefore(host, instance string) *converge.Outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.destroyed[newInstanceKey(host, instance)]
 }
 
 // instanceKey names one SQL Server instance whatever its spelling: the normalised

@@ -87,17 +87,19 @@ func TestCLI_faultMatrixAG(t *testing.T) {
 		wantErr  string // the apply's error (summary: detail regexp)
 	}{
 		{name: "a login that cannot see catalog views", mod: primary(host.ClusterTypeNone), withSQL: true, restart: "if_needed",
-			planWarn: `^Primary availability replica with restart = "if_needed": instance MSSQLSERVER on 127\.`,
+			planWarn: `^instance MSSQLSERVER on 127\.[0-9.]+: apply will refuse: Primary availability replica: refusing to restart it$`,
 			wantErr:  `(?s)^Primary availability replica: refusing to restart it: .*AG1 \(per SQL Server.*Nothing was changed`},
 		{name: "a primary with no sql block (cluster type NONE)", mod: primary(host.ClusterTypeNone), restart: "if_needed",
-			planWarn: `^Availability group role unknown for instance MSSQLSERVER on 127\.`,
+			planWarn: `^instance MSSQLSERVER on 127\.[0-9.]+: apply will refuse: Availability group role unknown: refusing to restart`,
 			wantErr:  `(?s)^Availability group role unknown: refusing to restart instance MSSQLSERVER on 127\.[0-9.]+: .*HADR_Enabled is 1.*sql block.*VIEW SERVER STATE.*if_needed_including_primary`},
 		{name: "a primary with no sql block (WSFC)", mod: primary(""), restart: "if_needed",
-			wantErr: `(?s)^Primary availability replica: refusing to restart it: .*AG1 \(per the failover cluster`},
+			planWarn: `^instance MSSQLSERVER on 127\.[0-9.]+: apply will refuse: Primary availability replica`,
+			wantErr:  `(?s)^Primary availability replica: refusing to restart it: .*AG1 \(per the failover cluster`},
 		{name: "a backup running", mod: func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100 },
 			withSQL: true, restart: "if_needed",
-			before:  []winsim.Action{{Action: winsim.ActionStartBackup, Instance: "MSSQLSERVER"}},
-			wantErr: `(?s)^Backup or restore running: refusing to restart instance MSSQLSERVER on .*BACKUP DATABASE \(session \d+\).*Nothing was changed`},
+			before:   []winsim.Action{{Action: winsim.ActionStartBackup, Instance: "MSSQLSERVER"}},
+			planWarn: `^instance MSSQLSERVER on 127\.[0-9.]+: apply will refuse: Backup or restore running`,
+			wantErr:  `(?s)^Backup or restore running: refusing to restart instance MSSQLSERVER on .*BACKUP DATABASE \(session \d+\).*Nothing was changed`},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()

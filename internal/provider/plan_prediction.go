@@ -86,15 +86,21 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, why)})
 		return
 	}
+	d := plan.desired()
+	if before := r.c.destroyedBefore(host, instance); before != nil {
+		// The create of a replace, planned again during the apply after this run's
+		// destroy: Terraform wants the plan it approved, which predicted from the
+		// host as it was before the destroy.
+		r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, before.Read, &before.Verification, false, resp)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, defaultReadTimeout)
 	defer cancel()
-	t := plan.target()
-	d := plan.desired()
-	out, err := r.c.engine().Read(ctx, t, d)
-	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
+	out, err := r.c.engine().Read(ctx, plan.target(), d)
 	if err != nil {
+		// The apply reads the host again and reports the failure with its advice.
 		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
-		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it failed: "+safetext.Escape(err.Error()))})
+		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it at plan time failed")})
 		return
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings) // what the apply would say of the instance
@@ -119,7 +125,15 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	d.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
 	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
+	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
 	r.predict(ctx, d, t, hr.Read, hr.Verification, drift, resp)
+	var act types.String
+	resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("planned_action"), &act)...)
+	if unchanged && act.Equal(types.StringValue(string(ifi.ActionNone))) {
+		// Nothing to do and nothing else changes: the plan keeps the state's value (the
+		// last apply's, when the plan did not refresh), so that it is empty.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("planned_action"), state.PlannedAction)...)
+	}
 }
 
 // predict renders ifi.Predict on the read ri and verification v: planned_action and

@@ -110,8 +110,10 @@ const (
 // (SQL port, the host's read).
 func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceModel, known computedModel, d ifi.Desired, t converge.Target,
 	state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
-	if !plan.PlannedAction.IsUnknown() {
-		d.Planned = ifi.Action(plan.PlannedAction.ValueString()) // the apply does what the plan said, or nothing
+	// The apply does what the plan said, or nothing; the create of a replace was
+	// planned as a whole, before this run's destroy (plan_prediction.go).
+	if !plan.PlannedAction.IsUnknown() && (op != opCreate || r.c.destroyedBefore(t.Host, t.Instance) == nil) {
+		d.Planned = ifi.Action(plan.PlannedAction.ValueString())
 	}
 	out, err := r.c.engine().Apply(ctx, t, d)
 	r.c.ntlmFallbackWarning(diags, t)
@@ -223,6 +225,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 
 	t := state.target()
 	out, err := r.c.engine().Destroy(ctx, t, state.desired())
+	r.c.rememberDestroyed(t.Host, t.Instance, out)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")
