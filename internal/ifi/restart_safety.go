@@ -11,7 +11,7 @@ import (
 )
 
 // The restart rule of availability groups and running backups, in one place: the
-// apply (PlanApply) and the plan (PlanWarnings) both ask it. Unknown is unsafe:
+// apply (PlanApply) and the plan (Predict, on the same rules) both ask it. Unknown is unsafe:
 // under restart = "if_needed" an Engine restarts only when it is known not to be
 // the primary replica of an availability group, its group is healthy as far as
 // this replica can see, and no backup or restore is running.
@@ -130,70 +130,6 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 				"a restart ends one.", capitalize(a.where()), p.RestartReason), nil})
 	}
 	return nil
-}
-
-// PriorFacts is what the last read of an instance established, as kept in the
-// Terraform state: the plan's view of the instance before an apply.
-type PriorFacts struct {
-	Host     string
-	Instance string
-	// SQLAnswered: SQL Server answered the last read; AG is then its answer
-	// (nil when it is in no group).
-	SQLAnswered bool
-	AG          *AGMembership
-	// Read is the last read_instance (nil when none is kept).
-	Read *contract.ReadInstanceResult
-	// RestartPending is the last read's restart_pending (nil: unknown).
-	RestartPending *bool
-}
-
-// PlanWarnings are what a plan says before the apply about a restart the apply may
-// refuse, or make without having checked everything: changeAsked says the plan
-// changes what is asked (enabled, grantee or restart). prior is nil for a
-// resource not yet created; sqlConfigured says whether SQL Server can be asked at
-// all. Each summary names the host and the instance, so that Terraform does not
-// fold them together.
-func PlanWarnings(prior *PriorFacts, host, instance string, d Desired, changeAsked, sqlConfigured bool) []Warning {
-	if !d.Restart.Restarts() {
-		return nil
-	}
-	a := &Assessment{Host: host, Instance: instance}
-	if prior == nil {
-		if sqlConfigured {
-			return nil
-		}
-		return []Warning{{WarnAGUnknown, "Restart safety cannot be checked through SQL Server for " + a.where(),
-			fmt.Sprintf("The provider has no sql block, so if %s needs a restart the apply restarts it only when Windows shows that it is "+
-				"in no availability group (HADR_Enabled off since before the Engine started), and cannot check for a running backup or "+
-				"restore. Otherwise the apply refuses that restart and changes nothing on the instance.", a.where()), nil}}
-	}
-	if !changeAsked && (prior.RestartPending == nil || !*prior.RestartPending) {
-		return nil
-	}
-	ag := prior.AG
-	if prior.SQLAnswered && ag == nil {
-		ag = &AGMembership{Groups: []string{}}
-	}
-	rk := knowRole(ag, prior.Read)
-	var w []Warning
-	switch {
-	case !rk.known && d.Restart == RestartIfNeeded:
-		w = append(w, Warning{WarnAGUnknown, "Availability group role unknown for " + a.where(),
-			fmt.Sprintf("When last read, the provider could not tell whether %s is the primary replica of an availability group (%s). "+
-				"If this change needs a restart, the apply refuses it and changes nothing on this instance: configure the sql block with a "+
-				"login that has VIEW SERVER STATE, or set restart = %q.", a.where(), rk.why, RestartIfNeededIncludingPrimary), nil})
-	case rk.primary && d.Restart == RestartIfNeeded:
-		w = append(w, Warning{WarnPrimaryRestart, "Primary availability replica with restart = \"if_needed\": " + a.where(),
-			fmt.Sprintf("When last read, %s was the %s replica of the availability group %s (per %s). If the change needs a restart, the "+
-				"apply refuses and changes nothing: fail over first, or set restart = %q.",
-				a.where(), rk.role, safetext.Escape(strings.Join(rk.groups, ", ")), rk.source, RestartIfNeededIncludingPrimary), nil})
-	}
-	if !prior.SQLAnswered {
-		w = append(w, Warning{WarnBackupsUnchecked, "Running backups not checked for " + a.where(),
-			fmt.Sprintf("SQL Server did not answer the last read of %s, so whether a backup or restore is running, which a restart would "+
-				"end, was not checked and will not be unless SQL Server answers the apply.", a.where()), nil})
-	}
-	return w
 }
 
 // beforeAlwaysOn: the build (major.minor.build...) is older than SQL Server 2012
