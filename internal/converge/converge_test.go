@@ -855,3 +855,44 @@ func TestApplyUsesTheFreshPlanRead(t *testing.T) {
 		})
 	}
 }
+
+// The apply does what the plan predicted (Desired.Planned), or nothing: a host that
+// now needs a restart the plan did not announce is refused before any change, with
+// the provider's own words; a host that needs what was planned goes ahead.
+func TestApplyKeepsToThePlannedAction(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		planned ifi.Action
+		wantErr bool
+	}{
+		{"planned grant_and_restart", ifi.ActionGrantAndRestart, false},
+		{"planned grant only", ifi.ActionGrant, true},
+		{"planned none", ifi.ActionNone, true},
+		{"planned refuse", ifi.ActionRefuse, true},
+		{"verify: no expectation", ifi.ActionVerify, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			d := enable
+			d.Planned = tc.planned
+			out, err := w.engine.Apply(context.Background(), defaultTarget, d)
+			if !tc.wantErr {
+				if err != nil || out.Action != ifi.ActionGrantAndRestart {
+					t.Fatalf("Apply: action %q, err %v; want grant_and_restart", out.Action, err)
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil {
+				t.Fatalf("Apply: %v; want a refusal", err)
+			}
+			if !strings.Contains(ce.Refusal.Summary, "changed since the plan: apply would grant_and_restart, the plan said "+string(tc.planned)) ||
+				!strings.Contains(ce.Refusal.Detail, "Nothing was changed") {
+				t.Errorf("refusal %q: %q", ce.Refusal.Summary, ce.Refusal.Detail)
+			}
+			if out.Changed || w.host.restarts != 0 || w.host.holds(svcSID) {
+				t.Errorf("the refused apply changed the host: changed %v, restarts %d, granted %v", out.Changed, w.host.restarts, w.host.holds(svcSID))
+			}
+		})
+	}
+}
