@@ -131,4 +131,3 @@ func TestRestartSafety(t *testing.T) {
 		})
 	}
 }
-

@@ -112,21 +112,20 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlanRequest, state, plan ifiResourceModel,
 	resp *resource.ModifyPlanResponse) {
 	t := state.target()
-	hr, ds := getHostReadMemo(ctx, req.Private, t)
+	m, ds := getMemo(ctx, req.Private, t)
 	resp.Diagnostics.Append(ds...)
-	if hr == nil || hr.Verification == nil || hr.Verification.Source == "" {
+	if m.Read == nil || m.Verification == nil || m.Verification.Source == "" {
 		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance,
-			"the state holds no read of it from this provider version (terraform refresh, or a plan with refresh, records one)")})
+			"the state holds no read of it (a plan with refresh records one)")})
 		return
 	}
 	d := plan.desired()
 	d.PriorGranteeSID = state.GranteeSID.ValueString()
-	d.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
-	resp.Diagnostics.Append(ds...)
+	d.IneffectiveRestart = m.IneffectiveRestart
 	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
-	r.predict(ctx, d, t, hr.Read, hr.Verification, drift, resp)
+	r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
 	var act types.String
 	resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("planned_action"), &act)...)
 	if unchanged && act.Equal(types.StringValue(string(ifi.ActionNone))) {

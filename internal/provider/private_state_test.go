@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 )
 
 // memPrivate is a private state held in a map, as the framework keeps it between
@@ -22,26 +24,21 @@ func (m memPrivate) SetKey(_ context.Context, k string, v []byte) diag.Diagnosti
 
 func (m memPrivate) GetKey(_ context.Context, k string) ([]byte, diag.Diagnostics) { return m[k], nil }
 
-// The SQL port seen by one operation is the next one's hint; a host that reports
-// no port, or an unreadable record, leaves no hint.
-func TestSQLPortHint(t *testing.T) {
+// The engine's memo goes through the private state under one key, and comes back
+// only for its own instance.
+func TestEngineMemoInPrivateState(t *testing.T) {
 	ctx := context.Background()
 	p := memPrivate{}
-	if got, _ := getSQLPortHint(ctx, p); got != 0 {
-		t.Errorf("hint %d before any operation, want 0", got)
+	tg := converge.Target{Host: "sql01", Instance: "MSSQLSERVER"}
+	m := converge.NewMemo(tg)
+	m.SQLPort = 1433
+	if ds := setMemo(ctx, p, m); ds.HasError() || len(p) != 1 || p[privateEngine] == nil {
+		t.Fatalf("private state %v (%v); want the one key %q", p, ds, privateEngine)
 	}
-	setSQLPortHint(ctx, p, 1433)
-	if got, _ := getSQLPortHint(ctx, p); got != 1433 {
-		t.Errorf("hint %d, want 1433", got)
+	if got, _ := getMemo(ctx, p, tg); got.SQLPort != 1433 {
+		t.Errorf("memo SQL port %d, want 1433", got.SQLPort)
 	}
-	setSQLPortHint(ctx, p, 0)
-	if got, _ := getSQLPortHint(ctx, p); got != 0 {
-		t.Errorf("hint %d after the host reported no port, want 0", got)
-	}
-	for _, raw := range []string{`{"port":70000}`, `{"port":-1}`, `not json`} {
-		p[privateSQLPort] = []byte(raw)
-		if got, _ := getSQLPortHint(ctx, p); got != 0 {
-			t.Errorf("hint %d from %s, want 0", got, raw)
-		}
+	if got, _ := getMemo(ctx, p, converge.Target{Host: "sql02", Instance: "MSSQLSERVER"}); got.SQLPort != 0 {
+		t.Errorf("another host's memo gave port %d", got.SQLPort)
 	}
 }

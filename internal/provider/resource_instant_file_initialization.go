@@ -63,7 +63,8 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), converge.NewMemo(plan.target()), &resp.State, resp.Identity,
+		resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -82,17 +83,14 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 
 	desired := plan.desired()
 	desired.PriorGranteeSID = prior.GranteeSID.ValueString()
-	var ds diag.Diagnostics
-	desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
-	resp.Diagnostics.Append(ds...)
 	t := plan.target()
-	t.SQLPortHint, ds = getSQLPortHint(ctx, req.Private)
-	resp.Diagnostics.Append(ds...)
 	// The plan's refresh read the host moments ago, as a rule: the apply uses that
 	// read while it is fresh (converge.DefaultReadFreshness).
-	resp.Diagnostics.Append(getHostRead(ctx, req.Private, &t)...)
+	m, ds := getMemo(ctx, req.Private, t)
+	resp.Diagnostics.Append(ds...)
+	m.Prime(&t, &desired)
 	plan.ID = prior.ID
-	r.apply(ctx, opUpdate, plan, prior.computedModel, desired, t, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, opUpdate, plan, prior.computedModel, desired, t, m, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 // Operations whose failure marks the resource unverified (privateUnverified).
@@ -106,10 +104,10 @@ const (
 // is known (the engine's read-back, else known: the prior state's computed
 // attributes, or nothing after a create) and marks the resource unverified, so that
 // the next plan verifies it; when nothing was sent, the state stays as it was. t
-// is the plan's target with what the private state knows of the last observation
-// (SQL port, the host's read).
+// and d are primed with the engine's memo m, which keeps what this apply tells the
+// next operation.
 func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceModel, known computedModel, d ifi.Desired, t converge.Target,
-	state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
+	m *converge.Memo, state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
 	// The apply does what the plan said, or nothing; the create of a replace was
 	// planned as a whole, before this run's destroy (plan_prediction.go).
 	if !plan.PlannedAction.IsUnknown() && (op != opCreate || r.c.destroyedBefore(t.Host, t.Instance) == nil) {
@@ -132,10 +130,9 @@ func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceMode
 		diags.Append(setUnverified(ctx, private, mark, time.Now(), err)...)
 		diags.Append(state.Set(ctx, st)...)
 		diags.Append(setIdentity(ctx, identity, *st)...)
-		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
-		diags.Append(setIneffectiveRestart(ctx, private, out.IneffectiveRestart)...)
-		diags.Append(setSQLPortHint(ctx, private, out.SQLPort)...)
-		diags.Append(setHostRead(ctx, private, t, out)...)
+		m.Remember(out)
+		m.Enabled = plan.Enabled.ValueBoolPointer()
+		diags.Append(setMemo(ctx, private, m)...)
 	}
 }
 
@@ -154,21 +151,18 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 
 	imported := state.Enabled.IsNull()
 	desired := state.desired()
+	t := state.target()
+	m, ds := getMemo(ctx, req.Private, t)
+	resp.Diagnostics.Append(ds...)
 	if imported {
 		desired = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
 		state.Grantee = types.StringValue(string(desired.Grantee))
 		state.Restart = types.StringValue(string(desired.Restart))
-	} else {
-		var ds diag.Diagnostics
-		desired.Enabled, ds = getDesired(ctx, req.Private, desired.Enabled)
-		resp.Diagnostics.Append(ds...)
-		desired.IneffectiveRestart, ds = getIneffectiveRestart(ctx, req.Private)
-		resp.Diagnostics.Append(ds...)
+	} else if m.Enabled != nil {
+		desired.Enabled = *m.Enabled // what was applied, whatever the state says
 	}
-	t := state.target()
-	var ds diag.Diagnostics
-	t.SQLPortHint, ds = getSQLPortHint(ctx, req.Private)
-	resp.Diagnostics.Append(ds...)
+	m.Prime(&t, &desired)
+	t.Read = nil // a refresh reads the host
 	out, err := r.c.engine().Read(ctx, t, desired)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
@@ -196,7 +190,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 			st.Instance = types.StringValue(a.Instance)
 		}
 		st.ID = types.StringValue(importID(st.Host.ValueString(), st.Instance.ValueString()))
-		resp.Diagnostics.Append(setDesired(ctx, resp.Private, a.PrivilegeGranted)...)
+		m.Enabled = &a.PrivilegeGranted
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings)
 	if u, ds := getUnverified(ctx, req.Private); u != nil && u.Op == opCreate {
@@ -206,8 +200,8 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, *st)...)
-	resp.Diagnostics.Append(setSQLPortHint(ctx, resp.Private, out.SQLPort)...)
-	resp.Diagnostics.Append(setHostRead(ctx, resp.Private, t, out)...)
+	m.Remember(out)
+	resp.Diagnostics.Append(setMemo(ctx, resp.Private, m)...)
 }
 
 func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -1,0 +1,93 @@
+package converge
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+// Memo is what the engine keeps of one instance from one operation to the next;
+// the caller stores it as opaque bytes (Encode, DecodeMemo), in Terraform's private
+// state. It holds only what a later operation uses:
+//   - Enabled: the `enabled` last applied (or adopted by an import), which a refresh
+//     assesses against;
+//   - IneffectiveRestart: the lesson of a restart that left IFI on (ifi), so that no
+//     apply restarts again for nothing;
+//   - SQLPort: where SQL Server listened, so the next SQL check starts alongside
+//     read_instance (Target.SQLPortHint);
+//   - the last observation, Read at ReadAt with SQL Server's Verification: an apply
+//     right after the plan uses the read instead of reading again
+//     (DefaultReadFreshness), and the plan predicts the apply from both
+//     (ifi.Predict). The read is read_instance's answer for an installed instance,
+//     without the list of the host's other instances.
+type Memo struct {
+	Host               string                       `json:"host"`
+	Instance           string                       `json:"instance"`
+	Enabled            *bool                        `json:"enabled,omitempty"`
+	IneffectiveRestart *ifi.IneffectiveRestart      `json:"ineffective_restart,omitempty"`
+	SQLPort            int                          `json:"sql_port,omitempty"`
+	ReadAt             time.Time                    `json:"read_at,omitzero"`
+	Read               *contract.ReadInstanceResult `json:"read,omitempty"`
+	Verification       *ifi.Verification            `json:"verification,omitempty"`
+}
+
+// NewMemo is an empty memo of t's instance.
+func NewMemo(t Target) *Memo { return &Memo{Host: t.Host, Instance: t.Instance} }
+
+// DecodeMemo is the memo in b when it is of t's instance; otherwise (none,
+// unreadable, another instance) an empty one: the engine then only reads again.
+func DecodeMemo(b []byte, t Target) *Memo {
+	var m Memo
+	if len(b) == 0 || json.Unmarshal(b, &m) != nil || !strings.EqualFold(m.Host, t.Host) || !strings.EqualFold(m.Instance, t.Instance) {
+		return NewMemo(t)
+	}
+	if m.IneffectiveRestart != nil && m.IneffectiveRestart.StartAccountSID == "" {
+		m.IneffectiveRestart = nil
+	}
+	if m.SQLPort < 0 || m.SQLPort > 65535 {
+		m.SQLPort = 0
+	}
+	if m.Read != nil && !m.Read.Found {
+		m.Read = nil
+	}
+	return &m
+}
+
+// Encode is the memo's bytes.
+func (m *Memo) Encode() []byte {
+	b, err := json.Marshal(m)
+	if err != nil { // every field is plain data; keep nothing rather than fail
+		return nil
+	}
+	return b
+}
+
+// Prime gives t and d what the memo knows: the SQL port, the last read and the
+// lesson of an ineffective restart.
+func (m *Memo) Prime(t *Target, d *ifi.Desired) {
+	t.SQLPortHint = m.SQLPort
+	if m.Read != nil {
+		t.Read, t.ReadAt = m.Read, m.ReadAt
+	}
+	d.IneffectiveRestart = m.IneffectiveRestart
+}
+
+// Remember keeps what the outcome of an operation on the memo's instance tells the
+// next one.
+func (m *Memo) Remember(out *Outcome) {
+	if out == nil {
+		return
+	}
+	m.IneffectiveRestart = out.IneffectiveRestart
+	m.SQLPort = out.SQLPort
+	m.Read, m.ReadAt, m.Verification = nil, time.Time{}, nil
+	if out.Read != nil && out.Read.Found {
+		r := *out.Read
+		r.InstalledInstances = nil
+		v := out.Verification
+		m.Read, m.ReadAt, m.Verification = &r, out.ReadAt.UTC(), &v
+	}
+}

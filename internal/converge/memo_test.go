@@ -1,0 +1,55 @@
+package converge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+// What one operation tells the next: the SQL port, the read with SQL Server's word
+// (without the host's other instances), the lesson of an ineffective restart; an
+// unreadable memo, or another instance's, tells nothing.
+func TestMemo(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	read := &contract.ReadInstanceResult{Found: true, Instance: "MSSQLSERVER", InstalledInstances: []string{"MSSQLSERVER", "OTHER"}}
+	lesson := &ifi.IneffectiveRestart{StartAccountSID: "S-1-5-21-1-2-3-1001"}
+	m := NewMemo(defaultTarget)
+	m.Remember(&Outcome{SQLPort: 1433, Read: read, ReadAt: at, IneffectiveRestart: lesson,
+		Verification: ifi.Verification{Source: ifi.SourceSQLDMV}})
+	got := DecodeMemo(m.Encode(), defaultTarget)
+	tg, d := defaultTarget, ifi.Desired{}
+	got.Prime(&tg, &d)
+	if tg.SQLPortHint != 1433 || tg.Read == nil || !tg.ReadAt.Equal(at) || d.IneffectiveRestart == nil ||
+		got.Verification == nil || got.Verification.Source != ifi.SourceSQLDMV {
+		t.Fatalf("primed target %+v, desired %+v, verification %v; want port, read, lesson and verification", tg, d, got.Verification)
+	}
+	if tg.Read.InstalledInstances != nil {
+		t.Errorf("the memo keeps the host's other instances: %v", tg.Read.InstalledInstances)
+	}
+	if read.InstalledInstances == nil {
+		t.Error("Remember changed the outcome's read")
+	}
+	for name, b := range map[string][]byte{
+		"unreadable":       []byte("not json"),
+		"another instance": encodedMemo(Target{Host: defaultTarget.Host, Instance: "OTHER"}, 1433),
+		"a bad port":       []byte(`{"host":"sql01.example.com","instance":"MSSQLSERVER","sql_port":70000}`),
+	} {
+		if m := DecodeMemo(b, defaultTarget); m.SQLPort != 0 || m.Read != nil {
+			t.Errorf("%s: memo %+v; want an empty one", name, m)
+		}
+	}
+	// An outcome without a read (a failure before it) forgets the old read.
+	got.Remember(&Outcome{})
+	if got.Read != nil || got.Verification != nil || got.SQLPort != 0 {
+		t.Errorf("after an outcome without a read the memo keeps %+v", got)
+	}
+}
+
+// encodedMemo is an encoded memo of t with the SQL port.
+func encodedMemo(t Target, port int) []byte {
+	m := NewMemo(t)
+	m.SQLPort = port
+	return m.Encode()
+}
