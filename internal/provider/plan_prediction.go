@@ -108,7 +108,7 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 }
 
 // predictUpdate predicts the update of a resource in the state from the refresh's
-// read (the private state's host_read). Without one, the action is unknown.
+// read (the engine's memo in the private state). Without one, the action is unknown.
 func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlanRequest, state, plan ifiResourceModel,
 	resp *resource.ModifyPlanResponse) {
 	t := state.target()
