@@ -227,10 +227,10 @@ func (e *accEnv) holds(sid string) bool {
 	return false
 }
 
-// serviceStart is the process start time of the named service (zero when stopped).
-func (e *accEnv) serviceStart(service string) time.Time {
+// engineStart is the process start time of the default instance's Engine (zero when stopped).
+func (e *accEnv) engineStart() time.Time {
 	for _, s := range e.host().Snapshot().Services {
-		if strings.EqualFold(s.Name, service) && s.ProcessStartTime != nil {
+		if strings.EqualFold(s.Name, "MSSQLSERVER") && s.ProcessStartTime != nil {
 			return *s.ProcessStartTime
 		}
 	}

@@ -135,7 +135,7 @@ func TestCLI_faultMatrix(t *testing.T) {
 				}
 			}
 			// The state says what the host has: the grant was made either way.
-			a := w.attrs(resName)
+			a := w.attrs()
 			t.Logf("host operations: %v", e.operations())
 			granted, _ := a["privilege_granted"].(bool) // nil: not in the state (nothing was changed)
 			if granted != e.holds(defaultSvcSID) {

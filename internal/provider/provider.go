@@ -125,7 +125,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
 				MarkdownDescription: "How to reach the hosts' WinRM service. The account must be a local administrator of each host.",
-				Attributes: map[string]schema.Attribute{
+				Attributes: withAttributes(map[string]schema.Attribute{
 					"username": schema.StringAttribute{
 						Optional: true,
 						MarkdownDescription: "WinRM user, `Administrator` or `DOMAIN\\user`. Defaults to the environment variable `" +
@@ -186,7 +186,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						MarkdownDescription: "Timeout of one WinRM request, as a duration such as `60s` (the default). Restarts are bounded by the resource's timeouts instead.",
 						Validators:          []validator.String{durationValidator},
 					},
-				},
+				}, kerberosAttributes()),
 			},
 			"sql": schema.SingleNestedBlock{
 				MarkdownDescription: "Optional SQL login used to verify IFI through `sys.dm_server_services` and to find TDE databases. " +
@@ -225,9 +225,6 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				},
 			},
 		},
-	}
-	for name, attr := range kerberosAttributes() {
-		resp.Schema.Blocks["winrm"].(schema.SingleNestedBlock).Attributes[name] = attr
 	}
 }
 
@@ -427,4 +424,12 @@ func boolOr(v types.Bool, def bool) bool {
 		return def
 	}
 	return v.ValueBool()
+}
+
+// withAttributes returns base with the attributes of extra added.
+func withAttributes(base, extra map[string]schema.Attribute) map[string]schema.Attribute {
+	for name, attr := range extra {
+		base[name] = attr
+	}
+	return base
 }

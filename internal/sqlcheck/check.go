@@ -69,7 +69,10 @@ func (c Config) encrypt() string {
 // file is needed.
 func (c *checker) connector(t Target) (*mssql.Connector, error) {
 	if err := c.cfg.Validate(); err != nil {
-		e := err.(*Error)
+		var e *Error
+		if !errors.As(err, &e) {
+			return nil, err
+		}
 		e.Target = t
 		return nil, e
 	}
