@@ -33,12 +33,8 @@ type Clients interface {
 	SQLChecker() (sqlcheck.Checker, error)
 }
 
-// Logger receives what an operator needs to follow an apply. The context carries
-// whatever the caller's logging needs (for example masking of secrets).
-type Logger interface {
-	Debug(ctx context.Context, msg string, fields map[string]any)
-	Info(ctx context.Context, msg string, fields map[string]any)
-}
+// Logger receives what an operator needs to follow an apply (contract.Logger).
+type Logger = contract.Logger
 
 // Clock is the engine's time: tests give a fake one.
 type Clock interface {

@@ -235,10 +235,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	w := cfg.WinRM
-	if w == nil {
-		w = &winrmModel{}
-	}
+	w := cfg.winrm()
 	for name, v := range map[string]interface{ IsUnknown() bool }{
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
@@ -254,28 +251,21 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		return
 	}
 
-	rc := remote.Config{
-		HTTPS:         boolOr(w.HTTPS, true),
-		Insecure:      boolOr(w.Insecure, false),
-		CACert:        []byte(w.CACert.ValueString()),
-		TLSServerName: w.TLSServerName.ValueString(),
-		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults)
-		Username:      stringOrEnv(w.Username, EnvWinRMUsername),
-		Password:      stringOrEnv(w.Password, EnvWinRMPassword),
-		Port:          int(w.Port.ValueInt64()), // 0: each resource's port, else remote's default for the scheme
-		SPN:           stringOrEnv(w.SPN, EnvWinRMSPN),
-	}
-	// The security rules (provider_security.go) were checked by ValidateConfig at
-	// plan; Configure checks them again for the errors, with the same values.
-	sec := readSecurity(cfg)
-	rc.AllowUnencrypted = sec.allowUnencrypted
-	for _, d := range sec.diagnostics() {
-		if d.Severity() == diag.SeverityError {
-			resp.Diagnostics.Append(d)
+	// remote decides the defaults and the rules; each finding becomes an error at its
+	// argument (provider_security.go). ValidateConfig warned at plan already.
+	rc := winrmConfig(w)
+	rc.Port = int(w.Port.ValueInt64()) // 0: each resource's port, else remote's default for the scheme
+	if !w.Timeout.IsNull() && !w.Timeout.IsUnknown() {
+		d, err := time.ParseDuration(w.Timeout.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("timeout"), "Invalid WinRM timeout",
+				"winrm.timeout must be a positive duration such as \"60s\".")
 		}
+		rc.Timeout = d
 	}
-	applyKerberos(w.kerberosModel, &rc)
+	rc.SetDefaults()
 	resp.Diagnostics.Append(validateKerberos(rc)...)
+	resp.Diagnostics.Append(winrmDiagnostics(rc, false)...)
 	if rc.AllowNTLMFallback != nil && !*rc.AllowNTLMFallback {
 		if why := remote.NegotiateUsesNTLM(rc); why != "" {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("allow_ntlm_fallback"), "NTLM fallback refused",
@@ -283,53 +273,16 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 					`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, why))
 		}
 	}
-	if len(rc.CACert) == 0 {
-		rc.CACert = nil
-	}
-	if !w.Timeout.IsNull() && !w.Timeout.IsUnknown() {
-		d, err := time.ParseDuration(w.Timeout.ValueString())
-		if err != nil || d <= 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("timeout"), "Invalid WinRM timeout",
-				"winrm.timeout must be a positive duration such as \"60s\".")
-		}
-		rc.Timeout = d
-	}
-	// Kerberos (auth "kerberos", or the default "negotiate") may log on from a keytab
-	// or the credential cache instead of a password.
-	kerberosWithoutPassword := (rc.Auth == "" || rc.Auth == remote.AuthNegotiate || rc.Auth == remote.AuthKerberos) && rc.Password == ""
-	if rc.Username == "" && !(kerberosWithoutPassword && rc.Keytab == "") {
-		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
-			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
-				" to a local administrator of the hosts.")
-	}
-	if rc.Password == "" && !kerberosWithoutPassword {
-		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
-			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
-	}
 
 	var sc *sqlcheck.Config
-	s := cfg.SQL
-	if s == nil {
-		s = &sqlModel{}
-	}
-	sqlUser := stringOrEnv(s.Username, EnvSQLUsername)
-	if sqlUser != "" {
-		sc = &sqlcheck.Config{
-			Username:               sqlUser,
-			Password:               stringOrEnv(s.Password, EnvSQLPassword),
-			Encrypt:                stringOr(s.Encrypt, "true"),
-			CACert:                 []byte(s.CACert.ValueString()),
-			TrustServerCertificate: boolOr(s.TrustServerCertificate, false),
+	q := cfg.sql()
+	if s := sqlConfig(q); s.Username != "" {
+		for _, f := range s.Problems() {
+			resp.Diagnostics.Append(sqlDiagnostic(f, s, q, false))
 		}
-		if len(sc.CACert) == 0 {
-			sc.CACert = nil
-		}
-		if sc.Password == "" {
-			resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("password"), "Missing SQL password",
-				"The sql block names the login "+sqlUser+" but no password: set sql.password or the environment variable "+
-					EnvSQLPassword+", or remove the sql block to verify through the error log instead.")
-		}
-	} else if cfg.SQL != nil && (!s.Password.IsNull() || !s.Encrypt.IsNull()) {
+		s.SetDefaults()
+		sc = &s
+	} else if cfg.SQL != nil && (!q.Password.IsNull() || !q.Encrypt.IsNull()) {
 		resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("username"), "Missing SQL username",
 			"The sql block has no username: set sql.username or the environment variable "+EnvSQLUsername+
 				", or remove the sql block to verify through the error log instead.")

@@ -42,6 +42,7 @@ const (
 	SettingCACert
 	SettingTrustServerCertificate
 	SettingPort // Target.Port
+	SettingAuth // the login kind (Config.Auth)
 )
 
 // Error is every error a Checker returns. It states facts and remedies on the SQL
@@ -63,7 +64,7 @@ func (e *Error) Error() string {
 	where := e.Target.Instance
 	port := e.Target.Port
 	if port == 0 {
-		port = 1433
+		port = DefaultPort
 	}
 	addr := net.JoinHostPort(e.Target.Host, strconv.Itoa(port))
 	switch {
@@ -102,7 +103,7 @@ func sqlMessage(err error) string {
 }
 
 func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
-	e := &Error{Target: t, Err: err, Number: sqlNumber(err), Encrypt: c.cfg.encrypt()}
+	e := &Error{Target: t, Err: err, Number: sqlNumber(err), Encrypt: c.cfg.Encrypt}
 	switch e.Number {
 	case contract.SQLErrLoginFailed:
 		e.Kind = KindAuth

@@ -11,9 +11,12 @@ import (
 
 // Config holds the SQL credentials and TLS settings shared by every instance.
 type Config struct {
-	Username               string
-	Password               string
-	Encrypt                string // "strict", "true" or "disable"
+	Username string
+	Password string
+	Encrypt  string // EncryptStrict, EncryptTrue or EncryptDisable; "": DefaultEncrypt (SetDefaults)
+	// Auth is the login kind: AuthSQL or AuthNTLM (AuthKerberos is refused); "":
+	// DefaultAuth. It must agree with Username (Problems).
+	Auth                   string
 	CACert                 []byte // PEM
 	TrustServerCertificate bool
 	TLSServerName          string // optional override of the name checked in the certificate
