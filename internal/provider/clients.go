@@ -194,8 +194,8 @@ func (c *clients) SQLChecker() (sqlcheck.Checker, error) {
 	return c.checker, nil
 }
 
-// tflogLogger is the engine's converge.Logger: tflog, with the masking the context
-// carries (maskSecrets).
+// tflogLogger is the contract.Logger of remote, sqlcheck and the converge engine:
+// tflog, with the masking the context carries (maskSecrets).
 type tflogLogger struct{}
 
 func (tflogLogger) Debug(ctx context.Context, msg string, fields map[string]any) {

@@ -297,6 +297,10 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil, "max_parallel_restarts": maxRestarts,
 	})
 	rc.UserAgent, sc = contract.UserAgent(p.version), sc.WithAppName(contract.UserAgent(p.version))
+	rc.Log = tflogLogger{} // remote and sqlcheck log through tflog, with the masking the context carries
+	if sc != nil {
+		sc.Log = tflogLogger{}
+	}
 	c := newClients(rc, sc, p.openHost, p.openChecker)
 	c.restarts = converge.NewRestartLimiter(maxRestarts)
 	resp.ResourceData = c
@@ -356,13 +360,6 @@ func maxParallelRestarts(v types.Int64, diags *diag.Diagnostics) int {
 		return 0
 	}
 	return n
-}
-
-func stringOr(v types.String, def string) string {
-	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
-		return def
-	}
-	return v.ValueString()
 }
 
 func stringOrEnv(v types.String, env string) string {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/microsoft/go-mssqldb/msdsn"
 
@@ -112,7 +111,7 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 			fields["ifi_enabled"] = *r.IFIEnabled
 		}
 	}
-	tflog.Debug(ctx, "SQL check finished", fields)
+	contract.LoggerOrDiscard(c.cfg.Log).Debug(ctx, "SQL check finished", fields)
 	return r, err
 }
 
@@ -327,7 +326,7 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		if err == nil {
 			conn.Close()
 			db.Close()
-			tflog.Debug(ctx, "SQL Server accepts logins", map[string]any{"host": t.Host, "port": t.Port, "instance": t.Instance, "attempts": attempt})
+			contract.LoggerOrDiscard(c.cfg.Log).Debug(ctx, "SQL Server accepts logins", map[string]any{"host": t.Host, "port": t.Port, "instance": t.Instance, "attempts": attempt})
 			return nil
 		}
 		var e *Error

@@ -329,7 +329,7 @@ func TestConfigValidate(t *testing.T) {
 	if e.Kind != KindConfig || e.Setting != SettingEncrypt || !errors.Is(err, ErrEncrypt) || !strings.Contains(err.Error(), `encryption mode not supported: "maybe"`) || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("error = %v", err)
 	}
-	if err := (Config{Username: "u", Encrypt: "strict"}).Validate(); err != nil {
+	if err := (Config{Username: "u", Password: "p", Encrypt: "strict"}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -91,9 +91,6 @@ func (c Config) Problems() []Finding {
 	if c.Username == "" {
 		bad(SettingUsername, ErrNoUsername, "give a login with VIEW SERVER STATE")
 	}
-	if c.Password == "" {
-		bad(SettingPassword, ErrNoPassword, "give the password of %q", c.Username)
-	}
 	switch c.Encrypt {
 	case EncryptStrict, EncryptTrue, EncryptDisable:
 	default:
@@ -116,6 +113,9 @@ func (c Config) Problems() []Finding {
 		bad(SettingAuth, ErrAuthNotImplemented, "use %q or %q", AuthSQL, AuthNTLM)
 	default:
 		bad(SettingAuth, ErrUnsupportedAuth, "%q", c.Auth)
+	}
+	if c.Password == "" {
+		bad(SettingPassword, ErrNoPassword, "give the password of %q", c.Username)
 	}
 	return out
 }

@@ -14,16 +14,17 @@ func TestConfigFindings(t *testing.T) {
 		setting  Setting // of the problem
 		warnings []error
 	}{
-		{"defaults", Config{Username: "check"}, nil, SettingNone, nil},
-		{"windows name as a SQL login", Config{Username: `CONTOSO\check`}, ErrAuthMismatch, SettingAuth, nil},
-		{"windows name with ntlm", Config{Username: `CONTOSO\check`, Auth: "NTLM"}, nil, SettingNone, nil},
-		{"ntlm without a domain", Config{Username: "check", Auth: AuthNTLM}, ErrAuthMismatch, SettingAuth, nil},
-		{"kerberos reserved", Config{Username: "check", Auth: AuthKerberos}, ErrAuthNotImplemented, SettingAuth, nil},
-		{"unknown kind", Config{Username: "check", Auth: "certificate"}, ErrUnsupportedAuth, SettingAuth, nil},
-		{"no user", Config{}, ErrNoUsername, SettingUsername, nil},
-		{"bad encrypt", Config{Username: "check", Encrypt: "maybe"}, ErrEncrypt, SettingEncrypt, nil},
-		{"clear text", Config{Username: "check", Encrypt: "Disable"}, nil, SettingNone, []error{WarnClearTextPassword}},
-		{"unverified", Config{Username: "check", TrustServerCertificate: true}, nil, SettingNone, []error{WarnUnverifiedCertificate}},
+		{"defaults", Config{Username: "check", Password: "p"}, nil, SettingNone, nil},
+		{"windows name as a SQL login", Config{Username: `CONTOSO\check`, Password: "p"}, ErrAuthMismatch, SettingAuth, nil},
+		{"windows name with ntlm", Config{Username: `CONTOSO\check`, Password: "p", Auth: "NTLM"}, nil, SettingNone, nil},
+		{"ntlm without a domain", Config{Username: "check", Password: "p", Auth: AuthNTLM}, ErrAuthMismatch, SettingAuth, nil},
+		{"kerberos reserved", Config{Username: "check", Password: "p", Auth: AuthKerberos}, ErrAuthNotImplemented, SettingAuth, nil},
+		{"unknown kind", Config{Username: "check", Password: "p", Auth: "certificate"}, ErrUnsupportedAuth, SettingAuth, nil},
+		{"no user", Config{Password: "p"}, ErrNoUsername, SettingUsername, nil},
+		{"no password", Config{Username: "check"}, ErrNoPassword, SettingPassword, nil},
+		{"bad encrypt", Config{Username: "check", Password: "p", Encrypt: "maybe"}, ErrEncrypt, SettingEncrypt, nil},
+		{"clear text", Config{Username: "check", Password: "p", Encrypt: "Disable"}, nil, SettingNone, []error{WarnClearTextPassword}},
+		{"unverified", Config{Username: "check", Password: "p", TrustServerCertificate: true}, nil, SettingNone, []error{WarnUnverifiedCertificate}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
