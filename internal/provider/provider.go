@@ -115,7 +115,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			"max_parallel_restarts": schema.Int64Attribute{
 				Optional: true,
 				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
-					"and the wait until SQL Server accepts logins). Default `1`: a fleet apply rolls through its restarts one at a time, while " +
+					"and the wait until SQL Server accepts logins). Default `" + strconv.Itoa(defaultMaxParallelRestarts) + "`: a fleet apply rolls through its restarts one at a time, while " +
 					"reads, and changes that need no restart, still run in parallel up to terraform's `-parallelism`. `0` means no limit. " +
 					"A change that needs a restart is made with it, once a slot is free: a resource whose timeout passes while it waits " +
 					"has changed nothing. Defaults to the environment variable `" + EnvMaxParallelRestarts + "`.",
@@ -138,11 +138,11 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
+						MarkdownDescription: "Authentication: `" + remote.AuthNegotiate + "` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
 							"else NTLM; see \"Authentication and transport security\"), `kerberos` (domain accounts; the host proves its identity), `ntlm`, or " +
 							"`basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP only with `allow_unencrypted`). " +
 							"NTLM logons carry a MIC, the host's SPN and, over HTTPS, channel bindings, as Kerberos authenticators do; over HTTP every message is encrypted.",
-						Validators: []validator.String{stringvalidator.OneOf("negotiate", "kerberos", "ntlm", "basic")},
+						Validators: []validator.String{stringvalidator.OneOf(remote.AuthNegotiate, remote.AuthKerberos, remote.AuthNTLM, remote.AuthBasic)},
 					},
 					"allow_unencrypted": schema.BoolAttribute{
 						Optional: true,
@@ -160,12 +160,13 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"https": schema.BoolAttribute{
 						Optional:            true,
-						MarkdownDescription: "Use the HTTPS listener. Default `true`.",
+						MarkdownDescription: fmt.Sprintf("Use the HTTPS listener. Default `%t`.", remote.DefaultHTTPS),
 					},
 					"port": schema.Int64Attribute{
-						Optional:            true,
-						MarkdownDescription: "WinRM port. Default `5986` with HTTPS, `5985` without. A resource's `port` overrides it.",
-						Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+						Optional: true,
+						MarkdownDescription: fmt.Sprintf("WinRM port. Default `%d` with HTTPS, `%d` without. A resource's `port` overrides it.",
+							remote.DefaultHTTPSPort, remote.DefaultHTTPPort),
+						Validators: []validator.Int64{int64validator.Between(1, 65535)},
 					},
 					"insecure": schema.BoolAttribute{
 						Optional:            true,
@@ -182,9 +183,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						Validators:          []validator.String{hostValidator},
 					},
 					"timeout": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "Timeout of one WinRM request, as a duration such as `60s` (the default). Restarts are bounded by the resource's timeouts instead.",
-						Validators:          []validator.String{durationValidator},
+						Optional: true,
+						MarkdownDescription: fmt.Sprintf("Timeout of one WinRM request, as a duration such as `%s` (the default). "+
+							"Restarts are bounded by the resource's timeouts instead.", seconds(remote.DefaultTimeout)),
+						Validators: []validator.String{durationValidator},
 					},
 				}, kerberosAttributes()),
 			},
@@ -194,10 +196,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				Attributes: map[string]schema.Attribute{
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Login kind: `sql` (default; a SQL Server login) or `ntlm` (a Windows account, `DOMAIN\\user`). `kerberos` " +
+						MarkdownDescription: "Login kind: `" + sqlcheck.AuthSQL + "` (default; a SQL Server login) or `" + sqlcheck.AuthNTLM + "` (a Windows account, `DOMAIN\\user`). `kerberos` " +
 							"is reserved and refused until it works end to end. A user name with a backslash is a Windows logon, so it needs `ntlm`, and " +
 							"`ntlm` needs one: a mismatch is refused at plan. Defaults to the environment variable `" + EnvSQLAuth + "`.",
-						Validators: []validator.String{stringvalidator.OneOf("sql", "ntlm", "kerberos")},
+						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.AuthSQL, sqlcheck.AuthNTLM, sqlcheck.AuthKerberos)},
 					},
 					"username": schema.StringAttribute{
 						Optional:            true,
@@ -209,9 +211,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						MarkdownDescription: "SQL password. Defaults to the environment variable `" + EnvSQLPassword + "`.",
 					},
 					"encrypt": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "TDS encryption: `strict` (TDS 8.0, TLS first), `true` (default) or `disable`.",
-						Validators:          []validator.String{stringvalidator.OneOf("strict", "true", "disable")},
+						Optional: true,
+						MarkdownDescription: fmt.Sprintf("TDS encryption: `%s` (TDS 8.0, TLS first), `%s` or `%s`; default `%s`.",
+							sqlcheck.EncryptStrict, sqlcheck.EncryptTrue, sqlcheck.EncryptDisable, sqlcheck.DefaultEncrypt),
+						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.EncryptStrict, sqlcheck.EncryptTrue, sqlcheck.EncryptDisable)},
 					},
 					"ca_cert": schema.StringAttribute{
 						Optional:            true,
@@ -383,3 +386,7 @@ func withAttributes(base, extra map[string]schema.Attribute) map[string]schema.A
 	}
 	return base
 }
+
+// seconds writes d as a whole number of seconds, "60s" (the form the docs use;
+// time.Duration's own String gives "1m0s").
+func seconds(d time.Duration) string { return strconv.Itoa(int(d/time.Second)) + "s" }

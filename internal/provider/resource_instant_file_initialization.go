@@ -363,8 +363,9 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	if state.GroupPolicyManaged.ValueBool() && membershipChanges {
 		resp.Diagnostics.AddWarning("Group Policy owns the right",
 			fmt.Sprintf("On %s a Group Policy defines who holds \"Perform volume maintenance tasks\" (%s). This plan changes the grantee's "+
-				"membership; the apply refuses if the policy disagrees, because the policy would revert it within 90 minutes. Change the GPO instead.",
-				t, ifi.GPOSetting))
+				"membership; the apply refuses if the policy disagrees, because the policy would revert it when next applied (at a policy change, "+
+				"and at least every %d hours). Change the GPO instead.",
+				t, ifi.GPOSetting, int(ifi.GPOSecurityReapply/time.Hour)))
 	}
 	if state.Clustered.ValueBool() && ifi.RestartPolicy(plan.Restart.ValueString()).Restarts() &&
 		(membershipChanges || !plan.Restart.Equal(state.Restart)) {
