@@ -212,8 +212,8 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"encrypt": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: fmt.Sprintf("TDS encryption: `%s` (TDS 8.0, TLS first), `%s` or `%s`; default `%s`.",
-							sqlcheck.EncryptStrict, sqlcheck.EncryptTrue, sqlcheck.EncryptDisable, sqlcheck.DefaultEncrypt),
+						MarkdownDescription: "TDS encryption: `" + sqlcheck.EncryptStrict + "` (TDS 8.0, TLS first), `" + sqlcheck.EncryptTrue + "` or `" +
+							sqlcheck.EncryptDisable + "`; default `" + sqlcheck.DefaultEncrypt + "`.",
 						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.EncryptStrict, sqlcheck.EncryptTrue, sqlcheck.EncryptDisable)},
 					},
 					"ca_cert": schema.StringAttribute{
