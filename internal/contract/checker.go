@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,11 +13,24 @@ type SQLTarget struct {
 	Host     string
 	Port     int
 	Instance string // for messages only; the port decides where we connect
-	// RefusedLimit bounds how long WaitReady keeps trying while nothing accepts
-	// connections at Host:Port at all (refused, as opposed to a server that answers
-	// but is not ready): 0 means the checker's default
-	// (sqlcheck.DefaultRefusedLimit).
-	RefusedLimit time.Duration
+	// AnsweredTDS: SQL Server answered at Port before (a login, or an error that
+	// SQL Server sent), so WaitReady waits for it until the deadline, as while it
+	// recovers databases. Otherwise the port may be wrong, and WaitReady gives up
+	// after NoTDSLimit without a TDS answer.
+	AnsweredTDS bool
+	// NoTDSLimit bounds how long WaitReady keeps trying while the port gives no TDS
+	// answer (refused, or something else answers) when it was not seen answering
+	// before, and how long any port may answer without TDS: 0 means the checker's
+	// default (sqlcheck.DefaultNoTDSLimit).
+	NoTDSLimit time.Duration
+}
+
+// SQLServerAnswered reports whether err, from an SQLChecker, came from SQL Server
+// itself (an error it sent: a failed login, a permission or a query error), so the
+// port is SQL Server's. The checker's errors say so with an AnsweredTDS method.
+func SQLServerAnswered(err error) bool {
+	var a interface{ AnsweredTDS() bool }
+	return errors.As(err, &a) && a.AnsweredTDS()
 }
 
 // SQLReport is what one connection to SQL Server learned.

@@ -60,6 +60,12 @@ type Error struct {
 	Err     error
 }
 
+// AnsweredTDS: SQL Server itself sent this error (a failed login, a permission or
+// a query error, or any error with a number), so the port is SQL Server's.
+func (e *Error) AnsweredTDS() bool {
+	return e.Number != 0 || e.Kind == KindAuth || e.Kind == KindPermission || e.Kind == KindQuery
+}
+
 func (e *Error) Error() string {
 	where := e.Target.Instance
 	port := e.Target.Port
@@ -127,6 +133,9 @@ func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		e.Kind = KindTimeout
 		e.Message = "no answer before the deadline"
+		if ctx.Err() == nil {
+			e.Message = "no answer in time"
+		}
 		e.Setting = SettingPort
 		e.Hint = "Check that the SQL Server service runs and that the port is the instance's TCP port"
 		return e

@@ -3,6 +3,7 @@
 package sqlcheck
 
 import (
+	"errors"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -48,8 +49,18 @@ type (
 	Request = contract.Request
 )
 
-// DefaultRefusedLimit is how long WaitReady waits for anything to listen on the
-// port. SQL Server listens within seconds of its start, well before recovery ends,
-// so a port still refusing connections after this long is the wrong port (issue 8:
-// a wrong sql_port used to wait the whole timeout and blame recovery).
-const DefaultRefusedLimit = 45 * time.Second
+// DefaultNoTDSLimit is how long WaitReady waits for a TDS answer from a port not
+// seen answering TDS before. SQL Server listens within seconds of its start, well
+// before recovery ends, so a port that gives no TDS answer after this long is the
+// wrong port (issue 14: a wrong sql_port that answered, but not with TDS, waited
+// the whole timeout and blamed recovery). An apply with a wrong sql_port so ends
+// within a minute.
+const DefaultNoTDSLimit = 25 * time.Second
+
+// AnsweredTDS reports whether err came from SQL Server itself (an error it sent:
+// a failed login, a permission or a query error): the port is SQL Server's.
+// (contract.SQLServerAnswered asks the same of any error, without this package.)
+func AnsweredTDS(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.AnsweredTDS()
+}
