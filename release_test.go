@@ -60,7 +60,11 @@ func TestServerReleasesRequestContexts(t *testing.T) {
 
 	// If this part fails, the framework no longer keeps request contexts: the
 	// wrapper in release.go can go.
-	raw := s.(releasingServer).frameworkServer
+	wrapped, ok := s.(releasingServer)
+	if !ok {
+		t.Fatalf("newServer returned a %T, want releasingServer", s)
+	}
+	raw := wrapped.frameworkServer
 	ps = ps[:0]
 	for range calls {
 		ps = append(ps, readWithPayload(t, raw))

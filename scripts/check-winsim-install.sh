@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # check-winsim-install.sh: proves that module authors can install the simulator with
-#   go install github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/cmd/winsim@VERSION
-# from outside this module, although its package path has internal/ in it (Go's
-# internal rule restricts imports, not the main package named on the command line).
+#   go install github.com/mssqlifi/terraform-provider-mssqlifi/cmd/winsim@VERSION
+# from outside this module (the command sits at cmd/winsim; the packages it imports
+# stay under internal/, which Go's internal rule allows within one module).
 # It serves the committed HEAD as a module version from a file-based GOPROXY (the
 # dependencies come from the module cache, nothing from the network) and runs that
 # go install in an empty folder. The dependencies must already be in the module
@@ -36,12 +36,12 @@ mkdir -p "$at" "$work/bin" "$work/elsewhere"
 printf '{"Version":"%s","Time":"2026-01-01T00:00:00Z"}\n' "$ver" >"$at/$ver.info"
 printf '%s\n' "$ver" >"$at/list"
 if ! (cd "$work/elsewhere" && env GOPROXY="file://$work/proxy,off" GOSUMDB=off GOFLAGS=-mod=mod GOBIN="$work/bin" \
-	go install "$mod/internal/winsim/cmd/winsim@$ver"); then
-	echo "check-winsim-install: FAIL: go install $mod/internal/winsim/cmd/winsim@VERSION does not work from outside the module; move the command to cmd/winsim" >&2
+	go install "$mod/cmd/winsim@$ver"); then
+	echo "check-winsim-install: FAIL: go install $mod/cmd/winsim@VERSION does not work from outside the module (the error above says why)" >&2
 	exit 1
 fi
 # The whole usage first: `winsim --help | grep -q` under pipefail fails whenever grep
 # exits at its first match and winsim dies of SIGPIPE writing the rest (7 runs in 200).
 usage="$("$work/bin/winsim" --help 2>&1)" || true
 [[ "$usage" == *--config* ]] || { echo "check-winsim-install: FAIL: the installed winsim does not print its usage" >&2; exit 1; }
-echo "check-winsim-install: ok: go install $mod/internal/winsim/cmd/winsim@<version> works from outside the module"
+echo "check-winsim-install: ok: go install $mod/cmd/winsim@<version> works from outside the module"

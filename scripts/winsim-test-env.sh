@@ -59,7 +59,7 @@ if [[ -z "$winsim" ]]; then
 	if [[ -x "$root/bin/winsim" ]]; then winsim="$root/bin/winsim"; else winsim="$(command -v winsim || true)"; fi
 fi
 [[ -n "$winsim" && -x "$winsim" ]] || {
-	echo "winsim-test-env: no winsim binary: run make build, or go install github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/cmd/winsim@latest, or set WINSIM" >&2
+	echo "winsim-test-env: no winsim binary: run make build, or go install github.com/mssqlifi/terraform-provider-mssqlifi/cmd/winsim@latest, or set WINSIM" >&2
 	exit 1
 }
 if [[ -n "${MSSQLIFI_PROVIDER+set}" ]]; then

@@ -44,7 +44,9 @@ var scripts sync.Map // Operation → string
 // Script returns the whole PowerShell text of one operation, as sent on stdin.
 func Script(op Operation) (string, error) {
 	if s, ok := scripts.Load(op); ok {
-		return s.(string), nil
+		if text, ok := s.(string); ok {
+			return text, nil
+		}
 	}
 	parts, ok := scriptParts[op]
 	if !ok {

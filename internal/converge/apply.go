@@ -9,7 +9,6 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // Apply converges t to d: observe, decide, change the right's holders, restart the
@@ -253,7 +252,7 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.St
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
-func (e *Engine) waitReady(ctx context.Context, t Target, st *sqlcheck.Target, out *Outcome) error {
+func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out *Outcome) error {
 	checker, _ := e.Clients.SQLChecker()
 	if checker == nil || st == nil {
 		return nil

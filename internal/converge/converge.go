@@ -16,7 +16,6 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // Host runs the contract's operations on one host (remote.Host satisfies it).
@@ -30,15 +29,11 @@ type Clients interface {
 	Host(host string, port int) (Host, error)
 	// SQLChecker returns the SQL Server checker, or (nil, nil) when no SQL
 	// credentials are configured.
-	SQLChecker() (sqlcheck.Checker, error)
+	SQLChecker() (contract.SQLChecker, error)
 }
 
-// Logger receives what an operator needs to follow an apply. The context carries
-// whatever the caller's logging needs (for example masking of secrets).
-type Logger interface {
-	Debug(ctx context.Context, msg string, fields map[string]any)
-	Info(ctx context.Context, msg string, fields map[string]any)
-}
+// Logger receives what an operator needs to follow an apply (contract.Logger).
+type Logger = contract.Logger
 
 // Clock is the engine's time: tests give a fake one.
 type Clock interface {

@@ -11,7 +11,6 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract/contracttest"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -63,7 +62,7 @@ func TestApplySucceeds(t *testing.T) {
 		wantChanged bool
 		wantRestart bool
 		wantWarn    []string
-		replicas    []sqlcheck.Replica
+		replicas    []contract.Replica
 	}{
 		{name: "nothing to do", host: newFakeHost().granted(svcSID), desired: enable,
 			wantGranted: true, wantIFI: ptr(true)},
@@ -82,11 +81,11 @@ func TestApplySucceeds(t *testing.T) {
 			return h
 		}(), desired: enable, noSQL: true,
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnBackupsUnchecked}},
-		{name: "a secondary replica restarts as usual", host: newFakeHost(), desired: enable, replicas: []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"}},
+		{name: "a secondary replica restarts as usual", host: newFakeHost(), desired: enable, replicas: []contract.Replica{{Group: "AG1", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"}},
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true},
 		{name: "a primary replica restarts when opted in, with a warning", host: newFakeHost(),
 			desired:     ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeededIncludingPrimary},
-			replicas:    []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}},
+			replicas:    []contract.Replica{{Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}},
 			wantGranted: true, wantIFI: ptr(true), wantChanged: true, wantRestart: true, wantWarn: []string{ifi.WarnPrimaryRestart}},
 		{name: "stopped service: grant, no restart", host: func() *fakeHost {
 			h := newFakeHost()
@@ -167,7 +166,7 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 				}
 			}},
 		{name: "primary replica needing a restart is refused", setup: func(w *world) {
-			w.checker.replicas = []sqlcheck.Replica{{Group: "AG2", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"}, {Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}}
+			w.checker.replicas = []contract.Replica{{Group: "AG2", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"}, {Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}}
 		}, kind: KindRefused, check: func(t *testing.T, e *Error) {
 			if e.Refusal == nil || !strings.Contains(e.Refusal.Summary, "Primary availability replica") ||
 				!strings.Contains(e.Refusal.Detail, "AG1, AG2") || !strings.Contains(e.Refusal.Detail, "FAILOVER") ||
@@ -192,13 +191,13 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 			}
 		}},
 		{name: "a backup running is refused", setup: func(w *world) {
-			w.checker.requests = []sqlcheck.Request{{Session: 57, Command: "BACKUP DATABASE"}}
+			w.checker.requests = []contract.Request{{Session: 57, Command: "BACKUP DATABASE"}}
 		}, kind: KindRefused},
 		{name: "a secondary whose group is not healthy is refused", setup: func(w *world) {
-			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "NOT_HEALTHY"}}
+			w.checker.replicas = []contract.Replica{{Group: "AG1", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "NOT_HEALTHY"}}
 		}, kind: KindRefused},
 		{name: "replica resolving its role needing a restart is refused", setup: func(w *world) {
-			w.checker.replicas = []sqlcheck.Replica{{Group: "AG1", Local: true, Role: "RESOLVING", Connected: "CONNECTED", Health: "HEALTHY"}}
+			w.checker.replicas = []contract.Replica{{Group: "AG1", Local: true, Role: "RESOLVING", Connected: "CONNECTED", Health: "HEALTHY"}}
 		}, kind: KindRefused},
 		{name: "Group Policy that does not list the grantee is refused", setup: func(w *world) {
 			w.host.ri.GroupPolicy = contract.GroupPolicyInfo{Known: true, Defined: true, Holders: []contract.Principal{{SID: acctSID}}}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract/contracttest"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
@@ -255,19 +254,19 @@ type fakeChecker struct {
 	checkErr error
 	waitErr  error
 	tde      []string
-	replicas []sqlcheck.Replica // nil: Always On off
-	requests []sqlcheck.Request
+	replicas []contract.Replica // nil: Always On off
+	requests []contract.Request
 
 	// onCheck runs at the start of each check, before its answer (e.g. to signal
 	// that it started, or to wait); its error fails the check.
-	onCheck func(ctx context.Context, t sqlcheck.Target) error
+	onCheck func(ctx context.Context, t contract.SQLTarget) error
 
 	checks  int
 	waits   int
-	targets []sqlcheck.Target
+	targets []contract.SQLTarget
 }
 
-func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.Report, error) {
+func (c *fakeChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
 	c.mu.Lock()
 	c.checks++
 	c.targets = append(c.targets, t)
@@ -283,12 +282,12 @@ func (c *fakeChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.R
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	on := c.h.runningIFI
-	return &sqlcheck.Report{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
+	return &contract.SQLReport{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
 		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas,
-		Requests: append([]sqlcheck.Request{}, c.requests...)}, nil
+		Requests: append([]contract.Request{}, c.requests...)}, nil
 }
 
-func (c *fakeChecker) WaitReady(ctx context.Context, t sqlcheck.Target) error {
+func (c *fakeChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error {
 	c.waits++
 	return c.waitErr
 }
@@ -308,7 +307,7 @@ func (c *fakeClients) Host(string, int) (Host, error) {
 	return c.host, nil
 }
 
-func (c *fakeClients) SQLChecker() (sqlcheck.Checker, error) {
+func (c *fakeClients) SQLChecker() (contract.SQLChecker, error) {
 	if c.checkerErr != nil {
 		return nil, c.checkerErr
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // Warning codes of the observation (the decision's are ifi.Warn*).
@@ -28,7 +27,7 @@ type Observation struct {
 	Observed ifi.Observed
 	// SQLTarget is where SQL Server listens; nil when SQL is not configured or the
 	// port is unknown.
-	SQLTarget *sqlcheck.Target
+	SQLTarget *contract.SQLTarget
 	// Warnings say what could not be verified and why.
 	Warnings []ifi.Warning
 }
@@ -90,8 +89,8 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 				rep, err = checker.Check(ctx, *o.SQLTarget)
 			}
 			// A port SQL Server answered at is waited on after a restart until the
-			// deadline; any other fails within a minute (sqlcheck.WaitReady).
-			o.SQLTarget.AnsweredTDS = err == nil || sqlcheck.AnsweredTDS(err)
+			// deadline; any other fails within a minute (the checker's WaitReady).
+			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
 			if err != nil {
 				o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server",
 					Detail: fmt.Sprintf("Asking SQL Server for %s at %s:%d failed; verification falls back to the error log.", t, t.Host, port),
@@ -123,13 +122,13 @@ type earlyCheck struct {
 	port   int
 	cancel context.CancelFunc
 	done   chan struct{} // closed when rep and err are set
-	rep    *sqlcheck.Report
+	rep    *contract.SQLReport
 	err    error
 }
 
 // startEarlyCheck asks SQL Server at the port known before the read (sql_port, else
 // the port the last observation saw), concurrently with the caller.
-func (e *Engine) startEarlyCheck(ctx context.Context, t Target, checker sqlcheck.Checker) *earlyCheck {
+func (e *Engine) startEarlyCheck(ctx context.Context, t Target, checker contract.SQLChecker) *earlyCheck {
 	port := t.SQLPort
 	if port == 0 {
 		port = t.SQLPortHint
@@ -142,7 +141,7 @@ func (e *Engine) startEarlyCheck(ctx context.Context, t Target, checker sqlcheck
 	e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port, "overlapped": true})
 	go func() {
 		defer close(ec.done)
-		ec.rep, ec.err = checker.Check(cctx, sqlcheck.Target{Host: t.Host, Port: port, Instance: t.Instance})
+		ec.rep, ec.err = checker.Check(cctx, contract.SQLTarget{Host: t.Host, Port: port, Instance: t.Instance})
 	}()
 	return ec
 }
@@ -152,7 +151,7 @@ func (ec *earlyCheck) used(port int) bool { return ec.done != nil && ec.port == 
 
 // result waits for the early check when it asked at port; otherwise it returns
 // nothing (the caller checks again).
-func (ec *earlyCheck) result(port int) (*sqlcheck.Report, error) {
+func (ec *earlyCheck) result(port int) (*contract.SQLReport, error) {
 	if !ec.used(port) {
 		return nil, nil
 	}
@@ -172,7 +171,7 @@ func (ec *earlyCheck) discard() {
 
 // sqlTarget is where SQL Server listens: the configured port, else the one the
 // host reports; nil when neither is known.
-func (e *Engine) sqlTarget(t Target, ri *contract.ReadInstanceResult) *sqlcheck.Target {
+func (e *Engine) sqlTarget(t Target, ri *contract.ReadInstanceResult) *contract.SQLTarget {
 	port := t.SQLPort
 	if port == 0 {
 		port = ri.TCPPort
@@ -180,7 +179,7 @@ func (e *Engine) sqlTarget(t Target, ri *contract.ReadInstanceResult) *sqlcheck.
 	if port == 0 {
 		return nil
 	}
-	return &sqlcheck.Target{Host: t.Host, Port: port, Instance: t.Instance}
+	return &contract.SQLTarget{Host: t.Host, Port: port, Instance: t.Instance}
 }
 
 // freshRead is t.Read when Apply may use it instead of reading the host: an
@@ -230,7 +229,7 @@ func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadIn
 // agMembership sums up the instance's availability group replicas: primary when it
 // is the primary of any group, resolving when it is resolving in any other, else
 // secondary; and each replica it can see that is not connected and HEALTHY.
-func agMembership(rep *sqlcheck.Report) *ifi.AGMembership {
+func agMembership(rep *contract.SQLReport) *ifi.AGMembership {
 	m := &ifi.AGMembership{Groups: []string{}}
 	for _, r := range rep.Replicas {
 		if !r.Healthy() {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // errEarlyPort is what SQL Server answers at a port it does not listen on.
@@ -66,7 +65,7 @@ func TestObserveOverlapsSQLCheck(t *testing.T) {
 			}
 			started := make(chan struct{})
 			var once sync.Once
-			w.checker.onCheck = func(_ context.Context, st sqlcheck.Target) error {
+			w.checker.onCheck = func(_ context.Context, st contract.SQLTarget) error {
 				once.Do(func() { close(started) })
 				if st.Port == tc.stale {
 					return errEarlyPort
@@ -136,7 +135,7 @@ func TestObserveEndsDiscardedCheck(t *testing.T) {
 	w := newWorld(newFakeHost())
 	w.host.ri.ServiceState = contract.StateStopped
 	started, ended := make(chan struct{}), make(chan error, 1)
-	w.checker.onCheck = func(ctx context.Context, _ sqlcheck.Target) error {
+	w.checker.onCheck = func(ctx context.Context, _ contract.SQLTarget) error {
 		close(started)
 		<-ctx.Done() // a connection to a stopped Engine that hangs
 		ended <- ctx.Err()

@@ -86,7 +86,7 @@ func (a *Assessment) policyConflict() *Refusal {
 	switch {
 	case d.Enabled && !lists:
 		detail := fmt.Sprintf("On %s a Group Policy defines who holds \"Perform volume maintenance tasks\" and does not list %s; "+
-			"a local grant would be reverted when the policy is next applied (at a policy change, and at least every 16 hours). Nothing was changed. "+
+			"a local grant would be reverted when the policy is next applied (at a policy change, and at least every "+gpoReapply+"). Nothing was changed. "+
 			"Add %s to the GPO setting %s.", a.where(), grantee, grantee, GPOSetting)
 		if other := a.otherPolicyGrantee(); other != "" {
 			detail += " " + other
@@ -95,7 +95,7 @@ func (a *Assessment) policyConflict() *Refusal {
 	case !d.Enabled && lists:
 		return &Refusal{Summary: "Group Policy owns the right and grants it",
 			Detail: fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\"; a local revoke would be "+
-				"re-granted when the policy is next applied (at a policy change, and at least every 16 hours). Nothing was changed. Remove %s from the GPO setting %s.",
+				"re-granted when the policy is next applied (at a policy change, and at least every "+gpoReapply+"). Nothing was changed. Remove %s from the GPO setting %s.",
 				a.where(), grantee, grantee, GPOSetting)}
 	}
 	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && a.policyLists(d.PriorGranteeSID) {
@@ -132,7 +132,7 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 	case a.PrivilegeGranted && a.GroupPolicyManaged && a.policyLists(a.GranteeSID):
 		w = append(w, Warning{WarnGroupPolicy, "Group Policy grants the right: not revoked",
 			fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\", so the provider leaves the grant "+
-				"in place (a revoke would be reverted when the policy is next applied, within 16 hours at most). Change the GPO setting %s to remove it.",
+				"in place (a revoke would be reverted when the policy is next applied, within "+gpoReapply+" at most). Change the GPO setting %s to remove it.",
 				a.where(), a.GranteeSID, GPOSetting), nil})
 	case a.PrivilegeGranted:
 		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})

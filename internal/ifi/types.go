@@ -8,6 +8,8 @@ package ifi
 
 import (
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
@@ -49,6 +51,15 @@ const (
 	SourceErrorLog Source = "errorlog" // the startup line of the current error log
 	SourceNone     Source = "none"     // could not be verified
 )
+
+// GPOSecurityReapply is the longest a Group Policy's user-rights setting goes
+// without being applied again: the security extension re-applies its GPOs at a
+// policy change, and otherwise at least this often (MaxNoGPOListChangesInterval,
+// 960 minutes); the 90-minute background refresh applies only changed GPOs.
+const GPOSecurityReapply = 16 * time.Hour
+
+// gpoReapply is GPOSecurityReapply as the texts say it ("16 hours").
+var gpoReapply = strconv.Itoa(int(GPOSecurityReapply/time.Hour)) + " hours"
 
 // GPOSetting is where an administrator changes the right in Group Policy.
 const GPOSetting = "Computer Configuration > Windows Settings > Security Settings > Local Policies > " +

@@ -63,7 +63,7 @@ func (a *Assessment) warnings() []Warning {
 		w = append(w, Warning{WarnGPUnknown, "Group Policy unknown",
 			fmt.Sprintf("On %s the host could not tell whether a Group Policy defines \"Perform volume maintenance tasks\" (%s), so "+
 				"group_policy_managed is null. If a policy does, it reverts local changes at the next refresh (at a policy change, and at "+
-				"least every 16 hours). Check with gpresult /scope computer /h on the host, or enable RSoP logging.",
+				"least every "+gpoReapply+"). Check with gpresult /scope computer /h on the host, or enable RSoP logging.",
 				a.where(), safetext.Escape(ri.GroupPolicy.Detail)), nil})
 	}
 	if a.GroupPolicyManaged {
@@ -72,7 +72,7 @@ func (a *Assessment) warnings() []Warning {
 			lists = "lists " + a.GranteeSID
 		}
 		w = append(w, Warning{WarnGroupPolicy, "Group Policy owns the right",
-			fmt.Sprintf("On %s a Group Policy defines %q (%s) and re-applies it whenever a policy changes and at least every 16 hours; it %s (policy holders: %s). "+
+			fmt.Sprintf("On %s a Group Policy defines %q (%s) and re-applies it whenever a policy changes and at least every "+gpoReapply+"; it %s (policy holders: %s). "+
 				"Local changes that disagree are reverted; change the policy instead.",
 				a.where(), "Perform volume maintenance tasks", GPOSetting, lists, principals(a.GroupPolicyHolders)), nil})
 	}

@@ -227,20 +227,21 @@ func (e *accEnv) holds(sid string) bool {
 	return false
 }
 
-// serviceStart is the process start time of the named service (zero when stopped).
-func (e *accEnv) serviceStart(service string) time.Time {
+// engineStart is the process start time of the default instance's Engine (zero when stopped).
+func (e *accEnv) engineStart() time.Time {
 	for _, s := range e.host().Snapshot().Services {
-		if strings.EqualFold(s.Name, service) && s.ProcessStartTime != nil {
+		if strings.EqualFold(s.Name, "MSSQLSERVER") && s.ProcessStartTime != nil {
 			return *s.ProcessStartTime
 		}
 	}
 	return time.Time{}
 }
 
-// stops is how often the named service was stopped since the simulator started.
-func (e *accEnv) stops(service string) int {
+// engineStops is how often the default instance's Engine was stopped since the
+// simulator started.
+func (e *accEnv) engineStops() int {
 	for _, s := range e.host().Snapshot().Services {
-		if strings.EqualFold(s.Name, service) {
+		if strings.EqualFold(s.Name, "MSSQLSERVER") {
 			return s.Stops
 		}
 	}

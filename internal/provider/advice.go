@@ -40,8 +40,8 @@ func winrmAdvice(re *remote.Error) string {
 			"names another host, or (only for testing) winrm.insecure = true"
 	case remote.SettingAuth:
 		if errors.Is(re, remote.ErrClearText) {
-			return `Use winrm.auth = "negotiate" (encrypted messages work over HTTP 5985) or winrm.https = true; only if the host ` +
-				`really accepts clear text (AllowUnencrypted=true, Basic=true) set winrm.allow_unencrypted = true`
+			return fmt.Sprintf(`Use winrm.auth = "negotiate" (encrypted messages work over HTTP %d) or winrm.https = true; only if the host `+
+				`really accepts clear text (AllowUnencrypted=true, Basic=true) set winrm.allow_unencrypted = true`, remote.DefaultHTTPPort)
 		}
 		return `Set winrm.auth to "negotiate" (the default: Kerberos or NTLM, local and domain accounts), "kerberos" (domain accounts), "ntlm", ` +
 			`or "basic" (local accounts, listener with Basic enabled)`

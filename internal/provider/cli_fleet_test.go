@@ -31,7 +31,7 @@ func TestCLI_primaryReplicaIsNotRestarted(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, agHost(host.AGRolePrimary))
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	r := w.apply()
 	if r.Exit == 0 {
@@ -42,7 +42,7 @@ func TestCLI_primaryReplicaIsNotRestarted(t *testing.T) {
 	if e.holds(defaultSvcSID) {
 		t.Error("the refused apply granted the right")
 	}
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+	if s := e.engineStart(); !s.Equal(before) {
 		t.Errorf("the refused apply restarted the Engine: started %v, was %v", s, before)
 	}
 
@@ -53,10 +53,10 @@ func TestCLI_primaryReplicaIsNotRestarted(t *testing.T) {
 	if !e.holds(defaultSvcSID) {
 		t.Error("the apply on the secondary did not grant the right")
 	}
-	if s := e.serviceStart("MSSQLSERVER"); s.Equal(before) {
+	if s := e.engineStart(); s.Equal(before) {
 		t.Error("the apply on the secondary did not restart the Engine")
 	}
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["availability_group"] != "AG1" || a["availability_role"] != "secondary" || a["ifi_enabled"] != true {
 		t.Errorf("state: availability_group %v, availability_role %v, ifi_enabled %v; want AG1, secondary, true",
 			a["availability_group"], a["availability_role"], a["ifi_enabled"])
@@ -76,7 +76,7 @@ func TestCLI_primaryReplicaRestartsWhenOptedIn(t *testing.T) {
 	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 1 {
 		t.Errorf("operations %v, want one restart_instance", ops)
 	}
-	if a := w.attrs(resName); a["availability_role"] != "primary" || a["ifi_enabled"] != true {
+	if a := w.attrs(); a["availability_role"] != "primary" || a["ifi_enabled"] != true {
 		t.Errorf("state: availability_role %v, ifi_enabled %v; want primary, true", a["availability_role"], a["ifi_enabled"])
 	}
 }
@@ -88,7 +88,7 @@ func TestCLI_primaryWithoutSQLIsNotRestarted(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, agHost(host.AGRolePrimary))
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	w.write(e.providerConfig(false) + resourceConfig(e.addr, ""))
 	r := w.apply()
 	if r.Exit == 0 {
@@ -97,7 +97,7 @@ func TestCLI_primaryWithoutSQLIsNotRestarted(t *testing.T) {
 	r.wantDiag(t, "error", `^Primary availability replica: refusing to restart it$`, `AG1 \(per the failover cluster`)
 	// The plan said so before the apply, reading the host.
 	r.wantDiag(t, "warning", `^instance MSSQLSERVER on [0-9.]+: apply will refuse: Primary availability replica: refusing to restart it$`, `per the failover cluster`)
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) || e.holds(defaultSvcSID) {
+	if s := e.engineStart(); !s.Equal(before) || e.holds(defaultSvcSID) {
 		t.Errorf("the refused apply changed the host: started %v (was %v), granted %v", s, before, e.holds(defaultSvcSID))
 	}
 }

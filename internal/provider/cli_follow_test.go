@@ -56,10 +56,10 @@ func finishWithoutRestart(t *testing.T, w *cliWork, e *accEnv) {
 	if p := w.plan(); p.Exit != 0 {
 		t.Errorf("the plan after the next apply is not empty (exit %d): changes %v\n%s", p.Exit, p.Changes, p.describe())
 	}
-	if n := e.stops("MSSQLSERVER"); n != 1 {
+	if n := e.engineStops(); n != 1 {
 		t.Errorf("the Engine was stopped %d times; want the one restart", n)
 	}
-	if a := w.attrs(resName); a["privilege_granted"] != true || a["ifi_enabled"] != true {
+	if a := w.attrs(); a["privilege_granted"] != true || a["ifi_enabled"] != true {
 		t.Errorf("state after the next apply: privilege_granted %v, ifi_enabled %v; want both true", a["privilege_granted"], a["ifi_enabled"])
 	}
 }
@@ -76,7 +76,7 @@ func TestCLI_sigintDuringRestartIsRecorded(t *testing.T) {
 	if ap.Exit == 0 {
 		t.Logf("the apply finished despite SIGINT:\n%s", ap.describe())
 	}
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a == nil {
 		t.Fatalf("after SIGINT the resource is not in the state although the restart was sent:\n%s", ap.describe())
 	}
@@ -127,7 +127,7 @@ func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 	if ap.Duration > time.Minute+30*time.Second {
 		t.Errorf("the update took %s, more than its timeout and 30 s", ap.Duration.Round(time.Second))
 	}
-	if a := w.attrs(resName); a["enabled"] != true {
+	if a := w.attrs(); a["enabled"] != true {
 		t.Errorf("after the failed update the state says enabled = %v; want the new intent (true)", a["enabled"])
 	}
 	if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionClearFaults}); err != nil {

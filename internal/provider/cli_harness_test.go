@@ -238,8 +238,8 @@ func (w *cliWork) mustApply() *tfRun {
 	return r
 }
 
-// attrs returns the state's attributes of one resource (terraform show -json).
-func (w *cliWork) attrs(addr string) map[string]any {
+// attrs returns the state's attributes of the resource resName (terraform show -json).
+func (w *cliWork) attrs() map[string]any {
 	w.t.Helper()
 	r := w.run("show", "-json", "-no-color")
 	if r.Exit != 0 {
@@ -259,7 +259,7 @@ func (w *cliWork) attrs(addr string) map[string]any {
 		w.t.Fatalf("terraform show -json: %v\n%s", err, r.Stdout)
 	}
 	for _, res := range st.Values.RootModule.Resources {
-		if res.Address == addr {
+		if res.Address == resName {
 			return res.Values
 		}
 	}

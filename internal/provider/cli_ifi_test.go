@@ -57,7 +57,7 @@ func TestCLI_restartNeverPendingWarning(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, nil)
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
 	r := w.mustApply()
 	const detail = `restart of the service MSSQLSERVER is pending for IFI to be on(.|\n)*restart = "never"`
@@ -68,12 +68,12 @@ func TestCLI_restartNeverPendingWarning(t *testing.T) {
 	p := w.plan()
 	p.wantPlanExit(t, 0)
 	p.wantDiag(t, "warning", `^A restart of SQL Server is pending$`, detail)
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["restart_pending"] != true || a["ifi_enabled"] != false || a["privilege_granted"] != true || a["enabled"] != true {
 		t.Errorf("state: restart_pending %v, ifi_enabled %v, privilege_granted %v, enabled %v; want true, false, true, true",
 			a["restart_pending"], a["ifi_enabled"], a["privilege_granted"], a["enabled"])
 	}
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+	if s := e.engineStart(); !s.Equal(before) {
 		t.Errorf("restart = never restarted the Engine: started %v, was %v", s, before)
 	}
 }
@@ -85,7 +85,7 @@ func TestCLI_destroyWarnsIFIStaysOn(t *testing.T) {
 	e := startSim(t, nil)
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	w.mustApply()
-	started := e.serviceStart("MSSQLSERVER")
+	started := e.engineStart()
 	if in := e.instance("MSSQLSERVER"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
 		t.Fatalf("after the apply the Engine does not have IFI: %+v", in)
 	}
@@ -103,7 +103,7 @@ func TestCLI_destroyWarnsIFIStaysOn(t *testing.T) {
 	if e.holds(defaultSvcSID) {
 		t.Error("destroy left the grant in place")
 	}
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(started) {
+	if s := e.engineStart(); !s.Equal(started) {
 		t.Errorf("destroy restarted the Engine: started %v, was %v", s, started)
 	}
 	if in := e.instance("MSSQLSERVER"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
@@ -130,7 +130,7 @@ func TestCLI_administratorStaysOnThenEmptyPlan(t *testing.T) {
 	p := w.plan()
 	p.wantPlanExit(t, 0)
 	p.wantDiag(t, "warning", `^IFI stays on although enabled = false$`, `Administrators`)
-	if a := w.attrs(resName); a["enabled"] != false || a["ifi_enabled"] != true {
+	if a := w.attrs(); a["enabled"] != false || a["ifi_enabled"] != true {
 		t.Errorf("state: enabled %v, ifi_enabled %v; want false, true", a["enabled"], a["ifi_enabled"])
 	}
 }
@@ -152,7 +152,7 @@ func TestCLI_unverifiableWarns(t *testing.T) {
 	p := w.plan()
 	p.wantPlanExit(t, 0)
 	p.wantDiag(t, "warning", `^IFI could not be verified$`, `sql block`)
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["verified_by"] != string(ifi.SourceNone) || a["ifi_enabled"] != nil || a["restart_pending"] != nil {
 		t.Errorf("state: verified_by %v, ifi_enabled %v, restart_pending %v; want none, null, null",
 			a["verified_by"], a["ifi_enabled"], a["restart_pending"])
@@ -202,7 +202,7 @@ func TestCLI_clusteredInstance(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].Clustered = true })
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed"`))
 	r := w.apply()
 	if r.Exit == 0 {
@@ -222,14 +222,14 @@ func TestCLI_clusteredInstance(t *testing.T) {
 	if !e.holds(defaultSvcSID) {
 		t.Error("restart = never did not grant the right")
 	}
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["restart_pending"] != true || a["clustered"] != true {
 		t.Errorf("state: restart_pending %v, clustered %v; want true, true", a["restart_pending"], a["clustered"])
 	}
 	if ops := e.operations(); countOp(ops, contract.OpRestartInstance) != 0 {
 		t.Errorf("a clustered instance was restarted: %v", ops)
 	}
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+	if s := e.engineStart(); !s.Equal(before) {
 		t.Errorf("the clustered Engine restarted: %v, was %v", s, before)
 	}
 	w.plan().wantPlanExit(t, 0)
@@ -358,16 +358,16 @@ func TestCLI_traceFlag1806(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartupTraceFlags = []int{1806} })
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	r := w.mustApply()
 	r.wantDiag(t, "warning", `^Trace flag 1806 disables IFI$`, `-T1806`)
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["privilege_granted"] != true || a["ifi_enabled"] != false || a["restart_pending"] != false {
 		t.Errorf("state: privilege_granted %v, ifi_enabled %v, restart_pending %v; want true, false, false",
 			a["privilege_granted"], a["ifi_enabled"], a["restart_pending"])
 	}
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+	if s := e.engineStart(); !s.Equal(before) {
 		t.Errorf("the Engine was restarted (started %v, was %v) although trace flag 1806 keeps IFI off", s, before)
 	}
 	w.plan().wantPlanExit(t, 0)
@@ -402,13 +402,13 @@ func TestCLI_nestedGroupKeepsIFIOnWithoutRestartLoop(t *testing.T) {
 	if in := e.instance("MSSQLSERVER"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
 		t.Fatalf("the simulated Engine lost IFI although its token has Administrators: %+v", in)
 	}
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["enabled"] != false || a["ifi_enabled"] != true || a["restart_pending"] != false {
 		t.Errorf("state: enabled %v, ifi_enabled %v, restart_pending %v; want false, true, false",
 			a["enabled"], a["ifi_enabled"], a["restart_pending"])
 	}
 
-	started := e.serviceStart("MSSQLSERVER")
+	started := e.engineStart()
 	n = len(e.operations())
 	p := w.plan()
 	p.wantPlanExit(t, 0)
@@ -418,7 +418,7 @@ func TestCLI_nestedGroupKeepsIFIOnWithoutRestartLoop(t *testing.T) {
 	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 0 || countOp(ops, contract.OpSetRight) != 0 {
 		t.Errorf("plan and second apply changed the host: %v", ops)
 	}
-	if s := e.serviceStart("MSSQLSERVER"); !s.Equal(started) {
+	if s := e.engineStart(); !s.Equal(started) {
 		t.Errorf("the second apply restarted the Engine: started %v, was %v", s, started)
 	}
 }
@@ -440,7 +440,7 @@ func TestCLI_enablingUpdateUsesThePlanRead(t *testing.T) {
 	if countOp(ops, contract.OpReadInstance) != 1 || countOp(ops, contract.OpRestartInstance) != 1 || countOp(ops, contract.OpSetRight) != 0 {
 		t.Errorf("the enabling apply ran %v; want read_instance once (the refresh), then restart_instance once", ops)
 	}
-	if a := w.attrs(resName); a["enabled"] != true || a["ifi_enabled"] != true || a["privilege_granted"] != true {
+	if a := w.attrs(); a["enabled"] != true || a["ifi_enabled"] != true || a["privilege_granted"] != true {
 		t.Errorf("state: enabled %v, ifi_enabled %v, privilege_granted %v; want all true", a["enabled"], a["ifi_enabled"], a["privilege_granted"])
 	}
 	p := w.plan()

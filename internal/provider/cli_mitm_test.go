@@ -31,7 +31,7 @@ func TestCLI_fakeHostApplyFails(t *testing.T) {
 		t.Fatalf("apply against a fake host succeeded:\n%s", r.describe())
 	}
 	r.wantDiag(t, "error", "", "man-in-the-middle[\\s\\S]*"+strings.ReplaceAll(addr, ".", "\\."))
-	if a := w.attrs(resName); a != nil {
+	if a := w.attrs(); a != nil {
 		t.Fatalf("the state records the resource after a refused answer: %v", a)
 	}
 }
@@ -47,7 +47,7 @@ func TestCLI_onPathProxyApplyFails(t *testing.T) {
 	direct := e.winrmBlock(httpWinRM(e.httpPort), `    encrypt = "true"`)
 	w.write(direct + resourceConfig(e.addr, ""))
 	w.mustApply()
-	before := w.attrs(resName)
+	before := w.attrs()
 	if before["ifi_enabled"] != true || !e.holds(defaultSvcSID) {
 		t.Fatalf("after the first apply: ifi_enabled %v, right held %v", before["ifi_enabled"], e.holds(defaultSvcSID))
 	}
@@ -76,7 +76,7 @@ func TestCLI_onPathProxyApplyFails(t *testing.T) {
 	if p.Sealed() == 0 {
 		t.Fatal("no sealed message reached the attacker")
 	}
-	after := w.attrs(resName)
+	after := w.attrs()
 	for _, k := range []string{"enabled", "ifi_enabled", "privilege_granted"} {
 		if after[k] != before[k] {
 			t.Errorf("the state's %s changed from %v to %v through a refused answer", k, before[k], after[k])

@@ -36,7 +36,7 @@ func TestCLI_defaultHostOverHTTPWithEncryption(t *testing.T) {
 	w.write(e.winrmBlock(fmt.Sprintf("    https = false\n    port  = %d", e.httpPort), `    encrypt = "true"`) + resourceConfig(e.addr, ""))
 	r := w.mustApply()
 	r.wantNoDiag(t, "warning", "clear text|not verified")
-	if a := w.attrs(resName); a["ifi_enabled"] != true || a["verified_by"] != "sql_dmv" {
+	if a := w.attrs(); a["ifi_enabled"] != true || a["verified_by"] != "sql_dmv" {
 		t.Fatalf("state after apply over HTTP: ifi_enabled %v, verified_by %v", a["ifi_enabled"], a["verified_by"])
 	}
 	if !e.holds(defaultSvcSID) {

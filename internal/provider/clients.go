@@ -130,17 +130,15 @@ func (c *clients) engine() *converge.Engine {
 	return &converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: c.restarts}
 }
 
-// port is the WinRM port used for a resource whose port argument is p (0: unset).
+// port is the WinRM port used for a resource whose port argument is p (0: unset):
+// p, else the provider's winrm.port, else remote's default for the scheme.
 func (c *clients) port(p int) int {
-	switch {
-	case p != 0:
+	if p != 0 {
 		return p
-	case c.winrm.Port != 0:
-		return c.winrm.Port
-	case c.winrm.HTTPS:
-		return 5986
 	}
-	return 5985
+	cfg := c.winrm
+	cfg.SetDefaults()
+	return cfg.Port
 }
 
 // Host returns the client of host:port, creating it on first use.
@@ -221,8 +219,8 @@ func (c *clients) SQLChecker() (sqlcheck.Checker, error) {
 	return c.checker, nil
 }
 
-// tflogLogger is the engine's converge.Logger: tflog, with the masking the context
-// carries (maskSecrets).
+// tflogLogger is the contract.Logger of remote, sqlcheck and the converge engine:
+// tflog, with the masking the context carries (maskSecrets).
 type tflogLogger struct{}
 
 func (tflogLogger) Debug(ctx context.Context, msg string, fields map[string]any) {

@@ -6,19 +6,56 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
-// The resource page states how old the plan's read may be for an apply to use it;
-// the figure is converge.DefaultReadFreshness.
-func TestResourcePageStatesTheReadFreshness(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "templates", "resources", "instant_file_initialization.md.tmpl"))
-	if err != nil {
-		t.Fatal(err)
+// Every figure the rendered docs and the README state comes from a constant: the
+// schema descriptions are built from them with fmt, and this table ties each
+// phrase of the pages to its constant, so that changing one without the other fails.
+// (docs/ is rendered from templates/ and the schema: make docs; CI's docs-check keeps
+// it current.)
+func TestDocsFiguresMatchTheConstants(t *testing.T) {
+	const (
+		readme   = "README.md"
+		index    = "docs/index.md"
+		resource = "docs/resources/instant_file_initialization.md"
+	)
+	if defaultCreateTimeout != defaultUpdateTimeout {
+		t.Fatalf("the resource page gives one default for create and update; they are %s and %s", defaultCreateTimeout, defaultUpdateTimeout)
 	}
-	want := fmt.Sprintf("%d seconds old", int(converge.DefaultReadFreshness.Seconds()))
-	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
-		t.Errorf("the resource page's template does not say %q (converge.DefaultReadFreshness)", want)
+	cases := []struct {
+		what, file, phrase string
+	}{
+		{"create and update timeouts", resource, fmt.Sprintf("create and update timeouts (%d minutes by default", int(defaultCreateTimeout/time.Minute))},
+		{"read freshness", resource, fmt.Sprintf("%d seconds old", int(converge.DefaultReadFreshness/time.Second))},
+		{"WinRM ports (schema)", index, fmt.Sprintf("Default `%d` with HTTPS, `%d` without", remote.DefaultHTTPSPort, remote.DefaultHTTPPort)},
+		{"WinRM HTTP port", index, fmt.Sprintf("listener on %d with `https = false` and the default `auth = %q`", remote.DefaultHTTPPort, remote.DefaultAuth)},
+		{"WinRM HTTPS port and default", index, fmt.Sprintf("listener on %d (`https = %t`, the default", remote.DefaultHTTPSPort, remote.DefaultHTTPS)},
+		{"WinRM HTTPS default (schema)", index, fmt.Sprintf("Use the HTTPS listener. Default `%t`.", remote.DefaultHTTPS)},
+		{"WinRM request timeout (schema)", index, fmt.Sprintf("such as `%ds` (the default)", int(remote.DefaultTimeout/time.Second))},
+		{"restart limit (schema)", index, fmt.Sprintf("Default `%d`: a fleet apply rolls through its restarts", defaultMaxParallelRestarts)},
+		{"SQL encryption default (schema)", index, "default `" + sqlcheck.DefaultEncrypt + "`"},
+		{"SQL port", readme, fmt.Sprintf("sql_port = %d", sqlcheck.DefaultPort)},
+		{"GPO timing", readme, fmt.Sprintf("at least every %d hours", int(ifi.GPOSecurityReapply/time.Hour))},
+	}
+	pages := map[string]string{}
+	for _, tc := range cases {
+		text, ok := pages[tc.file]
+		if !ok {
+			b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(tc.file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text = strings.Join(strings.Fields(string(b)), " ") // line breaks are spaces
+			pages[tc.file] = text
+		}
+		if !strings.Contains(text, tc.phrase) {
+			t.Errorf("%s: %s does not say %q (from the constant); fix the template or README, then make docs", tc.what, tc.file, tc.phrase)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func agFiveChecks(t *testing.T, w *cliWork, e *accEnv, ap *tfRun, before time.Ti
 	if ap.Duration > agRowTimeout+30*time.Second {
 		t.Errorf("the apply took %s, more than its timeout + 30 s", ap.Duration.Round(time.Second))
 	}
-	a := w.attrs(resName)
+	a := w.attrs()
 	if granted, _ := a["privilege_granted"].(bool); granted != e.holds(defaultSvcSID) {
 		t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
 	}
@@ -64,8 +64,8 @@ func agFiveChecks(t *testing.T, w *cliWork, e *accEnv, ap *tfRun, before time.Ti
 	if n := countOp(ops, contract.OpRestartInstance); n > restarts {
 		t.Errorf("%d restarts (operations %v), want at most %d", n, ops, restarts)
 	}
-	if restarts == 0 && !e.serviceStart("MSSQLSERVER").Equal(before) {
-		t.Errorf("the Engine restarted: started %v, was %v", e.serviceStart("MSSQLSERVER"), before)
+	if restarts == 0 && !e.engineStart().Equal(before) {
+		t.Errorf("the Engine restarted: started %v, was %v", e.engineStart(), before)
 	}
 }
 
@@ -112,7 +112,7 @@ func TestCLI_faultMatrixAG(t *testing.T) {
 					t.Fatalf("%+v: %v", a, err)
 				}
 			}
-			before, opsBefore := e.serviceStart("MSSQLSERVER"), len(e.operations())
+			before, opsBefore := e.engineStart(), len(e.operations())
 			w.write(e.providerConfig(r.withSQL) + agRowConfig(e, r.restart, false))
 			ap := w.apply()
 			if ap.Exit == 0 {
@@ -144,8 +144,8 @@ func TestCLI_faultMatrixAG_twoRunsOneGroup(t *testing.T) {
 	wPrim.write(prim.providerConfig(true) + agRowConfig(prim, "never", false))
 	wPrim.mustApply()
 
-	secBefore, secOps := sec.serviceStart("MSSQLSERVER"), len(sec.operations())
-	primBefore, primOps := prim.serviceStart("MSSQLSERVER"), len(prim.operations())
+	secBefore, secOps := sec.engineStart(), len(sec.operations())
+	primBefore, primOps := prim.engineStart(), len(prim.operations())
 	wSec.write(prim.providerConfig(true) + agRowConfig(sec, "if_needed", true))
 	first := make(chan *tfRun, 1)
 	go func() { first <- wSec.apply() }()

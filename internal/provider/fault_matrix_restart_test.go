@@ -110,7 +110,7 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 				t.Errorf("scheduled tasks left behind: %v", tasks)
 			}
 			// The state says what the host has.
-			a := w.attrs(resName)
+			a := w.attrs()
 			if granted, _ := a["privilege_granted"].(bool); granted != e.holds(defaultSvcSID) {
 				t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
 			}

@@ -161,7 +161,7 @@ func TestCLI_faultMatrix(t *testing.T) {
 			}
 			// The state says what the host has: a change sent is recorded (null where
 			// unknown), and what it records is the host's.
-			a := w.attrs(resName)
+			a := w.attrs()
 			t.Logf("host operations: %v", e.operations())
 			if a == nil && e.holds(defaultSvcSID) {
 				t.Errorf("the host holds the grant the apply made, but the resource is not in the state")
@@ -200,7 +200,7 @@ func TestCLI_faultMatrix(t *testing.T) {
 					t.Errorf("the plan after the next apply is not empty (exit %d): changes %v\n%s", p.Exit, p.Changes, p.describe())
 				}
 			}
-			if n := e.stops("MSSQLSERVER"); n > 1 {
+			if n := e.engineStops(); n > 1 {
 				t.Errorf("the Engine was stopped %d times; want at most one restart", n)
 			}
 		})

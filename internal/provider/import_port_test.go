@@ -169,7 +169,7 @@ import {
 	if got := r.errors(); len(got) != 0 {
 		t.Fatalf("apply with an import block by identity: %v", got)
 	}
-	a := w.attrs(resName)
+	a := w.attrs()
 	if a["id"] != e.addr+"/MSSQLSERVER" || fmt.Sprint(a["port"]) != strconv.Itoa(e.httpsPort) || a["enabled"] != true {
 		t.Fatalf("imported state: %v", a)
 	}

@@ -78,10 +78,7 @@ func applyKerberos(k kerberosModel, rc *remote.Config) {
 func validateKerberos(rc remote.Config) diag.Diagnostics {
 	var diags diag.Diagnostics
 	at := func(name string) path.Path { return path.Root("winrm").AtName(name) }
-	auth := rc.Auth
-	if auth == "" {
-		auth = remote.DefaultAuth
-	}
+	auth := rc.Auth // after SetDefaults
 	if auth != remote.AuthKerberos && auth != remote.AuthNegotiate {
 		for name, v := range map[string]string{"keytab": rc.Keytab, "krb5_conf": rc.Krb5Conf, "realm": rc.Realm} {
 			if v != "" {

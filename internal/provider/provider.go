@@ -115,7 +115,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			"max_parallel_restarts": schema.Int64Attribute{
 				Optional: true,
 				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
-					"and the wait until SQL Server accepts logins). Default `1`: a fleet apply rolls through its restarts one at a time, while " +
+					"and the wait until SQL Server accepts logins). Default `" + strconv.Itoa(defaultMaxParallelRestarts) + "`: a fleet apply rolls through its restarts one at a time, while " +
 					"reads, and changes that need no restart, still run in parallel up to terraform's `-parallelism`. `0` means no limit. " +
 					"A change that needs a restart is made with it, once a slot is free: a resource whose timeout passes while it waits " +
 					"has changed nothing. Defaults to the environment variable `" + EnvMaxParallelRestarts + "`.",
@@ -125,7 +125,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 		Blocks: map[string]schema.Block{
 			"winrm": schema.SingleNestedBlock{
 				MarkdownDescription: "How to reach the hosts' WinRM service. The account must be a local administrator of each host.",
-				Attributes: map[string]schema.Attribute{
+				Attributes: withAttributes(map[string]schema.Attribute{
 					"username": schema.StringAttribute{
 						Optional: true,
 						MarkdownDescription: "WinRM user, `Administrator` or `DOMAIN\\user`. Defaults to the environment variable `" +
@@ -138,11 +138,11 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Authentication: `negotiate` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
+						MarkdownDescription: "Authentication: `" + remote.AuthNegotiate + "` (default: HTTP Negotiate, as Windows clients use: Kerberos when a ticket can be had, " +
 							"else NTLM; see \"Authentication and transport security\"), `kerberos` (domain accounts; the host proves its identity), `ntlm`, or " +
 							"`basic` (a local account; the host must allow Basic, which Windows does not by default; over HTTP only with `allow_unencrypted`). " +
 							"NTLM logons carry a MIC, the host's SPN and, over HTTPS, channel bindings, as Kerberos authenticators do; over HTTP every message is encrypted.",
-						Validators: []validator.String{stringvalidator.OneOf("negotiate", "kerberos", "ntlm", "basic")},
+						Validators: []validator.String{stringvalidator.OneOf(remote.AuthNegotiate, remote.AuthKerberos, remote.AuthNTLM, remote.AuthBasic)},
 					},
 					"allow_unencrypted": schema.BoolAttribute{
 						Optional: true,
@@ -160,12 +160,13 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"https": schema.BoolAttribute{
 						Optional:            true,
-						MarkdownDescription: "Use the HTTPS listener. Default `true`.",
+						MarkdownDescription: fmt.Sprintf("Use the HTTPS listener. Default `%t`.", remote.DefaultHTTPS),
 					},
 					"port": schema.Int64Attribute{
-						Optional:            true,
-						MarkdownDescription: "WinRM port. Default `5986` with HTTPS, `5985` without. A resource's `port` overrides it.",
-						Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+						Optional: true,
+						MarkdownDescription: fmt.Sprintf("WinRM port. Default `%d` with HTTPS, `%d` without. A resource's `port` overrides it.",
+							remote.DefaultHTTPSPort, remote.DefaultHTTPPort),
+						Validators: []validator.Int64{int64validator.Between(1, 65535)},
 					},
 					"insecure": schema.BoolAttribute{
 						Optional:            true,
@@ -182,11 +183,12 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						Validators:          []validator.String{hostValidator},
 					},
 					"timeout": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "Timeout of one WinRM request, as a duration such as `60s` (the default). Restarts are bounded by the resource's timeouts instead.",
-						Validators:          []validator.String{durationValidator},
+						Optional: true,
+						MarkdownDescription: fmt.Sprintf("Timeout of one WinRM request, as a duration such as `%s` (the default). "+
+							"Restarts are bounded by the resource's timeouts instead.", seconds(remote.DefaultTimeout)),
+						Validators: []validator.String{durationValidator},
 					},
-				},
+				}, kerberosAttributes()),
 			},
 			"sql": schema.SingleNestedBlock{
 				MarkdownDescription: "Optional SQL login used to verify IFI through `sys.dm_server_services` and to find TDE databases. " +
@@ -194,10 +196,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				Attributes: map[string]schema.Attribute{
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Login kind: `sql` (default; a SQL Server login) or `ntlm` (a Windows account, `DOMAIN\\user`). `kerberos` " +
+						MarkdownDescription: "Login kind: `" + sqlcheck.AuthSQL + "` (default; a SQL Server login) or `" + sqlcheck.AuthNTLM + "` (a Windows account, `DOMAIN\\user`). `kerberos` " +
 							"is reserved and refused until it works end to end. A user name with a backslash is a Windows logon, so it needs `ntlm`, and " +
 							"`ntlm` needs one: a mismatch is refused at plan. Defaults to the environment variable `" + EnvSQLAuth + "`.",
-						Validators: []validator.String{stringvalidator.OneOf("sql", "ntlm", "kerberos")},
+						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.AuthSQL, sqlcheck.AuthNTLM, sqlcheck.AuthKerberos)},
 					},
 					"username": schema.StringAttribute{
 						Optional:            true,
@@ -209,9 +211,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						MarkdownDescription: "SQL password. Defaults to the environment variable `" + EnvSQLPassword + "`.",
 					},
 					"encrypt": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "TDS encryption: `strict` (TDS 8.0, TLS first), `true` (default) or `disable`.",
-						Validators:          []validator.String{stringvalidator.OneOf("strict", "true", "disable")},
+						Optional: true,
+						MarkdownDescription: "TDS encryption: `" + sqlcheck.EncryptStrict + "` (TDS 8.0, TLS first), `" + sqlcheck.EncryptTrue + "` or `" +
+							sqlcheck.EncryptDisable + "`; default `" + sqlcheck.DefaultEncrypt + "`.",
+						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.EncryptStrict, sqlcheck.EncryptTrue, sqlcheck.EncryptDisable)},
 					},
 					"ca_cert": schema.StringAttribute{
 						Optional:            true,
@@ -226,9 +229,6 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			},
 		},
 	}
-	for name, attr := range kerberosAttributes() {
-		resp.Schema.Blocks["winrm"].(schema.SingleNestedBlock).Attributes[name] = attr
-	}
 }
 
 func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -238,10 +238,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	w := cfg.WinRM
-	if w == nil {
-		w = &winrmModel{}
-	}
+	w := cfg.winrm()
 	for name, v := range map[string]interface{ IsUnknown() bool }{
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
@@ -257,28 +254,21 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		return
 	}
 
-	rc := remote.Config{
-		HTTPS:         boolOr(w.HTTPS, true),
-		Insecure:      boolOr(w.Insecure, false),
-		CACert:        []byte(w.CACert.ValueString()),
-		TLSServerName: w.TLSServerName.ValueString(),
-		Auth:          w.Auth.ValueString(), // "": remote's default (SetDefaults)
-		Username:      stringOrEnv(w.Username, EnvWinRMUsername),
-		Password:      stringOrEnv(w.Password, EnvWinRMPassword),
-		Port:          int(w.Port.ValueInt64()), // 0: each resource's port, else remote's default for the scheme
-		SPN:           stringOrEnv(w.SPN, EnvWinRMSPN),
-	}
-	// The security rules (provider_security.go) were checked by ValidateConfig at
-	// plan; Configure checks them again for the errors, with the same values.
-	sec := readSecurity(cfg)
-	rc.AllowUnencrypted = sec.allowUnencrypted
-	for _, d := range sec.diagnostics() {
-		if d.Severity() == diag.SeverityError {
-			resp.Diagnostics.Append(d)
+	// remote decides the defaults and the rules; each finding becomes an error at its
+	// argument (provider_security.go). ValidateConfig warned at plan already.
+	rc := winrmConfig(w)
+	rc.Port = int(w.Port.ValueInt64()) // 0: each resource's port, else remote's default for the scheme
+	if !w.Timeout.IsNull() && !w.Timeout.IsUnknown() {
+		d, err := time.ParseDuration(w.Timeout.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("timeout"), "Invalid WinRM timeout",
+				"winrm.timeout must be a positive duration such as \"60s\".")
 		}
+		rc.Timeout = d
 	}
-	applyKerberos(w.kerberosModel, &rc)
+	rc.SetDefaults()
 	resp.Diagnostics.Append(validateKerberos(rc)...)
+	resp.Diagnostics.Append(winrmDiagnostics(rc, false)...)
 	if rc.AllowNTLMFallback != nil && !*rc.AllowNTLMFallback {
 		if why := remote.NegotiateUsesNTLM(rc); why != "" {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("allow_ntlm_fallback"), "NTLM fallback refused",
@@ -286,53 +276,16 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 					`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, why))
 		}
 	}
-	if len(rc.CACert) == 0 {
-		rc.CACert = nil
-	}
-	if !w.Timeout.IsNull() && !w.Timeout.IsUnknown() {
-		d, err := time.ParseDuration(w.Timeout.ValueString())
-		if err != nil || d <= 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("timeout"), "Invalid WinRM timeout",
-				"winrm.timeout must be a positive duration such as \"60s\".")
-		}
-		rc.Timeout = d
-	}
-	// Kerberos (auth "kerberos", or the default "negotiate") may log on from a keytab
-	// or the credential cache instead of a password.
-	kerberosWithoutPassword := (rc.Auth == "" || rc.Auth == remote.AuthNegotiate || rc.Auth == remote.AuthKerberos) && rc.Password == ""
-	if rc.Username == "" && !(kerberosWithoutPassword && rc.Keytab == "") {
-		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("username"), "Missing WinRM username",
-			"Set winrm.username in the provider configuration or the environment variable "+EnvWinRMUsername+
-				" to a local administrator of the hosts.")
-	}
-	if rc.Password == "" && !kerberosWithoutPassword {
-		resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("password"), "Missing WinRM password",
-			"Set winrm.password in the provider configuration or the environment variable "+EnvWinRMPassword+".")
-	}
 
 	var sc *sqlcheck.Config
-	s := cfg.SQL
-	if s == nil {
-		s = &sqlModel{}
-	}
-	sqlUser := stringOrEnv(s.Username, EnvSQLUsername)
-	if sqlUser != "" {
-		sc = &sqlcheck.Config{
-			Username:               sqlUser,
-			Password:               stringOrEnv(s.Password, EnvSQLPassword),
-			Encrypt:                stringOr(s.Encrypt, "true"),
-			CACert:                 []byte(s.CACert.ValueString()),
-			TrustServerCertificate: boolOr(s.TrustServerCertificate, false),
+	q := cfg.sql()
+	if s := sqlConfig(q); s.Username != "" {
+		for _, f := range s.Problems() {
+			resp.Diagnostics.Append(sqlDiagnostic(f, s, q, false))
 		}
-		if len(sc.CACert) == 0 {
-			sc.CACert = nil
-		}
-		if sc.Password == "" {
-			resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("password"), "Missing SQL password",
-				"The sql block names the login "+sqlUser+" but no password: set sql.password or the environment variable "+
-					EnvSQLPassword+", or remove the sql block to verify through the error log instead.")
-		}
-	} else if cfg.SQL != nil && (!s.Password.IsNull() || !s.Encrypt.IsNull()) {
+		s.SetDefaults()
+		sc = &s
+	} else if cfg.SQL != nil && (!q.Password.IsNull() || !q.Encrypt.IsNull()) {
 		resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("username"), "Missing SQL username",
 			"The sql block has no username: set sql.username or the environment variable "+EnvSQLUsername+
 				", or remove the sql block to verify through the error log instead.")
@@ -347,6 +300,10 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"winrm_https": rc.HTTPS, "winrm_port": rc.Port, "sql_configured": sc != nil, "max_parallel_restarts": maxRestarts,
 	})
 	rc.UserAgent, sc = contract.UserAgent(p.version), sc.WithAppName(contract.UserAgent(p.version))
+	rc.Log = tflogLogger{} // remote and sqlcheck log through tflog, with the masking the context carries
+	if sc != nil {
+		sc.Log = tflogLogger{}
+	}
 	c := newClients(rc, sc, p.openHost, p.openChecker)
 	c.restarts = converge.NewRestartLimiter(maxRestarts)
 	resp.ResourceData = c
@@ -408,13 +365,6 @@ func maxParallelRestarts(v types.Int64, diags *diag.Diagnostics) int {
 	return n
 }
 
-func stringOr(v types.String, def string) string {
-	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
-		return def
-	}
-	return v.ValueString()
-}
-
 func stringOrEnv(v types.String, env string) string {
 	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
 		return os.Getenv(env)
@@ -428,3 +378,15 @@ func boolOr(v types.Bool, def bool) bool {
 	}
 	return v.ValueBool()
 }
+
+// withAttributes returns base with the attributes of extra added.
+func withAttributes(base, extra map[string]schema.Attribute) map[string]schema.Attribute {
+	for name, attr := range extra {
+		base[name] = attr
+	}
+	return base
+}
+
+// seconds writes d as a whole number of seconds, "60s" (the form the docs use;
+// time.Duration's own String gives "1m0s").
+func seconds(d time.Duration) string { return strconv.Itoa(int(d/time.Second)) + "s" }

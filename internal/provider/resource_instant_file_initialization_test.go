@@ -39,7 +39,7 @@ func emptyPlanAfterApply() resource.ConfigPlanChecks {
 func TestAccResource_lifecycle(t *testing.T) {
 	e := startSim(t, nil)
 	cfg := e.providerConfig(true) + resourceConfig(e.addr, "")
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	var started time.Time
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Factories,
@@ -68,7 +68,7 @@ func TestAccResource_lifecycle(t *testing.T) {
 						if !e.holds(defaultSvcSID) {
 							return fmt.Errorf("the service SID does not hold the right")
 						}
-						started = e.serviceStart("MSSQLSERVER")
+						started = e.engineStart()
 						if !started.After(before) {
 							return fmt.Errorf("the Engine was not restarted: start time %v, before %v", started, before)
 						}
@@ -96,7 +96,7 @@ func TestAccResource_lifecycle(t *testing.T) {
 							return fmt.Errorf("the grant was not repaired")
 						}
 						// The running Engine kept IFI: repairing the grant needs no restart.
-						if s := e.serviceStart("MSSQLSERVER"); !s.Equal(started) {
+						if s := e.engineStart(); !s.Equal(started) {
 							return fmt.Errorf("the Engine restarted needlessly: %v, was %v", s, started)
 						}
 						return nil
@@ -116,7 +116,7 @@ func TestAccResource_lifecycle(t *testing.T) {
 			if e.holds(defaultSvcSID) {
 				return fmt.Errorf("destroy left the grant in place")
 			}
-			if s := e.serviceStart("MSSQLSERVER"); !s.Equal(started) {
+			if s := e.engineStart(); !s.Equal(started) {
 				return fmt.Errorf("destroy restarted the Engine: start time %v, was %v", s, started)
 			}
 			return nil
@@ -128,7 +128,7 @@ func TestAccResource_lifecycle(t *testing.T) {
 // what is left; switching to if_needed restarts.
 func TestAccResource_restartNever(t *testing.T) {
 	e := startSim(t, nil)
-	before := e.serviceStart("MSSQLSERVER")
+	before := e.engineStart()
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Factories,
 		Steps: []resource.TestStep{
@@ -140,7 +140,7 @@ func TestAccResource_restartNever(t *testing.T) {
 					resource.TestCheckResourceAttr(resName, "ifi_enabled", "false"),
 					resource.TestCheckResourceAttr(resName, "restart_pending", "true"),
 					check(func() error {
-						if s := e.serviceStart("MSSQLSERVER"); !s.Equal(before) {
+						if s := e.engineStart(); !s.Equal(before) {
 							return fmt.Errorf("restart = never restarted the Engine")
 						}
 						return nil
@@ -154,7 +154,7 @@ func TestAccResource_restartNever(t *testing.T) {
 					resource.TestCheckResourceAttr(resName, "ifi_enabled", "true"),
 					resource.TestCheckResourceAttr(resName, "restart_pending", "false"),
 					check(func() error {
-						if s := e.serviceStart("MSSQLSERVER"); !s.After(before) {
+						if s := e.engineStart(); !s.After(before) {
 							return fmt.Errorf("if_needed did not restart the pending Engine")
 						}
 						return nil

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"github.com/masterzen/winrm"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -253,9 +252,10 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	if lg.Fallback {
 		fields["kerberos_not_used"] = lg.Why
 	}
-	tflog.Debug(ctx, "WinRM operation finished", fields)
+	log := contract.LoggerOrDiscard(h.cfg.Log)
+	log.Debug(ctx, "WinRM operation finished", fields)
 	if prev, _ := h.loggedLogon.Swap(lg.Mechanism).(string); prev != lg.Mechanism {
-		tflog.Info(ctx, "WinRM logon mechanism of the host", map[string]any{"host": h.cfg.Host, "port": h.port, "logon": lg.Mechanism,
+		log.Info(ctx, "WinRM logon mechanism of the host", map[string]any{"host": h.cfg.Host, "port": h.port, "logon": lg.Mechanism,
 			"why": lg.Why, "ntlm_fallback": lg.Fallback})
 	}
 	return h.interpret(ctx, op, out, result)

@@ -16,6 +16,11 @@ const (
 	// quickconfig" makes the HTTP one; an HTTPS listener is made by hand).
 	DefaultHTTPPort  = 5985
 	DefaultHTTPSPort = 5986
+	// DefaultHTTPS is the listener a caller uses when its user chose none: HTTPS,
+	// whose certificate proves the host before anything is sent. (Config.HTTPS is a
+	// plain bool, so SetDefaults cannot tell unset from false: the caller that reads
+	// its user's settings takes this value for unset.)
+	DefaultHTTPS = true
 	// DefaultAuth is Negotiate, what a default domain host's listener offers and
 	// what Windows clients send: Kerberos when a ticket can be had, else NTLM
 	// (kerberos.go). Basic is off in a WinRM service's defaults and works for local
@@ -39,8 +44,11 @@ const (
 // Sentinel errors of Validate; each error Validate returns wraps one of them (and is a
 // *ConfigError naming the setting).
 var (
-	ErrNoHost          = errors.New("no host given")
-	ErrNoUsername      = errors.New("no WinRM username given")
+	ErrNoHost     = errors.New("no host given")
+	ErrNoUsername = errors.New("no WinRM username given")
+	// ErrNoPassword: Basic and NTLM need a password (Kerberos can log on from a
+	// keytab or the credential cache instead).
+	ErrNoPassword      = errors.New("no WinRM password given")
 	ErrUnsupportedAuth = errors.New("authentication scheme not supported")
 	ErrPortRange       = errors.New("port out of range")
 	ErrTimeout         = errors.New("timeout is negative")
@@ -54,6 +62,18 @@ var (
 	// ErrKerberosConfig: krb5.conf, the keytab, the credential cache or the realm
 	// cannot be used (the error also wraps the *krb.Error that says why).
 	ErrKerberosConfig = errors.New("the Kerberos configuration cannot be used")
+)
+
+// Sentinels of Warnings: settings that work but weaken security.
+var (
+	// WarnClearTextPassword: Basic over plain HTTP (allowed by AllowUnencrypted) puts
+	// the password, base64-encoded, in every request.
+	WarnClearTextPassword = errors.New("basic authentication over plain HTTP sends the password in clear text")
+	// WarnClearTextMessages: AllowUnencrypted sends every script and result
+	// unencrypted and unsigned.
+	WarnClearTextMessages = errors.New("WinRM messages travel in clear text")
+	// WarnUnverifiedCertificate: Insecure accepts any certificate over HTTPS.
+	WarnUnverifiedCertificate = errors.New("WinRM certificates are not verified")
 )
 
 // Setting names a Config field, so a caller can tell its user which of its own
@@ -151,6 +171,29 @@ func (c *Config) SetDefaults() {
 	}
 }
 
+// knownAuth: Auth is one of the schemes.
+func (c Config) knownAuth() bool {
+	switch c.Auth {
+	case AuthNegotiate, AuthNTLM, AuthKerberos, AuthBasic:
+		return true
+	}
+	return false
+}
+
+// Warnings are the settings of c (after SetDefaults) that work but weaken security,
+// each a *ConfigError wrapping one of the Warn* sentinels.
+func (c Config) Warnings() []*ConfigError {
+	var out []*ConfigError
+	if c.Auth == AuthBasic && !c.HTTPS && c.AllowUnencrypted {
+		out = append(out, &ConfigError{Setting: SettingAuth, Err: WarnClearTextPassword},
+			&ConfigError{Setting: SettingAllowUnencrypted, Err: WarnClearTextMessages})
+	}
+	if c.Insecure && c.HTTPS {
+		out = append(out, &ConfigError{Setting: SettingInsecure, Err: WarnUnverifiedCertificate})
+	}
+	return out
+}
+
 // ntlmFallbackAllowed is AllowNTLMFallback after SetDefaults.
 func (c Config) ntlmFallbackAllowed() bool {
 	return c.AllowNTLMFallback == nil && DefaultAllowNTLMFallback || c.AllowNTLMFallback != nil && *c.AllowNTLMFallback
@@ -171,7 +214,7 @@ func (c Config) Validate() error {
 	}
 	switch c.Auth {
 	case AuthNegotiate, AuthNTLM, AuthKerberos:
-		if c.AllowUnencrypted {
+		if c.AllowUnencrypted && !c.HTTPS { // over HTTPS, the rule below says why
 			bad(SettingAllowUnencrypted, ErrUnencryptedUnused, "%s encrypts every message over HTTP", c.Auth)
 		}
 	case AuthBasic:
@@ -189,6 +232,9 @@ func (c Config) Validate() error {
 	fromCache := (c.Auth == AuthKerberos || c.Auth == AuthNegotiate) && c.Password == "" && c.Keytab == ""
 	if c.Username == "" && !fromCache {
 		bad(SettingUsername, ErrNoUsername, "give a local Administrator of the host")
+	}
+	if c.Password == "" && c.Auth != AuthKerberos && c.Auth != AuthNegotiate && c.knownAuth() {
+		bad(SettingPassword, ErrNoPassword, "%s needs the password of %q", c.Auth, c.Username)
 	}
 	if c.Timeout < 0 {
 		bad(SettingTimeout, ErrTimeout, "%s", c.Timeout)

@@ -62,6 +62,9 @@ func TestValidate(t *testing.T) {
 		{"port too high", func(c *Config) { c.Port = 65536 }, ErrPortRange, SettingPort},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, ErrTimeout, SettingTimeout},
 		{"CA not PEM", func(c *Config) { c.CACert = []byte("nope") }, ErrCACert, SettingCACert},
+		{"ntlm without a password", func(c *Config) { c.Auth, c.Password = "ntlm", "" }, ErrNoPassword, SettingPassword},
+		{"basic without a password", func(c *Config) { c.Auth, c.Password, c.HTTPS = "basic", "", true }, ErrNoPassword, SettingPassword},
+		{"allow_unencrypted over https", func(c *Config) { c.HTTPS, c.AllowUnencrypted = true, true }, ErrUnencryptedUnused, SettingAllowUnencrypted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
@@ -79,6 +82,37 @@ func TestValidate(t *testing.T) {
 		if !errors.Is(err, s) {
 			t.Errorf("Validate of an empty config = %v; lacks %v", err, s)
 		}
+	}
+}
+
+// TestWarnings: the settings that work but weaken security, each at its setting.
+func TestWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want map[Setting]error
+	}{
+		{"defaults over https", Config{HTTPS: true}, map[Setting]error{}},
+		{"negotiate over http", Config{}, map[Setting]error{}},
+		{"basic over http, allowed", Config{Auth: "basic", AllowUnencrypted: true},
+			map[Setting]error{SettingAuth: WarnClearTextPassword, SettingAllowUnencrypted: WarnClearTextMessages}},
+		{"basic over https", Config{Auth: "basic", HTTPS: true}, map[Setting]error{}},
+		{"insecure over https", Config{HTTPS: true, Insecure: true}, map[Setting]error{SettingInsecure: WarnUnverifiedCertificate}},
+		{"insecure over http means nothing", Config{Insecure: true}, map[Setting]error{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			c.SetDefaults()
+			got := c.Warnings()
+			if len(got) != len(tc.want) {
+				t.Fatalf("Warnings = %v; want %v", got, tc.want)
+			}
+			for _, w := range got {
+				if !errors.Is(w, tc.want[w.Setting]) {
+					t.Errorf("warning %v at %s; want %v", w, w.Setting, tc.want[w.Setting])
+				}
+			}
+		})
 	}
 }
 

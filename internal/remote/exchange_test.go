@@ -44,6 +44,16 @@ func diff(a, b winsim.HostStats) winsim.HostStats {
 }
 
 // simHTTPSHost is an NTLM client of the simulator's first host over HTTPS.
+// winrmOf returns the WinRM client behind h, for tests that look at its connections.
+func winrmOf(t *testing.T, h Host) *winrmHost {
+	t.Helper()
+	wh, ok := h.(*winrmHost)
+	if !ok {
+		t.Fatalf("remote.New returned a %T, want *winrmHost", h)
+	}
+	return wh
+}
+
 func simHTTPSHost(t *testing.T, sim *winsim.Sim) Host {
 	t.Helper()
 	info := sim.Info().Hosts[0]
@@ -88,7 +98,7 @@ func TestRefreshUsesOneConnectionAndAtMostSixRequests(t *testing.T) {
 	t.Logf("one read_instance: %+v", d)
 
 	// A new connection to the same host (the idle one dropped) resumes TLS.
-	for _, s := range h.(*winrmHost).idle {
+	for _, s := range winrmOf(t, h).idle {
 		s.t.closeIdle()
 	}
 	d = readCounted(t, sim, h)
@@ -109,7 +119,7 @@ func TestOldBootstrapHangsInConsoleModeAndTheFramedOneDoesNot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wh := h.(*winrmHost)
+	wh := winrmOf(t, h)
 	params := contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}
 	framed, err := contract.EncodeInput(contract.OpReadInstance, params)
 	if err != nil {

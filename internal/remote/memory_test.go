@@ -15,7 +15,7 @@ import (
 func TestIdleConnectionClosedAfterIdleTimeout(t *testing.T) {
 	sim := startSim(t)
 	h := simHTTPSHost(t, sim)
-	wh := h.(*winrmHost)
+	wh := winrmOf(t, h)
 	if len(wh.idle) != 1 {
 		t.Fatalf("a new host has %d idle sessions, want 1", len(wh.idle))
 	}
@@ -74,7 +74,7 @@ func TestHostsShareTheParsedCA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := h.(*winrmHost).borrow()
+		s, err := winrmOf(t, h).borrow()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,11 @@ type relayConn struct {
 func (rh *relayHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	authz := r.Header.Get("Authorization")
-	st := r.Context().Value(relayConnKey{}).(*relayConn)
+	st, ok := r.Context().Value(relayConnKey{}).(*relayConn)
+	if !ok {
+		http.Error(w, "the relay's connection state is missing from the request context", http.StatusInternalServerError)
+		return
+	}
 	if authz == "" {
 		w.Header().Set("WWW-Authenticate", "Negotiate")
 		w.WriteHeader(http.StatusUnauthorized)

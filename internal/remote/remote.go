@@ -51,6 +51,8 @@ type Config struct {
 	// administrators can tell this provider's requests apart
 	// (contract.UserAgent(version)); "": contract.UserAgent("").
 	UserAgent string
+	// Log receives the operations' log lines (never a password); nil: none.
+	Log contract.Logger
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-log/tflog"
-
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
@@ -71,7 +69,7 @@ func (h *winrmHost) runIdempotent(ctx context.Context, op contract.Operation, pa
 			return err
 		}
 		wait := retryBackoff(attempt)
-		tflog.Info(ctx, "retrying a WinRM operation after a transient failure", map[string]any{
+		contract.LoggerOrDiscard(h.cfg.Log).Info(ctx, "retrying a WinRM operation after a transient failure", map[string]any{
 			"operation": string(op), "host": h.cfg.Host, "attempt": attempt, "max_attempts": maxAttempts,
 			"backoff_ms": wait.Milliseconds(), "error": err.Error(),
 		})

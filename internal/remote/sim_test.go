@@ -65,9 +65,10 @@ func portOf(t testing.TB, addr string) int {
 	return port
 }
 
-func (s *simHost) remote(t testing.TB, user, password string) Host {
+// remote logs on as user with the test password.
+func (s *simHost) remote(t testing.TB, user string) Host {
 	t.Helper()
-	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "ntlm", Username: user, Password: password, Timeout: 20 * time.Second})
+	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "ntlm", Username: user, Password: testPassword, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestAgainstSimulatorGrantRestartVerify(t *testing.T) {
 	sim := newSimHost(t, simConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h := sim.remote(t, testUser, testPassword)
+	h := sim.remote(t, testUser)
 	check := sqlcheck.New(sqlcheck.Config{Username: simLogin, Password: simLoginPwd, Encrypt: "disable"})
 	target := sqlcheck.Target{Host: "127.0.0.1", Port: sim.sqlPorts["MSSQLSERVER"], Instance: "MSSQLSERVER"}
 	serviceSID := winsid.ServiceSID("MSSQLSERVER")
@@ -162,7 +163,7 @@ func TestAgainstSimulatorRefusals(t *testing.T) {
 	sim := newSimHost(t, simConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h := sim.remote(t, testUser, testPassword)
+	h := sim.remote(t, testUser)
 
 	missing, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "NOPE", Right: contract.RightManageVolume})
 	if err != nil || missing.Found || !slices.Contains(missing.InstalledInstances, "FCI") {
@@ -170,7 +171,7 @@ func TestAgainstSimulatorRefusals(t *testing.T) {
 	}
 	// read_instance by a non-administrator: LsaOpenPolicy throws, a terminating
 	// PowerShell error (CLIXML on stderr) that must arrive readable.
-	_, err = sim.remote(t, "operator", testPassword).ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	_, err = sim.remote(t, "operator").ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
 	if e := asError(t, err); e.Kind != KindScript || e.Code != "" || !strings.Contains(e.Message, "Access is denied") || strings.Contains(e.Message, "_x000D_") {
 		t.Fatalf("read_instance as a non-administrator: %v", err)
 	}
@@ -189,7 +190,7 @@ func TestAgainstSimulatorRefusals(t *testing.T) {
 			return err
 		}, "clustered", contract.ExitRefused},
 		{"non-administrator", func(Host) error {
-			_, err := sim.remote(t, "operator", testPassword).SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: "S-1-5-32-545", Grant: true})
+			_, err := sim.remote(t, "operator").SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: "S-1-5-32-545", Grant: true})
 			return err
 		}, "lsa_error", contract.ExitFailure},
 	} {
@@ -217,7 +218,7 @@ func TestAgainstSimulatorConcurrentOperationsOverNTLM(t *testing.T) {
 	cfg := simConfig()
 	cfg.Instances = append(cfg.Instances, host.InstanceConfig{Name: "REPORTING"})
 	s := newSimHost(t, cfg)
-	h := s.remote(t, testUser, testPassword)
+	h := s.remote(t, testUser)
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -263,7 +264,7 @@ func TestAgainstSimulatorConstrainedLanguage(t *testing.T) {
 	sim := newSimHost(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h := sim.remote(t, testUser, testPassword)
+	h := sim.remote(t, testUser)
 	serviceSID := winsid.ServiceSID("MSSQLSERVER")
 	for op, call := range map[contract.Operation]func() error{
 		contract.OpReadInstance: func() error {

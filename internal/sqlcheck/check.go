@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	mssql "github.com/microsoft/go-mssqldb"
 	"github.com/microsoft/go-mssqldb/msdsn"
 
@@ -27,41 +26,9 @@ type checker struct {
 
 // New returns a Checker for cfg. Configuration mistakes surface from Validate, and
 // from every Check as a KindConfig *Error.
-func New(cfg Config) Checker { return &checker{cfg: cfg} }
-
-// Validate reports a configuration the checker cannot use. Setting is the first
-// problem's.
-func (c Config) Validate() error {
-	var msgs []string
-	setting := SettingNone
-	bad := func(s Setting, msg string) {
-		if setting == SettingNone {
-			setting = s
-		}
-		msgs = append(msgs, msg)
-	}
-	if c.Username == "" {
-		bad(SettingUsername, "no SQL username given: give a login with VIEW SERVER STATE")
-	}
-	switch strings.ToLower(c.Encrypt) {
-	case "", "strict", "true", "disable":
-	default:
-		bad(SettingEncrypt, fmt.Sprintf("encryption mode %q is not one of strict, true, disable", c.Encrypt))
-	}
-	if len(c.CACert) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CACert) {
-		bad(SettingCACert, "the CA certificate holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
-	}
-	if len(msgs) > 0 {
-		return &Error{Kind: KindConfig, Setting: setting, Encrypt: c.Encrypt, Message: "invalid SQL configuration: " + strings.Join(msgs, "; ")}
-	}
-	return nil
-}
-
-func (c Config) encrypt() string {
-	if c.Encrypt == "" {
-		return "true"
-	}
-	return strings.ToLower(c.Encrypt)
+func New(cfg Config) Checker {
+	cfg.SetDefaults()
+	return &checker{cfg: cfg}
 }
 
 // connector builds the driver's configuration through a URL (the password escaped by
@@ -69,16 +36,19 @@ func (c Config) encrypt() string {
 // file is needed.
 func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, error) {
 	if err := c.cfg.Validate(); err != nil {
-		e := err.(*Error)
+		var e *Error
+		if !errors.As(err, &e) {
+			return nil, err
+		}
 		e.Target = t
 		return nil, e
 	}
 	port := t.Port
 	if port == 0 {
-		port = 1433
+		port = DefaultPort
 	}
 	q := url.Values{}
-	q.Set("encrypt", c.cfg.encrypt())
+	q.Set("encrypt", c.cfg.Encrypt)
 	if c.cfg.TrustServerCertificate {
 		q.Set("trustservercertificate", "true")
 	}
@@ -142,7 +112,7 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 	r, err := c.check(ctx, t)
 	fields := map[string]any{
 		"host": t.Host, "port": t.Port, "instance": t.Instance, "user": c.cfg.Username,
-		"encrypt": c.cfg.encrypt(), "duration_ms": time.Since(start).Milliseconds(),
+		"encrypt": c.cfg.Encrypt, "duration_ms": time.Since(start).Milliseconds(),
 	}
 	if err != nil {
 		fields["error"] = err.Error()
@@ -154,7 +124,7 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 			fields["ifi_enabled"] = *r.IFIEnabled
 		}
 	}
-	tflog.Debug(ctx, "SQL check finished", fields)
+	contract.LoggerOrDiscard(c.cfg.Log).Debug(ctx, "SQL check finished", fields)
 	return r, err
 }
 
@@ -381,7 +351,7 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		if err == nil {
 			conn.Close()
 			db.Close()
-			tflog.Debug(ctx, "SQL Server accepts logins", map[string]any{"host": t.Host, "port": t.Port, "instance": t.Instance, "attempts": attempt})
+			contract.LoggerOrDiscard(c.cfg.Log).Debug(ctx, "SQL Server accepts logins", map[string]any{"host": t.Host, "port": t.Port, "instance": t.Instance, "attempts": attempt})
 			return nil
 		}
 		var e *Error

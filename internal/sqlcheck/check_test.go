@@ -326,10 +326,10 @@ func TestCheckTLS(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	_, err := New(Config{Username: "u", Encrypt: "maybe", CACert: []byte("nope")}).Check(ctxFor(t, 5*time.Second), Target{Host: "127.0.0.1", Port: 1})
 	e := asError(t, err)
-	if e.Kind != KindConfig || e.Setting != SettingEncrypt || !strings.Contains(err.Error(), `encryption mode "maybe"`) || !strings.Contains(err.Error(), "no PEM certificate") {
+	if e.Kind != KindConfig || e.Setting != SettingEncrypt || !errors.Is(err, ErrEncrypt) || !strings.Contains(err.Error(), `encryption mode not supported: "maybe"`) || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("error = %v", err)
 	}
-	if err := (Config{Username: "u", Encrypt: "strict"}).Validate(); err != nil {
+	if err := (Config{Username: "u", Password: "p", Encrypt: "strict"}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

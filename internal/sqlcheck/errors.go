@@ -42,6 +42,7 @@ const (
 	SettingCACert
 	SettingTrustServerCertificate
 	SettingPort // Target.Port
+	SettingAuth // the login kind (Config.Auth)
 )
 
 // Error is every error a Checker returns. It states facts and remedies on the SQL
@@ -59,11 +60,17 @@ type Error struct {
 	Err     error
 }
 
+// AnsweredTDS: SQL Server itself sent this error (a failed login, a permission or
+// a query error, or any error with a number), so the port is SQL Server's.
+func (e *Error) AnsweredTDS() bool {
+	return e.Number != 0 || e.Kind == KindAuth || e.Kind == KindPermission || e.Kind == KindQuery
+}
+
 func (e *Error) Error() string {
 	where := e.Target.Instance
 	port := e.Target.Port
 	if port == 0 {
-		port = 1433
+		port = DefaultPort
 	}
 	addr := net.JoinHostPort(e.Target.Host, strconv.Itoa(port))
 	switch {
@@ -102,7 +109,7 @@ func sqlMessage(err error) string {
 }
 
 func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
-	e := &Error{Target: t, Err: err, Number: sqlNumber(err), Encrypt: c.cfg.encrypt()}
+	e := &Error{Target: t, Err: err, Number: sqlNumber(err), Encrypt: c.cfg.Encrypt}
 	switch e.Number {
 	case contract.SQLErrLoginFailed:
 		e.Kind = KindAuth

@@ -214,7 +214,7 @@ func TestTsqlServerServices(t *testing.T) {
 func TestWinsimBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "winsim")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/winsim")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/winsim")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/winsim: %v\n%s", err, out)
 	}
@@ -311,7 +311,7 @@ func TestWinsimBinary(t *testing.T) {
 func TestWinsimBinaryRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "winsim")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/winsim").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/winsim").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	bad := filepath.Join(dir, "bad.json")

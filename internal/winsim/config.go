@@ -22,6 +22,9 @@ import (
 // file is decoded, so an example can explain itself. Every other unknown key is an
 // error, so a typo never passes silently.
 type Config struct {
+	// Version is the configuration format's version. Absent means 1; any other
+	// value is refused, so a file written for a later simulator never half-works.
+	Version int `json:"version,omitempty"`
 	// Hosts are the simulated Windows hosts, each on its own loopback address.
 	Hosts []host.HostConfig `json:"hosts"`
 	// CertValidity is how long the generated CA and host certificates are valid, as a
@@ -30,6 +33,9 @@ type Config struct {
 }
 
 const defaultCertValidity = 365 * 24 * time.Hour
+
+// ConfigVersion is the only configuration format version this simulator reads.
+const ConfigVersion = 1
 
 func (c *Config) certValidity() time.Duration {
 	if d, err := time.ParseDuration(c.CertValidity); err == nil && d > 0 {
@@ -130,6 +136,10 @@ func lineCol(raw []byte, offset int64) (int, int) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Version != 0 && c.Version != ConfigVersion {
+		// Stop here: the rest of a file in another format would only add noise.
+		return fmt.Errorf(`"version" %d is not a configuration format this winsim reads (it reads version %d, or no "version" key): use the winsim release the file was written for, or rewrite the file for version %d (internal/winsim/README.md)`, c.Version, ConfigVersion, ConfigVersion)
+	}
 	if len(c.Hosts) == 0 {
 		bad(`"hosts" is empty: configure at least one host (see internal/winsim/examples/fleet.json)`)
 	}

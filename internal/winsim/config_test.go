@@ -83,6 +83,8 @@ func TestConfigValidationErrors(t *testing.T) {
 		{"wrong type", `{"hosts":[` + host("a", "127.0.0.2", `,"winrm":{"http_port":"5985"}`) + `]}`,
 			[]string{`http_port`, `string`}},
 		{"syntax", "{\"hosts\": [\n  {\"name\": \"a\",,}\n]}", []string{"line 2, column"}},
+		{"unknown version", `{"version":2,"hosts":[` + host("a", "127.0.0.2", "") + `]}`,
+			[]string{`"version" 2 is not a configuration format this winsim reads (it reads version 1`}},
 		{"bad cert validity", `{"cert_validity":"a year","hosts":[` + host("a", "127.0.0.2", "") + `]}`,
 			[]string{`"cert_validity" "a year" is not a positive Go duration`}},
 	}
@@ -118,6 +120,19 @@ func TestConfigReportsEveryProblemAndTheFile(t *testing.T) {
 	}
 	if _, err := winsim.LoadConfig(filepath.Join(t.TempDir(), "missing.json")); err == nil || !strings.Contains(err.Error(), "--config") {
 		t.Errorf("LoadConfig(missing) = %v; want an error that says to pass an existing file", err)
+	}
+}
+
+// TestConfigVersion: a file says which format it is written in; version 1 and a
+// file without the key load alike.
+func TestConfigVersion(t *testing.T) {
+	for _, raw := range []string{
+		`{"hosts":[{"name":"a","address":"127.0.0.2"}]}`,
+		`{"version":1,"hosts":[{"name":"a","address":"127.0.0.2"}]}`,
+	} {
+		if _, err := winsim.ParseConfig([]byte(raw)); err != nil {
+			t.Errorf("ParseConfig(%s): %v; want it loaded as version 1", raw, err)
+		}
 	}
 }
 

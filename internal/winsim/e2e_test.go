@@ -129,10 +129,11 @@ func runOp(t *testing.T, c *winrm.Client, op contract.Operation, params, out any
 	}
 }
 
-func readInstance(t *testing.T, c *winrm.Client, instance string) contract.ReadInstanceResult {
+// readInstance runs read_instance for the default instance.
+func readInstance(t *testing.T, c *winrm.Client) contract.ReadInstanceResult {
 	t.Helper()
 	var r contract.ReadInstanceResult
-	runOp(t, c, contract.OpReadInstance, contract.ReadInstanceParams{Instance: instance, Right: contract.RightManageVolume}, &r)
+	runOp(t, c, contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}, &r)
 	return r
 }
 
@@ -163,7 +164,7 @@ func TestWinRMReadInstanceBasicAndNTLMOverVerifiedHTTPS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := winrmClient(t, sim, "sql01", tc.user, tc.password, tc.ntlm)
-			r := readInstance(t, c, "MSSQLSERVER")
+			r := readInstance(t, c)
 			if !r.Found || r.ComputerName != "SQL01" || r.ServiceName != "MSSQLSERVER" {
 				t.Fatalf("read_instance = found %v, computer %q, service %q; want SQL01 MSSQLSERVER", r.Found, r.ComputerName, r.ServiceName)
 			}
@@ -317,7 +318,7 @@ func TestRestartRuleEndToEnd(t *testing.T) {
 	if got := waitIFI(t, db); got != "N" {
 		t.Fatalf("after a grant while running the DMV says %q; want N until the service restarts", got)
 	}
-	before := readInstance(t, c, "MSSQLSERVER")
+	before := readInstance(t, c)
 
 	var rr contract.RestartInstanceResult
 	runOp(t, c, contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 60}, &rr)
@@ -332,7 +333,7 @@ func TestRestartRuleEndToEnd(t *testing.T) {
 	if got := waitIFI(t, db); got != "Y" {
 		t.Fatalf("after the restart the DMV says %q; want Y", got)
 	}
-	after := readInstance(t, c, "MSSQLSERVER")
+	after := readInstance(t, c)
 	if after.ProcessStartTime == nil || before.ProcessStartTime == nil || !after.ProcessStartTime.After(*before.ProcessStartTime) {
 		t.Errorf("process start time %v → %v; want a later start after the restart", before.ProcessStartTime, after.ProcessStartTime)
 	}
@@ -417,12 +418,12 @@ func TestGroupPolicyRefreshRevertsALocalGrant(t *testing.T) {
 	ctl.action("sql01", map[string]any{"action": "set_group_policy_right", "right": contract.RightManageVolume, "sids": []string{winsid.Administrators}})
 	var set contract.SetRightResult
 	runOp(t, c, contract.OpSetRight, contract.SetRightParams{Right: contract.RightManageVolume, SID: mssqlserverSID, Grant: true}, &set)
-	if r := readInstance(t, c, "MSSQLSERVER"); !slices.Contains(holderSIDs(r.RightHolders), mssqlserverSID) {
+	if r := readInstance(t, c); !slices.Contains(holderSIDs(r.RightHolders), mssqlserverSID) {
 		t.Fatalf("holders before the refresh %v; want the local grant", r.RightHolders)
 	}
 
 	ctl.action("sql01", map[string]any{"action": "refresh_group_policy"})
-	r := readInstance(t, c, "MSSQLSERVER")
+	r := readInstance(t, c)
 	if got := holderSIDs(r.RightHolders); !slices.Equal(got, []string{winsid.Administrators}) {
 		t.Errorf("holders after the refresh %v; want exactly the policy's [%s]", got, winsid.Administrators)
 	}
@@ -550,7 +551,7 @@ func TestControlAPIOverHTTP(t *testing.T) {
 
 	// The audit log over HTTP: one read_instance with its user, params and exit code.
 	c := winrmClient(t, sim, "sql02", domainUser, domainPass, false)
-	readInstance(t, c, "MSSQLSERVER")
+	readInstance(t, c)
 	var audit []struct {
 		User      string         `json:"user"`
 		Operation string         `json:"operation"`
@@ -599,11 +600,13 @@ func TestInfoJSONShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var generic map[string]any
+	// Each level decoded as raw members: only the key sets matter here.
+	type object = map[string]json.RawMessage
+	var generic object
 	if err := json.Unmarshal(line, &generic); err != nil {
 		t.Fatal(err)
 	}
-	keys := func(m map[string]any) string {
+	keys := func(m object) string {
 		var ks []string
 		for k := range m {
 			ks = append(ks, k)
@@ -611,14 +614,22 @@ func TestInfoJSONShape(t *testing.T) {
 		slices.Sort(ks)
 		return strings.Join(ks, ",")
 	}
+	first := func(raw json.RawMessage, what string) object {
+		t.Helper()
+		var list []object
+		if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
+			t.Fatalf("%s: %s is not a non-empty list of objects (%v)", what, raw, err)
+		}
+		return list[0]
+	}
 	if got := keys(generic); got != "ca_cert,control,hosts" {
 		t.Errorf("Info keys %s; want ca_cert,control,hosts", got)
 	}
-	h0 := generic["hosts"].([]any)[0].(map[string]any)
+	h0 := first(generic["hosts"], "hosts")
 	if got := keys(h0); got != "address,instances,name,winrm,winrm_https" {
 		t.Errorf("host keys %s", got)
 	}
-	in0 := h0["instances"].([]any)[0].(map[string]any)
+	in0 := first(h0["instances"], "instances")
 	if got := keys(in0); got != "name,sql" {
 		t.Errorf("instance keys %s", got)
 	}

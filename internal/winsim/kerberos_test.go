@@ -50,7 +50,7 @@ func TestKerberosHostFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := readInstance(t, c, "MSSQLSERVER")
+	r := readInstance(t, c)
 	if !r.Found {
 		t.Fatalf("read_instance over Kerberos: instance not found: %+v", r)
 	}

@@ -49,6 +49,13 @@ func (g *gateListener) Accept() (net.Conn, error) {
 			}
 			return nil, err
 		}
+		if g.inner != l {
+			// A refusal began between the listener's Accept and this lock: the
+			// connection belongs to the closed listener and is reset with the others.
+			g.mu.Unlock()
+			resetConn(c)
+			continue
+		}
 		g.conns[c] = struct{}{}
 		g.mu.Unlock()
 		return &gateConn{Conn: c, g: g}, nil

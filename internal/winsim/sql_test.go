@@ -190,7 +190,7 @@ func TestPytdsDBAQueries(t *testing.T) {
 		if err := db.QueryRowContext(ctx, "SELECT group_id FROM sys.availability_groups").Scan(&g); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.EqualFold(g.String(), a[3].Rows[0][0].(string)) {
+		if pytds, _ := a[3].Rows[0][0].(string); !strings.EqualFold(g.String(), pytds) {
 			t.Errorf("group_id: go-mssqldb %s, pytds %s", g, a[3].Rows[0][0])
 		}
 	}

@@ -35,7 +35,7 @@ func TestUninstallInstanceAction(t *testing.T) {
 		}
 	}
 	c := winrmClient(t, sim, "sql01", adminUser, adminPassword, false)
-	if r := readInstance(t, c, "MSSQLSERVER"); r.Found || slices.Contains(r.InstalledInstances, "MSSQLSERVER") {
+	if r := readInstance(t, c); r.Found || slices.Contains(r.InstalledInstances, "MSSQLSERVER") {
 		t.Errorf("read_instance after the uninstall: found %v, installed %v", r.Found, r.InstalledInstances)
 	}
 	var out map[string]any

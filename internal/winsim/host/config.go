@@ -380,15 +380,15 @@ func (v version) String() string {
 	return fmt.Sprintf("%d.%d.%d.%d", v.Major, v.Minor, v.Build, v.Revision)
 }
 
-// atLeast compares major.minor.build.
-func (v version) atLeast(major, minor, build int) bool {
-	if v.Major != major {
-		return v.Major > major
+// atLeast compares major.minor.build with those of floor.
+func (v version) atLeast(floor version) bool {
+	if v.Major != floor.Major {
+		return v.Major > floor.Major
 	}
-	if v.Minor != minor {
-		return v.Minor > minor
+	if v.Minor != floor.Minor {
+		return v.Minor > floor.Minor
 	}
-	return v.Build >= build
+	return v.Build >= floor.Build
 }
 
 // hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on 2012
@@ -399,11 +399,11 @@ func (v version) atLeast(major, minor, build int) bool {
 func (v version) hasIFIColumn() bool {
 	switch v.Major {
 	case 11:
-		return v.atLeast(11, 0, 7001)
+		return v.atLeast(version{Major: 11, Minor: 0, Build: 7001})
 	case 12:
 		return false
 	case 13:
-		return v.atLeast(13, 0, 4001)
+		return v.atLeast(version{Major: 13, Minor: 0, Build: 4001})
 	}
 	return v.Major >= 14
 }
@@ -414,9 +414,9 @@ func (v version) hasIFIColumn() bool {
 func (v version) writesIFILogLine() bool {
 	switch v.Major {
 	case 11:
-		return v.atLeast(11, 0, 7001)
+		return v.atLeast(version{Major: 11, Minor: 0, Build: 7001})
 	case 12:
-		return v.atLeast(12, 0, 5000)
+		return v.atLeast(version{Major: 12, Minor: 0, Build: 5000})
 	}
 	return v.Major >= 13
 }

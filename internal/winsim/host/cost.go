@@ -118,7 +118,9 @@ var addTypeOps sync.Map // contract.Operation → bool
 // comment): the simulator knows the scripts by content.
 func usesAddType(op contract.Operation) bool {
 	if v, ok := addTypeOps.Load(op); ok {
-		return v.(bool)
+		if uses, ok := v.(bool); ok {
+			return uses
+		}
 	}
 	script, err := contract.Script(op)
 	uses := err == nil && scriptUsesAddType(script)

@@ -445,7 +445,11 @@ func (b *binder) bindCall(f funcCall) (bound, *tds.SQLError) {
 				if err != nil || v == nil {
 					return nil, err
 				}
-				return inst.databaseName(int64(v.(int32))), nil
+				id, ok := v.(int32)
+				if !ok { // castTo to int yields int32; anything else is the simulator's bug
+					return nil, unsupported(f.line, fmt.Sprintf("DB_NAME of a %T", v))
+				}
+				return inst.databaseName(int64(id)), nil
 			}}, nil
 		}
 		return bound{}, sqlErr(174, 15, 1, f.line, "The db_name function requires 0 to 1 argument(s).")
@@ -463,7 +467,6 @@ func (b *binder) bindPreds(ps []predicate) ([]bound, *tds.SQLError) {
 		if err != nil {
 			return nil, err
 		}
-		p := p
 		if p.op == "is null" || p.op == "is not null" {
 			out = append(out, bound{col: tds.Column{Type: tds.TypeBit}, eval: func(r rowCtx) (any, *tds.SQLError) {
 				v, err := l.eval(r)

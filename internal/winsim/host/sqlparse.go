@@ -721,8 +721,10 @@ func (p *sqlParser) parseExpr() (sqlExpr, *tds.SQLError) {
 				return nil, err
 			}
 			if l, ok := e.(literal); ok {
-				l.val = -l.val.(int64)
-				return l, nil
+				if n, ok := l.val.(int64); ok {
+					l.val = -n
+					return l, nil
+				}
 			}
 		}
 		if t.val == "(" {

@@ -77,11 +77,12 @@ func checkHeader(msg []byte, want uint32, name string) error {
 }
 
 // field reads a (Len, MaxLen, Offset) security buffer at off and returns the bytes
-// it points at (MS-NLMP 2.2.1.3 "...Fields"). name is used in error messages.
-func field(msg []byte, off int, msgName, name string) ([]byte, error) {
+// it points at (MS-NLMP 2.2.1.3 "...Fields"), in an AUTHENTICATE message (the only
+// one with such fields the server reads). name is used in error messages.
+func field(msg []byte, off int, name string) ([]byte, error) {
 	b, err := ntlmauth.Field(msg, off)
 	if err != nil {
-		return nil, fmt.Errorf("ntlm: %s message: the %s field: %w: the client sent a truncated or malformed NTLM message", msgName, name, err)
+		return nil, fmt.Errorf("ntlm: AUTHENTICATE message: the %s field: %w: the client sent a truncated or malformed NTLM message", name, err)
 	}
 	return b, nil
 }
@@ -190,10 +191,10 @@ func parseAuthenticate(msg []byte) (*authenticateMessage, error) {
 	m := &authenticateMessage{flags: binary.LittleEndian.Uint32(msg[60:64])}
 	unicode := m.flags&flagUnicode != 0
 	var err error
-	if m.lmResponse, err = field(msg, 12, name, "LmChallengeResponse"); err != nil {
+	if m.lmResponse, err = field(msg, 12, "LmChallengeResponse"); err != nil {
 		return nil, err
 	}
-	if m.ntResponse, err = field(msg, 20, name, "NtChallengeResponse"); err != nil {
+	if m.ntResponse, err = field(msg, 20, "NtChallengeResponse"); err != nil {
 		return nil, err
 	}
 	strs := []struct {
@@ -202,7 +203,7 @@ func parseAuthenticate(msg []byte) (*authenticateMessage, error) {
 		dst  *string
 	}{{28, "DomainName", &m.domain}, {36, "UserName", &m.user}, {44, "Workstation", &m.workstation}}
 	for _, s := range strs {
-		b, err := field(msg, s.off, name, s.name)
+		b, err := field(msg, s.off, s.name)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +211,7 @@ func parseAuthenticate(msg []byte) (*authenticateMessage, error) {
 			return nil, err
 		}
 	}
-	if m.encryptedRandomSessionKey, err = field(msg, 52, name, "EncryptedRandomSessionKey"); err != nil {
+	if m.encryptedRandomSessionKey, err = field(msg, 52, "EncryptedRandomSessionKey"); err != nil {
 		return nil, err
 	}
 	return m, nil

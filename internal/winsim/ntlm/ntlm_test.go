@@ -121,7 +121,7 @@ func TestChallengeOffersOnlyWhatWasAsked(t *testing.T) {
 }
 
 // bodgitLogin runs bodgit/ntlmssp's client (masterzen/winrm's NewEncryption("ntlm")).
-func bodgitLogin(t *testing.T, srv *Server, opts ...func(*ntlmssp.Client) error) (*ntlmssp.Client, *Session, []byte, error) {
+func bodgitLogin(t *testing.T, srv *Server, opts ...func(*ntlmssp.Client) error) (*ntlmssp.Client, *Session, error) {
 	t.Helper()
 	opts = append([]func(*ntlmssp.Client) error{ntlmssp.SetVersion(ntlmssp.DefaultVersion()), ntlmssp.SetWorkstation("CLIENT1")}, opts...)
 	c, err := ntlmssp.NewClient(opts...)
@@ -142,11 +142,11 @@ func bodgitLogin(t *testing.T, srv *Server, opts ...func(*ntlmssp.Client) error)
 		t.Fatalf("bodgit rejected our CHALLENGE: %v", err)
 	}
 	_, err = sess.Authenticate(auth)
-	return c, sess, auth, err
+	return c, sess, err
 }
 
 func TestBodgitClientSealsBothWays(t *testing.T) {
-	c, sess, _, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("ADMINISTRATOR", testPassword), ntlmssp.SetDomain("sql01"))
+	c, sess, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("ADMINISTRATOR", testPassword), ntlmssp.SetDomain("sql01"))
 	if err != nil {
 		t.Fatalf("Authenticate: %v", err)
 	}
@@ -187,18 +187,18 @@ func TestBodgitClientSealsBothWays(t *testing.T) {
 }
 
 func TestBodgitClientWrongPasswordFails(t *testing.T) {
-	_, _, _, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("svc-sql", "nope"), ntlmssp.SetDomain("CONTOSO"))
+	_, _, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("svc-sql", "nope"), ntlmssp.SetDomain("CONTOSO"))
 	if !errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), `CONTOSO\svc-sql`) {
 		t.Fatalf("err = %v, want ErrAuthFailed naming CONTOSO\\svc-sql", err)
 	}
-	_, _, _, err = bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("svc-sql", "svc secret"), ntlmssp.SetDomain("CONTOSO"))
+	_, _, err = bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("svc-sql", "svc secret"), ntlmssp.SetDomain("CONTOSO"))
 	if err != nil {
 		t.Fatalf("domain account with the right password: %v", err)
 	}
 }
 
 func TestNTLMv1Refused(t *testing.T) {
-	_, sess, _, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("Administrator", testPassword), ntlmssp.SetCompatibilityLevel(1))
+	_, sess, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("Administrator", testPassword), ntlmssp.SetCompatibilityLevel(1))
 	if !errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "NTLMv1") {
 		t.Fatalf("NTLMv1 client: err = %v, want ErrAuthFailed mentioning NTLMv1", err)
 	}
@@ -230,7 +230,7 @@ func TestAlteredMICFails(t *testing.T) {
 
 func TestUnsealRejectsTamperingAndReplay(t *testing.T) {
 	login := func() (*ntlmssp.SecuritySession, *Session) {
-		c, sess, _, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("Administrator", testPassword))
+		c, sess, err := bodgitLogin(t, testServer(), ntlmssp.SetUserInfo("Administrator", testPassword))
 		if err != nil {
 			t.Fatal(err)
 		}

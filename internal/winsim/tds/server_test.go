@@ -142,8 +142,9 @@ func startServer(t *testing.T, opts Options) *testServer {
 	if err != nil {
 		t.Fatalf("listen on loopback: %v", err)
 	}
+	port := l.Addr().(*net.TCPAddr).Port
 	ts := &testServer{srv: NewServer(h, opts), h: h, l: l, addr: l.Addr().String(),
-		port: l.Addr().(*net.TCPAddr).Port, done: make(chan error, 1)}
+		port: port, done: make(chan error, 1)}
 	go func() { ts.done <- ts.srv.Serve(l) }()
 	t.Cleanup(func() {
 		_ = l.Close()
@@ -157,8 +158,9 @@ func startServer(t *testing.T, opts Options) *testServer {
 	return ts
 }
 
-func (ts *testServer) dsn(user, password, extra string) string {
-	u := url.URL{Scheme: "sqlserver", User: url.UserPassword(user, password),
+// dsn logs on as testUser with password.
+func (ts *testServer) dsn(password, extra string) string {
+	u := url.URL{Scheme: "sqlserver", User: url.UserPassword(testUser, password),
 		Host: ts.addr, RawQuery: "database=master&" + extra}
 	return u.String()
 }
@@ -181,7 +183,7 @@ func ctxT(t *testing.T) context.Context {
 
 func TestLoginAndTypedRows(t *testing.T) {
 	ts := startServer(t, Options{})
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable&app+name=ifi-test"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=disable&app+name=ifi-test"))
 	ctx := ctxT(t)
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatalf("login with the right password failed: %v", err)
@@ -262,7 +264,7 @@ func TestLoginAndTypedRows(t *testing.T) {
 
 func TestWrongPasswordIs18456(t *testing.T) {
 	ts := startServer(t, Options{})
-	db := openDB(t, ts.dsn(testUser, "wrong", "encrypt=disable"))
+	db := openDB(t, ts.dsn("wrong", "encrypt=disable"))
 	err := db.PingContext(ctxT(t))
 	var me mssql.Error
 	if !errors.As(err, &me) {
@@ -278,7 +280,7 @@ func TestWrongPasswordIs18456(t *testing.T) {
 
 func TestErrorsAndSeveralQueriesOnOneConnection(t *testing.T) {
 	ts := startServer(t, Options{})
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=disable"))
 	db.SetMaxOpenConns(1)
 	ctx := ctxT(t)
 
@@ -362,7 +364,7 @@ func TestErrorsAndSeveralQueriesOnOneConnection(t *testing.T) {
 
 func TestCancelSendsAttention(t *testing.T) {
 	ts := startServer(t, Options{})
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=disable"))
 	db.SetMaxOpenConns(1)
 	ctx := ctxT(t)
 	if err := db.PingContext(ctx); err != nil {
@@ -410,7 +412,7 @@ func TestCancelSendsAttention(t *testing.T) {
 
 func TestCloseConnectionsAndListener(t *testing.T) {
 	ts := startServer(t, Options{})
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=disable"))
 	db.SetMaxOpenConns(1)
 	ctx := ctxT(t)
 	c, err := db.Conn(ctx)
@@ -442,7 +444,7 @@ func TestCloseConnectionsAndListener(t *testing.T) {
 	if err := c.QueryRowContext(ctx, "SELECT two").Scan(&n); err == nil {
 		t.Fatal("query on a dropped connection succeeded")
 	}
-	db2 := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable&dial+timeout=5"))
+	db2 := openDB(t, ts.dsn(testPassword, "encrypt=disable&dial+timeout=5"))
 	err = db2.PingContext(ctx)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("new connection to a closed listener: %v; want connection refused", err)
@@ -467,7 +469,7 @@ func TestEncryption(t *testing.T) {
 	ctx := ctxT(t)
 	for _, mode := range []string{"strict", "true"} {
 		t.Run("encrypt="+mode, func(t *testing.T) {
-			db := openDB(t, ts.dsn(testUser, testPassword, "encrypt="+mode+"&certificate="+caFile))
+			db := openDB(t, ts.dsn(testPassword, "encrypt="+mode+"&certificate="+caFile))
 			var n int
 			if err := db.QueryRowContext(ctx, "SELECT two").Scan(&n); err != nil || n != 1 {
 				t.Fatalf("query over encrypt=%s: n=%d err=%v", mode, n, err)
@@ -492,12 +494,12 @@ func TestEncryption(t *testing.T) {
 		})
 	}
 	// Plain clients still work on the same port.
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=disable"))
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatalf("clear-text login next to TLS: %v", err)
 	}
 	// A client that does not trust the CA fails the handshake.
-	db = openDB(t, ts.dsn(testUser, testPassword, "encrypt=strict"))
+	db = openDB(t, ts.dsn(testPassword, "encrypt=strict"))
 	if err := db.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("strict without the CA: %v; want a certificate verification error", err)
 	}
@@ -506,16 +508,16 @@ func TestEncryption(t *testing.T) {
 func TestEncryptionRequiredWithoutCertificate(t *testing.T) {
 	ts := startServer(t, Options{})
 	ctx := ctxT(t)
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=true"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=true"))
 	if err := db.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "server does not support encryption") {
 		t.Fatalf("encrypt=true against a clear-text endpoint: %v; want 'server does not support encryption'", err)
 	}
-	db = openDB(t, ts.dsn(testUser, testPassword, "encrypt=strict&trustservercertificate=true"))
+	db = openDB(t, ts.dsn(testPassword, "encrypt=strict&trustservercertificate=true"))
 	if err := db.PingContext(ctx); err == nil {
 		t.Fatal("encrypt=strict against a clear-text endpoint succeeded")
 	}
 	// encrypt=false (encryption offered, not required) stays in clear text.
-	db = openDB(t, ts.dsn(testUser, testPassword, "encrypt=false"))
+	db = openDB(t, ts.dsn(testPassword, "encrypt=false"))
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatalf("encrypt=false: %v", err)
 	}
@@ -565,7 +567,7 @@ func TestNonTDSClientIsDisconnected(t *testing.T) {
 // go-mssqldb as SQL Server's do.
 func TestVariantGUIDAndTinyInt(t *testing.T) {
 	ts := startServer(t, Options{})
-	db := openDB(t, ts.dsn(testUser, testPassword, "encrypt=disable"))
+	db := openDB(t, ts.dsn(testPassword, "encrypt=disable"))
 	rows, err := db.QueryContext(ctxT(t), "SELECT variants")
 	if err != nil {
 		t.Fatalf("query: %v", err)

@@ -36,7 +36,7 @@ type krbEnv struct {
 	kdc *kdc.KDC
 }
 
-func newKrbEnv(t *testing.T, tweak func(*Config)) *krbEnv {
+func newKrbEnv(t *testing.T) *krbEnv {
 	t.Helper()
 	k := kdc.Start(t, kdc.Options{})
 	k.AddUser(t, krbUser, krbPassword)
@@ -56,9 +56,6 @@ func newKrbEnv(t *testing.T, tweak func(*Config)) *krbEnv {
 				return krbPassword, true
 			}
 			return "", false
-		}
-		if tweak != nil {
-			tweak(c)
 		}
 	})
 	return &krbEnv{testEnv: env, kdc: k}
@@ -113,7 +110,7 @@ func (e *krbEnv) logon(t *testing.T, kc *krb.Client, spn string) error {
 // domain user MSSQLIFI\alice, and every message travels sealed (the endpoint
 // refuses clear text over HTTP).
 func TestKerberosSealedExchange(t *testing.T) {
-	e := newKrbEnv(t, nil)
+	e := newKrbEnv(t)
 	c := e.masterzen(t, remote.Config{Auth: remote.AuthKerberos, Username: krbUser + "@" + e.kdc.Realm, Password: krbPassword,
 		Krb5Conf: e.kdc.Krb5Conf, SPN: "HTTP/" + krbHostFQDN})
 	if out, _, code := run(t, c, "whoami", ""); out != krbDomain+`\`+krbUser || code != 0 {
@@ -128,7 +125,7 @@ func TestKerberosSealedExchange(t *testing.T) {
 // A ticket whose authenticator is 10 minutes off gets the host's KRB_AP_ERR_SKEW,
 // and the client names the clock skew.
 func TestKerberosClockSkewNamed(t *testing.T) {
-	e := newKrbEnv(t, nil)
+	e := newKrbEnv(t)
 	kc, err := krb.New(krb.Config{Username: krbUser + "@" + e.kdc.Realm, Password: krbPassword, Krb5Conf: e.kdc.Krb5Conf,
 		Now: func() time.Time { return time.Now().Add(10 * time.Minute) }})
 	if err != nil {
@@ -146,7 +143,7 @@ func TestKerberosClockSkewNamed(t *testing.T) {
 // A host whose keytab does not hold the SPN's current key (a stale keytab, or an
 // impostor) refuses the ticket with KRB_AP_ERR_MODIFIED, and the client says so.
 func TestKerberosStaleHostKeyRefused(t *testing.T) {
-	e := newKrbEnv(t, nil)
+	e := newKrbEnv(t)
 	// Re-key the SPN at the KDC: the host's keytab is now stale.
 	e.kdc.Kadmin(t, "cpw -randkey HTTP/"+krbHostFQDN)
 	kc, err := krb.New(krb.Config{Username: krbUser + "@" + e.kdc.Realm, Password: krbPassword, Krb5Conf: e.kdc.Krb5Conf})
@@ -163,7 +160,7 @@ func TestKerberosStaleHostKeyRefused(t *testing.T) {
 // kinit into a temporary credential cache, over HTTP with message encryption.
 func TestPywinrmKerberosSealed(t *testing.T) {
 	python := pytest.PythonWith(t, "winrm, requests_kerberos", "python3-requests-kerberos")
-	e := newKrbEnv(t, nil)
+	e := newKrbEnv(t)
 	if _, err := exec.LookPath("kinit"); err != nil {
 		t.Skip("skipping: kinit not installed: apt-get install krb5-user")
 	}

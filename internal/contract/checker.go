@@ -1,0 +1,104 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SQLTarget is one instance's SQL endpoint.
+type SQLTarget struct {
+	Host     string
+	Port     int
+	Instance string // for messages only; the port decides where we connect
+	// AnsweredTDS: SQL Server answered at Port before (a login, or an error that
+	// SQL Server sent), so WaitReady waits for it until the deadline, as while it
+	// recovers databases. Otherwise the port may be wrong, and WaitReady gives up
+	// after NoTDSLimit without a TDS answer.
+	AnsweredTDS bool
+	// NoTDSLimit bounds how long WaitReady keeps trying while the port gives no TDS
+	// answer (refused, or something else answers) when it was not seen answering
+	// before, and how long any port may answer without TDS: 0 means the checker's
+	// default (sqlcheck.DefaultNoTDSLimit).
+	NoTDSLimit time.Duration
+}
+
+// SQLServerAnswered reports whether err, from an SQLChecker, came from SQL Server
+// itself (an error it sent: a failed login, a permission or a query error), so the
+// port is SQL Server's. The checker's errors say so with an AnsweredTDS method.
+func SQLServerAnswered(err error) bool {
+	var a interface{ AnsweredTDS() bool }
+	return errors.As(err, &a) && a.AnsweredTDS()
+}
+
+// SQLReport is what one connection to SQL Server learned.
+type SQLReport struct {
+	ProductVersion string
+	ProductLevel   string
+	Edition        string
+	Clustered      bool
+	// IFIColumnPresent is false when sys.dm_server_services has no
+	// instant_file_initialization_enabled column (error 207): IFI is then unknown.
+	IFIColumnPresent bool
+	// IFIEnabled is the Engine row's column: nil when NULL or absent.
+	IFIEnabled     *bool
+	LastStartup    *time.Time
+	ServiceAccount string
+	// EncryptedDatabases are the TDE databases (encryption_state 2 or 3), tempdb excluded.
+	EncryptedDatabases []string
+	// HADREnabled: SERVERPROPERTY('IsHadrEnabled') is 1. When false (0, or NULL on
+	// builds without Always On) Replicas is empty and the HADR views were not asked.
+	HADREnabled bool
+	// Replicas are the availability replicas the instance can see: its own (Local)
+	// and, on a primary, the group's others.
+	Replicas []Replica
+	// Requests are the commands of the requests running now (sys.dm_exec_requests),
+	// each with its session; RunningBackups filters them.
+	Requests []Request
+}
+
+// Replica is one availability replica as sys.dm_hadr_availability_replica_states
+// shows it.
+type Replica struct {
+	Group  string // sys.dm_hadr_name_id_map.ag_name ("" when not shown)
+	Server string // replica_server_name ("" when not shown)
+	Local  bool   // is_local: this instance's own replica
+	Role   string // role_desc: PRIMARY, SECONDARY or RESOLVING ("" for a remote one not connected)
+	// Connected and Health are connected_state_desc and synchronization_health_desc.
+	Connected string
+	Health    string
+}
+
+// Healthy: the replica is connected and its synchronization health is HEALTHY.
+func (r Replica) Healthy() bool { return r.Connected == "CONNECTED" && r.Health == "HEALTHY" }
+
+// Request is one row of sys.dm_exec_requests.
+type Request struct {
+	Session int
+	Command string
+}
+
+// RunningBackups are the requests running a BACKUP or RESTORE command (which a
+// restart ends), each as "BACKUP DATABASE (session 57)".
+func (r *SQLReport) RunningBackups() []string {
+	out := []string{}
+	for _, q := range r.Requests {
+		c := strings.ToUpper(strings.TrimSpace(q.Command))
+		if strings.HasPrefix(c, "BACKUP") || strings.HasPrefix(c, "RESTORE") {
+			out = append(out, fmt.Sprintf("%s (session %d)", c, q.Session))
+		}
+	}
+	return out
+}
+
+// SQLChecker asks SQL Server itself, beside Host's WinRM operations:
+// internal/sqlcheck implements it with go-mssqldb; internal/converge drives it;
+// tests fake it.
+type SQLChecker interface {
+	// Check opens one connection, runs the queries of sql.go and closes it.
+	Check(ctx context.Context, t SQLTarget) (*SQLReport, error)
+	// WaitReady polls until a login succeeds or ctx ends (after a restart).
+	WaitReady(ctx context.Context, t SQLTarget) error
+}
