@@ -16,9 +16,12 @@ import (
 // anything; once the first finished, it runs.
 func TestRestartLeaseOneInstancePerHost(t *testing.T) {
 	cfg := baseConfig()
-	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 200, 1500
+	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 200, 200
 	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "ETL"})
 	h := newHost(t, cfg)
+	if err := h.SetStopDuration("MSSQLSERVER", time.Hour); err != nil { // held until EndStopNow
+		t.Fatal(err)
+	}
 	etlSID := winsid.ServiceSID("MSSQL$ETL")
 	etl, _ := h.Instance("ETL")
 	etlPID := etl.Process().PID
@@ -44,6 +47,9 @@ func TestRestartLeaseOneInstancePerHost(t *testing.T) {
 	}
 	if p := etl.Process(); p == nil || p.PID != etlPID {
 		t.Errorf("the refused request restarted ETL")
+	}
+	if err := h.EndStopNow("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
 	}
 	a := restartResult(t, <-first)
 	if !a.Finished || a.Error != "" {
