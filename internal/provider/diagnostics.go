@@ -126,8 +126,7 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 				t, ce.MaxParallelRestarts, EnvMaxParallelRestarts))
 	case converge.KindRestartInProgress:
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host is restarting", t.Instance, t.Host),
-			fmt.Sprintf("%s Run terraform apply again once that restart has finished (its own apply reports the end); "+
-				"the next plan shows what is still to do.", detail(ce.Err)))
+			detail(ce.Err)+" The next plan shows what is still to do for this instance.")
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}
