@@ -196,26 +196,33 @@ resource "mssqlifi_instant_file_initialization" "i%02d" {
 func startFleet(t *testing.T, n, stopMS, startMS int) []*accEnv {
 	t.Helper()
 	var hcs []host.HostConfig
-	var envs []*accEnv
 	for range n {
 		k := nextAddr.Add(1)
 		hc := defaultHostConfig(fmt.Sprintf("sql%02d", k), fmt.Sprintf("127.0.0.%d", 10+k))
 		fleetHost(1, stopMS, startMS)(&hc)
 		hcs = append(hcs, hc)
-		envs = append(envs, &accEnv{t: t, name: hc.Name, addr: hc.Address})
 	}
+	return startHosts(t, hcs)
+}
+
+// startHosts starts one simulator with the hosts hcs and returns their accEnvs, in
+// the same order.
+func startHosts(t *testing.T, hcs []host.HostConfig) []*accEnv {
+	t.Helper()
 	sim, err := winsim.Start(&winsim.Config{Hosts: hcs}, winsim.Options{CertDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("starting the simulator: %v", err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	for _, e := range envs {
-		e.sim = sim
+	var envs []*accEnv
+	for _, hc := range hcs {
+		e := &accEnv{t: t, sim: sim, name: hc.Name, addr: hc.Address}
 		for _, hi := range sim.Info().Hosts {
 			if strings.EqualFold(hi.Name, e.name) {
 				e.httpsPort, e.httpPort = port(t, hi.WinRMHTTPS), port(t, hi.WinRM)
 			}
 		}
+		envs = append(envs, e)
 	}
 	return envs
 }
