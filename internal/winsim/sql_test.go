@@ -143,7 +143,8 @@ func TestPytdsDBAQueries(t *testing.T) {
 		agRoleQuery,
 		"SELECT SERVERPROPERTY('ProductVersion') AS version, SERVERPROPERTY('IsHadrEnabled') AS hadr, SERVERPROPERTY('InstanceName') AS instance",
 		"select ServiceName, Status_Desc from sys.dm_server_services where servicename = N'sql server agent (mssqlserver)'",
-		"SELECT ag.group_id, ars.group_id AS state_group_id FROM sys.availability_groups ag JOIN sys.dm_hadr_availability_replica_states ars ON ars.group_id = ag.group_id",
+		// The primary sees a row per replica in the DMV; its own is the local one.
+		"SELECT ag.group_id, ars.group_id AS state_group_id FROM sys.availability_groups ag JOIN sys.dm_hadr_availability_replica_states ars ON ars.group_id = ag.group_id WHERE ars.is_local = 1",
 		"SELECT servicename FROM sys.dm_server_services WHERE",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
