@@ -124,6 +124,9 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 				"timeout ran out, and did not begin; the right was changed as asked, so a restart is pending. Run terraform apply again, "+
 				"raise the resource's timeouts, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
 				t, ce.MaxParallelRestarts, EnvMaxParallelRestarts))
+	case converge.KindRestartInProgress:
+		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host is restarting", t.Instance, t.Host),
+			detail(ce.Err)+" The next plan shows what is still to do for this instance.")
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}
