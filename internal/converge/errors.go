@@ -92,6 +92,9 @@ type Error struct {
 	SQLPort int
 	// MaxParallelRestarts is the limiter's limit, for KindRestartSlot.
 	MaxParallelRestarts int
+	// HostBusy, for KindRestartSlot: what was waited for was another instance of
+	// the same host restarting in this run, not a slot of the limit.
+	HostBusy bool
 }
 
 func (e *Error) Error() string {
@@ -120,6 +123,11 @@ func (e *Error) Error() string {
 	case KindCheckFailed:
 		what = "IFI is not as asked on " + e.Target.String() + " after the restart"
 	case KindRestartSlot:
+		if e.HostBusy {
+			what = fmt.Sprintf("the restart of %s did not begin: another instance of the same host was still restarting in this run when the deadline passed "+
+				"(the instances of one host restart one at a time)", e.Target)
+			break
+		}
 		what = fmt.Sprintf("the restart of %s did not begin: %d other restart(s) (the most allowed at once) were still running when the deadline passed",
 			e.Target, e.MaxParallelRestarts)
 	case KindRestartInProgress:

@@ -328,3 +328,42 @@ func TestCLI_concurrentGrantsAndRevokesOnOneHost(t *testing.T) {
 		}
 	}
 }
+
+// In one run, instances of one host queue for their restarts whatever
+// max_parallel_restarts says: with no limit, three instances of one host all end
+// with IFI, one Engine down at a time, and none is refused by the host's restart
+// lease.
+func TestCLI_instancesOfOneHostQueueInOneRun(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	w := newCLI(t)
+	k := nextAddr.Add(1)
+	hc := defaultHostConfig(fmt.Sprintf("sql%02d", k), fmt.Sprintf("127.0.0.%d", 10+k))
+	fleetHost(n, 300, 300)(&hc)
+	e := startHosts(t, []host.HostConfig{hc})[0]
+	cfg := withMaxParallelRestarts(e.providerConfig(true), 0)
+	for i := 1; i <= n; i++ {
+		cfg += fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "i%02d" {
+  host     = %q
+  port     = %d
+  instance = "I%02d"
+}
+`, i, e.addr, e.httpsPort, i)
+	}
+	w.write(cfg)
+	r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10")
+	if r.Exit != 0 {
+		t.Fatalf("terraform apply failed (exit %d):\n%s", r.Exit, r.describe())
+	}
+	r.wantNoDiag(t, "error", `another instance of the host`)
+	if down := e.sim.EnginesDown(); down.Max != 1 || down.Now != 0 {
+		t.Errorf("Engines down at most %d at once, %d at the end; want 1 and 0", down.Max, down.Now)
+	}
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("I%02d", i)
+		if in := e.instance(name); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+			t.Errorf("instance %s runs without IFI after the apply: %+v", name, in)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func leaseFiveChecks(t *testing.T, e *accEnv, li leaseInstance, ap *tfRun, stops
 	if ap.Duration > leaseRowTimeout+30*time.Second {
 		t.Errorf("the apply of %s took %s, more than its timeout + 30 s", li.name, ap.Duration.Round(time.Second))
 	}
-	a := li.w.attrs(resName)
+	a := li.w.attrs()
 	if granted, _ := a["privilege_granted"].(bool); granted != e.holds(li.sid) {
 		t.Errorf("%s: state privilege_granted %v, the host holds the grant: %v", li.name, a["privilege_granted"], e.holds(li.sid))
 	}
