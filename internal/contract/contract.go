@@ -62,10 +62,16 @@ const (
 // ScriptError is what a script prints on stdout when it fails in a way it foresaw.
 type ScriptError struct {
 	// Error is a machine-readable code: invalid_parameters, clustered, timeout,
-	// not_found, lsa_error, or CodeConstrainedLanguage.
+	// not_found, lsa_error, CodeRestartInProgress or CodeConstrainedLanguage.
 	Error   string `json:"error"`
 	Message string `json:"message"` // a sentence for people
 }
+
+// CodeRestartInProgress is restart_instance's answer (exit ExitRefused) when a
+// restart of another instance of the host is in progress: the host's restart lease
+// (docs/design/restart.md) lets one instance of a host restart at a time. Nothing
+// was changed or stopped; the message names the instance, since when and what next.
+const CodeRestartInProgress = "restart_in_progress"
 
 // CodeConstrainedLanguage is the bootstrap's answer (exit ExitRefused), before it
 // reads anything, when Windows PowerShell does not run in FullLanguage mode: an

@@ -43,6 +43,10 @@ const (
 	// KindRestartSlot: the deadline passed while other restarts held every slot of
 	// the RestartLimiter; the restart did not begin. MaxParallelRestarts is the limit.
 	KindRestartSlot
+	// KindRestartInProgress: the host refused the restart because another instance
+	// of it is restarting (the host's restart lease, docs/design/restart.md); Err is
+	// the host's answer, naming that instance and since when. Nothing changed.
+	KindRestartInProgress
 )
 
 var kindNames = map[Kind]string{
@@ -50,7 +54,7 @@ var kindNames = map[Kind]string{
 	KindAssessFailed: "assess_failed", KindDecideFailed: "decide_failed", KindRefused: "refused",
 	KindSetRightFailed: "set_right_failed", KindRestartFailed: "restart_failed", KindNotReady: "not_ready",
 	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed",
-	KindRestartSlot: "restart_slot",
+	KindRestartSlot: "restart_slot", KindRestartInProgress: "restart_in_progress",
 }
 
 func (k Kind) String() string {
@@ -88,6 +92,9 @@ type Error struct {
 	SQLPort int
 	// MaxParallelRestarts is the limiter's limit, for KindRestartSlot.
 	MaxParallelRestarts int
+	// HostBusy, for KindRestartSlot: what was waited for was another instance of
+	// the same host restarting in this run, not a slot of the limit.
+	HostBusy bool
 }
 
 func (e *Error) Error() string {
@@ -116,8 +123,15 @@ func (e *Error) Error() string {
 	case KindCheckFailed:
 		what = "IFI is not as asked on " + e.Target.String() + " after the restart"
 	case KindRestartSlot:
+		if e.HostBusy {
+			what = fmt.Sprintf("the restart of %s did not begin: another instance of the same host was still restarting in this run when the deadline passed "+
+				"(the instances of one host restart one at a time)", e.Target)
+			break
+		}
 		what = fmt.Sprintf("the restart of %s did not begin: %d other restart(s) (the most allowed at once) were still running when the deadline passed",
 			e.Target, e.MaxParallelRestarts)
+	case KindRestartInProgress:
+		what = "the restart of " + e.Target.String() + " did not begin: another instance of the host is restarting"
 	default:
 		what = e.Kind.String() + " on " + e.Target.String()
 	}

@@ -60,6 +60,9 @@ type fakeHost struct {
 	restartResult *contract.RestartInstanceResult
 	// restartErrAfterEffect: restart_instance restarts, then fails with restartErr.
 	restartErrAfterEffect bool
+	// otherRestarting: another instance of the host restarts, so restart_instance
+	// refuses before its changes (the host's restart lease).
+	otherRestarting bool
 	// last is the last restart; statusErr fails restart_status.
 	last      *contract.RestartInstanceResult
 	statusErr error
@@ -186,6 +189,10 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.restartParams = append(h.restartParams, p)
+	if h.otherRestarting {
+		return nil, &fakeScriptError{code: contract.CodeRestartInProgress,
+			err: errors.New("the restart of instance ETL on SQL01 is in progress (since 2026-12-01T10:00:00Z, phase stopping). Nothing was changed for MSSQLSERVER.")}
+	}
 	changed := false
 	for _, c := range p.Changes {
 		ch, err := h.changeLocked(contract.SetRightParams{Right: contract.RightManageVolume, SID: c.SID, Grant: c.Grant})

@@ -84,6 +84,13 @@ type ScriptCoder interface {
 // failed (set_right.ps1, right_change.ps1).
 const codeLSAError = "lsa_error"
 
+// otherRestart reports whether a restart_instance error is the host's restart lease:
+// another instance of the host is restarting, and nothing was changed.
+func otherRestart(err error) bool {
+	var sc ScriptCoder
+	return hostAnswered(err) && errors.As(err, &sc) && sc.ScriptCode() == contract.CodeRestartInProgress
+}
+
 // changeFailed reports whether a restart_instance error is one of its changes that
 // failed, before anything was stopped; i is then the index of the step whose SID
 // the host's message names (0 when it names none).
@@ -179,6 +186,11 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 		"restart_id": id, "changes": fmt.Sprintf("%+v", steps)})
 	changedBefore := out.Changed
 	fail := func(err error, res *contract.RestartInstanceResult) (*contract.ReadInstanceResult, error) {
+		if otherRestart(err) {
+			// Refused before anything changed (the lease is looked at first).
+			out.Changed = changedBefore
+			return nil, out.fail(&Error{Kind: KindRestartInProgress, Target: t, Err: err})
+		}
 		if i, ok := changeFailed(err, steps); ok {
 			// Nothing was stopped; the changes before the failed one were made.
 			out.Changed = changedBefore || i > 0

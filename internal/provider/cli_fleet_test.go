@@ -140,7 +140,9 @@ func withMaxParallelRestarts(providerBlock string, n int) string {
 
 // A fleet apply restarts one instance at a time by default (max_parallel_restarts =
 // 1), all of them in the end; with 0 (no limit) the restarts overlap, which shows
-// the simulator's measure can see it.
+// the simulator's measure can see it. The fleet is one instance on each of n hosts:
+// instances of one host restart one at a time whatever the limit (the host's
+// restart lease, docs/design/restart.md).
 func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
 	t.Parallel()
 	const n = 4
@@ -155,22 +157,32 @@ func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newCLI(t)
-			e := startSim(t, fleetHost(n, 300, 300))
-			cfg := e.providerConfig(true)
+			envs := startFleet(t, n, 300, 300)
+			cfg := envs[0].providerConfig(true)
 			if tc.limit != "" {
 				cfg = withMaxParallelRestarts(cfg, 0)
 			}
-			w.write(cfg + fleetConfig(e.addr, n, "if_needed", func(int) bool { return true }))
+			for i, e := range envs {
+				cfg += fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "i%02d" {
+  host     = %q
+  port     = %d
+  instance = "I01"
+  restart  = "if_needed"
+}
+`, i+1, e.addr, e.httpsPort)
+			}
+			w.write(cfg)
 			if r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10"); r.Exit != 0 {
 				t.Fatalf("terraform apply failed (exit %d):\n%s", r.Exit, r.describe())
 			}
-			down := e.sim.EnginesDown()
+			down := envs[0].sim.EnginesDown()
 			if !tc.maxDown(down.Max) {
 				t.Errorf("at most %d Engines were down at once, want %s", down.Max, tc.want)
 			}
-			for i := 1; i <= n; i++ {
-				if in := e.instance(fmt.Sprintf("I%02d", i)); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
-					t.Errorf("instance I%02d runs without IFI after the apply: %+v", i, in)
+			for _, e := range envs {
+				if in := e.instance("I01"); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+					t.Errorf("instance I01 on %s runs without IFI after the apply: %+v", e.name, in)
 				}
 			}
 			if down.Now != 0 {
@@ -178,6 +190,42 @@ func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startFleet starts one simulator with n hosts, each with one instance I01 as
+// fleetHost makes it.
+func startFleet(t *testing.T, n, stopMS, startMS int) []*accEnv {
+	t.Helper()
+	var hcs []host.HostConfig
+	for range n {
+		k := nextAddr.Add(1)
+		hc := defaultHostConfig(fmt.Sprintf("sql%02d", k), fmt.Sprintf("127.0.0.%d", 10+k))
+		fleetHost(1, stopMS, startMS)(&hc)
+		hcs = append(hcs, hc)
+	}
+	return startHosts(t, hcs)
+}
+
+// startHosts starts one simulator with the hosts hcs and returns their accEnvs, in
+// the same order.
+func startHosts(t *testing.T, hcs []host.HostConfig) []*accEnv {
+	t.Helper()
+	sim, err := winsim.Start(&winsim.Config{Hosts: hcs}, winsim.Options{CertDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting the simulator: %v", err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	var envs []*accEnv
+	for _, hc := range hcs {
+		e := &accEnv{t: t, sim: sim, name: hc.Name, addr: hc.Address}
+		for _, hi := range sim.Info().Hosts {
+			if strings.EqualFold(hi.Name, e.name) {
+				e.httpsPort, e.httpPort = port(t, hi.WinRMHTTPS), port(t, hi.WinRM)
+			}
+		}
+		envs = append(envs, e)
+	}
+	return envs
 }
 
 // Two resources for one instance, spelled differently (an IPv4-mapped IPv6 address,
@@ -278,6 +326,45 @@ func TestCLI_concurrentGrantsAndRevokesOnOneHost(t *testing.T) {
 		}
 		if len(lost) > 0 || len(extra) > 0 {
 			t.Fatalf("round %d: grants lost %v, extra %v", round, lost, extra)
+		}
+	}
+}
+
+// In one run, instances of one host queue for their restarts whatever
+// max_parallel_restarts says: with no limit, three instances of one host all end
+// with IFI, one Engine down at a time, and none is refused by the host's restart
+// lease.
+func TestCLI_instancesOfOneHostQueueInOneRun(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	w := newCLI(t)
+	k := nextAddr.Add(1)
+	hc := defaultHostConfig(fmt.Sprintf("sql%02d", k), fmt.Sprintf("127.0.0.%d", 10+k))
+	fleetHost(n, 300, 300)(&hc)
+	e := startHosts(t, []host.HostConfig{hc})[0]
+	cfg := withMaxParallelRestarts(e.providerConfig(true), 0)
+	for i := 1; i <= n; i++ {
+		cfg += fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "i%02d" {
+  host     = %q
+  port     = %d
+  instance = "I%02d"
+}
+`, i, e.addr, e.httpsPort, i)
+	}
+	w.write(cfg)
+	r := w.run("apply", "-auto-approve", "-json", "-no-color", "-parallelism=10")
+	if r.Exit != 0 {
+		t.Fatalf("terraform apply failed (exit %d):\n%s", r.Exit, r.describe())
+	}
+	r.wantNoDiag(t, "error", `another instance of the host`)
+	if down := e.sim.EnginesDown(); down.Max != 1 || down.Now != 0 {
+		t.Errorf("Engines down at most %d at once, %d at the end; want 1 and 0", down.Max, down.Now)
+	}
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("I%02d", i)
+		if in := e.instance(name); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+			t.Errorf("instance %s runs without IFI after the apply: %+v", name, in)
 		}
 	}
 }

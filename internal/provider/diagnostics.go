@@ -119,11 +119,21 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 	case converge.KindCheckFailed:
 		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), ce.Err.Error())
 	case converge.KindRestartSlot:
+		if ce.HostBusy {
+			diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host was restarting", t.Instance, t.Host),
+				fmt.Sprintf("The instances of one host restart one at a time. The restart of %s waited for another instance of %s restarting in "+
+					"this run until the operation's timeout ran out, and did not begin; nothing was changed on it. Run terraform apply again, "+
+					"or raise the resource's timeouts.", t, t.Host))
+			break
+		}
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: no restart slot before the deadline", t.Instance, t.Host),
 			fmt.Sprintf("The restart of %s waited for other instances' restarts (max_parallel_restarts = %d) until the operation's "+
-				"timeout ran out, and did not begin; the right was changed as asked, so a restart is pending. Run terraform apply again, "+
-				"raise the resource's timeouts, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
+				"timeout ran out, and did not begin; nothing was changed on it (the change travels with the restart). Run terraform "+
+				"apply again, raise the resource's timeouts, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
 				t, ce.MaxParallelRestarts, EnvMaxParallelRestarts))
+	case converge.KindRestartInProgress:
+		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host is restarting", t.Instance, t.Host),
+			detail(ce.Err)+" The next plan shows what is still to do for this instance.")
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -175,7 +174,6 @@ func TestCLI_faultMatrixAG_twoRunsOneGroup(t *testing.T) {
 func startAGPair(t *testing.T) []*accEnv {
 	t.Helper()
 	var hcs []host.HostConfig
-	var envs []*accEnv
 	for i, role := range []string{host.AGRolePrimary, host.AGRoleSecondary} {
 		n := nextAddr.Add(1)
 		hc := defaultHostConfig(fmt.Sprintf("sql%02d", n), fmt.Sprintf("127.0.0.%d", 10+n))
@@ -186,20 +184,6 @@ func startAGPair(t *testing.T) []*accEnv {
 		}
 		in.AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: role}
 		hcs = append(hcs, hc)
-		envs = append(envs, &accEnv{t: t, name: hc.Name, addr: hc.Address})
 	}
-	sim, err := winsim.Start(&winsim.Config{Hosts: hcs}, winsim.Options{CertDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting the simulator: %v", err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	for _, e := range envs {
-		e.sim = sim
-		for _, hi := range sim.Info().Hosts {
-			if strings.EqualFold(hi.Name, e.name) {
-				e.httpsPort, e.httpPort = port(t, hi.WinRMHTTPS), port(t, hi.WinRM)
-			}
-		}
-	}
-	return envs
+	return startHosts(t, hcs)
 }

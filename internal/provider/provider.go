@@ -117,6 +117,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
 					"and the wait until SQL Server accepts logins). Default `" + strconv.Itoa(defaultMaxParallelRestarts) + "`: a fleet apply rolls through its restarts one at a time, while " +
 					"reads, and changes that need no restart, still run in parallel up to terraform's `-parallelism`. `0` means no limit. " +
+					"Whatever the limit, instances of one host restart one at a time: within a run they queue. " +
 					"A change that needs a restart is made with it, once a slot is free: a resource whose timeout passes while it waits " +
 					"has changed nothing. Defaults to the environment variable `" + EnvMaxParallelRestarts + "`.",
 				Validators: []validator.Int64{int64validator.AtLeast(0)},

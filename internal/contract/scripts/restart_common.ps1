@@ -1,7 +1,8 @@
 # The restart's marker: HKLM:\SOFTWARE\mssqlifi\Restart\<instance> (writable by
 # administrators only) holds the running restart's Token, the process ids of its
-# runner (WorkerProcessId, with its start time RunnerStart in ticks) and guard
-# (GuardProcessId; the guard writes its own when it starts), the scheduled task that
+# runner (WorkerProcessId, with its start time RunnerStart in UTC ticks) and guard
+# (GuardProcessId and GuardStart; the guard writes its own when it starts, and when
+# it takes over as the runner its id and start time as the runner's), the scheduled task that
 # started the guard if one did (GuardTask, restart_guard.ps1), the dependents it
 # stops (Dependents, a JSON array) and its State
 # (RestartInstanceResult as JSON). Shared by restart_instance,
@@ -32,8 +33,40 @@ function New-RestartState {
     }
 }
 
-# The marker's state, or $null when the instance has none. A restart whose worker
-# process is gone before it finished is reported as failed (for example after a reboot).
+# Whether a restart process still runs (process ids are reused): 'gone' when no
+# process has the id, or the one that has it is not powershell.exe or started at
+# another time than the marker records (UTC ticks); 'alive' when it is that process;
+# 'unknown' when a powershell.exe has the id but no start time was recorded (a guard
+# not yet started) or its start time cannot be read.
+function Get-RestartProcessState {
+    param([int] $Id, [string] $StartTicks)
+    if ($Id -le 0) {
+        return 'gone'
+    }
+    $process = Get-Process -Id $Id -ErrorAction SilentlyContinue
+    if (-not $process -or $process.ProcessName -ne 'powershell') {
+        return 'gone'
+    }
+    try {
+        $ticks = [string]$process.StartTime.ToUniversalTime().Ticks
+    }
+    catch {
+        return 'unknown'
+    }
+    if (-not $StartTicks) {
+        return 'unknown'
+    }
+    if ($ticks -ceq $StartTicks) {
+        return 'alive'
+    }
+    return 'gone'
+}
+
+# The marker's state, or $null when the instance has none. A restart goes on while
+# its runner or its guard is alive; one whose liveness is unknown counts as going on
+# until its deadline plus the 2 hours a late stop is waited for (restart_worker.ps1),
+# then as ended. A restart whose processes are both gone (or unknown past that time)
+# before it finished is reported as failed (for example after a reboot).
 function Read-RestartMarker {
     param([string] $Instance)
     $path = $RestartMarkerRoot + '\' + $Instance
@@ -52,11 +85,13 @@ function Read-RestartMarker {
         # the guard: the restart goes on while either lives.
         $workerId = [int]$key.GetValue('WorkerProcessId', 0)
         $guardId = [int]$key.GetValue('GuardProcessId', 0)
-        $alive = $false
-        foreach ($id in @($workerId, $guardId)) {
-            if ($id -gt 0 -and (Get-Process -Id $id -ErrorAction SilentlyContinue)) {
-                $alive = $true
-            }
+        $runner = Get-RestartProcessState -Id $workerId -StartTicks ([string]$key.GetValue('RunnerStart', ''))
+        $guard = Get-RestartProcessState -Id $guardId -StartTicks ([string]$key.GetValue('GuardStart', ''))
+        $alive = ($runner -eq 'alive' -or $guard -eq 'alive')
+        if (-not $alive -and ($runner -eq 'unknown' -or $guard -eq 'unknown')) {
+            $started = [DateTime]::MinValue
+            $alive = ([DateTime]::TryParse([string]$state.started_at, [Globalization.CultureInfo]::InvariantCulture, [Globalization.DateTimeStyles]::AdjustToUniversal, [ref]$started) -and
+                [DateTime]::UtcNow -lt $started.AddSeconds([int]$key.GetValue('TimeoutSeconds', 0)).AddHours(2))
         }
         if (-not $alive) {
             # Read again: the worker may have finished between the two reads.
@@ -71,6 +106,49 @@ function Read-RestartMarker {
         }
     }
     return $state
+}
+
+# The host's restart lease (docs/design/restart.md, one restart per host): the state
+# of the restart in progress of an instance other than $Instance, with its instance
+# name (instance), or $null when there is none. Call it holding Enter-RestartLock.
+function Find-OtherRestart {
+    param([string] $Instance)
+    if (-not (Test-Path -LiteralPath $RestartMarkerRoot)) {
+        return $null
+    }
+    foreach ($key in @(Get-ChildItem -LiteralPath $RestartMarkerRoot)) {
+        if ($key.PSChildName -eq $Instance) {
+            continue
+        }
+        $state = Read-RestartMarker -Instance $key.PSChildName
+        if ($state -and -not $state.finished) {
+            $state | Add-Member -NotePropertyName instance -NotePropertyValue $key.PSChildName -Force
+            return $state
+        }
+    }
+    return $null
+}
+
+# The lease's lock: the file restart.lock in the guard's directory (only
+# Administrators and SYSTEM can write there), opened with FileShare.None, which
+# refuses every other open until the handle is closed; Windows closes it when the
+# process ends, so a crash never leaves it held. Held from the look at the other
+# instances' markers until this restart's marker is written. Waits at most 30 s.
+function Enter-RestartLock {
+    param([string] $Directory)
+    $path = Join-Path -Path $Directory -ChildPath 'restart.lock'
+    $until = [DateTime]::UtcNow.AddSeconds(30)
+    while ($true) {
+        try {
+            return [System.IO.File]::Open($path, [System.IO.FileMode]::OpenOrCreate, [System.IO.FileAccess]::ReadWrite, [System.IO.FileShare]::None)
+        }
+        catch {
+            if ([DateTime]::UtcNow -ge $until) {
+                throw "the restart lock $path stayed held for 30 seconds ($($_.Exception.Message))"
+            }
+            Start-Sleep -Milliseconds 100
+        }
+    }
 }
 
 function Wait-RestartMarker {

@@ -8,10 +8,12 @@
 # that), outside the WinRM shell's job object, watches it: should this process end
 # half-way (the shell deleted, the connection lost), the guard completes the restart.
 # A request that finds a restart in progress joins it and waits for its outcome at
-# most wait_seconds (0: until it ends). restart_status reports it later.
+# most wait_seconds (0: until it ends); one that finds a restart of another instance
+# of the host in progress is refused before it changes anything (the host's restart
+# lease, Find-OtherRestart). restart_status reports a restart later.
 # The result says whether the restart finished and how (error, message); exit codes
 # other than 0 are for requests that stop nothing (invalid, clustered, not found, a
-# change that failed).
+# change that failed, restart_in_progress).
 # Parameters: $Params.instance, $Params.timeout_seconds, $Params.restart_id,
 # $Params.wait_seconds, $Params.changes (a list of { sid, grant }), $Params.read_back.
 $instanceName = [string]$Params.instance
@@ -62,6 +64,36 @@ if (-not $engine) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "The service $serviceName of instance $instanceName does not exist on $computerName."
 }
 
+# The guard's script file first: a directory or file someone else owns refuses the
+# restart before anything is written, changed or stopped.
+try {
+    $guardFile = Write-RestartGuardFile -WorkerText $RestartWorker.ToString()
+}
+catch {
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard cannot be prepared on ${computerName}: $($_.Exception.Message). Nothing was changed or stopped."
+}
+
+# The host's restart lease: one instance of a host restarts at a time, whichever run
+# or state asks. Under the lock (held until this restart's marker is written; the
+# process's end releases it), a restart of another instance in progress refuses this
+# request before anything changes; one of this instance is joined.
+try {
+    $lock = Enter-RestartLock -Directory $RestartGuardDirectory
+}
+catch {
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart of $instanceName cannot begin on ${computerName}: $($_.Exception.Message). Nothing was changed or stopped; apply again."
+}
+$other = Find-OtherRestart -Instance $instance.Name
+if ($other) {
+    $lock.Dispose()
+    Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: the restart of instance $($other.instance) on $computerName is in progress (since $($other.started_at), phase $($other.phase)), and one instance of a host restarts at a time. Nothing was changed for $instanceName. Apply again once that restart has finished."
+}
+$existing = Read-RestartMarker -Instance $instance.Name
+$join = ($existing -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId))
+if ($join) {
+    $lock.Dispose()
+}
+
 # The changes first: one that fails ends this request before anything is stopped.
 $changed = $false
 foreach ($change in $changes) {
@@ -85,8 +117,7 @@ function Write-RestartOutcome {
 
 # One restart at a time per instance: a request joins the restart in progress, and a
 # request whose id is the last restart's gets that restart's outcome.
-$existing = Read-RestartMarker -Instance $instance.Name
-if ($existing -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId)) {
+if ($join) {
     $until = [DateTime]::UtcNow.AddSeconds($timeoutSeconds + 10)
     if ($waitSeconds -gt 0) {
         $until = [DateTime]::UtcNow.AddSeconds($waitSeconds)
@@ -107,15 +138,6 @@ if (Test-Path -LiteralPath $parametersPath) {
     }
 }
 
-# The guard's script file first: a directory or file someone else owns refuses the
-# restart before anything is written or stopped.
-try {
-    $guardFile = Write-RestartGuardFile -WorkerText $RestartWorker.ToString()
-}
-catch {
-    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard cannot be prepared on ${computerName}: $($_.Exception.Message). Nothing was stopped."
-}
-
 $token = [guid]::NewGuid().ToString('N')
 $state = New-RestartState -RestartId $restartId -ServiceName $serviceName -ServiceState (ConvertTo-ServiceState -Status $engine.Status)
 $markerPath = $RestartMarkerRoot + '\' + $instance.Name
@@ -133,8 +155,10 @@ Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
 Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
 Set-ItemProperty -LiteralPath $markerPath -Name 'RunnerStart' -Value ([string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks)
 Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value 0 -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'GuardStart' -Value ''
 Set-ItemProperty -LiteralPath $markerPath -Name 'GuardTask' -Value ''
 Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
+$lock.Dispose() # the marker now holds the lease
 
 # The guard's command line: its file, the token this script made and this process's
 # id; no script text and no user input. Nothing is stopped before the guard exists.

@@ -40,6 +40,9 @@ $RestartWorker = {
     $resume = $false
     if ($GuardProcessId -gt 0) {
         # restart_instance waits for this when a scheduled task started the guard.
+        # Its start time too: the lease (Read-RestartMarker) trusts an id only with it.
+        $ownStart = [string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks
+        Set-ItemProperty -LiteralPath $marker -Name 'GuardStart' -Value $ownStart
         Set-ItemProperty -LiteralPath $marker -Name 'GuardProcessId' -Value $PID -Type DWord
         # The guard: wait for the runner to finish the restart, or to end. A process
         # with the runner's id but another start time is not the runner (ids are
@@ -58,6 +61,7 @@ $RestartWorker = {
             return
         }
         # The runner ended half-way: this process completes the restart.
+        Set-ItemProperty -LiteralPath $marker -Name 'RunnerStart' -Value $ownStart
         Set-ItemProperty -LiteralPath $marker -Name 'WorkerProcessId' -Value $PID -Type DWord
         $resume = $true
     }

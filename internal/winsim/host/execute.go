@@ -528,6 +528,16 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
 			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
 	}
+	// The guard's file, then the host's restart lease (restart_job.go): a restart of
+	// another instance in progress refuses this request before anything changes.
+	lease, err := h.enterRestartLease(inst, p.RestartID)
+	if err != nil {
+		if _, refused := err.(*leaseRefusal); refused {
+			return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartInProgress, err.Error())
+		}
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
+	}
+	defer lease.release()
 	// The changes first (Set-ManageVolumeRight): one that fails stops nothing.
 	changed, eventWarning := false, ""
 	sids := make([]string, 0, len(p.Changes))
@@ -553,7 +563,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	// own, counted; created through WMI, its start is not on the restart's path (it
 	// starts while the services stop); started by a scheduled task, it is waited for.
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	j, joined, err := h.startRestart(ctx, inst, p.RestartID, timeout)
+	j, joined, err := h.startRestart(ctx, inst, p.RestartID, timeout, lease)
 	if err != nil {
 		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
 	}

@@ -3,6 +3,8 @@ package host
 import (
 	"fmt"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
 // Service faults for the fault matrix (winsim control actions fail_start and
@@ -44,5 +46,22 @@ func (h *Host) SetStopDuration(name string, d time.Duration) error {
 		return err
 	}
 	s.stopDur = d
+	return nil
+}
+
+// EndStopNow ends a service's Stop Pending now, as when the Engine's checkpoint or
+// rollback ends sooner than its stop duration said: a test holds a restart in
+// progress with a long stop and ends it once it has seen what it waits for.
+func (h *Host) EndStopNow(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	if s.state != contract.StateStopPending || s.timer == nil {
+		return fmt.Errorf("end_stop: %s is %s, not stopping", name, s.state)
+	}
+	s.timer.Reset(0)
 	return nil
 }

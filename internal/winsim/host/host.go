@@ -82,6 +82,10 @@ type Host struct {
 	endLife context.CancelFunc
 	// restarts is each instance's last restart (restart_job.go), by upper-case name.
 	restarts map[string]*restartJob
+	// restartLock is restart.lock opened with FileShare.None (restart_common.ps1,
+	// Enter-RestartLock): held from the look at the markers until a restart's own is
+	// written, the host's restart lease's lock.
+	restartLock sync.Mutex
 	// The restart guard's world (guard.go): Defender's ASR rules (id → action), the
 	// owner of %ProgramData%\mssqlifi ("" : it does not exist), the scheduled tasks
 	// under \mssqlifi\.

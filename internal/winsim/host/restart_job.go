@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -30,6 +31,60 @@ type restartJob struct {
 	task string        // the guard's scheduled task, "" when WMI created it
 	// handedOver: the runner has returned, leaving the rest to the guard.
 	handedOver bool
+	// left is how the processes of a marker left behind are (LeaveRestartMarker);
+	// "" for a restart this simulator runs, whose runner and guard live until it
+	// finished. timeout is that marker's TimeoutSeconds.
+	left    string
+	timeout time.Duration
+}
+
+// How the processes of a restart marker left behind are (restart_common.ps1,
+// Get-RestartProcessState): no process has their ids; a powershell.exe started at
+// another time has them (ids are reused); a powershell.exe has them but the marker
+// records no start time (liveness unknown).
+const (
+	LeftProcessesGone   = "gone"
+	LeftProcessReused   = "reused"
+	LeftProcessUnknown  = "unknown"
+	restartUnknownGrace = restartLateLimit
+)
+
+// endedLocked reports whether an unfinished restart's processes are known to have
+// ended (Read-RestartMarker): both gone, or unknown past the restart's deadline plus
+// the late limit. Such a restart is reported failed and holds no lease.
+func (j *restartJob) endedLocked(now time.Time) bool {
+	switch j.left {
+	case "":
+		return false
+	case LeftProcessUnknown:
+		return !now.Before(j.res.StartedAt.Add(j.timeout + restartUnknownGrace))
+	}
+	return true
+}
+
+// inProgressLocked reports whether j holds the host's restart lease.
+func (j *restartJob) inProgressLocked(now time.Time) bool {
+	return !j.res.Finished && !j.endedLocked(now)
+}
+
+// LeaveRestartMarker leaves the marker of an unfinished restart of instance, begun
+// ago, whose runner and guard are as how says (LeftProcessesGone, LeftProcessReused,
+// LeftProcessUnknown): as a restart interrupted by a reboot or a crash leaves it.
+func (h *Host) LeaveRestartMarker(instance, how string, ago, timeout time.Duration) error {
+	if how != LeftProcessesGone && how != LeftProcessReused && how != LeftProcessUnknown {
+		return fmt.Errorf("leave_restart_marker: %q is not gone, reused or unknown", how)
+	}
+	inst, ok := h.Instance(instance)
+	if !ok {
+		return fmt.Errorf("leave_restart_marker: no instance %s", instance)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.restarts[strings.ToUpper(inst.name)] = &restartJob{done: make(chan struct{}), left: how, timeout: timeout, res: contract.RestartInstanceResult{
+		Found: true, RestartID: newToken(), Phase: contract.PhaseStopping, ServiceName: inst.engine.name,
+		Stopped: []string{}, Started: []string{}, ServiceState: inst.engine.state, StartedAt: h.now().Add(-ago).UTC(),
+	}}
+	return nil
 }
 
 // restartRetryPause is the worker's pause between start attempts (Start-Sleep 2).
@@ -49,32 +104,86 @@ func (h *Host) RestartStatus(instance string) contract.RestartInstanceResult {
 	if j == nil {
 		return contract.RestartInstanceResult{Stopped: []string{}, Started: []string{}}
 	}
-	return j.snapshotLocked()
+	return j.snapshotLocked(h.now())
 }
 
-func (j *restartJob) snapshotLocked() contract.RestartInstanceResult {
+func (j *restartJob) snapshotLocked(now time.Time) contract.RestartInstanceResult {
 	r := j.res
+	if !r.Finished && j.endedLocked(now) {
+		r.Finished, r.Phase, r.Error = true, contract.PhaseDone, contract.RestartFailed
+		r.Message = fmt.Sprintf("The restart processes ended before it finished (was the host restarted?). Check the state of the service %s.", r.ServiceName)
+	}
 	r.Stopped = slices.Clone(r.Stopped)
 	r.Started = slices.Clone(r.Started)
 	r.ErrorLogTail = slices.Clone(r.ErrorLogTail)
 	return r
 }
 
-// startRestart starts a restart of inst, or joins the one in progress (or the
-// finished one with the same id). It returns the job and whether it joined; an error
-// when the guard cannot be prepared or started (nothing was stopped).
-func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, timeout time.Duration) (*restartJob, bool, error) {
-	key := strings.ToUpper(inst.name)
-	h.mu.Lock()
-	if j := h.restarts[key]; j != nil && (!j.res.Finished || j.res.RestartID == id) {
-		h.mu.Unlock()
-		return j, true, nil
+// restartLease is restart_instance's look at the markers under the host's restart
+// lock (restart_common.ps1: Enter-RestartLock, Find-OtherRestart), after the guard's
+// file was written and before any change: an error when a restart of another instance
+// of the host is in progress (contract.CodeRestartInProgress: nothing changed), else
+// the job to join (nil: a new restart). Unless it returned an error, the lock is held
+// until release (startRestart releases it once the new job is recorded).
+type restartLease struct {
+	join    *restartJob
+	release func()
+}
+
+func (h *Host) enterRestartLease(inst *Instance, id string) (*restartLease, error) {
+	if _, err := h.prepareGuardFile(); err != nil {
+		return nil, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was changed or stopped.", h.computer, err)
 	}
-	h.mu.Unlock()
+	h.restartLock.Lock()
+	var once sync.Once
+	release := func() { once.Do(h.restartLock.Unlock) }
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	for name, j := range h.restarts {
+		if name != strings.ToUpper(inst.name) && j.inProgressLocked(now) {
+			release()
+			return nil, &leaseRefusal{msg: fmt.Sprintf("The restart of %s was refused: the restart of instance %s on %s is in progress (since %s, phase %s), "+
+				"and one instance of a host restarts at a time. Nothing was changed for %s. Apply again once that restart has finished.",
+				inst.name, h.instanceName(name), h.computer, j.res.StartedAt.Format(time.RFC3339Nano), j.res.Phase, inst.name)}
+		}
+	}
+	l := &restartLease{release: release}
+	if j := h.restarts[strings.ToUpper(inst.name)]; j != nil && (j.inProgressLocked(now) || (j.res.RestartID == id && id != "")) {
+		l.join = j
+		release()
+	}
+	return l, nil
+}
+
+// leaseRefusal is the lease's refusal (exit ExitRefused, contract.CodeRestartInProgress).
+type leaseRefusal struct{ msg string }
+
+func (e *leaseRefusal) Error() string { return e.msg }
+
+// instanceName is the configured name of the instance whose key is upper.
+func (h *Host) instanceName(upper string) string {
+	for _, in := range h.instances {
+		if strings.ToUpper(in.name) == upper {
+			return in.name
+		}
+	}
+	return upper
+}
+
+// startRestart starts a restart of inst under the lease l (enterRestartLease), or
+// joins the one l found. It returns the job and whether it joined; an error when the
+// guard cannot be started (nothing was stopped).
+func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, timeout time.Duration, l *restartLease) (*restartJob, bool, error) {
+	defer l.release()
+	if l.join != nil {
+		return l.join, true, nil
+	}
 	guardFile, err := h.prepareGuardFile()
 	if err != nil {
 		return nil, false, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was stopped.", h.computer, err)
 	}
+	key := strings.ToUpper(inst.name)
 	if id == "" {
 		id = newToken()
 	}
@@ -83,19 +192,24 @@ func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, time
 	if last := h.restarts[key]; last != nil {
 		h.removeTaskLocked(last.task) // a task the last restart's guard left behind
 	}
-	h.mu.Unlock()
-	launch := h.launchGuard(ctx, inst.name, token, guardFile)
-	if launch.launcher == "" {
-		return nil, false, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped. "+
-			"Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again.", h.computer, launch.why)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	j := &restartJob{done: make(chan struct{}), task: launch.task, res: contract.RestartInstanceResult{
+	j := &restartJob{done: make(chan struct{}), res: contract.RestartInstanceResult{
 		Found: true, RestartID: id, Phase: contract.PhaseStopping, ServiceName: inst.engine.name,
 		Stopped: []string{}, Started: []string{}, ServiceState: inst.engine.state, StartedAt: h.now().UTC(),
 	}}
-	h.restarts[key] = j
+	h.restarts[key] = j // the marker, written before the guard starts; it holds the lease now
+	h.mu.Unlock()
+	l.release()
+	launch := h.launchGuard(ctx, inst.name, token, guardFile)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if launch.launcher == "" {
+		if h.restarts[key] == j {
+			delete(h.restarts, key) // Remove-Item of the marker
+		}
+		return nil, false, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped. "+
+			"Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again.", h.computer, launch.why)
+	}
+	j.task = launch.task
 	go h.runRestart(j, inst, timeout)
 	return j, false, nil
 }
@@ -118,11 +232,11 @@ func (h *Host) waitRestart(ctx context.Context, j *restartJob, wait time.Duratio
 		if runner {
 			return j.res.Finished || j.handedOver, nil
 		}
-		return j.res.Finished || j.res.Error != "", nil
+		return j.res.Finished || j.res.Error != "" || j.endedLocked(h.now()), nil
 	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return j.snapshotLocked()
+	return j.snapshotLocked(h.now())
 }
 
 // update changes the job's state under the lock.

@@ -1,0 +1,45 @@
+package contract
+
+import (
+	"strings"
+	"testing"
+)
+
+// restart_instance.ps1 takes the host's restart lease as docs/design/restart.md
+// says: its refusal carries CodeRestartInProgress with ExitRefused; the lock is
+// taken after the guard's file and before the first change of the right's holders
+// (so a refused request changed nothing), and released once the marker is written;
+// liveness uses the recorded start times the guard writes.
+func TestRestartLeaseInTheScripts(t *testing.T) {
+	s := mustRead("restart_instance.ps1")
+	order := []string{"Write-RestartGuardFile -WorkerText", "Enter-RestartLock -Directory", "Find-OtherRestart -Instance",
+		"Set-ManageVolumeRight -SidText", "-Name 'State' -Value (ConvertTo-AsciiJson", "$lock.Dispose() # the marker now holds the lease",
+		"Start-RestartGuard -Arguments"}
+	last := -1
+	for _, step := range order {
+		i := strings.Index(s, step)
+		if i < 0 {
+			t.Fatalf("restart_instance.ps1 lacks %q", step)
+		}
+		if i < last {
+			t.Errorf("restart_instance.ps1: %q comes before the step it must follow", step)
+		}
+		last = i
+	}
+	if want := "-Code 3 -ErrorName '" + CodeRestartInProgress + "'"; !strings.Contains(s, want) || ExitRefused != 3 {
+		t.Errorf("restart_instance.ps1 does not refuse with %q", want)
+	}
+	w := mustRead("restart_worker.ps1")
+	for _, want := range []string{"-Name 'GuardStart' -Value $ownStart", "-Name 'RunnerStart' -Value $ownStart"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("restart_worker.ps1 does not write %q: the lease could not tell its processes from reused ids", want)
+		}
+	}
+	c := mustRead("restart_common.ps1")
+	for _, want := range []string{"-StartTicks ([string]$key.GetValue('RunnerStart', ''))", "-StartTicks ([string]$key.GetValue('GuardStart', ''))",
+		"[System.IO.FileShare]::None"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("restart_common.ps1 lacks %q", want)
+		}
+	}
+}
