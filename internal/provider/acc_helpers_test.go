@@ -237,11 +237,10 @@ func (e *accEnv) engineStart() time.Time {
 	return time.Time{}
 }
 
-// engineStops is how often the default instance's Engine was stopped since the
-// simulator started.
-func (e *accEnv) engineStops() int {
+// stops is how often the named service was stopped since the simulator started.
+func (e *accEnv) stops(service string) int {
 	for _, s := range e.host().Snapshot().Services {
-		if strings.EqualFold(s.Name, "MSSQLSERVER") {
+		if strings.EqualFold(s.Name, service) {
 			return s.Stops
 		}
 	}

@@ -56,7 +56,7 @@ func finishWithoutRestart(t *testing.T, w *cliWork, e *accEnv) {
 	if p := w.plan(); p.Exit != 0 {
 		t.Errorf("the plan after the next apply is not empty (exit %d): changes %v\n%s", p.Exit, p.Changes, p.describe())
 	}
-	if n := e.engineStops(); n != 1 {
+	if n := e.stops("MSSQLSERVER"); n != 1 {
 		t.Errorf("the Engine was stopped %d times; want the one restart", n)
 	}
 	if a := w.attrs(); a["privilege_granted"] != true || a["ifi_enabled"] != true {

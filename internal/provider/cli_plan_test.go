@@ -88,13 +88,13 @@ func TestCLI_createPlanSaysWhatApplyDoes(t *testing.T) {
 	r, c = w.planOut("grant.tfplan")
 	wantPlanned(t, c, "grant")
 	r.wantDiag(t, "warning", `^`+where+`: apply grants the right, no restart$`, `running Engine already has IFI on`)
-	stops := e.engineStops()
+	stops := e.stops("MSSQLSERVER")
 	a := w.run("apply", "-json", "-no-color", "grant.tfplan")
 	if a.Exit != 0 {
 		t.Fatalf("applying the saved plan failed:\n%s", a.describe())
 	}
-	if e.engineStops() != stops || !e.holds(defaultSvcSID) {
-		t.Errorf("the apply of a grant-only plan: stops %d -> %d, holds %v; want no stop and the grant", stops, e.engineStops(), e.holds(defaultSvcSID))
+	if e.stops("MSSQLSERVER") != stops || !e.holds(defaultSvcSID) {
+		t.Errorf("the apply of a grant-only plan: stops %d -> %d, holds %v; want no stop and the grant", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
 	}
 	if got := w.attrs()["planned_action"]; got != "grant" {
 		t.Errorf("state planned_action after the apply = %v; want the planned grant", got)
@@ -167,7 +167,7 @@ func TestCLI_savedPlanHostChanged(t *testing.T) {
 	wantPlanned(t, c, "grant")
 	// The running Engine loses IFI: the apply would now have to restart it.
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
-	stops := e.engineStops()
+	stops := e.stops("MSSQLSERVER")
 	r := w.run("apply", "-json", "-no-color", "grant.tfplan")
 	if r.Exit == 0 {
 		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
@@ -175,8 +175,8 @@ func TestCLI_savedPlanHostChanged(t *testing.T) {
 	r.wantDiag(t, "error", `^instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
 		`Nothing was changed(.|\n)*terraform plan again`)
 	r.wantNoDiag(t, "error", "inconsistent")
-	if e.engineStops() != stops || e.holds(defaultSvcSID) {
-		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.engineStops(), e.holds(defaultSvcSID))
+	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
+		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
 	}
 }
 

@@ -200,7 +200,7 @@ func TestCLI_faultMatrix(t *testing.T) {
 					t.Errorf("the plan after the next apply is not empty (exit %d): changes %v\n%s", p.Exit, p.Changes, p.describe())
 				}
 			}
-			if n := e.engineStops(); n > 1 {
+			if n := e.stops("MSSQLSERVER"); n > 1 {
 				t.Errorf("the Engine was stopped %d times; want at most one restart", n)
 			}
 		})
