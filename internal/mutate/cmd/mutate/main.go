@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -53,15 +54,21 @@ func main() {
 	ignoreFile := flag.String("ignore", "internal/mutate/ignored.txt", "mutants left out, with the reason of each")
 	only := flag.String("only", "", "run only this package (e.g. internal/ifi); the report then covers only it")
 	list := flag.Bool("list", false, "list the mutants and their IDs; run nothing")
+	match := flag.String("match", "", "run only the mutants whose \"file:line description\" matches this regular expression (a partial run; checking tests)")
 	jobs := flag.Int("j", 4, "mutants whose tests run at once (they mostly wait; one builds at a time)")
 	flag.Parse()
-	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1)); err != nil {
+	re, err := regexp.Compile(*match)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutate: -match:", err)
+		os.Exit(2)
+	}
+	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, ignoreFile, only string, list bool, jobs int) error {
+func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run from the module root (where go.mod is)")
 	}
@@ -87,9 +94,15 @@ func run(out, ignoreFile, only string, list bool, jobs int) error {
 		if only != "" && t.Name != only {
 			continue
 		}
-		ms, err := mutants(t)
+		all, err := mutants(t)
 		if err != nil {
 			return err
+		}
+		var ms []mutate.Mutant
+		for _, m := range all {
+			if match.MatchString(fmt.Sprintf("%s:%d %s", m.File, m.Line, m.Desc)) {
+				ms = append(ms, m)
+			}
 		}
 		if list {
 			for _, m := range ms {
@@ -112,7 +125,7 @@ func run(out, ignoreFile, only string, list bool, jobs int) error {
 	}
 	var stale []string
 	for id := range ignored {
-		if !used[id] && (only == "" || strings.HasPrefix(id, only+"/")) {
+		if !used[id] && only == "" && match.String() == "" {
 			stale = append(stale, id)
 		}
 	}
@@ -120,7 +133,7 @@ func run(out, ignoreFile, only string, list bool, jobs int) error {
 	for _, id := range stale {
 		fmt.Fprintf(os.Stderr, "mutate: %s lists a mutant that no longer exists: %s\n", ignoreFile, id)
 	}
-	return os.WriteFile(out, report(tallies, results, stale, time.Since(started), only), 0o644)
+	return os.WriteFile(out, report(tallies, results, stale, time.Since(started), only, match.String()), 0o644)
 }
 
 func mutants(t target) ([]mutate.Mutant, error) {
@@ -276,7 +289,7 @@ func runTests(bin string, t target, deadline time.Duration) (failed, timedOut bo
 	return err != nil, ctx.Err() != nil, out
 }
 
-func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []string, took time.Duration, only string) []byte {
+func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []string, took time.Duration, only, partial string) []byte {
 	var b strings.Builder
 	b.WriteString("# Mutation testing\n\n")
 	b.WriteString("Written by `make mutate` (internal/mutate/cmd/mutate); do not edit by hand. Run it\n")
@@ -287,8 +300,8 @@ func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []
 	b.WriteString("killed, survived or hung (a hang is not a kill). Mutants that do not compile are\n")
 	b.WriteString("invalid; those in internal/mutate/ignored.txt (equivalent or logging-only, each\n")
 	b.WriteString("with its reason) are not run.\n\n")
-	if only != "" {
-		fmt.Fprintf(&b, "**Partial run: only %s.**\n\n", only)
+	if only != "" || partial != "" {
+		fmt.Fprintf(&b, "**Partial run: only %s %s.**\n\n", only, partial)
 	}
 	fmt.Fprintf(&b, "Run on %s, %s.\n\n", time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
 	b.WriteString("## Kill rate\n\n")
