@@ -101,6 +101,7 @@ const (
 	StateStopped      = "Stopped"
 	StateStartPending = "Start Pending"
 	StateStopPending  = "Stop Pending"
+	StatePaused       = "Paused"
 )
 
 // ReadInstanceResult describes one instance as the host sees it now.
@@ -191,6 +192,9 @@ type SetRightParams struct {
 	// the same process: the apply's read-back without a powershell.exe of its own.
 	// "" reads nothing.
 	ReadBack string `json:"read_back,omitempty"`
+	// Agent is the provider's User-Agent, which the change's entry in the host's
+	// Application event log names (event_log.ps1).
+	Agent string `json:"agent,omitempty"`
 }
 
 // SetRightResult tells whether anything changed and who holds the right now.
@@ -199,7 +203,21 @@ type SetRightResult struct {
 	Holders []Principal `json:"holders"`
 	// Instance is the read-back SetRightParams.ReadBack asked for (nil otherwise).
 	Instance *ReadInstanceResult `json:"instance,omitempty"`
+	// EventLogWarning says why the change could not be written to the host's
+	// Application event log (the change itself was made); "" when it was.
+	EventLogWarning string `json:"event_log_warning,omitempty"`
 }
+
+// EventSource is the Application event log source of the entries each grant,
+// revoke and restart writes on the host (event_log.ps1), registered on first use.
+const EventSource = "mssqlifi"
+
+// Event IDs of those entries, by change.
+const (
+	EventGrant   = 1001
+	EventRevoke  = 1002
+	EventRestart = 1003
+)
 
 // RightChange is one change of SeManageVolumePrivilege's holders that
 // restart_instance makes before the restart, in its own process (set_right's work).
@@ -241,6 +259,8 @@ type RestartInstanceParams struct {
 	// ReadBack: once the restart finished, read the instance as read_instance does, in
 	// the same process, into RestartInstanceResult.Instance.
 	ReadBack bool `json:"read_back,omitempty"`
+	// Agent: as SetRightParams.Agent, for the changes' and the restart's entries.
+	Agent string `json:"agent,omitempty"`
 }
 
 // RestartStatusParams asks for the outcome of an instance's last restart, waiting at
@@ -308,6 +328,9 @@ type RestartInstanceResult struct {
 	// Instance is the read-back RestartInstanceParams.ReadBack asked for, once the
 	// restart finished (nil otherwise).
 	Instance *ReadInstanceResult `json:"instance,omitempty"`
+	// EventLogWarning: as SetRightResult.EventLogWarning, for the changes and the
+	// restart of this request.
+	EventLogWarning string `json:"event_log_warning,omitempty"`
 }
 
 // Params returns an empty parameter value of the operation, for decoding.

@@ -166,3 +166,22 @@ func TestHadrReportMatchesTheScript(t *testing.T) {
 		t.Error("lsa.ps1 does not declare RegQueryInfoKey")
 	}
 }
+
+// event_log.ps1 writes under contract.EventSource with contract.Event* IDs, the
+// numbers the simulator's event log uses.
+func TestEventLogScriptMatchesGo(t *testing.T) {
+	s := mustRead("event_log.ps1")
+	for _, want := range []string{
+		fmt.Sprintf("$source = '%s'", EventSource),
+		fmt.Sprintf("@{ grant = %d; revoke = %d; restart = %d }", EventGrant, EventRevoke, EventRestart),
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("event_log.ps1 does not hold %q", want)
+		}
+	}
+	for _, op := range []Operation{OpSetRight, OpRestartInstance} {
+		if script, _ := Script(op); !strings.Contains(script, "function Write-ChangeEvent") {
+			t.Errorf("the %s script does not define Write-ChangeEvent", op)
+		}
+	}
+}

@@ -201,8 +201,19 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 		return out, err
 	}
 	out.Assessment = a
-	out.Warnings = ws
+	out.Warnings = append(ws, out.Warnings...)
 	return out, nil
+}
+
+// eventLogWarning records that a change on t's host left no entry in its event
+// log (the host says why: contract.SetRightResult.EventLogWarning); "" records
+// nothing.
+func (o *Outcome) eventLogWarning(t Target, why string) {
+	if why == "" {
+		return
+	}
+	o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
+		Detail: fmt.Sprintf("On %s: %s", t, why)})
 }
 
 // setRights runs the plan's steps in order; out.Changed records whether any changed
@@ -226,6 +237,7 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.St
 		}
 		if res != nil {
 			back = res.Instance
+			out.eventLogWarning(t, res.EventLogWarning)
 		}
 	}
 	return back, nil

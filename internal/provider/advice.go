@@ -85,9 +85,12 @@ func kerberosAdvice(re *remote.Error) string {
 	spn := "winrm.spn (or " + EnvWinRMSPN + ")"
 	logOnItself := "set winrm.password (or " + EnvWinRMPassword + ") or " + keytab + " so the provider logs on itself"
 	switch {
+	case errors.Is(re, remote.ErrNTLMFallback):
+		return `winrm.allow_ntlm_fallback = false refuses NTLM with auth = "negotiate": give the user's realm (user@REALM, DOMAIN\user ` +
+			"or winrm.realm) and " + krb5Conf + " naming its KDCs, or remove allow_ntlm_fallback"
 	case errors.Is(re, krb.ErrKDCUnreachable):
 		return "Make " + krb5Conf + " name KDCs of the realm that this machine reaches on port 88 (TCP and UDP). With winrm.auth = " +
-			`"negotiate" and a password the provider uses NTLM when no KDC answers; with "kerberos", a keytab or a credential cache it cannot`
+			`"negotiate" and a password the provider uses NTLM when no KDC answers (unless winrm.allow_ntlm_fallback = false); with "kerberos", a keytab or a credential cache it cannot`
 	case errors.Is(re, krb.ErrClockSkew):
 		return "No provider argument fixes a clock skew: synchronise the clocks of this machine, the KDC and the host (NTP, w32tm /resync); " +
 			`meanwhile winrm.auth = "ntlm" does not depend on the clocks`

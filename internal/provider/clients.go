@@ -2,14 +2,17 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
@@ -33,9 +36,11 @@ type clients struct {
 	// (max_parallel_restarts); nil: no limit.
 	restarts *converge.RestartLimiter
 
-	mu      sync.Mutex
-	hosts   map[hostKey]remote.Host
-	checker sqlcheck.Checker
+	mu    sync.Mutex
+	hosts map[hostKey]remote.Host
+	// ntlmWarned: the hosts whose NTLM fallback this run has warned about.
+	ntlmWarned map[hostKey]bool
+	checker    sqlcheck.Checker
 	// claims: the instances the resources of this run manage, each with how its
 	// resource spells it. Terraform configures the provider anew for every run
 	// (plan, apply), so the registry is per run.
@@ -126,6 +131,36 @@ func (c *clients) Host(host string, port int) (converge.Host, error) {
 	}
 	c.hosts[k] = h
 	return h, nil
+}
+
+// ntlmFallbackWarning adds, once per host and run, a warning that auth
+// "negotiate" reached t's host with NTLM instead of Kerberos, and why. remote
+// decides and says why; the provider names its arguments.
+func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target) {
+	k := hostKey{strings.ToLower(t.Host), c.port(t.Port)}
+	c.mu.Lock()
+	h, ok := c.hosts[k].(remote.LogonReporter)
+	if !ok || c.ntlmWarned[k] {
+		c.mu.Unlock()
+		return
+	}
+	lg := h.Logon()
+	if !lg.Fallback {
+		c.mu.Unlock()
+		return
+	}
+	if c.ntlmWarned == nil {
+		c.ntlmWarned = map[hostKey]bool{}
+	}
+	c.ntlmWarned[k] = true
+	c.mu.Unlock()
+	host := safetext.Escape(t.Host)
+	diags.AddWarning(fmt.Sprintf("NTLM instead of Kerberos on %s", host),
+		fmt.Sprintf(`winrm.auth = "negotiate" reached %s with NTLM because %s. Kerberos proves the host's identity before anything is sent; `+
+			"NTLM over HTTP proves it only by sealing each answer with the logon's key, and over HTTPS the certificate is the only proof. "+
+			"Anyone who can block port 88 or the KDC's answers can cause this fallback. Fix the cause (the user's realm as user@REALM "+
+			`or DOMAIN\user, winrm.realm, winrm.krb5_conf naming reachable KDCs, winrm.spn), set winrm.allow_ntlm_fallback = false to make it an error, `+
+			`or set winrm.auth = "ntlm" to choose NTLM knowingly.`, host, safetext.Escape(lg.Why)))
 }
 
 // SQLChecker returns the SQL checker, or nil when no SQL credentials are configured.

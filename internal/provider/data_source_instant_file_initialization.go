@@ -75,6 +75,7 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		grantee = ifi.Grantee(m.Grantee.ValueString())
 	}
 	out, err := d.c.engine().Describe(ctx, t, grantee)
+	d.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if err != nil {
 		addEngineError(&resp.Diagnostics, opRead, err, d.c.winrm.Username)
 		return

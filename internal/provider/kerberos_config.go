@@ -26,6 +26,8 @@ type kerberosModel struct {
 	Keytab   types.String `tfsdk:"keytab"`
 	Krb5Conf types.String `tfsdk:"krb5_conf"`
 	Realm    types.String `tfsdk:"realm"`
+	// AllowNTLMFallback: null leaves remote's default (remote.DefaultAllowNTLMFallback).
+	AllowNTLMFallback types.Bool `tfsdk:"allow_ntlm_fallback"`
 }
 
 // kerberosAttributes are the winrm block's Kerberos arguments.
@@ -42,6 +44,13 @@ func kerberosAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "Kerberos (`auth = \"kerberos\"` or `\"negotiate\"`): path of the krb5.conf naming the realm's KDCs. Default: the environment variable `" +
 				EnvWinRMKrb5Conf + "`, then `KRB5_CONFIG`, then `/etc/krb5.conf`.",
 		},
+		"allow_ntlm_fallback": schema.BoolAttribute{
+			Optional: true,
+			MarkdownDescription: fmt.Sprintf("With `auth = \"negotiate\"`: whether a host may be reached with NTLM when no Kerberos ticket can be had "+
+				"(no realm for the user, the KDC does not answer, no ticket for the SPN). Default `%t`, as Windows clients do; the plan then warns "+
+				"once per host and names the cause. `false` makes that an error: over HTTP only Kerberos proves the host's identity before "+
+				"anything is sent, and anyone who can block port 88 can otherwise make the provider use NTLM.", remote.DefaultAllowNTLMFallback),
+		},
 		"realm": schema.StringAttribute{
 			Optional: true,
 			MarkdownDescription: "Kerberos (`auth = \"kerberos\"` or `\"negotiate\"`): the Kerberos realm (the domain's DNS name in upper case). Default: from `username` " +
@@ -55,6 +64,10 @@ func applyKerberos(k kerberosModel, rc *remote.Config) {
 	rc.Keytab = stringOrEnv(k.Keytab, EnvWinRMKeytab)
 	rc.Krb5Conf = stringOrEnv(k.Krb5Conf, EnvWinRMKrb5Conf)
 	rc.Realm = stringOrEnv(k.Realm, EnvWinRMRealm)
+	if !k.AllowNTLMFallback.IsNull() && !k.AllowNTLMFallback.IsUnknown() {
+		allow := k.AllowNTLMFallback.ValueBool()
+		rc.AllowNTLMFallback = &allow
+	}
 }
 
 // validateKerberos checks at plan what can be checked without a KDC: a readable

@@ -246,7 +246,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		"username": w.Username, "password": w.Password, "auth": w.Auth, "https": w.HTTPS, "port": w.Port,
 		"insecure": w.Insecure, "ca_cert": w.CACert, "tls_server_name": w.TLSServerName, "timeout": w.Timeout,
 		"allow_unencrypted": w.AllowUnencrypted, "spn": w.SPN,
-		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm,
+		"keytab": w.Keytab, "krb5_conf": w.Krb5Conf, "realm": w.Realm, "allow_ntlm_fallback": w.AllowNTLMFallback,
 	} {
 		if v.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName(name), "Unknown WinRM setting",
@@ -279,6 +279,13 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	}
 	applyKerberos(w.kerberosModel, &rc)
 	resp.Diagnostics.Append(validateKerberos(rc)...)
+	if rc.AllowNTLMFallback != nil && !*rc.AllowNTLMFallback {
+		if why := remote.NegotiateUsesNTLM(rc); why != "" {
+			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("allow_ntlm_fallback"), "NTLM fallback refused",
+				fmt.Sprintf(`winrm.auth = "negotiate" would reach every host with NTLM (%s), and winrm.allow_ntlm_fallback = false refuses that. `+
+					`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, why))
+		}
+	}
 	if len(rc.CACert) == 0 {
 		rc.CACert = nil
 	}

@@ -207,6 +207,7 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, state *tfsdk.State,
 	identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
 	out, err := r.c.engine().Apply(ctx, t, d)
+	r.c.ntlmFallbackWarning(diags, t)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.winrm.Username)
 	}
@@ -266,6 +267,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	t.SQLPortHint, ds = getSQLPortHint(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
 	out, err := r.c.engine().Read(ctx, t, desired)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
 			notFoundDetail(t, ce.Instance)+" Terraform will plan to create the resource again; remove it from the configuration if the instance was uninstalled.")
@@ -311,6 +313,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 
 	t := state.target()
 	out, err := r.c.engine().Destroy(ctx, t, state.desired())
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")
 		return

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -32,9 +33,41 @@ type winrmHost struct {
 	// authenticated connections. Every session shares the host's TLS session cache.
 	newSession func() (*session, error)
 	// krb is the Kerberos logon shared by the sessions, nil for NTLM and Basic.
-	krb  *krbLogon
-	mu   sync.Mutex
-	idle []*session
+	krb *krbLogon
+	// ntlmWhy: why auth "negotiate" uses NTLM from the start ("" otherwise).
+	ntlmWhy string
+	// loggedLogon is the mechanism last logged at INFO (once per host, and again
+	// if it changes).
+	loggedLogon atomic.Value
+	mu          sync.Mutex
+	idle        []*session
+}
+
+// Logon is which mechanism a host's operations log on with, and why.
+type Logon struct {
+	Mechanism string // AuthKerberos, AuthNTLM or AuthBasic
+	// Fallback: auth "negotiate" uses NTLM instead of Kerberos, because of Why.
+	Fallback bool
+	Why      string
+}
+
+// LogonReporter is implemented by the Hosts New returns: which mechanism the
+// host's operations use (after a first operation, for a fallback at run time).
+type LogonReporter interface {
+	Logon() Logon
+}
+
+// Logon says which mechanism the host's operations use now, and why.
+func (h *winrmHost) Logon() Logon {
+	switch {
+	case h.krb.use():
+		return Logon{Mechanism: AuthKerberos, Why: "auth " + h.cfg.Auth + ": Kerberos for " + h.krb.spn + " (the host proves its identity)"}
+	case h.krb.fellBack() != "":
+		return Logon{Mechanism: AuthNTLM, Fallback: true, Why: h.krb.fellBack()}
+	case h.ntlmWhy != "":
+		return Logon{Mechanism: AuthNTLM, Fallback: true, Why: h.ntlmWhy}
+	}
+	return Logon{Mechanism: h.cfg.Auth, Why: "auth " + h.cfg.Auth}
 }
 
 // kerberosClock, when set, is the clock of Kerberos authenticators (tests move it to
@@ -72,7 +105,7 @@ func New(cfg Config) (Host, error) {
 		return nil, configError(cfg, err)
 	}
 	port, auth, timeout := cfg.Port, cfg.Auth, cfg.Timeout
-	kl, err := newKrbLogon(cfg, kerberosClock)
+	kl, ntlmWhy, err := newKrbLogon(cfg, kerberosClock)
 	if err != nil {
 		return nil, configError(cfg, err)
 	}
@@ -98,7 +131,7 @@ func New(cfg Config) (Host, error) {
 	if err != nil {
 		return nil, configError(cfg, &ConfigError{Setting: SettingCACert, Err: fmt.Errorf("cannot set up the WinRM client: %w", err)})
 	}
-	return &winrmHost{cfg: cfg, port: port, newSession: newSession, krb: kl, idle: []*session{client}}, nil
+	return &winrmHost{cfg: cfg, port: port, newSession: newSession, krb: kl, ntlmWhy: ntlmWhy, idle: []*session{client}}, nil
 }
 
 // NewTransporter is a masterzen/winrm Transporter on this package's transport with
@@ -110,7 +143,7 @@ func NewTransporter(cfg Config) (winrm.Transporter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	kl, err := newKrbLogon(cfg, kerberosClock)
+	kl, _, err := newKrbLogon(cfg, kerberosClock)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +185,17 @@ func (h *winrmHost) ReadInstance(ctx context.Context, p contract.ReadInstancePar
 	return &r, nil
 }
 
+// userAgent is the User-Agent of the host's requests, which the change's entry in
+// the host's event log names too.
+func (h *winrmHost) userAgent() string {
+	if h.cfg.UserAgent != "" {
+		return h.cfg.UserAgent
+	}
+	return contract.UserAgent("")
+}
+
 func (h *winrmHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	p.Agent = h.userAgent()
 	var r contract.SetRightResult
 	if err := h.runIdempotent(ctx, contract.OpSetRight, p, &r); err != nil {
 		return nil, err
@@ -161,6 +204,7 @@ func (h *winrmHost) SetRight(ctx context.Context, p contract.SetRightParams) (*c
 }
 
 func (h *winrmHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	p.Agent = h.userAgent()
 	var r contract.RestartInstanceResult
 	if err := h.run(ctx, contract.OpRestartInstance, p, &r); err != nil {
 		return nil, err
@@ -204,13 +248,16 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	if out.err != nil {
 		fields["error"] = out.err.Error()
 	}
-	if h.krb.use() {
-		fields["logon"] = "kerberos"
-	} else if why := h.krb.fellBack(); why != "" {
-		fields["logon"] = "ntlm"
-		fields["kerberos_not_used"] = why
+	lg := h.Logon()
+	fields["logon"] = lg.Mechanism
+	if lg.Fallback {
+		fields["kerberos_not_used"] = lg.Why
 	}
 	tflog.Debug(ctx, "WinRM operation finished", fields)
+	if prev, _ := h.loggedLogon.Swap(lg.Mechanism).(string); prev != lg.Mechanism {
+		tflog.Info(ctx, "WinRM logon mechanism of the host", map[string]any{"host": h.cfg.Host, "port": h.port, "logon": lg.Mechanism,
+			"why": lg.Why, "ntlm_fallback": lg.Fallback})
+	}
 	return h.interpret(ctx, op, out, result)
 }
 

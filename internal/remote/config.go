@@ -23,6 +23,9 @@ const (
 	DefaultAuth = AuthNegotiate
 	// DefaultTimeout is the WinRM operation timeout when Config.Timeout is 0.
 	DefaultTimeout = 60 * time.Second
+	// DefaultAllowNTLMFallback: "negotiate" uses NTLM when no Kerberos ticket can be
+	// had, as Windows clients do; the plan says so (Host.Logon).
+	DefaultAllowNTLMFallback = true
 )
 
 // Authentication schemes Config.Auth accepts.
@@ -46,6 +49,8 @@ var (
 	ErrClearText = errors.New("basic authentication over plain HTTP would send the password in clear text, so it was not sent")
 	// ErrUnencryptedUnused: AllowUnencrypted means nothing with these settings.
 	ErrUnencryptedUnused = errors.New("allowing unencrypted messages has no effect here")
+	// ErrNTLMFallback: auth "negotiate" would use NTLM, and AllowNTLMFallback is false.
+	ErrNTLMFallback = errors.New("negotiate would fall back to NTLM, which is not allowed")
 	// ErrKerberosConfig: krb5.conf, the keytab, the credential cache or the realm
 	// cannot be used (the error also wraps the *krb.Error that says why).
 	ErrKerberosConfig = errors.New("the Kerberos configuration cannot be used")
@@ -72,6 +77,7 @@ const (
 	SettingKeytab
 	SettingKrb5Conf
 	SettingRealm
+	SettingAllowNTLMFallback
 )
 
 // String is the Config field's name.
@@ -107,6 +113,8 @@ func (s Setting) String() string {
 		return "Krb5Conf"
 	case SettingRealm:
 		return "Realm"
+	case SettingAllowNTLMFallback:
+		return "AllowNTLMFallback"
 	}
 	return "none"
 }
@@ -137,6 +145,15 @@ func (c *Config) SetDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.AllowNTLMFallback == nil {
+		allow := DefaultAllowNTLMFallback
+		c.AllowNTLMFallback = &allow
+	}
+}
+
+// ntlmFallbackAllowed is AllowNTLMFallback after SetDefaults.
+func (c Config) ntlmFallbackAllowed() bool {
+	return c.AllowNTLMFallback == nil && DefaultAllowNTLMFallback || c.AllowNTLMFallback != nil && *c.AllowNTLMFallback
 }
 
 // Validate checks a Config after SetDefaults and returns every problem, each a

@@ -24,6 +24,15 @@ var httpStatusRe = regexp.MustCompile(`http (?:response )?error:? (\d{3})`)
 // which setting is likely at fault, and what to check on the host.
 func (h *winrmHost) classify(err error) *Error {
 	where := net.JoinHostPort(h.cfg.Host, strconv.Itoa(h.port))
+	if errors.Is(err, ErrUnverifiedAnswer) {
+		e := h.newError("", KindProtocol)
+		e.Err = err
+		e.Message = fmt.Sprintf("possible man-in-the-middle between this machine and %s: an answer did not prove that it comes from the host the logon authenticated (%s), "+
+			"so it was not used and nothing it reported is recorded", where, rootCause(err))
+		e.Hint = "Something on the network path (a proxy, a spoofed DNS name or address, an ARP or DHCP attacker) may be answering in the host's place: " +
+			"check that the name resolves to the host and what sits in between, or use HTTPS with a verified certificate; the operation was not retried"
+		return e
+	}
 	if ke := h.classifyKerberos(err); ke != nil {
 		return ke
 	}
@@ -84,8 +93,8 @@ func (h *winrmHost) classify(err error) *Error {
 			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
-			if why := h.krb.fellBack(); why != "" {
-				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", why)
+			if lg := h.Logon(); lg.Fallback {
+				e.Message += fmt.Sprintf(" with NTLM (negotiate did not use Kerberos: %s)", lg.Why)
 			}
 			switch {
 			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:

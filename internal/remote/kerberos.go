@@ -46,6 +46,8 @@ type krbLogon struct {
 	spn    string
 	// negotiate: auth "negotiate" with a password, which may fall back to NTLM.
 	negotiate bool
+	// refused: the same, but AllowNTLMFallback is false.
+	refused bool
 
 	ntlm atomic.Bool // negotiate fell back to NTLM for this host
 	mu   sync.Mutex
@@ -53,38 +55,60 @@ type krbLogon struct {
 }
 
 // kerberosWanted says whether cfg (after SetDefaults and Validate) logs on with
-// Kerberos at first; an error is a Kerberos configuration that cannot work.
-func kerberosWanted(cfg Config) (bool, error) {
+// Kerberos at first, and when "negotiate" does not, why (ntlmWhy); an error is a
+// Kerberos configuration that cannot work.
+func kerberosWanted(cfg Config) (want bool, ntlmWhy string, err error) {
 	switch {
 	case cfg.Auth == AuthKerberos:
-		return true, nil
+		return true, "", nil
 	case cfg.Auth != AuthNegotiate:
-		return false, nil
+		return false, "", nil
 	case cfg.Keytab != "" || cfg.Password == "":
-		return true, nil
+		return true, "", nil
 	}
-	conf, err := krb.LoadKrb5Conf(krb.Krb5ConfPath(cfg.Krb5Conf))
+	path := krb.Krb5ConfPath(cfg.Krb5Conf)
+	conf, err := krb.LoadKrb5Conf(path)
 	if err != nil {
 		if cfg.Krb5Conf != "" {
-			return false, err // named explicitly: it must be usable
+			return false, "", err // named explicitly: it must be usable
 		}
-		return false, nil
+		return false, fmt.Sprintf("no realm: no readable krb5.conf (%s) names a KDC", path), nil
 	}
 	if cfg.Realm == "" && !strings.ContainsAny(cfg.Username, `@\`) {
-		return false, nil // a bare user name: no realm of its own
+		return false, fmt.Sprintf("no realm: the user name %q names none (user@REALM or DOMAIN\\user) and no realm is set", cfg.Username), nil
 	}
 	_, realm := krb.SplitPrincipal(cfg.Username, conf)
 	if cfg.Realm != "" {
 		realm = strings.ToUpper(cfg.Realm)
 	}
-	return realm != "" && len(krb.RealmKDCs(conf, realm)) > 0, nil
+	if realm == "" {
+		return false, fmt.Sprintf("no realm: krb5.conf (%s) maps the domain of %q to none", path, cfg.Username), nil
+	}
+	if len(krb.RealmKDCs(conf, realm)) == 0 {
+		return false, fmt.Sprintf("no realm: krb5.conf (%s) names no KDC for the realm %s", path, realm), nil
+	}
+	return true, "", nil
+}
+
+// NegotiateUsesNTLM says why auth "negotiate" would use NTLM from the start with
+// cfg (no realm), or "" when it tries Kerberos first (or cfg is not "negotiate"). It
+// reads krb5.conf but contacts no KDC.
+func NegotiateUsesNTLM(cfg Config) string {
+	cfg.SetDefaults()
+	if cfg.Auth != AuthNegotiate {
+		return ""
+	}
+	_, why, _ := kerberosWanted(cfg)
+	return why
 }
 
 // newKrbLogon prepares cfg's Kerberos logon (reading krb5.conf, the keytab or the
 // credential cache; no KDC is contacted yet), or returns nil when cfg uses NTLM or
-// Basic. The error is a *ConfigError naming the setting.
-func newKrbLogon(cfg Config, now func() time.Time) (*krbLogon, error) {
-	want, err := kerberosWanted(cfg)
+// Basic, with why "negotiate" uses NTLM (ntlmWhy). The error is a *ConfigError
+// naming the setting; with AllowNTLMFallback false, a "negotiate" that would use
+// NTLM is one (ErrNTLMFallback).
+func newKrbLogon(cfg Config, now func() time.Time) (_ *krbLogon, ntlmWhy string, _ error) {
+	want, ntlmWhy, err := kerberosWanted(cfg)
 	if err == nil && want {
 		var c *krb.Client
 		c, err = krb.New(krb.Config{Username: cfg.Username, Password: cfg.Password, Keytab: cfg.Keytab,
@@ -94,13 +118,18 @@ func newKrbLogon(cfg Config, now func() time.Time) (*krbLogon, error) {
 			if spn == "" {
 				spn = DefaultSPN(cfg.Host)
 			}
-			return &krbLogon{client: c, spn: spn, negotiate: cfg.Auth == AuthNegotiate && cfg.Password != ""}, nil
+			negotiate := cfg.Auth == AuthNegotiate && cfg.Password != ""
+			return &krbLogon{client: c, spn: spn, negotiate: negotiate && cfg.ntlmFallbackAllowed(),
+				refused: negotiate && !cfg.ntlmFallbackAllowed()}, "", nil
 		}
 	}
 	if err == nil {
-		return nil, nil
+		if ntlmWhy != "" && !cfg.ntlmFallbackAllowed() {
+			return nil, "", &ConfigError{Setting: SettingAllowNTLMFallback, Err: fmt.Errorf("%w: %s", ErrNTLMFallback, ntlmWhy)}
+		}
+		return nil, ntlmWhy, nil
 	}
-	return nil, &ConfigError{Setting: kerberosSetting(cfg, err), Err: fmt.Errorf("%w: %w", ErrKerberosConfig, err)}
+	return nil, "", &ConfigError{Setting: kerberosSetting(cfg, err), Err: fmt.Errorf("%w: %w", ErrKerberosConfig, err)}
 }
 
 // kerberosSetting is the setting a Kerberos configuration error is about.
@@ -127,17 +156,31 @@ func kerberosSetting(cfg Config, err error) Setting {
 func (k *krbLogon) use() bool { return k != nil && !k.ntlm.Load() }
 
 // fallBack records that no ticket can be had and NTLM takes over, if err allows it
-// (auth "negotiate" with a password, and a KDC that cannot be reached or knows
-// neither the user nor the SPN).
+// (auth "negotiate" with a password, AllowNTLMFallback, and a KDC that cannot be
+// reached or knows neither the user nor the SPN).
 func (k *krbLogon) fallBack(err error) bool {
-	if !k.negotiate || !(errors.Is(err, krb.ErrKDCUnreachable) || errors.Is(err, krb.ErrUnknownSPN) || errors.Is(err, krb.ErrUnknownUser)) {
+	why := fallbackCause(err)
+	if !k.negotiate || why == "" {
 		return false
 	}
 	k.mu.Lock()
-	k.why = strings.TrimPrefix(err.Error(), "kerberos: ")
+	k.why = why + ": " + strings.TrimPrefix(err.Error(), "kerberos: ")
 	k.mu.Unlock()
 	k.ntlm.Store(true)
 	return true
+}
+
+// fallbackCause names why err lets "negotiate" fall back to NTLM, or "" when it does not.
+func fallbackCause(err error) string {
+	switch {
+	case errors.Is(err, krb.ErrKDCUnreachable):
+		return "the KDC did not answer"
+	case errors.Is(err, krb.ErrUnknownSPN):
+		return "no ticket for the SPN"
+	case errors.Is(err, krb.ErrUnknownUser):
+		return "the KDC does not know the user"
+	}
+	return ""
 }
 
 // fellBack is why negotiate uses NTLM for this host, or "".
@@ -176,7 +219,7 @@ func (t *transport) krbHandshake(c *conn) error {
 				t.addr, k.client.Principal(), k.spn, strings.Join(resp.header.Values("WWW-Authenticate"), ", ")),
 			Hint: "Check that Kerberos is enabled on the WinRM service (winrm get winrm/config/service/auth), that the user is a local Administrator of the host, and that the SPN is the host's"}
 	case resp.status != http.StatusOK:
-		return &httpStatusError{Status: resp.status, Body: string(resp.body), SOAP: strings.Contains(resp.header.Get("Content-Type"), "application/soap+xml")}
+		return &httpStatusError{Status: resp.status, SOAP: false} // not a result: its body is not read
 	case reply == nil || !x.Established():
 		return &krb.Error{Kind: krb.KindMutualAuth, Principal: k.client.Principal(), SPN: k.spn,
 			Message: fmt.Sprintf("%s accepted the Kerberos logon without proving it holds the key of %s (no AP-REP), so nothing was sent to it", t.addr, k.spn),
@@ -219,6 +262,9 @@ func (h *winrmHost) classifyKerberos(err error) *Error {
 	}
 	e := h.newError("", KindAuth)
 	e.Err, e.Message, e.Hint = err, "Kerberos: "+ke.Message, ke.Hint
+	if h.krb != nil && h.krb.refused && fallbackCause(err) != "" {
+		e.Message += " (negotiate did not fall back to NTLM: the fallback is not allowed)"
+	}
 	switch ke.Kind {
 	case krb.KindKDCUnreachable:
 		e.Kind, e.Setting = KindUnreachable, SettingKrb5Conf

@@ -317,9 +317,14 @@ func TestKerberosWanted(t *testing.T) {
 		{"named krb5.conf missing", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p", Krb5Conf: filepath.Join(dir, "nope")}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := kerberosWanted(tc.cfg)
+			got, why, err := kerberosWanted(tc.cfg)
 			if got != tc.want || (err != nil) != tc.err {
 				t.Fatalf("kerberosWanted(%+v) = %v, %v; want %v, error %v", tc.cfg, got, err, tc.want, tc.err)
+			}
+			// negotiate says why it uses NTLM; nothing else has a reason to give.
+			fellBack := tc.cfg.Auth == AuthNegotiate && !got && err == nil
+			if fellBack != strings.HasPrefix(why, "no realm: ") {
+				t.Fatalf("kerberosWanted(%+v) gave the NTLM reason %q", tc.cfg, why)
 			}
 		})
 	}

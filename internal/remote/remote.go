@@ -39,6 +39,10 @@ type Config struct {
 	Keytab   string
 	Krb5Conf string
 	Realm    string
+	// AllowNTLMFallback: auth "negotiate" may use NTLM when Kerberos cannot be had
+	// (no realm, the KDC does not answer, no ticket for the SPN); false makes that an
+	// error. nil: DefaultAllowNTLMFallback (SetDefaults).
+	AllowNTLMFallback *bool
 	// AllowUnencrypted lets auth "basic" over plain HTTP send the password and the
 	// messages in clear text. Negotiate, NTLM and Kerberos over HTTP always encrypt;
 	// HTTPS needs no more.

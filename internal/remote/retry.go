@@ -27,8 +27,8 @@ var retryBackoff = func(n int) time.Duration { return time.Duration(n) * 500 * t
 // request again may cure.
 func Transient(err error) bool {
 	var e *Error
-	if !errors.As(err, &e) {
-		return false
+	if !errors.As(err, &e) || errors.Is(err, ErrUnverifiedAnswer) {
+		return false // a possible man-in-the-middle is never retried as transient
 	}
 	switch {
 	case e.Kind == KindProtocol && e.HTTPStatus >= 500:

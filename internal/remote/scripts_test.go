@@ -24,9 +24,10 @@ var resultOf = map[contract.Operation]any{
 
 // notWritten are the result fields (with what they hold) an operation's script does
 // not write although its result type has them: restart_status reports the marker,
-// without the changes and the read-back of the request that made it.
+// without the changes, the read-back and the event log warning of the request that
+// made it.
 var notWritten = map[contract.Operation]map[string]bool{
-	contract.OpRestartStatus: {"changed": true, "instance": true},
+	contract.OpRestartStatus: {"changed": true, "instance": true, "event_log_warning": true},
 }
 
 // jsonTags lists the JSON names of t's fields, and of the structs it holds,

@@ -209,12 +209,13 @@ func (t *transport) Post(_ *winrm.Client, request *soap.SoapMessage) (string, er
 		c.close()
 		return "", t.fail(err)
 	}
-	if resp.close {
-		c.close()
+	answer, err := t.answer(resp)
+	if resp.close || errors.Is(err, ErrUnverifiedAnswer) {
+		c.close() // a connection that an unverified answer came on is not used again
 	} else {
 		t.put(c)
 	}
-	return t.answer(resp)
+	return answer, err
 }
 
 // mayPost refuses what must never be sent: the password in clear text, unless the
@@ -226,8 +227,22 @@ func (t *transport) mayPost() error {
 	return nil
 }
 
-// answer is the SOAP body of a response, or the error it stands for.
+// answer is the SOAP body of a response, or the error it stands for. On a sealing
+// connection only a sealed answer that verified (send) is a result: a 2xx answer in
+// clear text could come from anyone on the path, and an unsealed non-2xx answer is a
+// failure whose body is not read (HTTP.sys's 503 or 404 while WinRM restarts, a 401,
+// Windows' empty 500 for a clear-text body).
 func (t *transport) answer(resp *response) (string, error) {
+	if t.encrypt && !resp.sealed {
+		if resp.status >= 200 && resp.status < 300 {
+			return "", t.unverified(fmt.Sprintf("an answer in clear text (HTTP %d, %s) on a connection whose every answer must be sealed", resp.status, contentTypeOf(resp)))
+		}
+		if resp.status == http.StatusInternalServerError && len(resp.body) == 0 {
+			// Windows' answer to a clear-text body when AllowUnencrypted is false.
+			return "", &encryptionRequiredError{Status: resp.status}
+		}
+		return "", &httpStatusError{Status: resp.status}
+	}
 	if strings.Contains(resp.header.Get("Content-Type"), "application/soap+xml") {
 		if resp.status != http.StatusOK {
 			return "", &httpStatusError{Status: resp.status, Body: string(resp.body), SOAP: true}
@@ -239,6 +254,45 @@ func (t *transport) answer(resp *response) (string, error) {
 		return "", &encryptionRequiredError{Status: resp.status}
 	}
 	return "", &httpStatusError{Status: resp.status}
+}
+
+// contentTypeOf is the answer's Content-Type for messages, "no Content-Type" when absent.
+func contentTypeOf(resp *response) string {
+	if ct := resp.header.Get("Content-Type"); ct != "" {
+		return "Content-Type " + ct
+	}
+	return "no Content-Type"
+}
+
+// ErrUnverifiedAnswer is wrapped by every answer that does not prove it came from the
+// authenticated host: on a connection that seals (NTLM or Kerberos over HTTP) a 2xx
+// answer in clear text, a sealed answer that does not unseal and verify, or one sealed
+// with another sequence number; and an answer other than a 401 challenge (or a plain
+// HTTP error) to the logon's first message. Something between this machine and the
+// host may be answering in its place: such a failure is never transient, and nothing
+// the answer says is used.
+var ErrUnverifiedAnswer = errors.New("possible man-in-the-middle: the answer does not come from the authenticated host")
+
+// unverifiedError is an ErrUnverifiedAnswer about one answer of one address.
+type unverifiedError struct {
+	Addr string
+	What string
+	Err  error // the verification's own failure, if any
+}
+
+func (e *unverifiedError) Error() string {
+	msg := fmt.Sprintf("possible man-in-the-middle: %s sent %s", e.Addr, e.What)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *unverifiedError) Is(target error) bool { return target == ErrUnverifiedAnswer }
+func (e *unverifiedError) Unwrap() error        { return e.Err }
+
+func (t *transport) unverified(what string) error {
+	return &unverifiedError{Addr: t.addr, What: what}
 }
 
 // errBasicOverHTTP: Basic over plain HTTP without allow_unencrypted.
@@ -442,7 +496,9 @@ func (t *transport) handshake(c *conn, body []byte) (resp *response, carried boo
 	return resp, !t.encrypt, err
 }
 
-// send posts body on an authenticated connection, sealed when encrypting.
+// send posts body on an authenticated connection, sealed when encrypting. A sealed
+// answer must unseal and verify with c's context (its signature and sequence number);
+// an unsealed one is left for answer to judge, unread.
 func (t *transport) send(c *conn, body []byte) (*response, error) {
 	if !t.encrypt {
 		return t.roundTrip(c, body, "", nil)
@@ -457,27 +513,35 @@ func (t *transport) send(c *conn, body []byte) (*response, error) {
 	}
 	plain, err := unwrapBody(c.seal, resp.body)
 	if err != nil {
-		return nil, fmt.Errorf("decrypting the host's WinRM message: %w", err)
+		return nil, &unverifiedError{Addr: t.addr, What: fmt.Sprintf("a sealed answer (HTTP %d) that does not verify with this connection's session", resp.status), Err: err}
 	}
 	resp.body, resp.sealed = plain, true
 	resp.header.Set("Content-Type", soapContentType)
 	return resp, nil
 }
 
-// ntlmHandshake authenticates c with NTLM: NEGOTIATE on the first request (HTTP
+// ntlmHandshake authenticates c with NTLM: NEGOTIATE on an empty request (HTTP
 // Negotiate lets a client start with its token, RFC 4559 and MS-WSMV), the server's
-// CHALLENGE in a 401, then exactly one AUTHENTICATE, all on c. Without encryption the
-// legs carry body and the answer is body's; with it they carry an empty body (nothing
-// leaves in clear text, as pywinrm does) and the caller sends body sealed.
+// CHALLENGE in a 401, then exactly one AUTHENTICATE, all on c. Over HTTPS the
+// AUTHENTICATE carries body and its answer is body's; over HTTP it carries an empty
+// body too (nothing leaves in clear text, as pywinrm does) and the caller sends body
+// sealed. NEGOTIATE never carries body: no host may answer a message before the logon.
 func (t *transport) ntlmHandshake(c *conn, body []byte) (*response, error) {
 	client := &ntlmauth.Client{User: t.user, Password: t.password, TargetSPN: t.spn, ChannelBindings: c.binding}
 	legBody := body
 	if t.encrypt {
 		legBody = nil
 	}
-	resp, err := t.roundTrip(c, legBody, "", negotiateHeader(client.Negotiate()))
-	if err != nil || resp.status != http.StatusUnauthorized {
-		return resp, err
+	resp, err := t.roundTrip(c, nil, "", negotiateHeader(client.Negotiate()))
+	if err != nil {
+		return nil, err
+	}
+	if resp.status >= 200 && resp.status < 300 {
+		// A host that accepts a logon's first message has checked nothing.
+		return nil, t.unverified(fmt.Sprintf("HTTP %d to the first message of the NTLM logon, which only a 401 with a challenge answers", resp.status))
+	}
+	if resp.status != http.StatusUnauthorized {
+		return resp, nil // an HTTP error (503 while WinRM restarts): a failure, not a result
 	}
 	challenge, err := negotiateToken(resp.header.Values("WWW-Authenticate"))
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -32,6 +34,14 @@ import (
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"primary","group":"AG2"}
 //	{"action":"set_ag_role","instance":"MSSQLSERVER","role":"none"}
 //	{"action":"set_language_mode","mode":"ConstrainedLanguage"}
+//	{"action":"pause_service","service":"MSSQLLaunchpad"}
+//	{"action":"set_asr_rule","rule":"d1e49aac-8f56-4280-b9ba-993a6d77406c","rule_action":1}
+//
+// pause_service pauses a running service (SERVICE_CONTROL_PAUSE). set_asr_rule sets
+// a Microsoft Defender attack surface reduction rule's action (0 disabled, 1 block,
+// 2 audit, 6 warn), as Add-MpPreference does; with the rule above in block mode,
+// Win32_Process.Create refuses to create processes (the restart's guard).
+//
 //	{"action":"start_backup","instance":"MSSQLSERVER","command":"BACKUP DATABASE"}
 //	{"action":"end_backups","instance":"MSSQLSERVER"}
 //	{"action":"set_hadr_registry","instance":"MSSQLSERVER","value":0}
@@ -68,6 +78,9 @@ type Action struct {
 	// winrm_fault: the fault (faults.go).
 	WinRMFault
 	Mode string `json:"mode,omitempty"`
+	// set_asr_rule: the rule's id and its action.
+	Rule       string `json:"rule,omitempty"`
+	RuleAction int    `json:"rule_action,omitempty"`
 	// start_backup: the command (default "BACKUP DATABASE").
 	Command string `json:"command,omitempty"`
 	// set_hadr_registry: HADR_Enabled's new value; nil deletes it.
@@ -91,6 +104,8 @@ const (
 	ActionTDSDrop              = "tds_drop_after_login"
 	ActionSetAGRole            = "set_ag_role"
 	ActionSetLanguageMode      = "set_language_mode"
+	ActionPauseService         = "pause_service"
+	ActionSetASRRule           = "set_asr_rule"
 	ActionStartBackup          = "start_backup"
 	ActionEndBackups           = "end_backups"
 	ActionSetHADRRegistry      = "set_hadr_registry"
@@ -226,6 +241,26 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionPauseService:
+		if err := need("service", a.Service); err != nil {
+			return res, err
+		}
+		res.Service = a.Service
+		if err := h.PauseService(a.Service); err != nil {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+		}
+		res.State = contract.StatePaused
+		return res, nil
+
+	case ActionSetASRRule:
+		if err := need("rule", a.Rule); err != nil {
+			return res, err
+		}
+		if err := h.SetASRRule(a.Rule, a.RuleAction); err != nil {
+			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+		}
+		return res, nil
+
 	case ActionFailStart, ActionSlowStop:
 		if err := need("service", a.Service); err != nil {
 			return res, err
@@ -325,11 +360,83 @@ var actionNames = []string{
 	ActionGrantRight, ActionRevokeRight, ActionRestartService, ActionStopService,
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
-	ActionSetAGRole, ActionSetLanguageMode, ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
+	ActionSetAGRole, ActionSetLanguageMode, ActionPauseService, ActionSetASRRule,
+	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
 }
 
-// controlHandler serves the HTTP JSON control plane.
+// controlHandler serves the HTTP JSON control plane, behind sameSiteOnly.
 func (s *Sim) controlHandler() http.Handler {
+	return sameSiteOnly(s.controlAddr, s.controlMux())
+}
+
+// sameSiteOnly refuses what a web page could make a browser send to the control
+// plane, which has no authentication: a request whose Host is not the control
+// plane's own address (DNS rebinding: a name of the attacker's that resolves to
+// it), one with an Origin other than the control plane itself (a cross-site fetch
+// or form), and a body that is not application/json (a "simple" cross-site POST,
+// text/plain or a form, needs no CORS preflight).
+func sameSiteOnly(addr string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ownHost(addr, r.Host) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
+				"the Host %q is not the control plane's address %s: refused (DNS rebinding); use the address winsim printed", r.Host, addr)})
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf(
+				"cross-site request from the origin %q refused: the control plane takes requests from tools, not web pages", o)})
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || media != "application/json" {
+				writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": fmt.Sprintf(
+					"the body's Content-Type is %q: send application/json", r.Header.Get("Content-Type"))})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ownHost says whether a request's Host names the control plane listening at
+// addr: its port, and its IP address, "localhost" when that is a loopback
+// address, or any IP address when it listens on all of them. A DNS name is never
+// its own: one that resolves to it could be an attacker's.
+func ownHost(addr, hostport string) bool {
+	lhost, lport, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil || p != lport {
+		return false
+	}
+	lip := net.ParseIP(lhost)
+	if strings.EqualFold(h, "localhost") {
+		return lip != nil && (lip.IsLoopback() || lip.IsUnspecified())
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	switch {
+	case ip == nil || lip == nil:
+		return false
+	case lip.IsUnspecified():
+		return true
+	}
+	return ip.Equal(lip)
+}
+
+// ControlExposed says whether a control plane at addr can be reached from beyond
+// this machine; it has no authentication, so winsim warns.
+func ControlExposed(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
+}
+
+func (s *Sim) controlMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Info().Hosts)
@@ -353,6 +460,7 @@ func (s *Sim) controlHandler() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() }))
 	mux.HandleFunc("GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() }))
+	mux.HandleFunc("GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() }))
 	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Host(r.PathValue("host")); err != nil {
 			writeError(w, err)
@@ -374,7 +482,7 @@ func (s *Sim) controlHandler() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
 		})
 	})
 	return mux

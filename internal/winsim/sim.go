@@ -303,6 +303,10 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 		}
 	}()
 	logf("winsim: control plane listening on http://%s", s.controlAddr)
+	if ControlExposed(s.controlAddr) {
+		logf("winsim: WARNING: the control plane listens on %s, beyond loopback, and has no authentication: anyone who reaches it "+
+			"can stop services, change rights and uninstall instances of the simulated hosts; use --control 127.0.0.1:0 unless this network is yours alone", s.controlAddr)
+	}
 	return s, nil
 }
 

@@ -1,7 +1,9 @@
 # The restart's marker: HKLM:\SOFTWARE\mssqlifi\Restart\<instance> (writable by
 # administrators only) holds the running restart's Token, the process ids of its
 # runner (WorkerProcessId, with its start time RunnerStart in ticks) and guard
-# (GuardProcessId), the dependents it stops (Dependents, a JSON array) and its State
+# (GuardProcessId; the guard writes its own when it starts), the scheduled task that
+# started the guard if one did (GuardTask, restart_guard.ps1), the dependents it
+# stops (Dependents, a JSON array) and its State
 # (RestartInstanceResult as JSON). Shared by restart_instance,
 # restart_status and the worker (restart_worker.ps1).
 $RestartMarkerRoot = 'HKLM:\SOFTWARE\mssqlifi\Restart'

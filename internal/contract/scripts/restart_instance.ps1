@@ -3,11 +3,12 @@
 # the dependents that were running, as Restart-Service -Force does, and those
 # dependents started again; last, when asked, the instance read back
 # (Get-InstanceReport, instance_report.ps1). All in this one process.
-# The restart (restart_worker.ps1) runs here, but only once a guard process created
-# through WMI, outside the WinRM shell's job object, watches it: should this process
-# end half-way (the shell deleted, the connection lost), the guard completes the
-# restart. A request that finds a restart in progress joins it and waits for its
-# outcome at most wait_seconds (0: until it ends). restart_status reports it later.
+# The restart (restart_worker.ps1) runs here, but only once a guard process
+# (restart_guard.ps1: started through WMI, or a scheduled task where Defender blocks
+# that), outside the WinRM shell's job object, watches it: should this process end
+# half-way (the shell deleted, the connection lost), the guard completes the restart.
+# A request that finds a restart in progress joins it and waits for its outcome at
+# most wait_seconds (0: until it ends). restart_status reports it later.
 # The result says whether the restart finished and how (error, message); exit codes
 # other than 0 are for requests that stop nothing (invalid, clustered, not found, a
 # change that failed).
@@ -64,7 +65,7 @@ if (-not $engine) {
 # The changes first: one that fails ends this request before anything is stopped.
 $changed = $false
 foreach ($change in $changes) {
-    if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant).changed) {
+    if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant -Instance $instanceName).changed) {
         $changed = $true
     }
 }
@@ -75,6 +76,7 @@ function Write-RestartOutcome {
     param($State, [bool] $Joined)
     $State | Add-Member -NotePropertyName joined -NotePropertyValue $Joined -Force
     $State | Add-Member -NotePropertyName changed -NotePropertyValue $changed -Force
+    if ($EventLogNotes.warning) { $State | Add-Member -NotePropertyMembers @{ event_log_warning = $EventLogNotes.warning } -Force }
     if ($readBack -and $State.finished) {
         $State | Add-Member -NotePropertyName instance -NotePropertyValue (Get-InstanceReport -InstanceName $instanceName -Right 'SeManageVolumePrivilege') -Force
     }
@@ -105,9 +107,25 @@ if (Test-Path -LiteralPath $parametersPath) {
     }
 }
 
+# The guard's script file first: a directory or file someone else owns refuses the
+# restart before anything is written or stopped.
+try {
+    $guardFile = Write-RestartGuardFile -WorkerText $RestartWorker.ToString()
+}
+catch {
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard cannot be prepared on ${computerName}: $($_.Exception.Message). Nothing was stopped."
+}
+
 $token = [guid]::NewGuid().ToString('N')
 $state = New-RestartState -RestartId $restartId -ServiceName $serviceName -ServiceState (ConvertTo-ServiceState -Status $engine.Status)
 $markerPath = $RestartMarkerRoot + '\' + $instance.Name
+# A task the last restart's guard left behind (it removes its own when it ends).
+if (Test-Path -LiteralPath $markerPath) {
+    $oldTask = [string](Get-Item -LiteralPath $markerPath).GetValue('GuardTask', '')
+    if ($oldTask) {
+        Unregister-ScheduledTask -TaskName $oldTask -TaskPath $RestartTaskPath -Confirm:$false -ErrorAction SilentlyContinue
+    }
+}
 $null = New-Item -Path $markerPath -Force
 Set-ItemProperty -LiteralPath $markerPath -Name 'Token' -Value $token
 Set-ItemProperty -LiteralPath $markerPath -Name 'TimeoutSeconds' -Value $timeoutSeconds -Type DWord
@@ -115,29 +133,22 @@ Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
 Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
 Set-ItemProperty -LiteralPath $markerPath -Name 'RunnerStart' -Value ([string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks)
 Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value 0 -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'GuardTask' -Value ''
 Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
 
-# The guard's text is the script block's; the two lines before it set the token this
-# script made and this process's id. Win32_Process.Create: the guard is not in this
-# shell's job object. Nothing is stopped before it exists.
-$workerText = '$Token = ''' + $token + "'`n" + '$GuardProcessId = ' + [string][int]$PID + "`n" + $RestartWorker.ToString()
-$encoded = [Convert]::ToBase64String([Text.Encoding]::Unicode.GetBytes($workerText))
-$commandLine = 'powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand ' + $encoded
-# CREATE_BREAKAWAY_FROM_JOB (0x01000000): out of the WMI provider host's job too,
-# whose quotas would otherwise apply to the guard; without it if that job refuses.
-$startup = New-CimInstance -ClassName Win32_ProcessStartup -ClientOnly -Property @{ CreateFlags = [uint32]0x01000000; ShowWindow = [uint16]0 }
-$created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine; ProcessStartupInformation = $startup }
-if ($created.ReturnValue -ne 0) {
-    $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine }
-}
-if ($created.ReturnValue -ne 0) {
+# The guard's command line: its file, the token this script made and this process's
+# id; no script text and no user input. Nothing is stopped before the guard exists.
+$guardArguments = '-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $guardFile + '" -Token ' + $token + ' -RunnerId ' + [string][int]$PID
+$guard = Start-RestartGuard -Arguments $guardArguments -Instance $instance.Name -Token $token -Marker $markerPath
+if (-not $guard.launcher) {
     Remove-Item -LiteralPath $markerPath -Recurse -Force
-    Exit-WithError -Code 1 -ErrorName 'failed' -Message "Win32_Process.Create could not start the restart's guard process on $computerName (return value $($created.ReturnValue)); nothing was stopped."
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped. Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again."
 }
-Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value ([int]$created.ProcessId) -Type DWord
+Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value $guard.process_id -Type DWord
 
 # The restart, in this process. It returns when it finished, or early with a
 # stop_timeout error while the Engine is still stopping (the guard takes over).
+Write-ChangeEvent -Instance $instance.Name -Sid (@($changes | ForEach-Object { [string]$_.sid }) -join ',') -Change 'restart' -Agent ([string]$Params.agent)
 $Token = $token
 $GuardProcessId = 0
 $Inline = $true

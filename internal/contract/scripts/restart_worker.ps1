@@ -1,12 +1,11 @@
 # The restart itself (docs/design/restart.md), in one of two roles:
 # - the runner, in restart_instance's own process ($Inline true): the restart starts
 #   at once, without waiting for another powershell.exe to start;
-# - the guard, in a process restart_instance created through WMI
-#   (Win32_Process.Create) before it stopped anything: a child of the WMI provider
-#   host, outside the job object of the WinRM shell, so it lives on when the shell
-#   ends. Its text is this script block's, after two lines that set $Token (a GUID
-#   the script made, never user input) and $GuardProcessId (the runner's process
-#   id). It waits until the restart finished or the runner's process ended, and
+# - the guard, a process restart_instance started (restart_guard.ps1, through WMI or
+#   a scheduled task) before it stopped anything, outside the job object of the WinRM
+#   shell, so it lives on when the shell ends. It runs this script block's text from
+#   a file, with $Token (a GUID the script made, never user input) and
+#   $GuardProcessId (the runner's process id) as its parameters. It waits until the restart finished or the runner's process ended, and
 #   completes a restart left half-way (the shell deleted, the connection lost, a
 #   late stop handed over) from the phase it reached.
 # Everything else it reads from the marker key HKLM:\SOFTWARE\mssqlifi\Restart\<instance>
@@ -40,6 +39,8 @@ $RestartWorker = {
     }
     $resume = $false
     if ($GuardProcessId -gt 0) {
+        # restart_instance waits for this when a scheduled task started the guard.
+        Set-ItemProperty -LiteralPath $marker -Name 'GuardProcessId' -Value $PID -Type DWord
         # The guard: wait for the runner to finish the restart, or to end. A process
         # with the runner's id but another start time is not the runner (ids are
         # reused).
@@ -134,18 +135,48 @@ $RestartWorker = {
         Save-State
     }
 
+    # ControlService(SERVICE_CONTROL_STOP) for one service, through sc.exe, whose exit
+    # code is the Windows error (1051: dependents still run; 1061: the service cannot
+    # take the control now). Never ServiceController.Stop(): it first stops each
+    # dependent that is not Stopped itself, waits 30 s for each, and throws at once
+    # for one that is Stop Pending.
+    function Send-StopControl {
+        param([string] $Name)
+        $null = & sc.exe stop $Name
+        $code = $LASTEXITCODE
+        if ($code -ne 0) {
+            throw "sc.exe stop $Name failed with Windows error ${code}: $((New-Object System.ComponentModel.Win32Exception($code)).Message)"
+        }
+    }
+    # Waits while a service is starting, pausing or continuing, at most until $Until.
+    function Wait-Settled {
+        param($Service, [datetime] $Until)
+        $Service.Refresh()
+        while (@('StartPending', 'PausePending', 'ContinuePending') -contains [string]$Service.Status -and [DateTime]::UtcNow -lt $Until) {
+            Start-Sleep -Milliseconds 250
+            $Service.Refresh()
+        }
+    }
+
+    $running = @()
     try {
         $engine = New-Object System.ServiceProcess.ServiceController($serviceName)
-        # The dependents that were running, kept in the marker for a resumed restart.
-        # (a JSON array of names; foreach enumerates what ConvertFrom-Json returns,
-        # which Windows PowerShell 5.1 writes as one array object).
+        # The dependents this restart stops and starts again, those Running or Paused,
+        # kept in the marker for a resumed restart (a JSON array of names; foreach
+        # enumerates what ConvertFrom-Json returns, which Windows PowerShell 5.1
+        # writes as one array object). DependentServices lists the indirect ones too,
+        # each after those that depend on it (EnumDependentServices).
         if ($resume) {
             $running = @(foreach ($name in (ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $marker).GetValue('Dependents', '[]')))) {
                     New-Object System.ServiceProcess.ServiceController([string]$name)
                 })
         }
         else {
-            $running = @($engine.DependentServices | Where-Object { $_.Status -eq 'Running' })
+            $all = @($engine.DependentServices)
+            foreach ($dependent in $all) {
+                Wait-Settled -Service $dependent -Until $deadline
+            }
+            $running = @($all | Where-Object { $_.Status -eq 'Running' -or $_.Status -eq 'Paused' })
             $names = New-Object System.Collections.Generic.List[string]
             foreach ($dependent in $running) {
                 $names.Add($dependent.Name)
@@ -154,46 +185,70 @@ $RestartWorker = {
         }
         if ($state.phase -eq 'stopping') {
             Save-State
-            # Stop-Service waits without a limit: stop through the controller and bound
-            # the wait. A resumed stop does not ask again what is already stopping.
+            # One at a time, each after those that depend on it; the wait is bounded
+            # (Stop-Service waits without a limit). A resumed stop does not ask again
+            # what is already stopping.
             foreach ($dependent in $running) {
-                if ($dependent.Status -ne 'Stopped' -and $dependent.Status -ne 'StopPending') {
-                    $dependent.Stop()
+                $dependent.Refresh()
+                if ($dependent.Status -eq 'Running' -or $dependent.Status -eq 'Paused') {
+                    Send-StopControl -Name $dependent.Name
                 }
-            }
-            foreach ($dependent in $running) {
-                if ((Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline) -and $state.stopped -notcontains $dependent.Name) {
+                if (-not (Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline)) {
+                    break
+                }
+                if ($state.stopped -notcontains $dependent.Name) {
                     $state.stopped += $dependent.Name
                 }
             }
-            $engine.Refresh()
-            if ($engine.Status -ne 'Stopped' -and $engine.Status -ne 'StopPending') {
-                $engine.Stop()
-            }
-            if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $deadline)) {
-                $now = Get-StateName -Status $engine.Status
-                if ($now -eq 'Running') {
-                    Complete-Restart -ErrorCode 'stop_timeout' -Message "$serviceName did not stop within $timeoutSeconds seconds and is still Running; it was left running. Look at what SQL Server is doing (long rollback or checkpoint) before restarting it."
-                    return
+            # Just before the Engine: every dependent again. One that is not Stopped
+            # stops the restart here; the dependents it stopped are started again.
+            $blocker = $null
+            foreach ($dependent in @((New-Object System.ServiceProcess.ServiceController($serviceName)).DependentServices)) {
+                if ($dependent.Status -eq 'StopPending') {
+                    # Stopping by someone else: it may still stop in time.
+                    $null = Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline
                 }
+                if (-not $blocker -and $dependent.Status -ne 'Stopped') {
+                    $blocker = $dependent
+                }
+            }
+            if ($blocker) {
                 $state.error = 'stop_timeout'
-                $state.message = "$serviceName did not stop within $timeoutSeconds seconds (it is $now). The host starts it again as soon as it has stopped; look at what SQL Server is doing (long rollback or checkpoint)."
-                $state.service_state = $now
+                $state.message = "$serviceName was not stopped: its dependent $($blocker.Name) is $(Get-StateName -Status $blocker.Status) when the Engine was to stop (the restart allows $timeoutSeconds seconds). Nothing more was stopped; the dependents this restart stopped are started again. Look at why $($blocker.Name) does not stop, then apply again."
+                $state.phase = 'dependents'
                 Save-State
-                if ($Inline) {
-                    # restart_instance reports this now; the guard, once this process
-                    # has ended, starts the Engine as soon as it has stopped.
-                    return
-                }
-                if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit)) {
-                    Complete-Restart -ErrorCode 'stop_timeout' -Message $state.message
-                    return
-                }
-                $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
             }
-            $state.stopped += $serviceName
-            $state.phase = 'starting'
-            Save-State
+            else {
+                $engine.Refresh()
+                if ($engine.Status -ne 'Stopped' -and $engine.Status -ne 'StopPending') {
+                    Send-StopControl -Name $serviceName
+                }
+                if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $deadline)) {
+                    $now = Get-StateName -Status $engine.Status
+                    $state.error = 'stop_timeout'
+                    $state.message = "$serviceName did not stop within $timeoutSeconds seconds (it is $now). The host starts it again as soon as it has stopped; look at what SQL Server is doing (long rollback or checkpoint)."
+                    $state.service_state = $now
+                    Save-State
+                    if ($Inline) {
+                        # restart_instance reports this now; the guard, once this process
+                        # has ended, starts the Engine as soon as it has stopped.
+                        return
+                    }
+                    if (Wait-Status -Service $engine -Status 'Stopped' -Until $lateLimit) {
+                        $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+                    }
+                    else {
+                        # Still not stopped after hours: the dependents run again.
+                        $state.phase = 'dependents'
+                        $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+                    }
+                }
+                if ($state.phase -eq 'stopping') {
+                    $state.stopped += $serviceName
+                    $state.phase = 'starting'
+                }
+                Save-State
+            }
         }
         if ($state.phase -eq 'starting') {
             $startError = ''
@@ -248,9 +303,23 @@ $RestartWorker = {
             $state.phase = 'dependents'
             Save-State
         }
+        # The dependents this restart stopped, the last stopped first; one left Paused
+        # or Running (never reached) stays as it is. One still Stop Pending is started
+        # once it has stopped: by the guard, when this is the runner.
         [array]::Reverse($running)
         foreach ($dependent in $running) {
             $dependent.Refresh()
+            if ($dependent.Status -eq 'StopPending') {
+                if ($Inline) {
+                    return
+                }
+                if (Wait-Status -Service $dependent -Status 'Stopped' -Until $lateLimit) {
+                    $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+                }
+            }
+            if ($dependent.Status -eq 'Paused') {
+                continue
+            }
             if ($dependent.Status -eq 'Stopped') {
                 $dependent.Start()
                 $state.started += $dependent.Name
@@ -260,9 +329,31 @@ $RestartWorker = {
                 return
             }
         }
+        # A restart that stopped at a dependent keeps its stop_timeout.
         Complete-Restart -ErrorCode '' -Message ''
     }
     catch {
-        Complete-Restart -ErrorCode 'failed' -Message "The restart of $serviceName failed: $($_.Exception.Message)"
+        # Whatever failed, what this restart stopped is started again before it reports.
+        $message = "The restart of $serviceName failed: $($_.Exception.Message)"
+        try {
+            $engine.Refresh()
+            if ($engine.Status -eq 'Stopped') {
+                $engine.Start()
+                $null = Wait-Status -Service $engine -Status 'Running' -Until $deadline
+            }
+            [array]::Reverse($running)
+            foreach ($dependent in $running) {
+                $dependent.Refresh()
+                if ($dependent.Status -eq 'Stopped') {
+                    $dependent.Start()
+                    $null = Wait-Status -Service $dependent -Status 'Running' -Until $deadline
+                }
+            }
+            $message += ' What it had stopped was started again.'
+        }
+        catch {
+            $message += " Starting again what it had stopped failed too: $($_.Exception.Message). Start $serviceName and its dependents."
+        }
+        Complete-Restart -ErrorCode 'failed' -Message $message
     }
 }

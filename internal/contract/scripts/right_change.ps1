@@ -4,7 +4,7 @@
 # this right, whoever sends the parameters: a stolen or relayed session must not
 # grant anything else through these scripts.
 function Set-ManageVolumeRight {
-    param($SidText, $Grant)
+    param($SidText, $Grant, [string] $Instance)
     $right = 'SeManageVolumePrivilege'
     if ($Grant -isnot [bool]) {
         Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'grant must be true or false.'
@@ -38,6 +38,7 @@ function Set-ManageVolumeRight {
     if ($after -ne $Grant) {
         Exit-WithError -Code 1 -ErrorName 'lsa_error' -Message "LSA reported success, but $sid still does$(if (-not $after) { ' not' }) hold $right on $($env:COMPUTERNAME)."
     }
+    if ($before -ne $after) { Write-ChangeEvent -Instance $Instance -Sid $sid -Change $(if ($Grant) { 'grant' } else { 'revoke' }) -Agent ([string]$Params.agent) }
     return [ordered]@{
         changed = ($before -ne $after)
         holders = $holders.ToArray()

@@ -46,6 +46,22 @@ type HostConfig struct {
 	// (exit 3) before it reads stdin. The control action set_language_mode changes it.
 	PowerShellLanguageMode string `json:"powershell_language_mode,omitempty"`
 
+	// EventSourceDenied: registering the provider's Application event log source
+	// fails (a policy denies its registry key); changes then succeed without an
+	// entry, with a warning (eventlog.go).
+	EventSourceDenied bool `json:"event_source_denied,omitempty"`
+	// Defender is Microsoft Defender's configuration, as far as the restart's guard
+	// goes (restart_guard.ps1). Default: no attack surface reduction rule.
+	Defender DefenderConfig `json:"defender,omitempty"`
+	// TaskSchedulerStopped: the Task Scheduler service does not run, so no scheduled
+	// task can be registered or started. Default false.
+	TaskSchedulerStopped bool `json:"task_scheduler_stopped,omitempty"`
+	// GuardDirectoryOwner is the owner (a SID or a name) of %ProgramData%\mssqlifi
+	// when the host is built, as when someone created that directory before the
+	// provider did (every user may create directories in ProgramData). Default "":
+	// it does not exist.
+	GuardDirectoryOwner string `json:"guard_directory_owner,omitempty"`
+
 	// Cost is the cost model (round trips, PowerShell start, Add-Type). Off by
 	// default; see CostConfig.
 	Cost CostConfig `json:"cost,omitempty"`
@@ -162,6 +178,14 @@ type GroupPolicyConfig struct {
 // RSoP reports the RSoPAvailable flag (default true).
 func (g GroupPolicyConfig) RSoP() bool { return g.RSoPAvailable == nil || *g.RSoPAvailable }
 
+// DefenderConfig is Microsoft Defender's configuration as Get-MpPreference reports it.
+type DefenderConfig struct {
+	// ASRRules maps attack surface reduction rule ids (GUIDs) to their action
+	// (AttackSurfaceReductionRules_Ids and _Actions): 0 disabled, 1 block, 2 audit,
+	// 5 not configured, 6 warn. The control action set_asr_rule changes one.
+	ASRRules map[string]int `json:"asr_rules,omitempty"`
+}
+
 // ServiceConfig is an extra Windows service.
 type ServiceConfig struct {
 	Name        string `json:"name"`                   // e.g. "MSSQLLaunchpad"
@@ -176,6 +200,9 @@ type ServiceConfig struct {
 	StopMS         int  `json:"stop_ms,omitempty"`    // Stop Pending duration, ms
 	FailStart      bool `json:"fail_start,omitempty"` // every start fails (error 1067)
 	Stopped        bool `json:"stopped,omitempty"`    // the service is stopped when the host is built
+	// RefuseStop: the service does not accept SERVICE_CONTROL_STOP (ControlService
+	// answers 1052, ERROR_INVALID_SERVICE_CONTROL).
+	RefuseStop bool `json:"refuse_stop,omitempty"`
 }
 
 // InstanceConfig is one installed SQL Server instance.
@@ -527,6 +554,11 @@ func (c HostConfig) Validate() error {
 	}
 	if _, err := CanonicalLanguageMode(c.PowerShellLanguageMode); err != nil {
 		errs = append(errs, err)
+	}
+	for id, action := range c.Defender.ASRRules {
+		if err := validateASRRule(id, action); err != nil {
+			errs = append(errs, fmt.Errorf("defender.asr_rules: %w", err))
+		}
 	}
 	if err := c.Cost.validate(); err != nil {
 		errs = append(errs, err)

@@ -76,16 +76,21 @@ func (c CostConfig) validate() error {
 type Stats struct {
 	PowerShellProcesses int64 // powershell.exe processes started
 	AddTypeCompilations int64 // processes that compiled C# with Add-Type
+	GuardsByWMI         int64 // restart guards created through Win32_Process.Create
+	GuardsByTask        int64 // restart guards started by a scheduled task
 }
 
 type stats struct {
 	powershell atomic.Int64
 	addType    atomic.Int64
+	guardWMI   atomic.Int64
+	guardTask  atomic.Int64
 }
 
 // Stats returns the host's counters.
 func (h *Host) Stats() Stats {
-	return Stats{PowerShellProcesses: h.stats.powershell.Load(), AddTypeCompilations: h.stats.addType.Load()}
+	return Stats{PowerShellProcesses: h.stats.powershell.Load(), AddTypeCompilations: h.stats.addType.Load(),
+		GuardsByWMI: h.stats.guardWMI.Load(), GuardsByTask: h.stats.guardTask.Load()}
 }
 
 // Cost returns the host's resolved cost model.

@@ -447,7 +447,7 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			fmt.Sprintf("read_back '%s' is not a SQL Server instance name.", p.ReadBack))
 	}
-	res, code, ok := h.setManageVolumeRight(p.SID, p.Grant, admin, stdout, entry)
+	res, code, ok := h.setManageVolumeRight(p.SID, p.Grant, admin, p.ReadBack, p.Agent, stdout, entry)
 	if !ok {
 		return code
 	}
@@ -462,7 +462,9 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 // setManageVolumeRight is Set-ManageVolumeRight (right_change.ps1): one change of
 // SeManageVolumePrivilege's holders. When it fails, the script error is written and
 // ok is false.
-func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, stdout io.Writer, entry *AuditEntry) (res *contract.SetRightResult, code int, ok bool) {
+// A change writes its entry to the event log (Write-ChangeEvent) for instance and
+// agent, as entry's user.
+func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, instance, agent string, stdout io.Writer, entry *AuditEntry) (res *contract.SetRightResult, code int, ok bool) {
 	right := contract.RightManageVolume
 	sid, err := ParseSID(sidText)
 	if err != nil {
@@ -482,10 +484,18 @@ func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, stdout io
 		return nil, h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error",
 			fmt.Sprintf("Changing %s for %s on %s failed: %s", right, sid, h.computer, err.Error())), false
 	}
+	warning := ""
+	if changed {
+		change := "revoke"
+		if grant {
+			change = "grant"
+		}
+		warning = h.writeChangeEvent(change, instance, sid, entry.User, agent)
+	}
 	h.mu.Lock()
 	holders := sidPrincipals(h.rights[right])
 	h.mu.Unlock()
-	return &contract.SetRightResult{Changed: changed, Holders: holders}, contract.ExitOK, true
+	return &contract.SetRightResult{Changed: changed, Holders: holders, EventLogWarning: warning}, contract.ExitOK, true
 }
 
 func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
@@ -519,39 +529,50 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
 	}
 	// The changes first (Set-ManageVolumeRight): one that fails stops nothing.
-	changed := false
+	changed, eventWarning := false, ""
+	sids := make([]string, 0, len(p.Changes))
 	for _, c := range p.Changes {
-		r, code, ok := h.setManageVolumeRight(c.SID, c.Grant, admin, stdout, entry)
+		r, code, ok := h.setManageVolumeRight(c.SID, c.Grant, admin, p.Instance, p.Agent, stdout, entry)
 		if !ok {
 			return code
 		}
 		changed = changed || r.Changed
+		sids = append(sids, c.SID)
+		if r.EventLogWarning != "" {
+			eventWarning = r.EventLogWarning
+		}
 	}
 	if !admin {
 		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
 			"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
 	}
-	// The restart runs in this script's process, watched by a guard process created
-	// through WMI before anything is stopped, which completes it should this process
+	// The restart runs in this script's process, watched by a guard process started
+	// before anything is stopped (guard.go), which completes it should this process
 	// end (restart_worker.ps1): the restart outlives the shell either way, so the
 	// simulator runs it under the host's lifetime. The guard is a powershell.exe of its
-	// own, counted; its start is not on the restart's path (it starts while the
-	// services stop), so it costs no time here.
+	// own, counted; created through WMI, its start is not on the restart's path (it
+	// starts while the services stop); started by a scheduled task, it is waited for.
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	j, joined := h.startRestart(inst, p.RestartID, timeout)
+	j, joined, err := h.startRestart(ctx, inst, p.RestartID, timeout)
+	if err != nil {
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
+	}
 	wait := timeout + 10*time.Second
 	if joined && p.WaitSeconds > 0 {
 		wait = time.Duration(p.WaitSeconds) * time.Second
 	}
 	if !joined {
-		h.stats.powershell.Add(1)
+		if w := h.writeChangeEvent("restart", inst.name, strings.Join(sids, ","), entry.User, p.Agent); w != "" {
+			eventWarning = w
+		}
 	}
-	res := h.waitRestart(ctx, j, wait)
+	res := h.waitRestart(ctx, j, wait, !joined)
 	if ctx.Err() != nil {
 		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
 	}
 	res.Joined = joined
 	res.Changed = changed
+	res.EventLogWarning = eventWarning
 	if res.Error != "" {
 		entry.Error = res.Error + ": " + res.Message
 	}
@@ -588,7 +609,7 @@ func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusPar
 		writeJSON(stdout, contract.RestartInstanceResult{ServiceName: inst.engine.name, Stopped: []string{}, Started: []string{}})
 		return contract.ExitOK
 	}
-	res := h.waitRestart(ctx, j, time.Duration(p.WaitSeconds)*time.Second)
+	res := h.waitRestart(ctx, j, time.Duration(p.WaitSeconds)*time.Second, false)
 	if ctx.Err() != nil {
 		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
 	}

@@ -52,25 +52,29 @@ type Host struct {
 	closed  bool
 	booting bool // New is starting the initial services: transitions take no time
 
-	accounts   map[string]string // lower-case account name → SID
-	sidNames   map[string]string // SID → display name (accounts table, local users)
-	users      []winrmUser
-	admins     []string            // direct members of S-1-5-32-544, SIDs
-	groupsOf   map[string][]string // member SID → SIDs of the groups it is directly in
-	rights     map[string][]string // canonical right → direct holders (SIDs), in grant order
-	rsop       bool
-	langMode   string              // PowerShell's language mode for WinRM users' commands
-	gpPolicy   map[string][]string // rights a GPO defines now (applied at the next refresh)
-	gpApplied  map[string][]string // rights as of the last refresh (what RSoP reports)
-	gpRefresh  time.Time
-	services   []*service
-	svcByName  map[string]*service // upper-case name
-	instances  []*Instance
-	nextPID    int
-	eventSeq   int64
-	events     []serviceEvent
-	audit      []AuditEntry
-	auditLimit int
+	accounts  map[string]string // lower-case account name → SID
+	sidNames  map[string]string // SID → display name (accounts table, local users)
+	users     []winrmUser
+	admins    []string            // direct members of S-1-5-32-544, SIDs
+	groupsOf  map[string][]string // member SID → SIDs of the groups it is directly in
+	rights    map[string][]string // canonical right → direct holders (SIDs), in grant order
+	rsop      bool
+	langMode  string              // PowerShell's language mode for WinRM users' commands
+	gpPolicy  map[string][]string // rights a GPO defines now (applied at the next refresh)
+	gpApplied map[string][]string // rights as of the last refresh (what RSoP reports)
+	gpRefresh time.Time
+	services  []*service
+	svcByName map[string]*service // upper-case name
+	instances []*Instance
+	nextPID   int
+	eventSeq  int64
+	events    []serviceEvent
+	audit     []AuditEntry
+	// eventLog: the Application event log's entries of the provider's source, which
+	// eventSource says is registered (eventlog.go).
+	eventLog    []EventLogEntry
+	eventSource bool
+	auditLimit  int
 
 	// life ends when the host is closed: processes of the host's own (the restart
 	// workers, restart_job.go) run under it, not under a WinRM shell.
@@ -78,7 +82,13 @@ type Host struct {
 	endLife context.CancelFunc
 	// restarts is each instance's last restart (restart_job.go), by upper-case name.
 	restarts map[string]*restartJob
-	ags      *AGDirectory // the simulation's availability replicas (hadr.go)
+	// The restart guard's world (guard.go): Defender's ASR rules (id → action), the
+	// owner of %ProgramData%\mssqlifi ("" : it does not exist), the scheduled tasks
+	// under \mssqlifi\.
+	asrRules      map[string]int
+	guardDirOwner string
+	tasks         map[string]bool
+	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
 
 	cost  Cost
 	stats stats
@@ -207,7 +217,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.addService(&service{
 			name: sc.Name, display: display, account: orDefault(sc.StartAccount, `NT Service\`+sc.Name),
-			sidType: sidType, startDur: ms(sc.StartMS), stopDur: ms(sc.StopMS), failStart: sc.FailStart,
+			sidType: sidType, startDur: ms(sc.StartMS), stopDur: ms(sc.StopMS), failStart: sc.FailStart, refuseStop: sc.RefuseStop,
 			dependsOnNames: sc.DependsOn, initiallyStopped: sc.Stopped,
 		})
 	}
@@ -248,6 +258,17 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
 		h.langMode = m
+	}
+	h.asrRules, h.tasks = map[string]int{}, map[string]bool{}
+	for id, action := range cfg.Defender.ASRRules {
+		h.asrRules[strings.ToLower(id)] = action
+	}
+	if cfg.GuardDirectoryOwner != "" {
+		sid, err := h.resolvePrincipal(cfg.GuardDirectoryOwner)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("guard_directory_owner: %w", err))
+		}
+		h.guardDirOwner = sid
 	}
 	h.groupsOf = map[string][]string{}
 	for group, ms := range cfg.Groups {

@@ -13,18 +13,23 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
-// The restart as restart_instance runs it on Windows (docs/design/restart.md): a
-// worker process created through WMI (Win32_Process.Create), outside the job object
-// of the WinRM shell, so it completes when the shell is deleted or the connection
-// lost; the script that started it only waits for its outcome, and that wait is
-// what ends with the shell. The worker records its progress in a marker
-// (HKLM:\SOFTWARE\mssqlifi\Restart\<instance>), which restart_status reads. One
-// restart per instance at a time: a request joins the one in progress.
+// The restart as restart_instance runs it on Windows (docs/design/restart.md): the
+// runner in restart_instance's own process, watched by a guard process started
+// outside the job object of the WinRM shell (guard.go: through WMI, or a scheduled
+// task where Defender's ASR rule blocks WMI), so it completes when the shell is
+// deleted or the connection lost; that wait is what ends with the shell. Progress is
+// recorded in a marker (HKLM:\SOFTWARE\mssqlifi\Restart\<instance>), which
+// restart_status reads. One restart per instance at a time: a request joins the one
+// in progress. The simulator runs runner and guard as one goroutine under the host's
+// lifetime, step by step as restart_worker.ps1 runs them.
 
 // restartJob is one instance's last restart. res is guarded by Host.mu.
 type restartJob struct {
 	res  contract.RestartInstanceResult
 	done chan struct{} // closed when res.Finished
+	task string        // the guard's scheduled task, "" when WMI created it
+	// handedOver: the runner has returned, leaving the rest to the guard.
+	handedOver bool
 }
 
 // restartRetryPause is the worker's pause between start attempts (Start-Sleep 2).
@@ -56,35 +61,65 @@ func (j *restartJob) snapshotLocked() contract.RestartInstanceResult {
 }
 
 // startRestart starts a restart of inst, or joins the one in progress (or the
-// finished one with the same id). It returns the job and whether it joined.
-func (h *Host) startRestart(inst *Instance, id string, timeout time.Duration) (*restartJob, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// finished one with the same id). It returns the job and whether it joined; an error
+// when the guard cannot be prepared or started (nothing was stopped).
+func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, timeout time.Duration) (*restartJob, bool, error) {
 	key := strings.ToUpper(inst.name)
+	h.mu.Lock()
 	if j := h.restarts[key]; j != nil && (!j.res.Finished || j.res.RestartID == id) {
-		return j, true
+		h.mu.Unlock()
+		return j, true, nil
+	}
+	h.mu.Unlock()
+	guardFile, err := h.prepareGuardFile()
+	if err != nil {
+		return nil, false, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was stopped.", h.computer, err)
 	}
 	if id == "" {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
+		id = newToken()
 	}
-	j := &restartJob{done: make(chan struct{}), res: contract.RestartInstanceResult{
+	token := newToken()
+	h.mu.Lock()
+	if last := h.restarts[key]; last != nil {
+		h.removeTaskLocked(last.task) // a task the last restart's guard left behind
+	}
+	h.mu.Unlock()
+	launch := h.launchGuard(ctx, inst.name, token, guardFile)
+	if launch.launcher == "" {
+		return nil, false, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped. "+
+			"Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again.", h.computer, launch.why)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	j := &restartJob{done: make(chan struct{}), task: launch.task, res: contract.RestartInstanceResult{
 		Found: true, RestartID: id, Phase: contract.PhaseStopping, ServiceName: inst.engine.name,
 		Stopped: []string{}, Started: []string{}, ServiceState: inst.engine.state, StartedAt: h.now().UTC(),
 	}}
 	h.restarts[key] = j
 	go h.runRestart(j, inst, timeout)
-	return j, false
+	return j, false, nil
 }
 
-// waitRestart waits until j finished or reported an error (a stop that ran past the
-// deadline is reported before the worker is done), wait passed or ctx ended, and
-// returns its state.
-func (h *Host) waitRestart(ctx context.Context, j *restartJob, wait time.Duration) contract.RestartInstanceResult {
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// waitRestart waits until j finished or reported an error (Wait-RestartMarker: a
+// stop that ran past the deadline is reported before the worker is done), wait
+// passed or ctx ended, and returns its state. The runner's own request (runner true)
+// waits instead until the runner returned: the restart finished, or was handed over
+// to the guard.
+func (h *Host) waitRestart(ctx context.Context, j *restartJob, wait time.Duration, runner bool) contract.RestartInstanceResult {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	_ = h.waitFor(wctx, func() (bool, error) { return j.res.Finished || j.res.Error != "", nil })
+	_ = h.waitFor(wctx, func() (bool, error) {
+		if runner {
+			return j.res.Finished || j.handedOver, nil
+		}
+		return j.res.Finished || j.res.Error != "", nil
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return j.snapshotLocked()
@@ -98,11 +133,19 @@ func (h *Host) updateRestart(j *restartJob, f func(r *contract.RestartInstanceRe
 	h.mu.Unlock()
 }
 
-// runRestart is the worker: stop (bounded), start with retries, start the dependents
-// that ran. It runs under the host's lifetime, not a shell's.
+// runRestart is restart_worker.ps1, runner and guard together, step by step: the
+// dependents that are Running or Paused (the pending ones settle first) stopped one
+// at a time, each with ControlService (sc.exe stop) and a wait bounded by the
+// deadline; every dependent read again just before the Engine is sent its own
+// ControlService stop, and one that is not Stopped ends the restart there with
+// stop_timeout, the dependents it stopped started again; then the Engine started
+// with retries, and the dependents started again. Any failure after the first stop
+// starts again what was stopped before it is reported. It runs under the host's
+// lifetime, not a shell's.
 func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) {
 	ctx := h.life
 	s := inst.engine
+	secs := int(timeout / time.Second)
 	finish := func(code, msg string) {
 		h.mu.Lock()
 		j.res.ServiceState = s.state
@@ -110,73 +153,167 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 			j.res.Error, j.res.Message = code, msg
 		}
 		j.res.Phase, j.res.Finished = contract.PhaseDone, true
+		h.removeTaskLocked(j.task) // the guard removes its own task when it ends
 		close(j.done)
 		h.notifyLocked()
 		h.mu.Unlock()
 	}
 	deadline, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	h.mu.Lock()
-	wasRunning := runningDependents(s)
-	seq0 := h.eventSeq
-	err := h.stopLocked(s, true)
-	h.advanceLocked()
-	h.notifyLocked()
-	h.mu.Unlock()
-	h.syncListeners()
-	if err != nil {
-		finish(contract.RestartFailed, fmt.Sprintf("The restart of %s failed: %v", s.name, err))
-		return
+	defer func() { cancel() }()
+	renew := func() {
+		cancel()
+		deadline, cancel = context.WithTimeout(ctx, timeout)
 	}
-	stopped := func() {
+	state := func(x *service) string {
 		h.mu.Lock()
-		j.res.Stopped = j.res.Stopped[:0]
-		for _, e := range h.events {
-			if e.seq > seq0 && e.state == contract.StateStopped {
-				j.res.Stopped = append(j.res.Stopped, e.service)
+		defer h.mu.Unlock()
+		return x.state
+	}
+	h.mu.Lock()
+	all := allDependents(s)
+	h.mu.Unlock()
+	var running []*service // the dependents this restart stops and starts again
+	// fail is the worker's catch: what was stopped is started again, then reported.
+	fail := func(err error) {
+		msg := fmt.Sprintf("The restart of %s failed: %v", s.name, err)
+		var again error
+		if state(s) == contract.StateStopped {
+			if again = h.StartService(s.name); again == nil {
+				_ = h.WaitServiceState(deadline, s.name, contract.StateRunning)
 			}
 		}
-		h.mu.Unlock()
+		for i := len(running) - 1; i >= 0 && again == nil; i-- {
+			if state(running[i]) == contract.StateStopped {
+				if again = h.StartService(running[i].name); again == nil {
+					_ = h.WaitServiceState(deadline, running[i].name, contract.StateRunning)
+				}
+			}
+		}
+		if again != nil {
+			msg += fmt.Sprintf(" Starting again what it had stopped failed too: %v. Start %s and its dependents.", again, s.name)
+		} else {
+			msg += " What it had stopped was started again."
+		}
+		finish(contract.RestartFailed, msg)
 	}
-	if err := h.WaitServiceState(deadline, s.name, contract.StateStopped); err != nil {
-		state, _ := h.ServiceState(s.name)
-		if state == contract.StateRunning {
-			stopped()
-			finish(contract.RestartStopTimeout, fmt.Sprintf("%s did not stop within %d seconds and is still Running; it was left running. "+
-				"Look at what SQL Server is doing (long rollback or checkpoint) before restarting it.", s.name, int(timeout/time.Second)))
+	// The last phase: the dependents it stopped, the last stopped first. One left
+	// Paused or Running (never reached) stays as it is; one still Stop Pending is
+	// started once it has stopped (by the guard: the runner hands it over).
+	startDependents := func() {
+		for i := len(running) - 1; i >= 0; i-- {
+			d := running[i]
+			if state(d) == contract.StateStopPending {
+				h.handOver(j)
+				late, cancelLate := context.WithTimeout(ctx, restartLateLimit)
+				if h.WaitServiceState(late, d.name, contract.StateStopped) == nil {
+					renew()
+				}
+				cancelLate()
+			}
+			switch state(d) {
+			case contract.StatePaused:
+				continue
+			case contract.StateStopped:
+				if err := h.StartService(d.name); err != nil {
+					fail(err)
+					return
+				}
+				h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Started = append(r.Started, d.name) })
+			}
+			if err := h.WaitServiceState(deadline, d.name, contract.StateRunning); err != nil {
+				finish(contract.RestartTimeout, fmt.Sprintf("%s runs again, but its dependent %s did not reach Running within %d seconds (it is %s). Look at that service's event log.",
+					s.name, d.name, secs, state(d)))
+				return
+			}
+		}
+		finish("", "") // a restart that stopped at a dependent keeps its stop_timeout
+	}
+
+	for _, d := range all { // Wait-Settled
+		_ = h.waitFor(deadline, func() (bool, error) { return d.state != contract.StateStartPending && d.pending != pendingStart, nil })
+	}
+	h.mu.Lock()
+	for _, d := range all {
+		if d.state == contract.StateRunning || d.state == contract.StatePaused {
+			running = append(running, d)
+		}
+	}
+	h.mu.Unlock()
+	for _, d := range running {
+		if st := state(d); st == contract.StateRunning || st == contract.StatePaused {
+			if err := h.ControlStop(d.name); err != nil {
+				fail(fmt.Errorf("sc.exe stop %s: %w", d.name, err))
+				return
+			}
+		}
+		if h.WaitServiceState(deadline, d.name, contract.StateStopped) != nil {
+			break
+		}
+		h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Stopped = append(r.Stopped, d.name) })
+	}
+	// Just before the Engine: every dependent again.
+	h.mu.Lock()
+	all = allDependents(s)
+	h.mu.Unlock()
+	var blocker *service
+	blockerState := ""
+	for _, d := range all {
+		if state(d) == contract.StateStopPending {
+			_ = h.WaitServiceState(deadline, d.name, contract.StateStopped)
+		}
+		if st := state(d); blocker == nil && st != contract.StateStopped {
+			blocker, blockerState = d, st
+		}
+	}
+	if blocker != nil {
+		msg := fmt.Sprintf("%s was not stopped: its dependent %s is %s when the Engine was to stop (the restart allows %d seconds). Nothing more was stopped; the dependents this restart stopped are started again. "+
+			"Look at why %s does not stop, then apply again.", s.name, blocker.name, blockerState, secs, blocker.name)
+		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
+			r.Error, r.Message, r.Phase = contract.RestartStopTimeout, msg, contract.PhaseDependents
+		})
+		startDependents()
+		return
+	}
+	if st := state(s); st != contract.StateStopped && st != contract.StateStopPending {
+		if err := h.ControlStop(s.name); err != nil {
+			fail(fmt.Errorf("sc.exe stop %s: %w", s.name, err))
 			return
 		}
+	}
+	if err := h.WaitServiceState(deadline, s.name, contract.StateStopped); err != nil {
+		st := state(s)
 		msg := fmt.Sprintf("%s did not stop within %d seconds (it is %s). The host starts it again as soon as it has stopped; "+
-			"look at what SQL Server is doing (long rollback or checkpoint).", s.name, int(timeout/time.Second), state)
+			"look at what SQL Server is doing (long rollback or checkpoint).", s.name, secs, st)
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
-			r.Error, r.Message, r.ServiceState = contract.RestartStopTimeout, msg, state
+			r.Error, r.Message, r.ServiceState = contract.RestartStopTimeout, msg, st
 		})
+		h.handOver(j)
 		late, cancelLate := context.WithTimeout(ctx, restartLateLimit)
 		err := h.WaitServiceState(late, s.name, contract.StateStopped)
 		cancelLate()
+		renew()
 		if err != nil {
-			finish(contract.RestartStopTimeout, msg)
+			// Still not stopped after hours: the dependents run again.
+			h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Phase = contract.PhaseDependents })
+			startDependents()
 			return
 		}
-		cancel()
-		deadline, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
 	}
-	stopped()
-	h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Phase = contract.PhaseStarting })
+	h.updateRestart(j, func(r *contract.RestartInstanceResult) {
+		r.Stopped = append(r.Stopped, s.name)
+		r.Phase = contract.PhaseStarting
+	})
 
 	var startErr error
 	for attempt := 1; attempt <= contract.RestartStartAttempts; attempt++ {
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.StartAttempts = attempt })
-		if state, _ := h.ServiceState(s.name); state == contract.StateStopped {
+		if state(s) == contract.StateStopped {
 			if err := h.StartService(s.name); err != nil {
 				startErr = err
 			}
 		}
 		startErr = h.WaitServiceState(deadline, s.name, contract.StateRunning)
-		state, _ := h.ServiceState(s.name)
-		if startErr == nil || state != contract.StateStopped || deadline.Err() != nil {
+		if startErr == nil || state(s) != contract.StateStopped || deadline.Err() != nil {
 			break
 		}
 		if attempt < contract.RestartStartAttempts {
@@ -188,10 +325,10 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	}
 	if startErr != nil {
 		h.mu.Lock()
-		state := s.state
+		st := s.state
 		code := s.exitCode
 		h.mu.Unlock()
-		if state == contract.StateStopped && ctx.Err() == nil {
+		if st == contract.StateStopped && ctx.Err() == nil {
 			tail := inst.errorLogTail(10)
 			h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Win32ExitCode, r.ErrorLogTail = code, tail })
 			finish(contract.RestartStartFailed, fmt.Sprintf("%s stopped but did not start after %d attempts: it is Stopped (Windows error %d). "+
@@ -199,7 +336,7 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 			return
 		}
 		finish(contract.RestartTimeout, fmt.Sprintf("%s did not reach Running within %d seconds (it is %s). Look at the service's event log and the SQL Server error log.",
-			s.name, int(timeout/time.Second), state))
+			s.name, secs, st))
 		return
 	}
 	h.mu.Lock()
@@ -212,26 +349,16 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	}
 	j.res.Phase = contract.PhaseDependents
 	h.mu.Unlock()
+	startDependents()
+}
 
-	for _, d := range wasRunning {
-		h.mu.Lock()
-		running := d.state == contract.StateRunning || d.state == contract.StateStartPending || d.pending == pendingStart
-		h.mu.Unlock()
-		if !running {
-			if err := h.StartService(d.name); err != nil {
-				finish(contract.RestartFailed, fmt.Sprintf("%s runs again, but its dependent %s could not be started: %v", s.name, d.name, err))
-				return
-			}
-			h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Started = append(r.Started, d.name) })
-		}
-		if err := h.WaitServiceState(deadline, d.name, contract.StateRunning); err != nil {
-			state, _ := h.ServiceState(d.name)
-			finish(contract.RestartTimeout, fmt.Sprintf("%s runs again, but its dependent %s did not reach Running within %d seconds (it is %s). Look at that service's event log.",
-				s.name, d.name, int(timeout/time.Second), state))
-			return
-		}
-	}
-	finish("", "")
+// handOver marks the point where the runner returns and leaves the rest to the guard
+// (restart_worker.ps1's `if ($Inline) { return }`): restart_instance answers then.
+func (h *Host) handOver(j *restartJob) {
+	h.mu.Lock()
+	j.handedOver = true
+	h.notifyLocked()
+	h.mu.Unlock()
 }
 
 // errorLogTail returns the last n lines of the current error log.

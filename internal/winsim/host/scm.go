@@ -25,6 +25,7 @@ type service struct {
 	startDur       time.Duration
 	stopDur        time.Duration
 	failStart      bool
+	refuseStop     bool // does not accept SERVICE_CONTROL_STOP (1052)
 	// failStarts: the next starts that fail with failCode (fault injection); -1: all.
 	failStarts       int
 	failCode         int
@@ -130,11 +131,14 @@ var ErrNoSuchService = errors.New("the specified service does not exist as an in
 // StartService starts a service and, first, the services it depends on, as the SCM
 // does. It returns at once; the service passes through Start Pending (start_ms) to
 // Running. Starting a running or starting service is a no-op (like Start-Service).
-func (h *Host) StartService(name string) error {
+func (h *Host) StartService(name string) error { return h.serviceOp(name, h.startLocked) }
+
+// serviceOp runs op on the named service under the lock, then moves the model on.
+func (h *Host) serviceOp(name string, op func(*service) error) error {
 	h.mu.Lock()
 	s, err := h.service(name)
 	if err == nil {
-		err = h.startLocked(s)
+		err = op(s)
 		h.advanceLocked()
 		h.notifyLocked()
 	}
@@ -152,6 +156,9 @@ func (h *Host) startLocked(s *service) error {
 		return nil
 	case s.state == contract.StateStopPending || s.pending == pendingStop:
 		return fmt.Errorf("cannot start service '%s (%s)': it is stopping (%s); wait until it is Stopped, then start it", s.display, s.name, contract.StateStopPending)
+	case s.state == contract.StatePaused:
+		// StartService on a paused service: ERROR_SERVICE_ALREADY_RUNNING.
+		return fmt.Errorf("cannot start service '%s (%s)': an instance of the service is already running (1056, it is %s); continue it instead", s.display, s.name, contract.StatePaused)
 	}
 	if s.deleted {
 		return fmt.Errorf("%w: %s was uninstalled", ErrNoSuchService, s.name)
@@ -179,16 +186,7 @@ func (h *Host) startLocked(s *service) error {
 // (Stop-Service -Force). It returns at once; the service passes through Stop Pending
 // (stop_ms) to Stopped. Stopping a stopped service is a no-op.
 func (h *Host) StopService(name string, force bool) error {
-	h.mu.Lock()
-	s, err := h.service(name)
-	if err == nil {
-		err = h.stopLocked(s, force)
-		h.advanceLocked()
-		h.notifyLocked()
-	}
-	h.mu.Unlock()
-	h.syncListeners()
-	return err
+	return h.serviceOp(name, func(s *service) error { return h.stopLocked(s, force) })
 }
 
 func (h *Host) stopLocked(s *service, force bool) error {
@@ -256,7 +254,7 @@ func (h *Host) advanceLocked() {
 					h.beginStartLocked(s)
 					progress = true
 				}
-			case s.pending == pendingStop && s.state == contract.StateRunning:
+			case s.pending == pendingStop && (s.state == contract.StateRunning || s.state == contract.StatePaused):
 				ready := true
 				for _, d := range s.dependents {
 					if d.state != contract.StateStopped {
@@ -534,4 +532,135 @@ func runningDependents(s *service) []*service {
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// Windows errors of the service control manager (winerror.h).
+const (
+	errDependentServicesRunning = 1051 // ERROR_DEPENDENT_SERVICES_RUNNING
+	errInvalidServiceControl    = 1052 // ERROR_INVALID_SERVICE_CONTROL
+	errServiceCannotAcceptCtrl  = 1061 // ERROR_SERVICE_CANNOT_ACCEPT_CTRL
+	errServiceNotActive         = 1062 // ERROR_SERVICE_NOT_ACTIVE
+)
+
+// ControlError is a control the service control manager refused, with its Windows
+// error.
+type ControlError struct {
+	Service string
+	Code    int
+	Text    string
+}
+
+func (e *ControlError) Error() string {
+	return fmt.Sprintf("ControlService(SERVICE_CONTROL_STOP) on %s failed with Windows error %d: %s", e.Service, e.Code, e.Text)
+}
+
+// ControlStop is ControlService(SERVICE_CONTROL_STOP) for one service, as `sc.exe stop`
+// sends it (its exit code is the Windows error): it stops nothing else. A service
+// that is Stopped answers 1062; one Start Pending or Stop Pending cannot take the
+// control (1061); one that does not accept the control answers 1052; one with a
+// dependent that is not Stopped answers 1051. Running and Paused services go Stop
+// Pending, then Stopped.
+// (https://learn.microsoft.com/windows/win32/api/winsvc/nf-winsvc-controlservice)
+func (h *Host) ControlStop(name string) error { return h.serviceOp(name, h.controlStopLocked) }
+
+func (h *Host) controlStopLocked(s *service) error {
+	if h.closed {
+		return errors.New("the host model was closed")
+	}
+	switch {
+	case s.state == contract.StateStopped && s.pending != pendingStart:
+		return &ControlError{s.name, errServiceNotActive, "The service has not been started."}
+	case s.state == contract.StateStartPending, s.state == contract.StateStopPending, s.pending != "":
+		return &ControlError{s.name, errServiceCannotAcceptCtrl, "The service cannot accept control messages at this time."}
+	}
+	if s.refuseStop {
+		return &ControlError{s.name, errInvalidServiceControl, "The requested control is not valid for this service."}
+	}
+	for _, d := range s.dependents {
+		if d.state != contract.StateStopped || d.pending == pendingStart {
+			return &ControlError{s.name, errDependentServicesRunning, "A stop control has been sent to a service that other running services are dependent on."}
+		}
+	}
+	h.beginStopLocked(s)
+	return nil
+}
+
+// PauseService pauses a running service (SERVICE_CONTROL_PAUSE); the model skips
+// Pause Pending. A paused service still runs its process and counts as not stopped.
+func (h *Host) PauseService(name string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	if s.state != contract.StateRunning || s.pending != "" {
+		return &ControlError{s.name, errServiceCannotAcceptCtrl, fmt.Sprintf("The service cannot accept control messages at this time (it is %s).", s.state)}
+	}
+	s.state = contract.StatePaused
+	h.recordLocked(s)
+	h.notifyLocked()
+	return nil
+}
+
+// netDependentWait is the fixed wait of .NET Framework's ServiceController.Stop for
+// each dependent it stops (new TimeSpan(0, 0, 30)); a variable for tests.
+var netDependentWait = 30 * time.Second
+
+// ErrNetTimeout is System.ServiceProcess.TimeoutException's message.
+var ErrNetTimeout = errors.New("Time out has expired and the operation has not been completed")
+
+// ServiceControllerStop is .NET Framework's ServiceController.Stop() (reference
+// source, System.ServiceProcess/ServiceController.cs), which Stop-Service and the
+// restart before issue 14 relied on: for each dependent (DependentServices, the
+// indirect ones included, those that depend on others first) that is not Stopped, it
+// calls Stop() on that dependent (the same loop, then ControlService) and waits at
+// most 30 s for Stopped, throwing TimeoutException when the wait runs out; then it
+// sends the service its own ControlService(STOP). A dependent that is Stop Pending
+// (or Start Pending) makes ControlService answer 1061 and Stop() throw
+// InvalidOperationException at once. It returns when the stop was sent, not when
+// the service stopped.
+func (h *Host) ServiceControllerStop(ctx context.Context, name string) error {
+	h.mu.Lock()
+	s, err := h.service(name)
+	var deps []*service
+	if err == nil {
+		deps = allDependents(s)
+	}
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		if st, _ := h.ServiceState(d.name); st == contract.StateStopped {
+			continue
+		}
+		if err := h.ServiceControllerStop(ctx, d.name); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, netDependentWait)
+		err := h.WaitServiceState(wctx, d.name, contract.StateStopped)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("waiting for %s to stop: %w", d.name, ErrNetTimeout)
+		}
+	}
+	if err := h.ControlStop(name); err != nil {
+		return fmt.Errorf("Cannot stop %s service on computer '.': %w", name, err)
+	}
+	return nil
+}
+
+// Transitions counts the times the named service entered state (one of the
+// contract.State* values) among the host's last 1,000 service events.
+func (h *Host) Transitions(name, state string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, e := range h.events {
+		if strings.EqualFold(e.service, name) && e.state == state {
+			n++
+		}
+	}
+	return n
 }

@@ -79,6 +79,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "winsim: %v\n", err)
 		return 1
 	}
+	if winsim.ControlExposed(sim.ControlAddr()) {
+		fmt.Fprintf(stderr, "winsim: WARNING: the control plane at %s is reachable beyond this machine and has no authentication: "+
+			"anyone who reaches it can stop services, change rights and uninstall instances. Use --control 127.0.0.1:0 unless the network is yours alone.\n",
+			sim.ControlAddr())
+	}
 	line, err := json.Marshal(sim.Info())
 	if err != nil {
 		fmt.Fprintf(stderr, "winsim: encoding the listener addresses: %v\n", err)

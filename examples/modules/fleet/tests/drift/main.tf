@@ -31,7 +31,7 @@ resource "terraform_data" "revoke" {
   input = { host = var.host, sid = var.sid }
 
   provisioner "local-exec" {
-    command = "curl --silent --show-error --fail-with-body -X POST -d \"$BODY\" \"http://${var.control}/v1/hosts/${var.host}/actions\""
+    command = "curl --silent --show-error --fail-with-body -X POST -H \"Content-Type: application/json\" -d \"$BODY\" \"http://${var.control}/v1/hosts/${var.host}/actions\""
     environment = {
       BODY = jsonencode({ action = "revoke_right", right = "SeManageVolumePrivilege", sid = var.sid })
     }

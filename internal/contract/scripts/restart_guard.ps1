@@ -1,0 +1,166 @@
+# The restart's guard (docs/design/restart.md): a powershell.exe outside the WinRM
+# shell's job object that completes a restart left half-way. Its script is never on
+# its command line and never in the registry: it runs from a file (-File) in a
+# directory only Administrators and SYSTEM can write, whose owner is checked first.
+# It is started through WMI (Win32_Process.Create) or, where Microsoft Defender's
+# attack surface reduction rule blocks processes created through WMI, as a one-time
+# scheduled task that runs as SYSTEM.
+$RestartGuardDirectory = Join-Path -Path $env:ProgramData -ChildPath 'mssqlifi'
+# "Block process creations originating from PSExec and WMI commands".
+$RestartAsrRuleId = 'd1e49aac-8f56-4280-b9ba-993a6d77406c'
+$RestartTaskPath = '\mssqlifi\'
+$RestartTrustedOwners = @('S-1-5-32-544', 'S-1-5-18') # BUILTIN\Administrators, SYSTEM
+
+function Test-TrustedOwner {
+    param([string] $Path)
+    $owner = (Get-Acl -LiteralPath $Path).GetOwner([System.Security.Principal.SecurityIdentifier]).Value
+    return ($RestartTrustedOwners -contains $owner)
+}
+
+# The directory's security: owned by Administrators, protected (nothing inherited from
+# ProgramData, where every user may create files), full control for Administrators
+# and SYSTEM only.
+function New-GuardSecurity {
+    param([bool] $Directory)
+    $security = New-Object System.Security.AccessControl.FileSecurity
+    $inherit = 'None'
+    if ($Directory) {
+        $security = New-Object System.Security.AccessControl.DirectorySecurity
+        $inherit = 'ContainerInherit, ObjectInherit'
+    }
+    $security.SetOwner((New-Object System.Security.Principal.SecurityIdentifier($RestartTrustedOwners[0])))
+    $security.SetAccessRuleProtection($true, $false)
+    foreach ($sid in $RestartTrustedOwners) {
+        $identity = New-Object System.Security.Principal.SecurityIdentifier($sid)
+        $security.AddAccessRule((New-Object System.Security.AccessControl.FileSystemAccessRule($identity, 'FullControl', $inherit, 'None', 'Allow')))
+    }
+    return $security
+}
+
+# Writes the guard's script (the worker's text after a param block) to its file and
+# returns the file's path; throws when the directory or the file has an owner other
+# than Administrators or SYSTEM (someone else created it: its content cannot be trusted).
+function Write-RestartGuardFile {
+    param([string] $WorkerText)
+    $text = "param([string] `$Token, [int] `$RunnerId)`r`n" +
+    "if (`$Token -cnotmatch '^[0-9a-f]{32}\z') { exit 2 }`r`n" +
+    "`$GuardProcessId = `$RunnerId`r`n`$Inline = `$false`r`n" +
+    "`$RestartWorker = {" + $WorkerText + "}`r`n" +
+    "try { & `$RestartWorker }`r`n" +
+    "finally { Get-ScheduledTask -TaskPath '$RestartTaskPath' -TaskName ('restart_guard_*_' + `$Token) -ErrorAction SilentlyContinue | Unregister-ScheduledTask -Confirm:`$false -ErrorAction SilentlyContinue }`r`n"
+    $bytes = (New-Object System.Text.UTF8Encoding($true)).GetBytes($text)
+    $hash = [BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($bytes)).Replace('-', '').Substring(0, 16).ToLowerInvariant()
+    $directory = $RestartGuardDirectory
+    if (Test-Path -LiteralPath $directory) {
+        if (-not (Test-TrustedOwner -Path $directory)) {
+            throw "the directory $directory is owned by $((Get-Acl -LiteralPath $directory).Owner), not by Administrators or SYSTEM. Check who created it, then delete it; the provider creates it again with an ACL that lets only Administrators and SYSTEM write"
+        }
+        (Get-Item -LiteralPath $directory).SetAccessControl((New-GuardSecurity -Directory $true))
+    }
+    else {
+        # Created with its ACL in one call: there is no moment when others may write.
+        $null = [System.IO.Directory]::CreateDirectory($directory, (New-GuardSecurity -Directory $true))
+    }
+    $path = Join-Path -Path $directory -ChildPath ('restart_guard_' + $hash + '.ps1')
+    if (Test-Path -LiteralPath $path) {
+        if (-not (Test-TrustedOwner -Path $path)) {
+            throw "the file $path is owned by $((Get-Acl -LiteralPath $path).Owner), not by Administrators or SYSTEM. Check who created it, then delete it"
+        }
+        if ([System.IO.File]::ReadAllText($path) -ceq $text) {
+            return $path
+        }
+    }
+    [System.IO.File]::WriteAllBytes($path, $bytes)
+    (Get-Item -LiteralPath $path).SetAccessControl((New-GuardSecurity -Directory $false))
+    return $path
+}
+
+# The mode Microsoft Defender applies the rule in, from its own settings
+# (Get-MpPreference): 0 not configured or disabled, 1 block, 2 audit, 6 warn; -1 when
+# Defender cannot be asked (not installed, another antivirus product).
+function Get-RestartAsrMode {
+    try {
+        $preference = Get-MpPreference -ErrorAction Stop
+    }
+    catch {
+        return -1
+    }
+    $ids = @($preference.AttackSurfaceReductionRules_Ids)
+    $actions = @($preference.AttackSurfaceReductionRules_Actions)
+    for ($i = 0; $i -lt $ids.Count -and $i -lt $actions.Count; $i++) {
+        if ([string]$ids[$i] -eq $RestartAsrRuleId) {
+            return [int]$actions[$i]
+        }
+    }
+    return 0
+}
+
+# Win32_Process.Create's return values (its documentation).
+function Get-ProcessCreateText {
+    param([int] $Value)
+    $texts = @{ 2 = 'access denied'; 3 = 'insufficient privilege'; 8 = 'unknown failure'; 9 = 'path not found'; 21 = 'invalid parameter' }
+    if ($texts.ContainsKey($Value)) {
+        return "$Value, $($texts[$Value])"
+    }
+    return [string]$Value
+}
+
+# Starts the guard: `powershell.exe <Arguments>`. Returns @{ launcher; process_id;
+# task; why }: launcher '' when no launcher could start it, and why says what each
+# one answered. The scheduled task is named after the instance and the restart's
+# token, so the next restart of the instance removes one left behind (value GuardTask
+# of the marker), and the guard removes its own when it ends.
+function Start-RestartGuard {
+    param([string] $Arguments, [string] $Instance, [string] $Token, [string] $Marker)
+    $why = New-Object System.Collections.Generic.List[string]
+    $mode = Get-RestartAsrMode
+    if ($mode -eq 1 -or $mode -eq 6) {
+        $modeName = 'block'
+        if ($mode -eq 6) {
+            $modeName = 'warn (which blocks where nobody can answer the prompt)'
+        }
+        $why.Add("Microsoft Defender's attack surface reduction rule $RestartAsrRuleId (Block process creations originating from PSExec and WMI commands) is in $modeName mode, so Win32_Process.Create was not used")
+    }
+    else {
+        # CREATE_BREAKAWAY_FROM_JOB (0x01000000): out of the WMI provider host's job
+        # too, whose quotas would otherwise apply; without it if that job refuses.
+        $commandLine = 'powershell.exe ' + $Arguments
+        $startup = New-CimInstance -ClassName Win32_ProcessStartup -ClientOnly -Property @{ CreateFlags = [uint32]0x01000000; ShowWindow = [uint16]0 }
+        $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine; ProcessStartupInformation = $startup }
+        if ($created.ReturnValue -ne 0) {
+            $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine }
+        }
+        if ($created.ReturnValue -eq 0) {
+            return @{ launcher = 'wmi'; process_id = [int]$created.ProcessId; task = ''; why = '' }
+        }
+        $why.Add("Win32_Process.Create returned $(Get-ProcessCreateText -Value ([int]$created.ReturnValue))")
+    }
+    # A one-time task, started at once, that runs as SYSTEM (registering it needs an
+    # administrator): Task Scheduler creates its process, outside the shell's job.
+    $taskName = 'restart_guard_' + $Instance + '_' + $Token
+    try {
+        $system = (New-Object System.Security.Principal.SecurityIdentifier($RestartTrustedOwners[1])).Translate([System.Security.Principal.NTAccount]).Value
+        $action = New-ScheduledTaskAction -Execute 'powershell.exe' -Argument $Arguments
+        $principal = New-ScheduledTaskPrincipal -UserId $system -LogonType ServiceAccount -RunLevel Highest
+        $settings = New-ScheduledTaskSettingsSet -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries -MultipleInstances IgnoreNew -Priority 4
+        Set-ItemProperty -LiteralPath $Marker -Name 'GuardTask' -Value $taskName
+        $null = Register-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -Action $action -Principal $principal -Settings $settings -Force -ErrorAction Stop
+        Start-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -ErrorAction Stop
+        # The guard writes its own process id into the marker when it runs.
+        $until = [DateTime]::UtcNow.AddSeconds(30)
+        while ([DateTime]::UtcNow -lt $until) {
+            $guardId = [int](Get-Item -LiteralPath $Marker).GetValue('GuardProcessId', 0)
+            if ($guardId -gt 0) {
+                return @{ launcher = 'scheduled_task'; process_id = $guardId; task = $taskName; why = '' }
+            }
+            Start-Sleep -Milliseconds 100
+        }
+        $info = Get-ScheduledTaskInfo -TaskName $taskName -TaskPath $RestartTaskPath -ErrorAction SilentlyContinue
+        $why.Add("the scheduled task $RestartTaskPath$taskName started no guard within 30 seconds (last result $($info.LastTaskResult))")
+    }
+    catch {
+        $why.Add("the scheduled task $RestartTaskPath$taskName could not be started: $($_.Exception.Message)")
+    }
+    Unregister-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -Confirm:$false -ErrorAction SilentlyContinue
+    return @{ launcher = ''; process_id = 0; task = ''; why = ($why -join '; ') }
+}
