@@ -5,6 +5,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
 // Tests that pin decisions mutation testing found unguarded (make mutate).
@@ -82,5 +85,111 @@ func TestApplyRecordsWhenItRead(t *testing.T) {
 				t.Errorf("SQL port %d, read %v; want the instance's 1433", out.SQLPort, out.Read)
 			}
 		})
+	}
+}
+
+// A restart that went as asked forgets an earlier lesson.
+func TestApplyForgetsALessonAfterAnExpectedRestart(t *testing.T) {
+	w := newWorld(newFakeHost())
+	d := enable
+	d.IneffectiveRestart = &ifi.IneffectiveRestart{StartAccountSID: acctSID, Holders: []string{winsid.Administrators}}
+	out, err := w.engine.Apply(context.Background(), defaultTarget, d)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if w.host.restarts != 1 || out.IneffectiveRestart != nil {
+		t.Errorf("restarts %d, lesson %v; want one restart and the lesson forgotten", w.host.restarts, out.IneffectiveRestart)
+	}
+}
+
+// Without the Engine's start time after the restart, nothing is learned: the check
+// names the restart.
+func TestApplyLearnsNothingWithoutTheStartTime(t *testing.T) {
+	h := newFakeHost().granted(winsid.Administrators, svcSID)
+	h.hiddenAdmin = true
+	h.noReadBack = true
+	h.beforeRead = func(context.Context) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.restarts > 0 {
+			h.ri.ProcessStartTime = nil
+		}
+		return nil
+	}
+	w := newWorld(h)
+	out, err := w.engine.Apply(context.Background(), defaultTarget, ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded})
+	wantError(t, err, KindCheckFailed)
+	if out.IneffectiveRestart != nil || h.restarts != 1 {
+		t.Errorf("lesson %v, restarts %d; want none and one", out.IneffectiveRestart, h.restarts)
+	}
+}
+
+// secondHostFails gives the host's client once, then fails to set it up: the
+// read works, the change cannot start.
+type secondHostFails struct {
+	*fakeClients
+	calls int
+}
+
+func (c *secondHostFails) Host(host string, port int) (Host, error) {
+	if c.calls++; c.calls > 1 {
+		return nil, errBoom
+	}
+	return c.fakeClients.Host(host, port)
+}
+
+// A host client that cannot be set up for the change fails the apply or the
+// destroy before anything changes.
+func TestChangeWithoutAHostClientChangesNothing(t *testing.T) {
+	w := newWorld(newFakeHost())
+	out, err := New(&secondHostFails{fakeClients: w.clients}).Apply(context.Background(), defaultTarget, enable)
+	wantError(t, err, KindHostSetup)
+	if out.Changed || w.host.restarts != 0 || w.host.holds(svcSID) {
+		t.Errorf("apply: changed %v, restarts %d", out.Changed, w.host.restarts)
+	}
+	w = newWorld(newFakeHost().granted(svcSID))
+	out, err = New(&secondHostFails{fakeClients: w.clients}).Destroy(context.Background(), defaultTarget, enable)
+	wantError(t, err, KindHostSetup)
+	if out.Changed || !w.host.holds(svcSID) {
+		t.Errorf("destroy: changed %v, grant held %v", out.Changed, w.host.holds(svcSID))
+	}
+}
+
+// A desired state the decision cannot assess is an error of Read, Describe and
+// Destroy, not an empty success.
+func TestUnassessableWishIsAnError(t *testing.T) {
+	bad := ifi.Desired{Enabled: true, Grantee: "domain_admins", Restart: ifi.RestartIfNeeded}
+	w := newWorld(newFakeHost().granted(svcSID))
+	if out, err := w.engine.Read(context.Background(), defaultTarget, bad); out.Assessment != nil {
+		t.Errorf("read: assessment %+v", out.Assessment)
+	} else {
+		wantError(t, err, KindAssessFailed)
+	}
+	if _, err := w.engine.Describe(context.Background(), defaultTarget, "domain_admins"); err == nil {
+		t.Error("describe with an unknown grantee succeeded")
+	}
+	out, err := w.engine.Destroy(context.Background(), defaultTarget, bad)
+	wantError(t, err, KindDecideFailed)
+	if out.Changed || !w.host.holds(svcSID) {
+		t.Errorf("destroy: changed %v, grant held %v", out.Changed, w.host.holds(svcSID))
+	}
+}
+
+// Describe of a missing instance is KindNotFound; of one where the service SID
+// holds the right, converged with SQL Server Setup's grant.
+func TestDescribeMissingAndSetupsGrant(t *testing.T) {
+	h := newFakeHost().granted(svcSID)
+	h.installed = false
+	if _, err := newWorld(h).engine.Describe(context.Background(), defaultTarget, ""); err == nil {
+		t.Error("describe of a missing instance succeeded")
+	} else {
+		wantError(t, err, KindNotFound)
+	}
+	out, err := newWorld(newFakeHost().granted(svcSID)).engine.Describe(context.Background(), defaultTarget, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Assessment.Converged || !out.Enabled {
+		t.Errorf("converged %v, enabled %v; the service SID holds the right as Setup grants it", out.Assessment.Converged, out.Enabled)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
 func refusalOf(t *testing.T, d Desired, o Observed) *Refusal {
@@ -259,5 +260,16 @@ func TestWarningTexts(t *testing.T) {
 		if !strings.Contains(w.Detail, "it does not list "+svcSID) || !strings.Contains(w.Detail, c.says) {
 			t.Errorf("policy not listing the grantee (%v): %s", c.holders, w.Detail)
 		}
+	}
+}
+
+// Destroy assesses as enabled = false whatever the configuration says: what stays on.
+func TestPlanDestroyAssessesAsDisabled(t *testing.T) {
+	a, _, _, err := PlanDestroy(enable, obs(dmv(true), holders(svcSID, winsid.Everyone)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := warningOf(a.Warnings, WarnStaysOn); !ok || a.Converged {
+		t.Errorf("warnings %+v, converged %v; want IFI staying on through Everyone, not converged", a.Warnings, a.Converged)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -196,13 +197,24 @@ func (g *generator) statements(list []ast.Stmt) {
 }
 
 // Ignored is the list of mutants the runner leaves out (equivalent to the original,
-// or changing only a log line): each ID with the reason it is left out.
-type Ignored map[string]string
+// or changing only a log line): each ID, or pattern of IDs, with the reason it is
+// left out.
+type Ignored struct {
+	entries []ignoreEntry
+}
 
-// ParseIgnored reads an ignore file: one mutant a line, "ID | reason"; blank lines
+type ignoreEntry struct {
+	id      string
+	pattern *regexp.Regexp // set when id holds a *, which matches any text
+	reason  string
+}
+
+// ParseIgnored reads an ignore file: one mutant a line, "ID | reason", where a * in
+// the ID matches any text (for example every deletion of a log call); blank lines
 // and lines starting with # are comments. A line without a reason is an error.
-func ParseIgnored(b []byte) (Ignored, error) {
-	ig := Ignored{}
+func ParseIgnored(b []byte) (*Ignored, error) {
+	ig := &Ignored{}
+	seen := map[string]bool{}
 	for i, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -212,13 +224,40 @@ func ParseIgnored(b []byte) (Ignored, error) {
 		if cut < 0 || strings.TrimSpace(line[cut+3:]) == "" {
 			return nil, fmt.Errorf("line %d: %q has no reason (write \"ID | why it is equivalent or logging-only\")", i+1, line)
 		}
-		id := strings.TrimSpace(line[:cut])
-		if _, dup := ig[id]; dup {
-			return nil, fmt.Errorf("line %d: %q is listed twice", i+1, id)
+		e := ignoreEntry{id: strings.TrimSpace(line[:cut]), reason: strings.TrimSpace(line[cut+3:])}
+		if seen[e.id] {
+			return nil, fmt.Errorf("line %d: %q is listed twice", i+1, e.id)
 		}
-		ig[id] = strings.TrimSpace(line[cut+3:])
+		seen[e.id] = true
+		if strings.Contains(e.id, "*") {
+			parts := strings.Split(e.id, "*")
+			for j := range parts {
+				parts[j] = regexp.QuoteMeta(parts[j])
+			}
+			e.pattern = regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+		}
+		ig.entries = append(ig.entries, e)
 	}
 	return ig, nil
+}
+
+// Lookup returns the entry that leaves the mutant with this ID out, and its reason.
+func (ig *Ignored) Lookup(id string) (entry, reason string, ok bool) {
+	for _, e := range ig.entries {
+		if e.id == id || e.pattern != nil && e.pattern.MatchString(id) {
+			return e.id, e.reason, true
+		}
+	}
+	return "", "", false
+}
+
+// Entries lists the IDs and patterns of the file.
+func (ig *Ignored) Entries() []string {
+	var ids []string
+	for _, e := range ig.entries {
+		ids = append(ids, e.id)
+	}
+	return ids
 }
 
 // Outcome is what the package's tests made of one mutant.

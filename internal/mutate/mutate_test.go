@@ -101,9 +101,20 @@ func TestGenerateNumbersRepeatsAndNamesMethods(t *testing.T) {
 }
 
 func TestParseIgnoredWantsAReasonEach(t *testing.T) {
-	ig, err := ParseIgnored([]byte("# comment\n\np.go f: 0 → 1 | the count starts anywhere\n"))
-	if err != nil || ig["p.go f: 0 → 1"] != "the count starts anywhere" {
-		t.Fatalf("got %v, %v", ig, err)
+	ig, err := ParseIgnored([]byte("# comment\n\np.go f: 0 → 1 | the count starts anywhere\np.go *: delete call `log(* | logging only\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, r, ok := ig.Lookup("p.go f: 0 → 1"); !ok || e != "p.go f: 0 → 1" || r != "the count starts anywhere" {
+		t.Errorf("exact entry: %q %q %v", e, r, ok)
+	}
+	if e, r, ok := ig.Lookup("p.go T.g: delete call `log(\"x\")` #2"); !ok || e != "p.go *: delete call `log(*" || r != "logging only" {
+		t.Errorf("pattern entry: %q %q %v", e, r, ok)
+	}
+	for _, id := range []string{"p.go f: 1 → 0", "q.go f: delete call `log(x)`", "p.go f: delete call `logger(x)`"} {
+		if _, _, ok := ig.Lookup(id); ok {
+			t.Errorf("%q is left out", id)
+		}
 	}
 	for _, bad := range []string{"p.go f: 0 → 1\n", "p.go f: 0 → 1 | \n", "a | x\na | y\n"} {
 		if _, err := ParseIgnored([]byte(bad)); err == nil {

@@ -125,7 +125,7 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 		return nil
 	}
 	var stale []string
-	for id := range ignored {
+	for _, id := range ignored.Entries() {
 		if !used[id] && only == "" && match.String() == "" {
 			stale = append(stale, id)
 		}
@@ -166,7 +166,7 @@ func mutants(t target) ([]mutate.Mutant, error) {
 }
 
 // runTarget builds and runs the package's tests unchanged, then under each mutant.
-func runTarget(t target, ms []mutate.Mutant, ignored mutate.Ignored, used map[string]bool, tmp string, jobs int) ([]mutate.Result, error) {
+func runTarget(t target, ms []mutate.Mutant, ignored *mutate.Ignored, used map[string]bool, tmp string, jobs int) ([]mutate.Result, error) {
 	pkg := "./" + t.Name
 	bin := filepath.Join(tmp, "pkg.test")
 	if out, err := build(pkg, bin, ""); err != nil {
@@ -205,8 +205,8 @@ func runTarget(t target, ms []mutate.Mutant, ignored mutate.Ignored, used map[st
 	}
 	var buildErr error
 	for i, m := range ms {
-		if reason, ok := ignored[m.ID]; ok {
-			used[m.ID] = true
+		if entry, reason, ok := ignored.Lookup(m.ID); ok {
+			used[entry] = true
 			rs[i] = mutate.Result{Mutant: m, Outcome: mutate.Skipped, Reason: reason}
 			record(&mu, &done, rs, i, ms, mutate.Skipped)
 			continue
