@@ -2,10 +2,12 @@ package converge
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
@@ -191,5 +193,82 @@ func TestDescribeMissingAndSetupsGrant(t *testing.T) {
 	}
 	if !out.Assessment.Converged || !out.Enabled {
 		t.Errorf("converged %v, enabled %v; the service SID holds the right as Setup grants it", out.Assessment.Converged, out.Enabled)
+	}
+}
+
+// eventLogHost is a host whose changes leave no entry in its event log.
+type eventLogHost struct{ *fakeHost }
+
+const noEventLog = "the event source mssqlifi could not be registered (access denied)"
+
+func (h eventLogHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	res, err := h.fakeHost.SetRight(ctx, p)
+	if res != nil {
+		res.EventLogWarning = noEventLog
+	}
+	return res, err
+}
+
+func (h eventLogHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	res, err := h.fakeHost.RestartInstance(ctx, p)
+	if res != nil {
+		res.EventLogWarning = noEventLog
+	}
+	return res, err
+}
+
+type eventLogClients struct{ *fakeClients }
+
+func (c eventLogClients) Host(host string, port int) (Host, error) {
+	return eventLogHost{c.fakeClients.host}, nil
+}
+
+// A change the host could not record in its event log says so, once.
+func TestChangeNotInTheEventLogIsAWarning(t *testing.T) {
+	for _, d := range []ifi.Desired{enable, withRestartNever(enable)} {
+		w := newWorld(newFakeHost())
+		out, err := New(eventLogClients{w.clients}).Apply(context.Background(), defaultTarget, d)
+		if err != nil {
+			t.Fatalf("Apply (restart %s): %v", d.Restart, err)
+		}
+		var n int
+		for _, wn := range out.Warnings {
+			if wn.Code == WarnEventLog {
+				n++
+				if !strings.Contains(wn.Detail, noEventLog) || !strings.Contains(wn.Detail, defaultTarget.Host) {
+					t.Errorf("warning %q", wn.Detail)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("restart %s: %d event log warnings in %v, want 1", d.Restart, n, codes(out.Warnings))
+		}
+	}
+}
+
+func withRestartNever(d ifi.Desired) ifi.Desired { d.Restart = ifi.RestartNever; return d }
+
+// Only the last set_right of an apply reads the instance back; a destroy's never does.
+func TestOnlyTheApplysLastSetRightReadsBack(t *testing.T) {
+	var seen []contract.SetRightParams
+	record := func(_ int, p contract.SetRightParams) error { seen = append(seen, p); return nil }
+	h := newFakeHost().granted(acctSID)
+	h.setRightErr = record
+	d := withRestartNever(enable)
+	d.PriorGranteeSID = acctSID
+	if _, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, d); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0].ReadBack != "" || seen[1].ReadBack != defaultTarget.Instance {
+		t.Errorf("apply's set_right requests %+v: want the revoke without a read-back, the grant with one", seen)
+	}
+	seen = nil
+	h = newFakeHost().granted(svcSID)
+	h.setRightErr = record
+	if _, err := newWorld(h).engine.Destroy(context.Background(), defaultTarget, enable); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0].ReadBack != "" {
+		t.Errorf("destroy's set_right requests %+v: want one revoke without a read-back", seen)
 	}
 }
