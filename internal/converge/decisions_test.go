@@ -272,3 +272,65 @@ func TestOnlyTheApplysLastSetRightReadsBack(t *testing.T) {
 		t.Errorf("destroy's set_right requests %+v: want one revoke without a read-back", seen)
 	}
 }
+
+// A grant the host already had (someone granted it since the plan's read) changes
+// nothing: the outcome says so.
+func TestGrantTheHostAlreadyHadIsNoChange(t *testing.T) {
+	w := newWorld(newFakeHost())
+	plan, err := w.engine.Read(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.host.granted(svcSID)
+	target := defaultTarget
+	target.Read, target.ReadAt = plan.Read, plan.ReadAt
+	out, err := w.engine.Apply(context.Background(), target, withRestartNever(enable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.host.setRightOps != 1 || out.Changed {
+		t.Errorf("set_right %d, changed %v; want one request that changed nothing", w.host.setRightOps, out.Changed)
+	}
+}
+
+// lostRequestHost accepts the first restart_instance but then loses it (restart_status
+// finds no request, as after a reboot of the host's WinRM service); later requests
+// reach the fake host.
+type lostRequestHost struct {
+	*fakeHost
+	mu    sync.Mutex
+	sends int
+}
+
+func (h *lostRequestHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	h.mu.Lock()
+	h.sends++
+	first := h.sends == 1
+	h.mu.Unlock()
+	if first {
+		return &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+	}
+	return h.fakeHost.RestartInstance(ctx, p)
+}
+
+type lostRequestClients struct {
+	*fakeClients
+	h *lostRequestHost
+}
+
+func (c lostRequestClients) Host(string, int) (Host, error) { return c.h, nil }
+
+// A request the host lost after it accepted it is sent again.
+func TestApplyResendsARequestTheHostLost(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &lostRequestHost{fakeHost: w.host}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := New(lostRequestClients{w.clients, h}).Apply(ctx, defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.sends != 2 || w.host.restarts != 1 || !out.Restarted || !w.host.holds(svcSID) {
+		t.Errorf("restart_instance sent %d times (want 2), restarts %d (want 1), restarted %v", h.sends, w.host.restarts, out.Restarted)
+	}
+}
