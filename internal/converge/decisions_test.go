@@ -217,17 +217,12 @@ func (h eventLogHost) RestartInstance(ctx context.Context, p contract.RestartIns
 	return res, err
 }
 
-type eventLogClients struct{ *fakeClients }
-
-func (c eventLogClients) Host(host string, port int) (Host, error) {
-	return eventLogHost{c.fakeClients.host}, nil
-}
 
 // A change the host could not record in its event log says so, once.
 func TestChangeNotInTheEventLogIsAWarning(t *testing.T) {
 	for _, d := range []ifi.Desired{enable, withRestartNever(enable)} {
 		w := newWorld(newFakeHost())
-		out, err := New(eventLogClients{w.clients}).Apply(context.Background(), defaultTarget, d)
+		out, err := New(withHost{w.clients, eventLogHost{w.host}}).Apply(context.Background(), defaultTarget, d)
 		if err != nil {
 			t.Fatalf("Apply (restart %s): %v", d.Restart, err)
 		}
@@ -313,12 +308,13 @@ func (h *lostRequestHost) RestartInstance(ctx context.Context, p contract.Restar
 	return h.fakeHost.RestartInstance(ctx, p)
 }
 
-type lostRequestClients struct {
+// withHost are the fake clients with another host.
+type withHost struct {
 	*fakeClients
-	h *lostRequestHost
+	h Host
 }
 
-func (c lostRequestClients) Host(string, int) (Host, error) { return c.h, nil }
+func (c withHost) Host(string, int) (Host, error) { return c.h, nil }
 
 // A request the host lost after it accepted it is sent again.
 func TestApplyResendsARequestTheHostLost(t *testing.T) {
@@ -326,11 +322,93 @@ func TestApplyResendsARequestTheHostLost(t *testing.T) {
 	h := &lostRequestHost{fakeHost: w.host}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := New(lostRequestClients{w.clients, h}).Apply(ctx, defaultTarget, enable)
+	out, err := New(withHost{w.clients, h}).Apply(ctx, defaultTarget, enable)
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	if h.sends != 2 || w.host.restarts != 1 || !out.Restarted || !w.host.holds(svcSID) {
 		t.Errorf("restart_instance sent %d times (want 2), restarts %d (want 1), restarted %v", h.sends, w.host.restarts, out.Restarted)
+	}
+}
+
+// An apply that recovers (the host converged despite a lost answer) keeps what the
+// read-back says: the observation's and the assessment's warnings.
+func TestApplyRecoveredKeepsTheReadBacksWarnings(t *testing.T) {
+	t.Run("assessment", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		w.checker.tde = []string{"Payroll"}
+		w.host.restartErr, w.host.restartErrAfterEffect = errBoom, true
+		w.host.statusErr = errBoom
+		out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		wantWarning(t, out.Warnings, WarnRecovered)
+		wantWarning(t, out.Warnings, ifi.WarnTDE)
+	})
+	t.Run("observation", func(t *testing.T) {
+		h := newFakeHost()
+		h.ri.TCPPort = 0 // SQL Server cannot be asked: the error log says
+		off := false
+		h.ri.ErrorLog.Found, h.ri.ErrorLog.Enabled = true, &off
+		h.restartErr, h.restartErrAfterEffect = errBoom, true
+		h.statusErr = errBoom
+		w := newWorld(h)
+		d := enable
+		d.Restart = ifi.RestartIfNeededIncludingPrimary
+		out, err := w.engine.Apply(context.Background(), defaultTarget, d)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		wantWarning(t, out.Warnings, WarnRecovered)
+		wantWarning(t, out.Warnings, WarnSQLPortUnknown)
+	})
+}
+
+// renamingHost restarts at the first request but answers "in progress"; its
+// restart_status reports the finished restart under another id (as a host may
+// after another apply joined it).
+type renamingHost struct {
+	*fakeHost
+	mu    sync.Mutex
+	sends int
+}
+
+func (h *renamingHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	h.mu.Lock()
+	h.sends++
+	h.mu.Unlock()
+	res, err := h.fakeHost.RestartInstance(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	r := *res
+	r.Finished, r.Phase, r.Instance = false, "starting", nil
+	return &r, nil
+}
+
+func (h *renamingHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
+	res, err := h.fakeHost.RestartStatus(ctx, p)
+	if err != nil || res == nil {
+		return res, err
+	}
+	r := *res
+	r.RestartID = "0123456789abcdef0123456789abcdef"
+	return &r, nil
+}
+
+// Once the host has the request, the restart it reports is followed to its end
+// and never requested again.
+func TestApplyNeverResendsARequestTheHostHas(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &renamingHost{fakeHost: w.host}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := New(withHost{w.clients, h}).Apply(ctx, defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.sends != 1 || w.host.restarts != 1 {
+		t.Errorf("restart_instance sent %d times, restarts %d; want 1 and 1", h.sends, w.host.restarts)
 	}
 }
