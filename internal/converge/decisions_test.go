@@ -412,3 +412,124 @@ func TestApplyNeverResendsARequestTheHostHas(t *testing.T) {
 		t.Errorf("restart_instance sent %d times, restarts %d; want 1 and 1", h.sends, w.host.restarts)
 	}
 }
+
+// Which failures the recovery may forgive: only the connection's (a lost request
+// or answer, a restart no longer followed), never the host's own answer.
+func TestConnectionFailure(t *testing.T) {
+	scriptErr := &fakeScriptError{code: "lsa_error", err: errBoom}
+	for name, c := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"not an engine error":           {errBoom, false},
+		"set_right, connection":         {&Error{Kind: KindSetRightFailed, Err: errBoom}, true},
+		"restart, connection":           {&Error{Kind: KindRestartFailed, Err: errBoom}, true},
+		"set_right, the host's answer":  {&Error{Kind: KindSetRightFailed, Err: scriptErr}, false},
+		"restart, failed on the host":   {&Error{Kind: KindRestartFailed, Err: &RestartOutcomeError{}}, false},
+		"restart, no longer followed":   {&Error{Kind: KindRestartFailed, Err: &RestartUnfinishedError{Err: scriptErr}}, true},
+		"not ready, connection":         {&Error{Kind: KindNotReady, Err: errBoom}, false},
+		"read back failed, connection":  {&Error{Kind: KindReadBackFailed, Err: errBoom}, false},
+	} {
+		if got := connectionFailure(c.err); got != c.want {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// lostGrantAnswerHost makes each set_right, then loses a grant's answer.
+type lostGrantAnswerHost struct{ *fakeHost }
+
+func (h lostGrantAnswerHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	res, err := h.fakeHost.SetRight(ctx, p)
+	if err != nil || !p.Grant {
+		return res, err
+	}
+	return nil, errBoom
+}
+
+// A grantee move under restart = "never" whose grant's answer was lost (after the
+// revoke changed the host): the host holds the right as asked, though a restart is
+// pending, so the apply succeeds with a warning.
+func TestApplyRecoversALostSetRightAnswerWithoutRestart(t *testing.T) {
+	h := newFakeHost().granted(acctSID)
+	h.runningIFI = false // granted since the Engine started: a restart is pending
+	w := newWorld(h)
+	d := withRestartNever(enable)
+	d.PriorGranteeSID = acctSID
+	out, err := New(withHost{w.clients, lostGrantAnswerHost{w.host}}).Apply(context.Background(), defaultTarget, d)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	wantWarning(t, out.Warnings, WarnRecovered)
+	if out.Restarted || !w.host.holds(svcSID) || out.SQLPort != 1433 || out.Assessment.RestartPending == nil || !*out.Assessment.RestartPending {
+		t.Errorf("restarted %v, held %v, port %d, assessment %+v", out.Restarted, w.host.holds(svcSID), out.SQLPort, out.Assessment)
+	}
+}
+
+// A restart whose answers were lost and whose effect cannot be verified is not
+// forgiven: the restart may not have happened.
+func TestApplyDoesNotForgiveAnUnverifiedRestart(t *testing.T) {
+	h := newFakeHost()
+	h.ri.TCPPort = 0 // SQL Server cannot be asked, and there is no error log line
+	h.restartErr, h.restartErrAfterEffect = errBoom, true
+	h.statusErr = errBoom
+	d := enable
+	d.Restart = ifi.RestartIfNeededIncludingPrimary
+	out, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, d)
+	wantError(t, err, KindRestartFailed)
+	if ifi.HasWarning(out.Warnings, WarnRecovered) || out.Assessment == nil || out.Assessment.RestartPending != nil {
+		t.Errorf("warnings %v, assessment %+v", codes(out.Warnings), out.Assessment)
+	}
+}
+
+// A restart with SQL credentials but no known port does not wait for SQL Server.
+func TestRestartWithoutAPortDoesNotWaitForSQL(t *testing.T) {
+	h := newFakeHost()
+	h.ri.TCPPort = 0
+	off := false
+	h.ri.ErrorLog.Found, h.ri.ErrorLog.Enabled = true, &off
+	d := enable
+	d.Restart = ifi.RestartIfNeededIncludingPrimary
+	w := newWorld(h)
+	w.checker.waitErr = errBoom
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, d); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.restarts != 1 {
+		t.Errorf("restarts %d", h.restarts)
+	}
+}
+
+// The start account cannot be resolved any more when the instance is read after the
+// change: the apply fails saying so; after a failed change the recovery keeps the
+// change's error.
+func TestReadBackThatCannotBeAssessed(t *testing.T) {
+	unresolvable := func(h *fakeHost) func(context.Context) error {
+		return func(context.Context) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.reads > 0 {
+				h.ri.StartAccount, h.ri.StartAccountSID = `CORP\gone`, ""
+			}
+			return nil
+		}
+	}
+	asAccount := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, Restart: ifi.RestartIfNeeded}
+	h := newFakeHost()
+	h.noReadBack = true
+	h.beforeRead = unresolvable(h)
+	out, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, asAccount)
+	wantError(t, err, KindAssessFailed)
+	if !out.Changed || !h.holds(acctSID) {
+		t.Errorf("changed %v, held %v", out.Changed, h.holds(acctSID))
+	}
+	h = newFakeHost()
+	h.restartErr = errBoom
+	h.statusErr = errBoom
+	h.beforeRead = unresolvable(h)
+	out, err = newWorld(h).engine.Apply(context.Background(), defaultTarget, asAccount)
+	wantError(t, err, KindRestartFailed)
+	if out.Assessment != nil {
+		t.Errorf("assessment %+v after a read-back that cannot be assessed", out.Assessment)
+	}
+}
