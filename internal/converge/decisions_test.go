@@ -533,3 +533,35 @@ func TestReadBackThatCannotBeAssessed(t *testing.T) {
 		t.Errorf("assessment %+v after a read-back that cannot be assessed", out.Assessment)
 	}
 }
+
+// Each error says what failed, on which host and instance.
+func TestErrorSaysWhatFailed(t *testing.T) {
+	tg := defaultTarget
+	on := "instance MSSQLSERVER on sql01.example.com"
+	for _, c := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{Kind: KindHostSetup, Target: tg}, "cannot set up WinRM for sql01.example.com"},
+		{Error{Kind: KindObserveFailed, Target: tg, Err: errBoom}, "cannot read " + on + ": " + errBoom.Error()},
+		{Error{Kind: KindNotFound, Target: tg}, on + " is not installed (installed instances: none)"},
+		{Error{Kind: KindVanished, Target: tg, Instance: &contract.ReadInstanceResult{InstalledInstances: []string{"SALES", "HR"}}},
+			on + " is not installed (installed instances: SALES, HR)"},
+		{Error{Kind: KindAssessFailed, Target: tg}, "cannot assess IFI on " + on},
+		{Error{Kind: KindDecideFailed, Target: tg}, "cannot decide what to change on " + on},
+		{Error{Kind: KindRefused, Target: tg}, "refused to change " + on},
+		{Error{Kind: KindSetRightFailed, Target: tg, Step: &ifi.Step{Grant: true}}, "cannot grant SeManageVolumePrivilege on " + on},
+		{Error{Kind: KindSetRightFailed, Target: tg, Step: &ifi.Step{Grant: false}}, "cannot revoke SeManageVolumePrivilege on " + on},
+		{Error{Kind: KindSetRightFailed, Target: tg}, "cannot revoke SeManageVolumePrivilege on " + on},
+		{Error{Kind: KindRestartFailed, Target: tg}, "cannot restart " + on},
+		{Error{Kind: KindNotReady, Target: tg, SQLPort: 1433}, on + " did not accept connections on port 1433 after the restart"},
+		{Error{Kind: KindReadBackFailed, Target: tg}, "cannot read back " + on + " after the change"},
+		{Error{Kind: KindCheckFailed, Target: tg}, "IFI is not as asked on " + on + " after the restart"},
+		{Error{Kind: KindRestartSlot, Target: tg, MaxParallelRestarts: 3}, "the restart of " + on + " did not begin: 3 other restart(s)"},
+		{Error{Kind: Kind(99), Target: tg}, " on " + on},
+	} {
+		if got := c.e.Error(); !strings.HasPrefix(got, c.want) && !(c.e.Kind == Kind(99) && strings.HasSuffix(got, c.want)) {
+			t.Errorf("%s: %q, want it to begin %q", c.e.Kind, got, c.want)
+		}
+	}
+}
