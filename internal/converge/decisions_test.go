@@ -120,7 +120,7 @@ func TestApplyLearnsNothingWithoutTheStartTime(t *testing.T) {
 	}
 	w := newWorld(h)
 	out, err := w.engine.Apply(context.Background(), defaultTarget, ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded})
-	wantError(t, err, KindCheckFailed)
+	_ = wantError(t, err, KindCheckFailed)
 	if out.IneffectiveRestart != nil || h.restarts != 1 {
 		t.Errorf("lesson %v, restarts %d; want none and one", out.IneffectiveRestart, h.restarts)
 	}
@@ -145,13 +145,13 @@ func (c *secondHostFails) Host(host string, port int) (Host, error) {
 func TestChangeWithoutAHostClientChangesNothing(t *testing.T) {
 	w := newWorld(newFakeHost())
 	out, err := New(&secondHostFails{fakeClients: w.clients}).Apply(context.Background(), defaultTarget, enable)
-	wantError(t, err, KindHostSetup)
+	_ = wantError(t, err, KindHostSetup)
 	if out.Changed || w.host.restarts != 0 || w.host.holds(svcSID) {
 		t.Errorf("apply: changed %v, restarts %d", out.Changed, w.host.restarts)
 	}
 	w = newWorld(newFakeHost().granted(svcSID))
 	out, err = New(&secondHostFails{fakeClients: w.clients}).Destroy(context.Background(), defaultTarget, enable)
-	wantError(t, err, KindHostSetup)
+	_ = wantError(t, err, KindHostSetup)
 	if out.Changed || !w.host.holds(svcSID) {
 		t.Errorf("destroy: changed %v, grant held %v", out.Changed, w.host.holds(svcSID))
 	}
@@ -165,13 +165,13 @@ func TestUnassessableWishIsAnError(t *testing.T) {
 	if out, err := w.engine.Read(context.Background(), defaultTarget, bad); out.Assessment != nil {
 		t.Errorf("read: assessment %+v", out.Assessment)
 	} else {
-		wantError(t, err, KindAssessFailed)
+		_ = wantError(t, err, KindAssessFailed)
 	}
 	if _, err := w.engine.Describe(context.Background(), defaultTarget, "domain_admins"); err == nil {
 		t.Error("describe with an unknown grantee succeeded")
 	}
 	out, err := w.engine.Destroy(context.Background(), defaultTarget, bad)
-	wantError(t, err, KindDecideFailed)
+	_ = wantError(t, err, KindDecideFailed)
 	if out.Changed || !w.host.holds(svcSID) {
 		t.Errorf("destroy: changed %v, grant held %v", out.Changed, w.host.holds(svcSID))
 	}
@@ -185,7 +185,7 @@ func TestDescribeMissingAndSetupsGrant(t *testing.T) {
 	if _, err := newWorld(h).engine.Describe(context.Background(), defaultTarget, ""); err == nil {
 		t.Error("describe of a missing instance succeeded")
 	} else {
-		wantError(t, err, KindNotFound)
+		_ = wantError(t, err, KindNotFound)
 	}
 	out, err := newWorld(newFakeHost().granted(svcSID)).engine.Describe(context.Background(), defaultTarget, "")
 	if err != nil {
@@ -216,7 +216,6 @@ func (h eventLogHost) RestartInstance(ctx context.Context, p contract.RestartIns
 	}
 	return res, err
 }
-
 
 // A change the host could not record in its event log says so, once.
 func TestChangeNotInTheEventLogIsAWarning(t *testing.T) {
@@ -421,14 +420,14 @@ func TestConnectionFailure(t *testing.T) {
 		err  error
 		want bool
 	}{
-		"not an engine error":           {errBoom, false},
-		"set_right, connection":         {&Error{Kind: KindSetRightFailed, Err: errBoom}, true},
-		"restart, connection":           {&Error{Kind: KindRestartFailed, Err: errBoom}, true},
-		"set_right, the host's answer":  {&Error{Kind: KindSetRightFailed, Err: scriptErr}, false},
-		"restart, failed on the host":   {&Error{Kind: KindRestartFailed, Err: &RestartOutcomeError{}}, false},
-		"restart, no longer followed":   {&Error{Kind: KindRestartFailed, Err: &RestartUnfinishedError{Err: scriptErr}}, true},
-		"not ready, connection":         {&Error{Kind: KindNotReady, Err: errBoom}, false},
-		"read back failed, connection":  {&Error{Kind: KindReadBackFailed, Err: errBoom}, false},
+		"not an engine error":          {errBoom, false},
+		"set_right, connection":        {&Error{Kind: KindSetRightFailed, Err: errBoom}, true},
+		"restart, connection":          {&Error{Kind: KindRestartFailed, Err: errBoom}, true},
+		"set_right, the host's answer": {&Error{Kind: KindSetRightFailed, Err: scriptErr}, false},
+		"restart, failed on the host":  {&Error{Kind: KindRestartFailed, Err: &RestartOutcomeError{}}, false},
+		"restart, no longer followed":  {&Error{Kind: KindRestartFailed, Err: &RestartUnfinishedError{Err: scriptErr}}, true},
+		"not ready, connection":        {&Error{Kind: KindNotReady, Err: errBoom}, false},
+		"read back failed, connection": {&Error{Kind: KindReadBackFailed, Err: errBoom}, false},
 	} {
 		if got := connectionFailure(c.err); got != c.want {
 			t.Errorf("%s: %v, want %v", name, got, c.want)
@@ -476,7 +475,7 @@ func TestApplyDoesNotForgiveAnUnverifiedRestart(t *testing.T) {
 	d := enable
 	d.Restart = ifi.RestartIfNeededIncludingPrimary
 	out, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, d)
-	wantError(t, err, KindRestartFailed)
+	_ = wantError(t, err, KindRestartFailed)
 	if ifi.HasWarning(out.Warnings, WarnRecovered) || out.Assessment == nil || out.Assessment.RestartPending != nil {
 		t.Errorf("warnings %v, assessment %+v", codes(out.Warnings), out.Assessment)
 	}
@@ -519,7 +518,7 @@ func TestReadBackThatCannotBeAssessed(t *testing.T) {
 	h.noReadBack = true
 	h.beforeRead = unresolvable(h)
 	out, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, asAccount)
-	wantError(t, err, KindAssessFailed)
+	_ = wantError(t, err, KindAssessFailed)
 	if !out.Changed || !h.holds(acctSID) {
 		t.Errorf("changed %v, held %v", out.Changed, h.holds(acctSID))
 	}
@@ -528,7 +527,7 @@ func TestReadBackThatCannotBeAssessed(t *testing.T) {
 	h.statusErr = errBoom
 	h.beforeRead = unresolvable(h)
 	out, err = newWorld(h).engine.Apply(context.Background(), defaultTarget, asAccount)
-	wantError(t, err, KindRestartFailed)
+	_ = wantError(t, err, KindRestartFailed)
 	if out.Assessment != nil {
 		t.Errorf("assessment %+v after a read-back that cannot be assessed", out.Assessment)
 	}

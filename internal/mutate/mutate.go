@@ -119,6 +119,10 @@ func funcName(fd *ast.FuncDecl) string {
 
 func (g *generator) off(p token.Pos) int { return g.fset.Position(p).Offset }
 
+// bq puts s between backquotes, as the IDs show code (whatever s holds: an ID is
+// text, not Go).
+func bq(s string) string { return "`" + s + "`" }
+
 func (g *generator) text(n ast.Node) string { return string(g.src[g.off(n.Pos()):g.off(n.End())]) }
 
 // snippet is the source of n on one line, shortened to about 60 characters.
@@ -141,7 +145,7 @@ func (g *generator) visit(n ast.Node) bool {
 	switch x := n.(type) {
 	case *ast.BinaryExpr:
 		for _, to := range opFlips[x.Op] {
-			desc := fmt.Sprintf("`%s`: %s → %s", g.snippet(x), x.Op, to)
+			desc := fmt.Sprintf("%s: %s → %s", bq(g.snippet(x)), x.Op, to)
 			if x.Op == token.LAND || x.Op == token.LOR {
 				// && binds tighter than ||: keep the operands grouped as they were.
 				g.add(x, x.Pos(), x.End(), "(("+g.text(x.X)+") "+to.String()+" ("+g.text(x.Y)+"))", desc)
@@ -151,7 +155,7 @@ func (g *generator) visit(n ast.Node) bool {
 		}
 	case *ast.UnaryExpr:
 		if x.Op == token.NOT {
-			g.add(x, x.OpPos, x.OpPos+1, "", fmt.Sprintf("`%s`: drop !", g.snippet(x)))
+			g.add(x, x.OpPos, x.OpPos+1, "", bq(g.snippet(x))+": drop !")
 		}
 	case *ast.Ident:
 		if swap, ok := map[string]string{"true": "false", "false": "true"}[x.Name]; ok {
@@ -171,7 +175,7 @@ func (g *generator) visit(n ast.Node) bool {
 		// An early return is a return in the body of an if.
 		for _, s := range x.Body.List {
 			if r, ok := s.(*ast.ReturnStmt); ok {
-				g.add(r, r.Pos(), r.End(), "", fmt.Sprintf("delete early `%s`", g.snippet(r)))
+				g.add(r, r.Pos(), r.End(), "", "delete early "+bq(g.snippet(r)))
 			}
 		}
 	}
@@ -184,14 +188,14 @@ func (g *generator) statements(list []ast.Stmt) {
 		switch x := s.(type) {
 		case *ast.ExprStmt:
 			if _, ok := x.X.(*ast.CallExpr); ok {
-				g.add(x, x.Pos(), x.End(), "", fmt.Sprintf("delete call `%s`", g.snippet(x)))
+				g.add(x, x.Pos(), x.End(), "", "delete call "+bq(g.snippet(x)))
 			}
 		case *ast.AssignStmt:
 			if x.Tok != token.DEFINE {
-				g.add(x, x.Pos(), x.End(), "", fmt.Sprintf("delete assignment `%s`", g.snippet(x)))
+				g.add(x, x.Pos(), x.End(), "", "delete assignment "+bq(g.snippet(x)))
 			}
 		case *ast.IncDecStmt:
-			g.add(x, x.Pos(), x.End(), "", fmt.Sprintf("delete assignment `%s`", g.snippet(x)))
+			g.add(x, x.Pos(), x.End(), "", "delete assignment "+bq(g.snippet(x)))
 		}
 	}
 }
