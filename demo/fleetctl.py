@@ -48,7 +48,7 @@ def cmd_control(info_path):
 def cmd_listeners(info_path):
     for h in load(info_path)["hosts"]:
         inst = ", ".join("%s sql=%s" % (i["name"], i["sql"]) for i in h["instances"])
-        print("  %-6s %-10s winrm-https=%s  %s" % (h["name"], h["address"], h["winrm_https"], inst))
+        print("  %-6s %-10s winrm-http=%s  %s" % (h["name"], h["address"], h["winrm"], inst))
 
 
 def cmd_tfvars(info_path, fleet_path):
@@ -57,7 +57,7 @@ def cmd_tfvars(info_path, fleet_path):
     for h in info["hosts"]:
         hosts[h["name"]] = {
             "address": h["address"],
-            "winrm_port": port_of(h["winrm_https"]),
+            "winrm_port": port_of(h["winrm"]),
             "instances": [i["name"] for i in h["instances"]],
         }
     json.dump({"ca_cert_file": info["ca_cert"], "hosts": hosts}, sys.stdout, indent=2)

@@ -3,7 +3,8 @@
 #
 #   1. start internal/winsim with demo/fleet.json (two hosts, three instances)
 #   2. show each instance as the simulator sees it
-#   3. terraform apply: grant the right, restart, verify through SQL Server
+#   3. terraform apply over WinRM HTTP with negotiate (the recommended configuration):
+#      grant the right, restart, verify through SQL Server
 #   4. revoke the right behind Terraform's back; terraform plan catches it
 #   5. apply again; the next plan is empty
 #   6. destroy and clean up
@@ -85,6 +86,8 @@ python3 demo/fleetctl.py tfvars "$work/winsim.json" demo/fleet.json >"$work/terr
 scripts/dev-overrides.sh >"$work/cli.tfrc"
 export TF_CLI_CONFIG_FILE="$work/cli.tfrc"
 echo "$tfname will warn \"Provider development overrides are in effect\": expected here, it means the provider comes from this build (bin/) instead of a registry."
+echo "The provider logs on over WinRM HTTP with auth = \"negotiate\", every message encrypted: the recommended configuration."
+echo "The simulated domain has no KDC, so negotiate uses NTLM and warns \"NTLM instead of Kerberos on <host>: no realm\" once per host and run: expected here, as for any host reached without a Kerberos realm."
 export TF_IN_AUTOMATION=1
 export CHECKPOINT_DISABLE=1
 unset TF_LOG TF_CLI_ARGS TF_DATA_DIR

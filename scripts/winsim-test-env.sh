@@ -13,7 +13,7 @@
 #                        listener line (JSON: control, ca_cert, hosts[] with name,
 #                        address, winrm, winrm_https, instances[] with name, sql)
 #   TF_CLI_ARGS_test     -var-file=$WINSIM_VAR_FILE added, so that in `terraform test`
-#                        and `tofu test` a test file reads var.winsim.hosts[0].winrm_https
+#                        and `tofu test` a test file reads var.winsim.hosts[0].winrm
 #                        (a variables file, not TF_VAR_winsim: OpenTofu reads an
 #                        undeclared TF_VAR_ variable as a string, Terraform as HCL)
 #   WINSIM_CONTROL       the control plane's address (host:port)

@@ -7,10 +7,17 @@ terraform {
   }
 }
 
+# Domain hosts as `winrm quickconfig` leaves them: HTTP 5985 with Negotiate (Kerberos
+# where krb5.conf names the realm's KDC, else NTLM with a plan warning), every message
+# encrypted by the logon. Credentials from MSSQLIFI_WINRM_* and MSSQLIFI_SQL_*.
 provider "mssqlifi" {
   winrm {
-    auth    = "ntlm"
-    ca_cert = file("${path.module}/winrm-ca.pem")
+    https = false
+    auth  = "negotiate" # the default
+    # Hardened, once Kerberos works for every host: an error instead of NTLM.
+    # allow_ntlm_fallback = false
+    # HTTPS listeners instead (port 5986): https = true and
+    # ca_cert = file("${path.module}/winrm-ca.pem")
   }
   sql {
     encrypt = "strict"
@@ -36,7 +43,7 @@ module "sql_fleet" {
     # A host whose WinRM listens on a non-default port; its instance sits on storage
     # shared with other tenants, so IFI stays off there.
     "sql03.contoso.com" = {
-      port = 15986
+      port = 15985
       instances = {
         VAULT = { enabled = false }
       }

@@ -62,7 +62,7 @@ func winrmAdvice(re *remote.Error) string {
 			case re.Auth == remote.AuthBasic:
 				adv += `; winrm.auth = "negotiate" works for domain accounts`
 			default:
-				adv += `; on a domain-joined host a bare user name logs on to the domain: name a local account with the host's computer name (SQL01\Administrator)`
+				adv += ". " + userNameForms
 			}
 		}
 		return adv
@@ -76,6 +76,24 @@ func winrmAdvice(re *remote.Error) string {
 		return "Raise the resource's timeouts (the timeouts block) if the service is just slow to start"
 	}
 	return ""
+}
+
+// userNameForms is the one explanation of the WinRM user names that log on, and
+// what each names on a domain-joined host, given with a failed logon. It follows
+// the NTLM client (internal/ntlmauth: a bare name takes the challenge's target name,
+// the host's domain; DOMAIN\user sends that domain; user@domain.fqdn goes whole, as
+// Windows sends it) and remote's Kerberos principal (krb.SplitPrincipal).
+const userNameForms = `Three forms of user name log on; on a domain-joined host they name: ` +
+	`DOMAIN\user (CONTOSO\svc_terraform) a domain account, and a bare "user" the same account, since NTLM logs it on to the host's domain; ` +
+	`user@domain.fqdn (svc_terraform@contoso.com), the user principal name, the same domain account, and with Kerberos the part after @ ` +
+	`is the realm (CONTOSO.COM); COMPUTER\user (SQL01\Administrator) a local account of the host, the only way to name one there, ` +
+	`and with NTLM only, since Kerberos logs on domain accounts. On a workgroup host a bare name is a local account`
+
+// logonAdviceGiven stands for the full advice of a failed logon in the errors of
+// the other instances on the same host in one run: given once per host, it names the
+// instance whose error carries it.
+func logonAdviceGiven(instance string) string {
+	return fmt.Sprintf("The same logon failed for instance %s on this host; its error says which user names log on and what to check", instance)
 }
 
 // kerberosAdvice is the advice for a Kerberos failure, by its cause, or "".

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
@@ -23,7 +25,7 @@ func TestHostErrorDetailNamesTheArgument(t *testing.T) {
 	}{
 		{"auth with ntlm", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "ntlm",
 			Message: "authentication failed for admin at sql01.example.test:5986"},
-			[]string{"authentication failed", "winrm.username", "winrm.password", EnvWinRMUsername, EnvWinRMPassword, `name a local account with the host's computer name (SQL01\Administrator)`}},
+			[]string{"authentication failed", "winrm.username", "winrm.password", EnvWinRMUsername, EnvWinRMPassword, userNameForms}},
 		{"auth with basic over https", &remote.Error{Host: tg.Host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: "basic",
 			HTTPS: true, Message: "authentication failed for admin at sql01.example.test:5986"},
 			[]string{`winrm.auth = "negotiate" works for domain accounts`}},
@@ -121,5 +123,41 @@ func TestClientsPortUsesRemoteDefaults(t *testing.T) {
 		if got := c.port(tc.p); got != tc.want {
 			t.Errorf("port(%d) with %+v = %d; want %d", tc.p, tc.cfg, got, tc.want)
 		}
+	}
+}
+
+// A failed logon's advice is given once per host and run: the first instance's
+// error carries it whole, the others on the same host name that instance instead,
+// and another host (or another port of it) gets its own.
+func TestLogonAdviceOncePerHost(t *testing.T) {
+	c := newClients(remote.Config{Username: `CONTOSO\svc_terraform`, Port: 5985}, nil, nil, nil)
+	logonErr := func(host, instance string) string {
+		tg := converge.Target{Host: host, Instance: instance}
+		re := &remote.Error{Host: host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: remote.AuthNegotiate,
+			Message: "authentication failed for CONTOSO\\svc_terraform at " + host + ":5985", Hint: "The user must be a local Administrator of the host"}
+		var diags diag.Diagnostics
+		addEngineError(&diags, opRead, &converge.Error{Kind: converge.KindObserveFailed, Target: tg, Err: re}, c.report())
+		if len(diags.Errors()) != 1 {
+			t.Fatalf("%d errors for %s/%s: %v", len(diags.Errors()), host, instance, diags)
+		}
+		return diags.Errors()[0].Detail()
+	}
+	first := logonErr("sql01.contoso.com", "MSSQLSERVER")
+	for _, w := range []string{"authentication failed", userNameForms, "local Administrator", EnvWinRMPassword} {
+		if !strings.Contains(first, w) {
+			t.Errorf("the first error lacks %q: %q", w, first)
+		}
+	}
+	second := logonErr("SQL01.contoso.com", "REPORTING")
+	if strings.Contains(second, "Three forms") || strings.Contains(second, "local Administrator") || strings.Contains(second, EnvWinRMPassword) {
+		t.Errorf("the second error on the same host repeats the advice: %q", second)
+	}
+	for _, w := range []string{"authentication failed", "instance REPORTING on SQL01.contoso.com", logonAdviceGiven("MSSQLSERVER")} {
+		if !strings.Contains(second, w) {
+			t.Errorf("the second error lacks %q: %q", w, second)
+		}
+	}
+	if other := logonErr("sql02.contoso.com", "MSSQLSERVER"); !strings.Contains(other, userNameForms) {
+		t.Errorf("another host's first error lacks the advice: %q", other)
 	}
 }

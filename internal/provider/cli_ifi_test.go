@@ -302,6 +302,20 @@ func TestCLI_passwordsNeverLogged(t *testing.T) {
 	}
 }
 
+// twoInstances is two resources on the host at addr: its default instance and
+// REPORTING.
+func twoInstances(addr string) string {
+	return fmt.Sprintf(`
+resource "mssqlifi_instant_file_initialization" "default" {
+  host = %[1]q
+}
+resource "mssqlifi_instant_file_initialization" "reporting" {
+  host     = %[1]q
+  instance = "REPORTING"
+}
+`, addr)
+}
+
 // A refresh costs one WinRM command (read_instance) and at most one SQL connection per
 // resource: terraform plan over two instances of one host runs read_instance twice and
 // logs in to each instance once.
@@ -314,15 +328,7 @@ func TestCLI_refreshCostsOneCommandAndOneConnectionPerResource(t *testing.T) {
 			Logins: []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}},
 		})
 	})
-	w.write(e.providerConfig(true) + fmt.Sprintf(`
-resource "mssqlifi_instant_file_initialization" "default" {
-  host = %[1]q
-}
-resource "mssqlifi_instant_file_initialization" "reporting" {
-  host     = %[1]q
-  instance = "REPORTING"
-}
-`, e.addr))
+	w.write(e.providerConfig(true) + twoInstances(e.addr))
 	w.mustApply()
 	connections := func() map[string]int64 {
 		m := map[string]int64{}

@@ -161,3 +161,34 @@ func TestCLI_constrainedLanguageModeIsNamed(t *testing.T) {
 		t.Error("the apply after the policy was lifted did not grant the right")
 	}
 }
+
+// A wrong password on a host with two instances, with the recommended configuration
+// (HTTP, negotiate): each instance's apply fails, but the advice on user names is
+// given once, in the first error; the other refers to that instance.
+func TestCLI_logonAdviceOncePerHost(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Domain = "CONTOSO"
+		hc.Instances = append(hc.Instances, host.InstanceConfig{Name: "REPORTING"})
+	})
+	w.write(strings.Replace(e.winrmBlock(fmt.Sprintf("    https = false\n    port  = %d", e.httpPort), ""), accPassword, "Wr0ng-Pa55word", 1) +
+		twoInstances(e.addr))
+	r := w.apply()
+	if r.Exit != 1 {
+		t.Fatalf("apply with a wrong password: exit %d, want 1:\n%s", r.Exit, r.describe())
+	}
+	failed := r.find("error", "", "authentication failed for Administrator")
+	advised := r.find("error", "", regexp.QuoteMeta(userNameForms))
+	if len(failed) != 2 || len(advised) != 1 {
+		t.Fatalf("%d logon errors (want 2), %d with the advice on user names (want 1):\n%s", len(failed), len(advised), r.describe())
+	}
+	first := "MSSQLSERVER"
+	if strings.Contains(advised[0].Summary, "REPORTING") {
+		first = "REPORTING"
+	}
+	r.wantDiag(t, "error", "", regexp.QuoteMeta(logonAdviceGiven(first)))
+	if n := strings.Count(r.Stdout, "local Administrator of the host"); n != 1 {
+		t.Errorf("the host's hint appears %d times, want once:\n%s", n, r.describe())
+	}
+}

@@ -41,6 +41,9 @@ type clients struct {
 	// ntlmWarned: the hosts whose NTLM fallback this run has warned about.
 	ntlmWarned map[hostKey]bool
 	checker    sqlcheck.Checker
+	// logonAdvised: hostKey → the instance whose error in this run carries the
+	// advice for a failed logon on that host (given once per host).
+	logonAdvised sync.Map
 	// claims: the instances the resources of this run manage, each with how its
 	// resource spells it. Terraform configures the provider anew for every run
 	// (plan, apply), so the registry is per run.
@@ -161,6 +164,19 @@ func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target
 			"Anyone who can block port 88 or the KDC's answers can cause this fallback. Fix the cause (the user's realm as user@REALM "+
 			`or DOMAIN\user, winrm.realm, winrm.krb5_conf naming reachable KDCs, winrm.spn), set winrm.allow_ntlm_fallback = false to make it an error, `+
 			`or set winrm.auth = "ntlm" to choose NTLM knowingly.`, host, safetext.Escape(lg.Why)))
+}
+
+// report is what this run's engine errors need for their diagnostics: the WinRM
+// user, and the advice for a failed logon given once per host.
+func (c *clients) report() errorReport {
+	return errorReport{user: c.winrm.Username, logonAdvised: func(t converge.Target) string {
+		first, loaded := c.logonAdvised.LoadOrStore(hostKey{strings.ToLower(t.Host), c.port(t.Port)}, t.Instance)
+		if !loaded {
+			return ""
+		}
+		instance, _ := first.(string)
+		return instance
+	}}
 }
 
 // SQLChecker returns the SQL checker, or nil when no SQL credentials are configured.

@@ -77,7 +77,7 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 	out, err := d.c.engine().Describe(ctx, t, grantee)
 	d.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opRead, err, d.c.winrm.Username)
+		addEngineError(&resp.Diagnostics, opRead, err, d.c.report())
 		return
 	}
 	m.Instance = types.StringValue(t.Instance)

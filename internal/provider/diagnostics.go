@@ -26,21 +26,31 @@ const (
 	opDestroy                  // delete
 )
 
-// addEngineError adds the diagnostics of an error from the converge engine. user is
-// the WinRM user, for authentication failures.
-func addEngineError(diags *diag.Diagnostics, op operation, err error, user string) {
+// errorReport is what the diagnostics of an engine error need from the run.
+type errorReport struct {
+	// user is the WinRM user, for authentication failures.
+	user string
+	// logonAdvised, when set, is called for a failed logon on t's host: it returns ""
+	// for the run's first on that host, whose error then carries the full advice, and
+	// for the others the instance whose error carries it. nil: every error carries it.
+	logonAdvised func(t converge.Target) string
+}
+
+// addEngineError adds the diagnostics of an error from the converge engine.
+func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorReport) {
 	var ce *converge.Error
 	if !errors.As(err, &ce) {
 		diags.AddError("Unexpected error", fmt.Sprintf("%v. This is a bug in the provider; please report it.", err))
 		return
 	}
 	t := escapedTarget(ce.Target)
-	user = safetext.Escape(user)
+	user := safetext.Escape(rep.user)
+	detail := func(err error) string { return hostErrorDetailOnce(t, ce.Target, err, user, rep.logonAdvised) }
 	switch ce.Kind {
 	case converge.KindHostSetup:
-		diags.AddError(fmt.Sprintf("Cannot set up WinRM for %s", t.Host), hostErrorDetail(t, ce.Err, user))
+		diags.AddError(fmt.Sprintf("Cannot set up WinRM for %s", t.Host), detail(ce.Err))
 	case converge.KindObserveFailed:
-		diags.AddError(fmt.Sprintf("Cannot read SQL Server instance %s on %s", t.Instance, t.Host), hostErrorDetail(t, ce.Err, user))
+		diags.AddError(fmt.Sprintf("Cannot read SQL Server instance %s on %s", t.Instance, t.Host), detail(ce.Err))
 	case converge.KindNotFound:
 		diags.AddAttributeError(path.Root("instance"), "SQL Server instance not found", notFoundDetail(t, ce.Instance))
 	case converge.KindVanished:
@@ -59,7 +69,7 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 		if op == opDestroy {
 			diags.AddError(fmt.Sprintf("Cannot revoke the right on %s", t.Host),
 				fmt.Sprintf("Could not revoke %s from %s: %s The resource stays in the state; run terraform destroy again.",
-					contract.RightManageVolume, ce.Step.SID, hostErrorDetail(t, ce.Err, user)))
+					contract.RightManageVolume, ce.Step.SID, detail(ce.Err)))
 			return
 		}
 		verb, prep := "revoke", "from"
@@ -67,7 +77,7 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 			verb, prep = "grant", "to"
 		}
 		diags.AddError(fmt.Sprintf("Cannot %s the right on %s", verb, t.Host),
-			fmt.Sprintf("Could not %s %s %s %s: %s", verb, contract.RightManageVolume, prep, ce.Step.SID, hostErrorDetail(t, ce.Err, user)))
+			fmt.Sprintf("Could not %s %s %s %s: %s", verb, contract.RightManageVolume, prep, ce.Step.SID, detail(ce.Err)))
 	case converge.KindRestartFailed:
 		var unfinished *converge.RestartUnfinishedError
 		switch {
@@ -84,18 +94,18 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, user strin
 			}
 			diags.AddError(summary,
 				fmt.Sprintf("The restart of %s (%s) on %s: %s Run terraform plan to see what the host has now.",
-					ce.ServiceName, ce.RestartReason, t, hostErrorDetail(t, ce.Err, user)))
+					ce.ServiceName, ce.RestartReason, t, detail(ce.Err)))
 			return
 		}
 		diags.AddError(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
 			fmt.Sprintf("The restart of %s (%s) failed: %s The right was changed as asked; run terraform apply again once the "+
-				"service can restart, or restart it yourself.", ce.ServiceName, ce.RestartReason, hostErrorDetail(t, ce.Err, user)))
+				"service can restart, or restart it yourself.", ce.ServiceName, ce.RestartReason, detail(ce.Err)))
 	case converge.KindNotReady:
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s did not accept connections after the restart", t.Instance, t.Host),
 			fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the timeouts "+
 				"if recovery takes long, then run terraform apply again.", t, t.Host, ce.SQLPort, sqlErrorDetail(ce.Err)))
 	case converge.KindReadBackFailed:
-		addEngineError(diags, op, ce.Err, user)
+		addEngineError(diags, op, ce.Err, rep)
 		if ce.Changed {
 			restarted := ""
 			if ce.Restarted {
@@ -128,15 +138,33 @@ func escapedTarget(t converge.Target) converge.Target {
 
 // hostErrorDetail says what failed at the host and what to do next.
 func hostErrorDetail(t converge.Target, err error, user string) string {
+	return hostErrorDetailOnce(t, t, err, user, nil)
+}
+
+// hostErrorDetailOnce is hostErrorDetail, with a failed logon's advice given once
+// per host in a run: logonAdvised (if set) says whether another instance's error
+// on the host (raw, unescaped) already carries it.
+func hostErrorDetailOnce(t, raw converge.Target, err error, user string, logonAdvised func(converge.Target) string) string {
 	var re *remote.Error
 	if errors.As(err, &re) {
-		msg := re.Error()
+		logon := re.Kind == remote.KindAuth && (re.Setting == remote.SettingUsername || re.Setting == remote.SettingPassword)
+		advisedBy := ""
+		if logon && logonAdvised != nil {
+			advisedBy = logonAdvised(raw)
+		}
+		facts := *re
+		if advisedBy != "" {
+			facts.Hint = "" // the host-side hint is part of the advice given once
+		}
+		msg := facts.Error()
 		if re.Kind == remote.KindAuth && !strings.Contains(strings.ToLower(msg), "authentication failed") {
 			msg = fmt.Sprintf("WinRM authentication failed for %s at %s: %s", user, t.Host, msg)
 		}
 		// remote says what failed and what to check on the host; the provider's
 		// arguments to change are ours to name.
-		if re.Kind == remote.KindScript && re.Code == contract.CodeConstrainedLanguage {
+		if advisedBy != "" {
+			msg += ". " + logonAdviceGiven(safetext.Escape(advisedBy))
+		} else if re.Kind == remote.KindScript && re.Code == contract.CodeConstrainedLanguage {
 			msg += ". " + constrainedLanguageAdvice(t.Host, user)
 		} else if adv := winrmAdvice(re); adv != "" {
 			msg += ". " + adv

@@ -69,7 +69,7 @@ func TestAddEngineError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			addEngineError(&diags, tc.op, tc.err, `CORP\admin`)
+			addEngineError(&diags, tc.op, tc.err, errorReport{user: `CORP\admin`})
 			errs := diags.Errors()
 			if len(errs) != len(tc.want) {
 				t.Fatalf("%d errors, want %d: %v", len(errs), len(tc.want), errs)

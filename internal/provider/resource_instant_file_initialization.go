@@ -209,7 +209,7 @@ func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.De
 	out, err := r.c.engine().Apply(ctx, t, d)
 	r.c.ntlmFallbackWarning(diags, t)
 	if err != nil {
-		addEngineError(diags, opApply, err, r.c.winrm.Username)
+		addEngineError(diags, opApply, err, r.c.report())
 	}
 	addWarnings(diags, out.Warnings)
 	if st := plan.withOutcome(out); st != nil {
@@ -277,7 +277,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		return
 	}
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opRead, err, r.c.winrm.Username)
+		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return // the state stays as it was
 	}
 	a := out.Assessment
@@ -319,7 +319,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 		return
 	}
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opDestroy, err, r.c.winrm.Username)
+		addEngineError(&resp.Diagnostics, opDestroy, err, r.c.report())
 		return
 	}
 	// The stays-on warning was given by ModifyPlan when the destroy was planned.

@@ -197,15 +197,15 @@ func (h *winrmHost) classify(err error) *Error {
 const unreachableHint = "Check that the host is up and that a WinRM listener runs there (winrm quickconfig; winrm enumerate winrm/config/listener), " +
 	"and that the firewall allows TCP 5985 (HTTP) or 5986 (HTTPS) from here"
 
+// authHint states what a refused logon (HTTP 401) means on the host's side. Which
+// user names log on to which account is the caller's to explain, once per host.
 func authHint(auth string) string {
-	h := "Check the WinRM user name and password"
 	if auth == AuthBasic {
-		h += `; with Basic authentication the account must be local and the listener must allow Basic (winrm set winrm/config/service/auth @{Basic="true"}); NTLM works for domain accounts`
-	} else {
-		h += `; domain users as DOMAIN\user. On a domain-joined host the NTLM client logs on to the host's domain whatever prefix the user name has, ` +
-			`so a local account fails there: use a domain account, or Basic authentication over HTTPS for a local account (the listener must allow Basic)`
+		return `Basic authentication logs on local accounts only, and only where the listener allows it ` +
+			`(winrm set winrm/config/service/auth @{Basic="true"}). The user must be a local Administrator of the host`
 	}
-	return h + ". The user must be a local Administrator of the host"
+	return "The host refused the logon: it knows no such account (on the host or in its domain), or the password does not match. " +
+		"The user must be a local Administrator of the host"
 }
 
 func (h *winrmHost) tlsError(e *Error, where string, err error) *Error {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
 func logonOf(t *testing.T, h Host) Logon {
@@ -77,5 +78,42 @@ func TestNegotiateNoRealmReported(t *testing.T) {
 	}
 	if lg := logonOf(t, s.remote(t, testUser, testPassword)); lg.Mechanism != AuthNTLM || lg.Fallback {
 		t.Fatalf("auth ntlm: %+v, want NTLM chosen, not a fallback", lg)
+	}
+}
+
+// The user-name forms the provider's advice for a failed logon names, on a
+// domain-joined host (CONTOSO) whose local Administrator and domain Administrator
+// have different passwords: DOMAIN\user, a bare user and user@domain.fqdn log on
+// to the domain account; COMPUTER\user to the local one. The recommended
+// configuration (negotiate over HTTP, no realm: NTLM, every message sealed).
+func TestUserNameFormsOnADomainHost(t *testing.T) {
+	const localPass, domainPass = "Local-Adm1n-Pass!", "Domain-Adm1n-Pass!"
+	cfg := simConfig()
+	cfg.Domain = "CONTOSO"
+	cfg.WinRM.Users = []host.UserConfig{{Name: "Administrator", Password: localPass}, {Name: `CONTOSO\Administrator`, Password: domainPass}}
+	s := newSimHost(t, cfg)
+	t.Setenv("KRB5_CONFIG", t.TempDir()+"/none.conf")
+	for _, tc := range []struct{ user, account, password, other string }{
+		{`CONTOSO\Administrator`, "the domain account", domainPass, localPass},
+		{"Administrator", "the domain account", domainPass, localPass},
+		{"Administrator@contoso.com", "the domain account", domainPass, localPass},
+		{`SQL01\Administrator`, "the local account", localPass, domainPass},
+	} {
+		t.Run(tc.user, func(t *testing.T) {
+			logon := func(password string) error {
+				h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: AuthNegotiate, Username: tc.user, Password: password, Timeout: 20 * time.Second})
+				if err != nil {
+					return err
+				}
+				return readMSSQLSERVER(h)
+			}
+			if err := logon(tc.password); err != nil {
+				t.Errorf("%s with the password of %s: %v", tc.user, tc.account, err)
+			}
+			var re *Error
+			if err := logon(tc.other); !errors.As(err, &re) || re.Kind != KindAuth {
+				t.Errorf("%s with the other account's password: %v; want an authentication failure (it names %s)", tc.user, err, tc.account)
+			}
+		})
 	}
 }

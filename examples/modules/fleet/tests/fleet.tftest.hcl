@@ -7,24 +7,27 @@
 #   scripts/winsim-test-env.sh -c tests/winsim.json -- sh -c 'terraform init && terraform test'
 
 # The fleet as the module takes it, from the simulator's listener line: each host by
-# its loopback address, WinRM over HTTPS on the port winsim picked.
+# its loopback address, WinRM over HTTP on the port winsim picked.
 variables {
   hosts = {
     for h in var.winsim.hosts : h.address => {
-      port      = tonumber(split(":", h.winrm_https)[1])
+      port      = tonumber(split(":", h.winrm)[1])
       instances = { for i in h.instances : i.name => {} }
     }
   }
 }
 
-# Credentials come from MSSQLIFI_WINRM_* and MSSQLIFI_SQL_* (set by the helper);
-# certificates are verified against the simulator's CA, which the helper writes to
-# .winsim/ca.pem (a provider block here cannot use var.winsim under OpenTofu).
+# The recommended configuration: HTTP with Negotiate, every message encrypted by the
+# logon, as the simulated hosts' WinRM defaults require (AllowUnencrypted false).
+# They have no KDC, so negotiate uses NTLM and the run warns "NTLM instead of
+# Kerberos on <host>: no realm". Credentials come from MSSQLIFI_WINRM_* and
+# MSSQLIFI_SQL_* (set by the helper); SQL Server's certificates are verified against
+# the simulator's CA, which the helper writes to .winsim/ca.pem (a provider block here
+# cannot use var.winsim under OpenTofu).
 provider "mssqlifi" {
   winrm {
-    auth    = "ntlm"
-    https   = true
-    ca_cert = file(".winsim/ca.pem")
+    https = false
+    auth  = "negotiate"
   }
   sql {
     encrypt = "strict"
