@@ -1,0 +1,101 @@
+package converge
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
+)
+
+// The unhealthy replicas say which replica, whether it is this one, and of which group.
+func TestAGMembershipNamesUnhealthyReplicas(t *testing.T) {
+	m := agMembership(&sqlcheck.Report{Replicas: []sqlcheck.Replica{
+		{Group: "AG1", Server: "SQL01", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "PARTIALLY_HEALTHY"},
+		{Group: "AG1", Server: "", Connected: "DISCONNECTED"},
+		{Server: "SQL03", Connected: "CONNECTED", Health: "HEALTHY"},
+		{Server: "SQL04", Health: "NOT_HEALTHY", Connected: "CONNECTED"},
+	}})
+	want := []string{
+		"SQL01 (this replica) of AG1: PARTIALLY_HEALTHY, CONNECTED",
+		"a replica of AG1: UNKNOWN, DISCONNECTED",
+		"SQL04: NOT_HEALTHY, CONNECTED",
+	}
+	if strings.Join(m.Unhealthy, "|") != strings.Join(want, "|") {
+		t.Errorf("unhealthy %q, want %q", m.Unhealthy, want)
+	}
+	if m.Role != ifi.RoleSecondary || strings.Join(m.Groups, ",") != "AG1" {
+		t.Errorf("role %q in %v, want the secondary of AG1", m.Role, m.Groups)
+	}
+}
+
+// What SQL Server answered goes into the verification: its version, whether it is
+// clustered, and the encrypted databases (none is an empty list, not unknown).
+func TestObserveKeepsSQLServersAnswer(t *testing.T) {
+	w := newWorld(newFakeHost())
+	o, err := New(withChecker{w.clients, clusteredChecker{w.checker}}).Observe(context.Background(), defaultTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := o.Observed.Verification
+	if v.SQLVersion != "16.0.4135.4" || !v.Clustered || v.TDEDatabases == nil || len(v.TDEDatabases) != 0 {
+		t.Errorf("verification %+v: want the version, clustered, and an empty list of TDE databases", v)
+	}
+}
+
+// A missing instance is not asked about through SQL Server.
+func TestObserveMissingInstanceAsksNoSQL(t *testing.T) {
+	h := newFakeHost()
+	h.installed = false
+	w := newWorld(h)
+	o, err := w.engine.Observe(context.Background(), defaultTarget)
+	if err != nil || o.Instance.Found {
+		t.Fatalf("observe: %+v, %v", o, err)
+	}
+	if w.checker.checks != 0 || o.SQLTarget != nil {
+		t.Errorf("SQL Server asked %d times about a missing instance", w.checker.checks)
+	}
+}
+
+// The plan's read counts as fresh from the moment it was read, and only for an
+// installed instance.
+func TestFreshReadEdges(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	w := newWorld(newFakeHost())
+	w.engine.Clock = fakeClock{now: now}
+	plan, err := w.engine.Read(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := defaultTarget
+	target.Read, target.ReadAt = plan.Read, now
+	if w.engine.freshRead(target) == nil {
+		t.Error("a read of this instant is not fresh")
+	}
+	missing := *plan.Read
+	missing.Found = false
+	target.Read = &missing
+	if w.engine.freshRead(target) != nil {
+		t.Error("a read that found no instance is reused")
+	}
+}
+
+type clusteredChecker struct{ *fakeChecker }
+
+func (c clusteredChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.Report, error) {
+	rep, err := c.fakeChecker.Check(ctx, t)
+	if rep != nil {
+		rep.Clustered = true
+	}
+	return rep, err
+}
+
+// withChecker are the fake clients with another SQL checker.
+type withChecker struct {
+	*fakeClients
+	ch sqlcheck.Checker
+}
+
+func (c withChecker) SQLChecker() (sqlcheck.Checker, error) { return c.ch, nil }
