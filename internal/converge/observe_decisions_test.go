@@ -2,10 +2,12 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
@@ -99,3 +101,59 @@ type withChecker struct {
 }
 
 func (c withChecker) SQLChecker() (sqlcheck.Checker, error) { return c.ch, nil }
+
+// Primary in one group wins over resolving in another.
+func TestAGMembershipPrimaryWins(t *testing.T) {
+	m := agMembership(&sqlcheck.Report{Replicas: []sqlcheck.Replica{
+		{Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
+		{Group: "AG2", Local: true, Role: "RESOLVING", Connected: "CONNECTED", Health: "HEALTHY"},
+	}})
+	if m.Role != ifi.RolePrimary || strings.Join(m.Groups, ",") != "AG1,AG2" || len(m.Unhealthy) != 0 {
+		t.Errorf("%+v; want the primary of AG1 and AG2, all healthy", m)
+	}
+}
+
+// changeFailed picks the step whose SID the host's lsa_error names; other errors
+// are not a failed change.
+func TestChangeFailed(t *testing.T) {
+	steps := []ifi.Step{{Grant: false, SID: acctSID}, {Grant: true, SID: svcSID}}
+	lsa := func(msg string) error { return &fakeScriptError{code: "lsa_error", err: errors.New(msg)} }
+	for name, c := range map[string]struct {
+		err   error
+		steps []ifi.Step
+		i     int
+		ok    bool
+	}{
+		"names the second step": {lsa("LsaAddAccountRights for " + svcSID + " failed"), steps, 1, true},
+		"names the first step":  {lsa("LsaRemoveAccountRights for " + acctSID + " failed"), steps, 0, true},
+		"names no step":         {lsa("LsaOpenPolicy failed"), steps, 0, true},
+		"no steps":              {lsa("LsaOpenPolicy failed"), nil, 0, false},
+		"another script error":  {&fakeScriptError{code: "not_found", err: errBoom}, steps, 0, false},
+		"not the host's answer": {errBoom, steps, 0, false},
+	} {
+		if i, ok := changeFailed(c.err, c.steps); i != c.i || ok != c.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", name, i, ok, c.i, c.ok)
+		}
+	}
+}
+
+func TestRestartErrorsSayWhatHappened(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&RestartOutcomeError{Result: contract.RestartInstanceResult{Error: "start_failed"}}, "the restart failed (start_failed)"},
+		{&RestartOutcomeError{Result: contract.RestartInstanceResult{Message: "MSSQLSERVER did not start.", ErrorLogTail: []string{"a", "b"}}},
+			"MSSQLSERVER did not start. Last lines of the SQL Server error log: a | b"},
+		{&RestartOutcomeError{Result: contract.RestartInstanceResult{Message: "MSSQLSERVER did not start.", ErrorLogTail: []string{}}},
+			"MSSQLSERVER did not start."},
+		{&RestartUnfinishedError{NotReceived: true, Err: errBoom}, "the restart request did not reach the host after 3 attempts, so nothing was stopped: " + errBoom.Error()},
+		{&RestartUnfinishedError{Err: errBoom}, "(last phase reported: unknown)"},
+		{&RestartUnfinishedError{Phase: "stopping", Err: errBoom}, "(last phase reported: stopping)"},
+	} {
+		got := c.err.Error()
+		if !strings.Contains(got, c.want) || strings.HasSuffix(c.want, ".") && got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}
