@@ -157,3 +157,22 @@ func TestRestartErrorsSayWhatHappened(t *testing.T) {
 		}
 	}
 }
+
+// The host-side wait of one restart request: restartPollSeconds, less as the
+// deadline nears, at least a second.
+func TestWaitSeconds(t *testing.T) {
+	e := New(&fakeClients{})
+	if got := e.waitSeconds(context.Background()); got != restartPollSeconds {
+		t.Errorf("no deadline: %d, want %d", got, restartPollSeconds)
+	}
+	for _, c := range []struct {
+		left time.Duration
+		want int
+	}{{time.Hour, restartPollSeconds}, {4*time.Second + 500*time.Millisecond, 2}, {time.Second, 1}, {-time.Minute, 1}} {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(c.left))
+		if got := e.waitSeconds(ctx); got != c.want {
+			t.Errorf("%s left: %d, want %d", c.left, got, c.want)
+		}
+		cancel()
+	}
+}
