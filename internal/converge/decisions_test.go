@@ -2,6 +2,7 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -562,5 +563,86 @@ func TestErrorSaysWhatFailed(t *testing.T) {
 		if got := c.e.Error(); !strings.HasPrefix(got, c.want) && !(c.e.Kind == Kind(99) && strings.HasSuffix(got, c.want)) {
 			t.Errorf("%s: %q, want it to begin %q", c.e.Kind, got, c.want)
 		}
+	}
+}
+
+// A change of restart_instance that the host refuses (lsa_error) stops the request
+// before anything stops: the error names the step, and the outcome says whether an
+// earlier change of the same request went through.
+func TestRestartRequestWithAFailedChange(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		failSID     string
+		wantChanged bool
+	}{
+		{"the revoke of the prior grantee fails", acctSID, false},
+		{"the grant fails after the revoke", svcSID, true},
+	} {
+		h := newFakeHost().granted(acctSID)
+		h.runningIFI = false
+		h.setRightErr = func(_ int, p contract.SetRightParams) error {
+			if p.SID == c.failSID {
+				return errors.New("LsaAddAccountRights for " + p.SID + ": access denied")
+			}
+			return nil
+		}
+		d := enable
+		d.PriorGranteeSID = acctSID
+		out, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, d)
+		e := wantError(t, err, KindSetRightFailed)
+		if e.Step == nil || e.Step.SID != c.failSID || out.Changed != c.wantChanged || h.statuses != 0 {
+			t.Errorf("%s: step %+v, changed %v (want %v), restart_status %d", c.name, e.Step, out.Changed, c.wantChanged, h.statuses)
+		}
+	}
+}
+
+// restart_instance refused by the host (its script's error) fails at once, without
+// asking after the restart.
+func TestRestartRefusedByTheHostFailsAtOnce(t *testing.T) {
+	h := newFakeHost()
+	h.restartErr = &fakeScriptError{code: "clustered", err: errors.New("MSSQLSERVER is a failover cluster instance")}
+	_, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, enable)
+	_ = wantError(t, err, KindRestartFailed)
+	if h.restarts != 1 || h.statuses != 0 {
+		t.Errorf("restart_instance %d, restart_status %d; want 1, 0", h.restarts, h.statuses)
+	}
+}
+
+// otherRestartHost loses the first request (the connection failed before it
+// arrived) while the host's record holds another apply's finished restart.
+type otherRestartHost struct {
+	*fakeHost
+	mu    sync.Mutex
+	sends int
+}
+
+func (h *otherRestartHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	h.mu.Lock()
+	h.sends++
+	first := h.sends == 1
+	h.mu.Unlock()
+	if first {
+		h.fakeHost.mu.Lock()
+		h.fakeHost.last = &contract.RestartInstanceResult{Found: true, RestartID: "00000000000000000000000000000001", Phase: contract.PhaseDone,
+			Finished: true, ServiceName: "MSSQLSERVER", ServiceState: contract.StateRunning}
+		h.fakeHost.mu.Unlock()
+		return nil, errBoom
+	}
+	return h.fakeHost.RestartInstance(ctx, p)
+}
+
+// A request lost on the way is sent again, even when the host reports another
+// restart that finished: that one is not ours.
+func TestApplyDoesNotTakeAnotherRestartForItsOwn(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &otherRestartHost{fakeHost: w.host}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := New(withHost{w.clients, h}).Apply(ctx, defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.sends != 2 || w.host.restarts != 1 || !out.Restarted || out.Assessment.RestartPending == nil || *out.Assessment.RestartPending {
+		t.Errorf("sent %d (want 2), restarts %d (want 1), restarted %v", h.sends, w.host.restarts, out.Restarted)
 	}
 }
