@@ -336,6 +336,7 @@ func TestApplyResendsARequestTheHostLost(t *testing.T) {
 func TestApplyRecoveredKeepsTheReadBacksWarnings(t *testing.T) {
 	t.Run("assessment", func(t *testing.T) {
 		w := newWorld(newFakeHost())
+		w.engine.Clock = fakeClock{now: time.Now()} // no real pause between retries
 		w.checker.tde = []string{"Payroll"}
 		w.host.restartErr, w.host.restartErrAfterEffect = errBoom, true
 		w.host.statusErr = errBoom
@@ -354,6 +355,7 @@ func TestApplyRecoveredKeepsTheReadBacksWarnings(t *testing.T) {
 		h.restartErr, h.restartErrAfterEffect = errBoom, true
 		h.statusErr = errBoom
 		w := newWorld(h)
+		w.engine.Clock = fakeClock{now: time.Now()}
 		d := enable
 		d.Restart = ifi.RestartIfNeededIncludingPrimary
 		out, err := w.engine.Apply(context.Background(), defaultTarget, d)
@@ -475,7 +477,9 @@ func TestApplyDoesNotForgiveAnUnverifiedRestart(t *testing.T) {
 	h.statusErr = errBoom
 	d := enable
 	d.Restart = ifi.RestartIfNeededIncludingPrimary
-	out, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, d)
+	w := newWorld(h)
+	w.engine.Clock = fakeClock{now: time.Now()}
+	out, err := w.engine.Apply(context.Background(), defaultTarget, d)
 	_ = wantError(t, err, KindRestartFailed)
 	if ifi.HasWarning(out.Warnings, WarnRecovered) || out.Assessment == nil || out.Assessment.RestartPending != nil {
 		t.Errorf("warnings %v, assessment %+v", codes(out.Warnings), out.Assessment)
@@ -527,7 +531,9 @@ func TestReadBackThatCannotBeAssessed(t *testing.T) {
 	h.restartErr = errBoom
 	h.statusErr = errBoom
 	h.beforeRead = unresolvable(h)
-	out, err = newWorld(h).engine.Apply(context.Background(), defaultTarget, asAccount)
+	w := newWorld(h)
+	w.engine.Clock = fakeClock{now: time.Now()}
+	out, err = w.engine.Apply(context.Background(), defaultTarget, asAccount)
 	_ = wantError(t, err, KindRestartFailed)
 	if out.Assessment != nil {
 		t.Errorf("assessment %+v after a read-back that cannot be assessed", out.Assessment)
@@ -638,7 +644,9 @@ func TestApplyDoesNotTakeAnotherRestartForItsOwn(t *testing.T) {
 	h := &otherRestartHost{fakeHost: w.host}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := New(withHost{w.clients, h}).Apply(ctx, defaultTarget, enable)
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(ctx, defaultTarget, enable)
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
