@@ -288,22 +288,22 @@ func TestGrantTheHostAlreadyHadIsNoChange(t *testing.T) {
 	}
 }
 
-// lostRequestHost accepts the first restart_instance but then loses it (restart_status
-// finds no request, as after a reboot of the host's WinRM service); later requests
-// reach the fake host.
-type lostRequestHost struct {
+// firstSendHost answers the first restart_instance with first (which may change the
+// fake host's record); later requests reach the fake host. It counts the requests.
+type firstSendHost struct {
 	*fakeHost
+	first func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
 	mu    sync.Mutex
 	sends int
 }
 
-func (h *lostRequestHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+func (h *firstSendHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
 	h.mu.Lock()
 	h.sends++
-	first := h.sends == 1
+	n := h.sends
 	h.mu.Unlock()
-	if first {
-		return &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+	if n == 1 {
+		return h.first(p)
 	}
 	return h.fakeHost.RestartInstance(ctx, p)
 }
@@ -319,7 +319,11 @@ func (c withHost) Host(string, int) (Host, error) { return c.h, nil }
 // A request the host lost after it accepted it is sent again.
 func TestApplyResendsARequestTheHostLost(t *testing.T) {
 	w := newWorld(newFakeHost())
-	h := &lostRequestHost{fakeHost: w.host}
+	// The host accepts the first request, then loses it: restart_status finds no
+	// request, as after a restart of the host's WinRM service.
+	h := &firstSendHost{fakeHost: w.host, first: func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+		return &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	out, err := New(withHost{w.clients, h}).Apply(ctx, defaultTarget, enable)
@@ -614,34 +618,19 @@ func TestRestartRefusedByTheHostFailsAtOnce(t *testing.T) {
 	}
 }
 
-// otherRestartHost loses the first request (the connection failed before it
-// arrived) while the host's record holds another apply's finished restart.
-type otherRestartHost struct {
-	*fakeHost
-	mu    sync.Mutex
-	sends int
-}
-
-func (h *otherRestartHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
-	h.mu.Lock()
-	h.sends++
-	first := h.sends == 1
-	h.mu.Unlock()
-	if first {
-		h.fakeHost.mu.Lock()
-		h.fakeHost.last = &contract.RestartInstanceResult{Found: true, RestartID: "00000000000000000000000000000001", Phase: contract.PhaseDone,
-			Finished: true, ServiceName: "MSSQLSERVER", ServiceState: contract.StateRunning}
-		h.fakeHost.mu.Unlock()
-		return nil, errBoom
-	}
-	return h.fakeHost.RestartInstance(ctx, p)
-}
-
 // A request lost on the way is sent again, even when the host reports another
 // restart that finished: that one is not ours.
 func TestApplyDoesNotTakeAnotherRestartForItsOwn(t *testing.T) {
 	w := newWorld(newFakeHost())
-	h := &otherRestartHost{fakeHost: w.host}
+	// The first request is lost before it arrives, while the host's record holds
+	// another apply's finished restart.
+	h := &firstSendHost{fakeHost: w.host, first: func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+		w.host.mu.Lock()
+		defer w.host.mu.Unlock()
+		w.host.last = &contract.RestartInstanceResult{Found: true, RestartID: "00000000000000000000000000000001", Phase: contract.PhaseDone,
+			Finished: true, ServiceName: "MSSQLSERVER", ServiceState: contract.StateRunning}
+		return nil, errBoom
+	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	e := New(withHost{w.clients, h})
