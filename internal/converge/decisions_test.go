@@ -643,3 +643,21 @@ func TestApplyDoesNotTakeAnotherRestartForItsOwn(t *testing.T) {
 		t.Errorf("sent %d (want 2), restarts %d (want 1), restarted %v", h.sends, w.host.restarts, out.Restarted)
 	}
 }
+
+// A request that joined another apply's restart follows that restart's id: sent
+// again (the host lost it), it carries that id, so that the host starts at most one.
+func TestApplyFollowsTheJoinedRestartsID(t *testing.T) {
+	const joined = "0123456789abcdef0123456789abcdef"
+	w := newWorld(newFakeHost())
+	h := &firstSendHost{fakeHost: w.host, first: func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+		return &contract.RestartInstanceResult{Found: true, Joined: true, RestartID: joined, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := New(withHost{w.clients, h}).Apply(ctx, defaultTarget, enable); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.sends != 2 || len(w.host.restartParams) != 1 || w.host.restartParams[0].RestartID != joined {
+		t.Errorf("sent %d, the host got %+v; want the joined restart's id sent again", h.sends, w.host.restartParams)
+	}
+}
