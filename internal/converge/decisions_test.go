@@ -661,3 +661,48 @@ func TestApplyFollowsTheJoinedRestartsID(t *testing.T) {
 		t.Errorf("sent %d, the host got %+v; want the joined restart's id sent again", h.sends, w.host.restartParams)
 	}
 }
+
+// lostAnswerStatusHost restarts at the first request but loses its answer; the
+// first restart_status then reports the restart still running.
+type lostAnswerStatusHost struct {
+	*firstSendHost
+	statusMu sync.Mutex
+	polls    int
+}
+
+func (h *lostAnswerStatusHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
+	res, err := h.fakeHost.RestartStatus(ctx, p)
+	h.statusMu.Lock()
+	h.polls++
+	n := h.polls
+	h.statusMu.Unlock()
+	if err != nil || n > 1 {
+		return res, err
+	}
+	r := *res
+	r.Finished, r.Phase = false, "starting"
+	return &r, nil
+}
+
+// A request whose answer was lost, that the host reports under its id, is followed
+// to its end and not sent again.
+func TestApplyFollowsItsRequestAfterALostAnswer(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &lostAnswerStatusHost{firstSendHost: &firstSendHost{fakeHost: w.host, first: func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+		if _, err := w.host.RestartInstance(context.Background(), p); err != nil {
+			return nil, err
+		}
+		return nil, errBoom
+	}}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := e.Apply(ctx, defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.sends != 1 || w.host.restarts != 1 || h.polls != 2 || !out.Restarted {
+		t.Errorf("sent %d, restarts %d, polls %d, restarted %v; want 1, 1, 2, true", h.sends, w.host.restarts, h.polls, out.Restarted)
+	}
+}
