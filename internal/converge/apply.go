@@ -284,13 +284,9 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 	if !out.Changed {
 		return out, err
 	}
-	timeout := e.RecoveryTimeout
-	if timeout == 0 {
-		timeout = DefaultRecoveryTimeout
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	rctx, cancel := e.recoveryContext(ctx)
 	defer cancel()
-	obs, oerr := e.Observe(rctx, t)
+	obs, oerr := e.observeUntilDeadline(rctx, t)
 	if oerr != nil || !obs.Instance.Found {
 		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date",
 			Detail: fmt.Sprintf("After the failure, %s could not be read back; what it holds now is unknown.", t)})
@@ -315,6 +311,38 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 		return out, nil
 	}
 	return out, err
+}
+
+// recoveryContext is the context of the read-back after a failure: until the
+// operation's deadline, and at least RecoveryTimeout from now (the operation's own
+// deadline may have passed, or its context been cancelled, as by SIGINT).
+func (e *Engine) recoveryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := e.RecoveryTimeout
+	if timeout == 0 {
+		timeout = DefaultRecoveryTimeout
+	}
+	deadline := e.clock().Now().Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.After(deadline) && ctx.Err() == nil {
+		deadline = dl
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}
+
+// observeUntilDeadline is Observe, asked again with backoff while it fails with the
+// network's failure (a restart in progress may keep WinRM away for a while) until
+// ctx's deadline.
+func (e *Engine) observeUntilDeadline(ctx context.Context, t Target) (*Observation, error) {
+	for failures := 1; ; failures++ {
+		obs, err := e.Observe(ctx, t)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return obs, err
+		}
+		e.info(ctx, "reading the instance back after a failure: asking again", map[string]any{"host": t.Host, "instance": t.Instance,
+			"error": err.Error(), "attempt": failures})
+		if e.clock().Sleep(ctx, retryPause(failures)) != nil {
+			return obs, err
+		}
+	}
 }
 
 // connectionFailure reports whether err is the connection's or the deadline's

@@ -72,9 +72,10 @@ func (t Target) String() string {
 
 // Default durations.
 const (
-	// DefaultRecoveryTimeout bounds the read-back after a failed step, which runs
-	// even when the operation's own deadline has passed.
-	DefaultRecoveryTimeout = 2 * time.Minute
+	// DefaultRecoveryTimeout is the least time the read-back after a failed step is
+	// given: it runs until the operation's deadline, and this long past it when the
+	// deadline has passed, so an apply ends within its timeout and half a minute.
+	DefaultRecoveryTimeout = 20 * time.Second
 	// DefaultReadFreshness is how old the plan's read_instance may be for an apply to
 	// use it instead of reading again: long enough for terraform apply -auto-approve
 	// (or a quick "yes") to go from the plan's refresh to the apply, short enough that
@@ -100,7 +101,7 @@ type Engine struct {
 	Clients Clients
 	Log     Logger // nil: no logging
 	Clock   Clock  // nil: SystemClock
-	// RecoveryTimeout bounds the read-back after a failed step; 0: DefaultRecoveryTimeout.
+	// RecoveryTimeout is the least time the read-back after a failed step is given; 0: DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
 	// ReadFreshness is how old Target.Read may be for Apply to use it; 0:
 	// DefaultReadFreshness, negative: Apply always reads.

@@ -629,6 +629,27 @@ func TestApplyConvergedDespiteTheConnection(t *testing.T) {
 	}
 }
 
+// The restart's answer is lost and restart_status then meets the network's
+// failures (WinRM refusing connections while the host restarts): the engine asks
+// again until the host answers, and the apply succeeds as a followed restart, not
+// as a recovery.
+func TestApplyFollowsTheRestartThroughNetworkFailures(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = transientErr{}, true
+	w.host.statusErr, w.host.statusErrs = transientErr{}, 5
+	w.engine.Clock = fakeClock{now: time.Now()} // the pauses between attempts pass at once
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply = %v; want the restart followed to its end", err)
+	}
+	if slices.Contains(codes(out.Warnings), WarnRecovered) || !out.Restarted {
+		t.Fatalf("warnings %v, restarted %v; want the restart seen to finish", codes(out.Warnings), out.Restarted)
+	}
+	if w.host.statuses != 6 {
+		t.Errorf("restart_status asked %d times; want 6 (5 failures, then the answer)", w.host.statuses)
+	}
+}
+
 // The same lost answers, but the host did not restart: the apply fails and the
 // state records what is true (granted, restart pending).
 func TestApplyNotConvergedAfterTheConnection(t *testing.T) {

@@ -64,6 +64,8 @@ type fakeHost struct {
 	// last is the last restart; statusErr fails restart_status.
 	last      *contract.RestartInstanceResult
 	statusErr error
+	// statusErrs: when > 0, only the first statusErrs restart_status calls fail.
+	statusErrs int
 }
 
 func newFakeHost() *fakeHost {
@@ -237,7 +239,7 @@ func (h *fakeHost) RestartStatus(ctx context.Context, p contract.RestartStatusPa
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.statuses++
-	if h.statusErr != nil {
+	if h.statusErr != nil && (h.statusErrs == 0 || h.statuses <= h.statusErrs) {
 		return nil, h.statusErr
 	}
 	if h.last == nil {
@@ -340,3 +342,10 @@ func newWorld(h *fakeHost) *world {
 var errBoom = errors.New("the WinRM connection was reset")
 
 var defaultTarget = Target{Host: "sql01.example.com", Instance: "MSSQLSERVER"}
+
+// transientErr is the network's failure, as remote.Error reports a refused
+// connection (TransientFailure).
+type transientErr struct{}
+
+func (transientErr) Error() string   { return "connect: connection refused" }
+func (transientErr) Transient() bool { return true }

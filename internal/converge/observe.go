@@ -89,6 +89,9 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 				e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port})
 				rep, err = checker.Check(ctx, *o.SQLTarget)
 			}
+			// A port SQL Server answered at is waited on after a restart until the
+			// deadline; any other fails within a minute (sqlcheck.WaitReady).
+			o.SQLTarget.AnsweredTDS = err == nil || sqlcheck.AnsweredTDS(err)
 			if err != nil {
 				o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server",
 					Detail: fmt.Sprintf("Asking SQL Server for %s at %s:%d failed; verification falls back to the error log.", t, t.Host, port),

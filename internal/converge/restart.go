@@ -25,8 +25,21 @@ import (
 // for the outcome before they answer with the phase reached.
 const restartPollSeconds = 5
 
-// restartRetryPause is the pause before asking again after a transport error.
-const restartRetryPause = time.Second
+// restartRetryPause is the pause before asking again after a transport error; it
+// doubles with each failure in a row, up to maxRestartRetryPause.
+const (
+	restartRetryPause    = time.Second
+	maxRestartRetryPause = 5 * time.Second
+)
+
+// retryPause is the pause after the n-th failure in a row (n from 1).
+func retryPause(n int) time.Duration {
+	d := restartRetryPause
+	for i := 1; i < n && d < maxRestartRetryPause; i++ {
+		d *= 2
+	}
+	return min(d, maxRestartRetryPause)
+}
 
 // maxRestartSends bounds how often restart_instance is sent when the host has no
 // record of the request (it was lost on the way): a failure that persists ends the
@@ -38,6 +51,21 @@ const maxRestartSends = 3
 // after which the request may or may not have reached the host.
 type ScriptFailure interface {
 	ScriptFailed() bool
+}
+
+// TransientFailure is implemented by host errors (remote.Error) that can say
+// whether they are the network's failure (a refused or reset connection, a timeout,
+// a name that does not resolve, an HTTP 503 or 404 while WinRM restarts) rather
+// than the host's answer: a restart in progress, or its read-back, is followed
+// through those until the operation's deadline.
+type TransientFailure interface {
+	Transient() bool
+}
+
+// transient reports whether err is such a failure.
+func transient(err error) bool {
+	var tf TransientFailure
+	return errors.As(err, &tf) && tf.Transient()
 }
 
 // hostAnswered reports whether err is the host's own refusal.
@@ -169,8 +197,10 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 	phase := ""
 	sent := err == nil // the host has the request
 	sends, lastSendErr := 1, err
+	failures := 0 // transport failures in a row
 	for polls := 0; ; polls++ {
 		if err == nil {
+			failures = 0
 			if res.Found && (res.RestartID == id || res.Joined || sent) {
 				if res.Joined && res.RestartID != id {
 					e.info(ctx, "joined the restart in progress", map[string]any{"host": t.Host, "instance": t.Instance, "restart_id": res.RestartID})
@@ -191,7 +221,8 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			if ctx.Err() != nil {
 				return fail(&RestartUnfinishedError{Phase: phase, Err: err}, nil)
 			}
-			if serr := e.clock().Sleep(ctx, restartRetryPause); serr != nil {
+			failures++
+			if serr := e.clock().Sleep(ctx, retryPause(failures)); serr != nil {
 				return fail(&RestartUnfinishedError{Phase: phase, Err: err}, nil)
 			}
 		}
@@ -217,9 +248,14 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 		var serr error
 		res, serr = h.RestartStatus(ctx, contract.RestartStatusParams{Instance: t.Instance, WaitSeconds: e.waitSeconds(ctx)})
 		if serr != nil {
-			// restart_status is retried by the host client on transient failures: what
-			// is left does not heal by waiting (401, persistent 5xx, a vanished host).
-			return fail(&RestartUnfinishedError{Phase: phase, Err: serr}, nil)
+			if !transient(serr) {
+				// The host's own answer (401, a script's error): waiting does not heal it.
+				return fail(&RestartUnfinishedError{Phase: phase, Err: serr}, nil)
+			}
+			// The network's failure (WinRM restarting, a link down): ask again until
+			// the deadline, as the restart goes on on the host.
+			err = serr
+			continue
 		}
 		err = nil
 		if !res.Found || (res.RestartID != id && !sent) {

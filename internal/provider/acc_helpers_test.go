@@ -237,6 +237,16 @@ func (e *accEnv) serviceStart(service string) time.Time {
 	return time.Time{}
 }
 
+// stops is how often the named service was stopped since the simulator started.
+func (e *accEnv) stops(service string) int {
+	for _, s := range e.host().Snapshot().Services {
+		if strings.EqualFold(s.Name, service) {
+			return s.Stops
+		}
+	}
+	return 0
+}
+
 // operations lists the operations the host ran over WinRM, oldest first.
 func (e *accEnv) operations() []string {
 	var ops []string

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -170,15 +171,29 @@ type tfLine struct {
 // run runs terraform with args in the working directory, parsing -json lines.
 func (w *cliWork) run(args ...string) *tfRun {
 	w.t.Helper()
+	return w.runWhile(nil, args...)
+}
+
+// runWhile is run; while terraform runs, during (if not nil) is called with its
+// process (to signal it).
+func (w *cliWork) runWhile(during func(*exec.Cmd), args ...string) *tfRun {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.bin, args...)
 	cmd.Dir = w.dir
 	cmd.Env = w.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group, which a test may kill whole
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if during != nil {
+			during(cmd)
+		}
+		err = cmd.Wait()
+	}
 	r := &tfRun{Args: args, Stdout: out.String(), Stderr: errb.String(), Duration: time.Since(start)}
 	var ee *exec.ExitError
 	switch {

@@ -13,25 +13,32 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
-// The fault matrix (issue 8): each fault is injected through the simulator's control
-// API, then a real terraform apply runs. Each row checks that the apply ends within
-// its timeout (plus 30 s) with a diagnostic naming the cause, that the state says
-// what the host has (the next plan runs and privilege_granted is the host's), and
-// that the Engine runs at the end unless the fault was that it will not start.
+// The fault matrix (issues 8 and 14): each fault is injected through the
+// simulator's control API, then a real terraform apply runs. Each row checks that
+// the apply ends within its timeout (plus 30 s) with a diagnostic naming the cause;
+// that the state says what the host has (a change sent is in the state, and
+// privilege_granted is the host's); that the Engine and SQL Server Agent end
+// Running (unless the fault was that the Engine will not start); that the next plan
+// is empty, an update in place, or (after a failed create) a replace that says
+// whether it restarts; that the next apply leaves nothing to do; and that the
+// Engine was stopped at most once in all.
 func TestCLI_faultMatrix(t *testing.T) {
 	t.Parallel()
 	const createTimeout = time.Minute
 	type row struct {
 		name      string
 		actions   []winsim.Action
-		wantErr   string // regexp on the error diagnostics; "" : the apply succeeds
-		wantWarn  string // regexp on a warning the apply must give; "": none needed
-		stopMS    int    // the Engine's stop duration (default 100 ms)
-		wrongPort bool   // sql_port is a port where nothing listens
+		wantErr   string        // regexp on the error diagnostics; "" : the apply succeeds
+		wantWarn  string        // regexp on a warning the apply must give; "": none needed
+		stopMS    int           // the Engine's stop duration (default 100 ms)
+		wrongPort bool          // sql_port is a port where nothing listens
+		httpPort  bool          // sql_port is the host's WinRM HTTP port: it answers, but not with TDS
+		timeout   time.Duration // the create timeout; 0: createTimeout
 		engineUp  bool
 		maxApply  time.Duration
 		gotApply  time.Duration
 		gotResult string
+		gotPlan   string
 	}
 	rows := []*row{
 		{name: "the Engine will not start (1067)", engineUp: false, maxApply: 30 * time.Second,
@@ -46,7 +53,15 @@ func TestCLI_faultMatrix(t *testing.T) {
 		{name: "reset when the Engine is Stop Pending", engineUp: true, maxApply: 30 * time.Second, stopMS: 3000,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, Service: "MSSQLSERVER",
 				WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, State: contract.StateStopPending, Count: -1}}}},
-		{name: "answer lost, then HTTP 500 on restart_status", engineUp: true, maxApply: 30 * time.Second, stopMS: 1500,
+		{name: "connections refused for 8 s from Stop Pending", engineUp: true, maxApply: createTimeout + 30*time.Second, stopMS: 1500,
+			actions: []winsim.Action{refuseFromStopPending(8 * time.Second)}},
+		{name: "connections refused for 20 s from Stop Pending", engineUp: true, maxApply: createTimeout + 30*time.Second, stopMS: 1500,
+			actions: []winsim.Action{refuseFromStopPending(20 * time.Second)}},
+		{name: "connections refused for 100 s from Stop Pending", engineUp: true, maxApply: createTimeout + 30*time.Second, stopMS: 1500,
+			actions: []winsim.Action{refuseFromStopPending(100 * time.Second)},
+			wantErr: `(?s)was not seen to finish.*connection refused`},
+		// restart_status's 500 is the network's (transient): it is asked until the deadline.
+		{name: "answer lost, then HTTP 500 on restart_status", engineUp: true, maxApply: createTimeout + 30*time.Second, stopMS: 1500,
 			actions: []winsim.Action{
 				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: "restart_instance", Count: -1}},
 				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Operation: "restart_status", Count: -1}},
@@ -69,6 +84,8 @@ func TestCLI_faultMatrix(t *testing.T) {
 			wantErr: `(?s)restart.*HTTP 500`},
 		{name: "a wrong sql_port (nothing listens there)", engineUp: true, maxApply: time.Minute + 15*time.Second, wrongPort: true,
 			wantErr: `(?s)did not accept connections.*nothing accepts connections on port \d+`},
+		{name: "a wrong sql_port that answers HTTP, not TDS", engineUp: true, maxApply: time.Minute, httpPort: true, timeout: 3 * time.Minute,
+			wantErr: `(?s)did not accept connections.*port \d+ of .* gave no SQL Server \(TDS\) answer`},
 		{name: "TDS connections dropped after login (3 times)", engineUp: true, maxApply: 45 * time.Second,
 			actions: []winsim.Action{{Action: winsim.ActionTDSDrop, Instance: "MSSQLSERVER", Times: 3}}},
 		{name: "a hung answer to restart_instance", engineUp: true, maxApply: createTimeout + 30*time.Second, stopMS: 1500,
@@ -94,9 +111,16 @@ func TestCLI_faultMatrix(t *testing.T) {
 					t.Fatalf("injecting %+v: %v", a, err)
 				}
 			}
-			extra := fmt.Sprintf("timeouts {\n    create = %q\n  }", createTimeout)
-			if r.wrongPort {
+			timeout := createTimeout
+			if r.timeout != 0 {
+				timeout = r.timeout
+			}
+			extra := fmt.Sprintf("timeouts {\n    create = %q\n  }", timeout)
+			switch {
+			case r.wrongPort:
 				extra += fmt.Sprintf("\n  sql_port = %d", freePort(t, e.addr))
+			case r.httpPort:
+				extra += fmt.Sprintf("\n  sql_port = %d", e.httpPort)
 			}
 			w.write(e.providerConfig(true) + resourceConfig(e.addr, extra))
 			ap := w.apply()
@@ -134,40 +158,97 @@ func TestCLI_faultMatrix(t *testing.T) {
 					r.gotResult += " with a warning"
 				}
 			}
-			// The state says what the host has: the grant was made either way.
+			// The state says what the host has: a change sent is recorded (null where
+			// unknown), and what it records is the host's.
 			a := w.attrs(resName)
 			t.Logf("host operations: %v", e.operations())
-			granted, _ := a["privilege_granted"].(bool) // nil: not in the state (nothing was changed)
-			if granted != e.holds(defaultSvcSID) {
-				t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
+			if a == nil && e.holds(defaultSvcSID) {
+				t.Errorf("the host holds the grant the apply made, but the resource is not in the state")
 			}
-			// The next plan (with the faults cleared) runs and agrees with the host.
+			if g, ok := a["privilege_granted"].(bool); ok && g != e.holds(defaultSvcSID) {
+				t.Errorf("state privilege_granted %v, the host holds the grant: %v", g, e.holds(defaultSvcSID))
+			}
+			// With the faults cleared, the Engine and its dependents end Running.
 			if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionClearFaults}); err != nil {
 				t.Fatal(err)
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if r.engineUp {
+				for _, svc := range []string{"MSSQLSERVER", "SQLSERVERAGENT"} {
+					if err := e.host().WaitServiceState(ctx, svc, contract.StateRunning); err != nil {
+						t.Errorf("%s is not Running at the end: %v", svc, err)
+					}
+				}
+			} else if st, _ := e.host().ServiceState("MSSQLSERVER"); st == contract.StateRunning {
+				t.Errorf("the Engine runs although its starts fail")
+			}
+			// The next plan is empty, an update in place, or (after a failed create)
+			// a replace that says it needs no restart.
 			p := w.plan()
 			if p.Exit == 1 {
 				t.Errorf("the next plan failed:\n%s", p.describe())
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			err := e.host().WaitServiceState(ctx, "MSSQLSERVER", contract.StateRunning)
-			if r.engineUp && err != nil {
-				t.Errorf("the Engine is not Running at the end: %v", err)
-			}
-			if !r.engineUp {
-				if st, _ := e.host().ServiceState("MSSQLSERVER"); st == contract.StateRunning {
-					t.Errorf("the Engine runs although its starts fail")
+			r.gotPlan = checkNextPlan(t, p, r.engineUp, a == nil && !e.holds(defaultSvcSID))
+			// The next apply finishes without a second restart, and leaves nothing to do.
+			if r.engineUp {
+				if ap := w.apply(); ap.Exit != 0 {
+					t.Errorf("the next apply failed:\n%s", ap.describe())
 				}
+				if p := w.plan(); p.Exit != 0 {
+					t.Errorf("the plan after the next apply is not empty (exit %d): changes %v\n%s", p.Exit, p.Changes, p.describe())
+				}
+			}
+			if n := e.stops("MSSQLSERVER"); n > 1 {
+				t.Errorf("the Engine was stopped %d times; want at most one restart", n)
 			}
 		})
 	}
 	t.Cleanup(func() {
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "\n%-45s | %-8s | %s\n", "fault", "apply", "result")
+		fmt.Fprintf(&sb, "\n%-48s | %-8s | %-40s | %s\n", "fault", "apply", "result", "next plan")
 		for _, r := range rows {
-			fmt.Fprintf(&sb, "%-45s | %-8s | %s\n", r.name, r.gotApply.Round(time.Second), r.gotResult)
+			fmt.Fprintf(&sb, "%-48s | %-8s | %-40s | %s\n", r.name, r.gotApply.Round(time.Second), r.gotResult, r.gotPlan)
 		}
 		t.Log(sb.String())
 	})
+}
+
+// refuseFromStopPending is the fault "the host's WinRM listeners refuse connections
+// for d, from when the Engine is Stop Pending".
+func refuseFromStopPending(d time.Duration) winsim.Action {
+	return winsim.Action{Action: winsim.ActionWinRMFault, Service: "MSSQLSERVER",
+		WinRMFault: winsim.WinRMFault{Fault: winsim.FaultRefuse, State: contract.StateStopPending, DurationMS: int(d / time.Millisecond)}}
+}
+
+// checkNextPlan fails unless the plan after a faulted apply is empty, an update in
+// place, or a replace (of a create that failed) whose warning says whether it
+// restarts SQL Server, or a create when nothing was changed (unchanged); it
+// returns what the plan was.
+func checkNextPlan(t *testing.T, p *tfRun, engineUp, unchanged bool) string {
+	t.Helper()
+	if len(p.Changes) == 0 {
+		return "empty"
+	}
+	var kinds []string
+	for _, c := range p.Changes {
+		kinds = append(kinds, c.Action)
+		switch c.Action {
+		case "update":
+		case "create":
+			if !unchanged {
+				t.Errorf("the next plan creates %s again although the failed apply changed the host:\n%s", c.Addr, p.describe())
+			}
+		case "replace":
+			// The refresh says whether the replace restarts SQL Server; it may only when
+			// the failed apply never restarted it (the Engine stops at most once in all).
+			if engineUp && len(p.find("warning", `^Failed create of .*: its replace (needs no restart|restarts SQL Server)`, "untaint")) == 0 {
+				t.Errorf("the next plan replaces %s without saying whether it restarts SQL Server:\n%s", c.Addr, p.describe())
+			}
+		default:
+			t.Errorf("the next plan would %s %s; want no change, an update in place, or a replace that needs no restart:\n%s",
+				c.Action, c.Addr, p.describe())
+		}
+	}
+	return strings.Join(kinds, ", ")
 }

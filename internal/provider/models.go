@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -104,14 +105,43 @@ func (m *ifiResourceModel) desired() ifi.Desired {
 }
 
 // withOutcome is m with what the engine found: the computed attributes and
-// `enabled`. A nil result means nothing is known to store.
-func (m ifiResourceModel) withOutcome(out *converge.Outcome) *ifiResourceModel {
-	if out == nil || out.Assessment == nil {
+// `enabled`. When the engine could not say what is true although it changed the
+// host (out.Changed), it is m's intent with the computed attributes of known (the
+// prior state's, or null after a failed create): the change is recorded, and marked
+// unverified by the caller. A nil result means nothing is known to store.
+func (m ifiResourceModel) withOutcome(out *converge.Outcome, known computedModel) *ifiResourceModel {
+	if out == nil {
 		return nil
+	}
+	if out.Assessment == nil {
+		if !out.Changed {
+			return nil
+		}
+		m.computedModel = known
+		m.computedModel.nullUnknowns()
+		return &m
 	}
 	m.computedModel.set(out.Assessment)
 	m.Enabled = types.BoolValue(out.Enabled)
 	return &m
+}
+
+// nullUnknowns stores null for what is not known: a state holds no unknown value.
+func (m *computedModel) nullUnknowns() {
+	for _, s := range []*types.String{&m.ServiceName, &m.ServiceAccount, &m.ServiceSID, &m.GranteeSID, &m.VerifiedBy,
+		&m.SQLVersion, &m.AvailabilityGroup, &m.AvailabilityRole} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	for _, b := range []*types.Bool{&m.PrivilegeGranted, &m.IFIEnabled, &m.RestartPending, &m.GroupPolicyManaged, &m.Clustered} {
+		if b.IsUnknown() {
+			*b = types.BoolNull()
+		}
+	}
+	if m.TDEDatabases.IsUnknown() || m.TDEDatabases.ElementType(context.Background()) == nil {
+		m.TDEDatabases = types.ListNull(types.StringType)
+	}
 }
 
 func (m *ifiDataSourceModel) target() converge.Target {

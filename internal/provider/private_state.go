@@ -161,3 +161,44 @@ func getHostRead(ctx context.Context, p privateGetter, t *converge.Target) diag.
 	t.Read, t.ReadAt = hr.Read, hr.At
 	return ds
 }
+
+// privateUnverified is the private-state key marking a resource whose last create
+// or update failed once its change was sent: the state holds the new intent and
+// what was known, not a verified outcome. The next plan of an update verifies and
+// finishes it (ModifyPlan); a failed create is tainted by Terraform, and the
+// refresh says whether its replace needs a restart (Read). A successful apply
+// removes the mark.
+const privateUnverified = "unverified"
+
+type unverifiedPrivate struct {
+	Op    string    `json:"op"` // "create" or "update"
+	At    time.Time `json:"at"`
+	Error string    `json:"error"` // the failure, for the plan's warning
+}
+
+// setUnverified marks the resource unverified after a failed op; an empty op
+// removes the mark.
+func setUnverified(ctx context.Context, p privateSetter, op string, at time.Time, err error) diag.Diagnostics {
+	if op == "" {
+		return p.SetKey(ctx, privateUnverified, nil)
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	b, _ := json.Marshal(unverifiedPrivate{Op: op, At: at.UTC(), Error: msg})
+	return p.SetKey(ctx, privateUnverified, b)
+}
+
+// getUnverified is the mark, nil when there is none (or it is unreadable).
+func getUnverified(ctx context.Context, p privateGetter) (*unverifiedPrivate, diag.Diagnostics) {
+	b, ds := p.GetKey(ctx, privateUnverified)
+	if ds.HasError() || len(b) == 0 {
+		return nil, ds
+	}
+	var u unverifiedPrivate
+	if err := json.Unmarshal(b, &u); err != nil || u.Op == "" {
+		return nil, ds
+	}
+	return &u, ds
+}

@@ -168,7 +168,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, plan, plan.desired(), plan.target(), &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -197,22 +197,36 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	// read while it is fresh (converge.DefaultReadFreshness).
 	resp.Diagnostics.Append(getHostRead(ctx, req.Private, &t)...)
 	plan.ID = prior.ID
-	r.apply(ctx, plan, desired, t, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, opUpdate, plan, prior.computedModel, desired, t, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
-// apply converges the instance to the plan and stores what the engine says is true
-// (after a failure too, once something changed); when nothing is known, the state
-// stays as it was. t is the plan's target with what the private state knows of the
-// last observation (SQL port, the host's read).
-func (r *ifiResource) apply(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, state *tfsdk.State,
-	identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
+// Operations whose failure marks the resource unverified (privateUnverified).
+const (
+	opCreate = "create"
+	opUpdate = "update"
+)
+
+// apply converges the instance to the plan and stores what the engine says is true.
+// After a failure once the change was sent, it stores the plan's intent with what
+// is known (the engine's read-back, else known: the prior state's computed
+// attributes, or nothing after a create) and marks the resource unverified, so that
+// the next plan verifies it; when nothing was sent, the state stays as it was. t
+// is the plan's target with what the private state knows of the last observation
+// (SQL port, the host's read).
+func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceModel, known computedModel, d ifi.Desired, t converge.Target,
+	state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
 	out, err := r.c.engine().Apply(ctx, t, d)
 	r.c.ntlmFallbackWarning(diags, t)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.report())
 	}
 	addWarnings(diags, out.Warnings)
-	if st := plan.withOutcome(out); st != nil {
+	if st := plan.withOutcome(out, known); st != nil {
+		mark := ""
+		if err != nil {
+			mark = op
+		}
+		diags.Append(setUnverified(ctx, private, mark, time.Now(), err)...)
 		diags.Append(state.Set(ctx, st)...)
 		diags.Append(setIdentity(ctx, identity, *st)...)
 		diags.Append(setDesired(ctx, private, plan.Enabled.ValueBool())...)
@@ -281,7 +295,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		return // the state stays as it was
 	}
 	a := out.Assessment
-	st := state.withOutcome(out)
+	st := state.withOutcome(out, state.computedModel)
 	if imported {
 		// An import adopts what the host has: enabled is whether the right is granted.
 		st.Enabled = types.BoolValue(a.PrivilegeGranted)
@@ -292,6 +306,11 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		resp.Diagnostics.Append(setDesired(ctx, resp.Private, a.PrivilegeGranted)...)
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings)
+	if u, ds := getUnverified(ctx, req.Private); u != nil && u.Op == opCreate {
+		resp.Diagnostics.AddWarning(replaceAdvice(t, u, a, desired.Enabled))
+	} else {
+		resp.Diagnostics.Append(ds...)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, *st)...)
 	resp.Diagnostics.Append(setSQLPortHint(ctx, resp.Private, out.SQLPort)...)
@@ -359,6 +378,7 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	r.verifyUnverified(ctx, req, resp, t)
 	membershipChanges := !plan.Enabled.Equal(state.Enabled) || !plan.Grantee.Equal(state.Grantee)
 	if state.GroupPolicyManaged.ValueBool() && membershipChanges {
 		resp.Diagnostics.AddWarning("Group Policy owns the right",
@@ -376,6 +396,51 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		addWarnings(&resp.Diagnostics, ifi.PlanWarnings(priorFacts(ctx, req.Private, state), state.Host.ValueString(),
 			state.Instance.ValueString(), plan.desired(), membershipChanges || !plan.Restart.Equal(state.Restart), r.sqlConfigured()))
 	}
+}
+
+// verifyUnverified makes the plan of a resource whose last create or update failed
+// part-way (privateUnverified) an update, which verifies the instance and finishes
+// what is missing, and says so.
+func (r *ifiResource) verifyUnverified(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, t converge.Target) {
+	u, ds := getUnverified(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
+	if u == nil {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("verified_by"), types.StringUnknown())...)
+	resp.Diagnostics.AddWarning(fmt.Sprintf("Unverified change of %s: this update verifies it", t),
+		fmt.Sprintf("The %s of %s at %s failed after its change was sent (%s). The state holds what was asked and what was known "+
+			"then; this update reads the instance, finishes what is missing, and verifies it. It restarts SQL Server only if the "+
+			"running Engine still lacks what was asked.", u.Op, t, u.At.Format(time.RFC3339), safetext.Escape(u.Error)))
+}
+
+// replaceAdvice is the refresh's warning for a resource whose create failed part-way
+// (Terraform marks it tainted and plans a replace): whether the replace needs a
+// restart, as far as a is known, and how to keep the resource instead.
+func replaceAdvice(t converge.Target, u *unverifiedPrivate, a *ifi.Assessment, enabled bool) (summary, detail string) {
+	need := "whether it needs a restart is not known (SQL Server could not say whether the running Engine has IFI): " +
+		"the apply restarts it only if SQL Server then reports that the Engine lacks IFI"
+	summary = fmt.Sprintf("Failed create of %s: its replace may restart SQL Server", t)
+	switch {
+	case a.RunningIFI != nil && *a.RunningIFI == enabled:
+		summary = fmt.Sprintf("Failed create of %s: its replace needs no restart", t)
+		need = fmt.Sprintf("it needs no restart: the running Engine already has IFI %s (verified by %s), so the replace "+
+			"revokes and grants the right again without restarting SQL Server", onOff(*a.RunningIFI), a.VerifiedBy)
+	case a.RunningIFI != nil:
+		summary = fmt.Sprintf("Failed create of %s: its replace restarts SQL Server", t)
+		need = "it needs a restart: the running Engine lacks what was asked"
+	}
+	detail = fmt.Sprintf("The create of %s at %s failed after its change was sent (%s), so Terraform marks the resource tainted and "+
+		"plans to replace it; %s. If you have checked the host yourself, run terraform untaint on the resource instead: "+
+		"the next plan is then an update that verifies the instance.", t, u.At.Format(time.RFC3339), safetext.Escape(u.Error), need)
+	return summary, detail
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // createWarnings are ifi's plan warnings for a resource not created yet, when its

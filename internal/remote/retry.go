@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -13,32 +12,47 @@ import (
 )
 
 // Retries of idempotent operations (read_instance, set_right through the LSA API,
-// restart_status): a transient failure (a connection reset or closed, an HTTP 5xx
-// answer) is sent again after a short backoff, at most maxAttempts times in all, so
-// that a failure that persists ends the operation within seconds. Nothing else is
-// retried: a 401 or a script's error will not heal, a timeout has already waited,
-// and restart_instance is joined through restart_status instead (internal/converge).
+// restart_status): a transient failure (Transient) is sent again after a short
+// backoff, at most maxAttempts times in all, so that a failure that persists ends
+// the operation within seconds. A timeout is not sent again (it has already waited),
+// and restart_instance is joined through restart_status instead (internal/converge),
+// which follows a restart on transient failures until the operation's deadline.
 const maxAttempts = 3
 
 // retryBackoff is the pause before attempt n+1 (n from 1).
 var retryBackoff = func(n int) time.Duration { return time.Duration(n) * 500 * time.Millisecond }
 
-// Transient reports whether err is a failure that sending the same idempotent
-// request again may cure.
+// Transient reports whether err is the network's failure rather than the host's
+// answer, one that asking again may cure: a refused or reset connection, a
+// connection closed without an answer, a name that does not resolve, a network
+// timeout, or an HTTP answer that is not 2xx and not 401 or 400 (HTTP.sys answers 503
+// or 404 while the WinRM service restarts, WinRM an empty 500). This is the one
+// place that says so: the retries here and the engine's follow-up of a restart
+// (converge.TransientFailure) both ask it. Never transient: the host's own answers
+// (401, a script's error, a rejected request), a cancelled or expired context, a
+// TLS or configuration failure, and anything wrapping ErrUnverifiedAnswer (a
+// clear-text answer on a sealing connection, transport.go).
 func Transient(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) || errors.Is(err, ErrUnverifiedAnswer) {
 		return false // a possible man-in-the-middle is never retried as transient
 	}
-	switch {
-	case e.Kind == KindProtocol && e.HTTPStatus >= 500:
+	switch e.Kind {
+	case KindProtocol:
+		s := e.HTTPStatus
+		return s == 404 || s == 408 || s == 429 || s >= 500
+	case KindUnreachable:
 		return true
-	case e.Kind == KindUnreachable && e.HTTPStatus == 0:
-		m := strings.ToLower(e.Message)
-		return strings.Contains(m, "was closed") || strings.Contains(m, "reset") || strings.Contains(m, "eof")
+	case KindTimeout:
+		// A deadline or cancellation of the caller's context is not the network's.
+		return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
 	}
 	return false
 }
+
+// Transient is Transient(e), for callers that see the error through an interface
+// (converge.TransientFailure).
+func (e *Error) Transient() bool { return Transient(e) }
 
 // runIdempotent is run with retries of transient failures; the last error carries
 // the number of attempts, which the logs show too.
@@ -46,7 +60,7 @@ func (h *winrmHost) runIdempotent(ctx context.Context, op contract.Operation, pa
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = h.run(ctx, op, params, result)
-		if err == nil || !Transient(err) || attempt == maxAttempts || ctx.Err() != nil {
+		if err == nil || !resendable(err) || attempt == maxAttempts || ctx.Err() != nil {
 			var e *Error
 			if err != nil && errors.As(err, &e) {
 				e.Attempts = attempt
@@ -69,6 +83,13 @@ func (h *winrmHost) runIdempotent(ctx context.Context, op contract.Operation, pa
 			return err
 		}
 	}
+}
+
+// resendable reports whether runIdempotent sends again after err: a transient
+// failure that has not already waited (a timeout).
+func resendable(err error) bool {
+	var e *Error
+	return Transient(err) && errors.As(err, &e) && e.Kind != KindTimeout
 }
 
 func itoa(n int) string {

@@ -67,7 +67,7 @@ func (c Config) encrypt() string {
 // connector builds the driver's configuration through a URL (the password escaped by
 // url.UserPassword), then puts the CA certificate into its TLS configuration, so no
 // file is needed.
-func (c *checker) connector(t Target) (*mssql.Connector, error) {
+func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, error) {
 	if err := c.cfg.Validate(); err != nil {
 		e := err.(*Error)
 		e.Target = t
@@ -100,6 +100,10 @@ func (c *checker) connector(t Target) (*mssql.Connector, error) {
 	if err != nil {
 		return nil, &Error{Target: t, Kind: KindConfig, Message: "invalid SQL connection settings: " + err.Error(), Err: err}
 	}
+	// Each read and write waits at most limit (the driver sees the context only
+	// while it dials): a port that accepts connections but never answers (not SQL
+	// Server) fails in that time, not at the caller's deadline.
+	dsn.ConnTimeout = limit
 	if len(c.cfg.CACert) > 0 && dsn.TLSConfig != nil {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(c.cfg.CACert)
@@ -110,13 +114,22 @@ func (c *checker) connector(t Target) (*mssql.Connector, error) {
 
 // open logs in once and returns the connection (and the pool to close with it).
 func (c *checker) open(ctx context.Context, t Target) (*sql.DB, *sql.Conn, error) {
-	connector, err := c.connector(t)
+	return c.openWithin(ctx, t, LoginTimeout)
+}
+
+// openWithin is open, the connection and login bounded by limit.
+func (c *checker) openWithin(ctx context.Context, t Target, limit time.Duration) (*sql.DB, *sql.Conn, error) {
+	connector, err := c.connector(t, limit)
 	if err != nil {
 		return nil, nil, err
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(1)
-	conn, err := db.Conn(ctx)
+	// A port that accepts connections but never answers (not SQL Server) must not
+	// hold the caller until its deadline.
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	conn, err := db.Conn(lctx)
 	if err != nil {
 		db.Close()
 		return nil, nil, c.classify(ctx, t, err)
@@ -325,6 +338,14 @@ func (c *checker) encrypted(ctx context.Context, t Target, conn *sql.Conn, r *Re
 	return nil
 }
 
+// LoginTimeout bounds each read and write of a connection (the login and the
+// checks' queries): SQL Server answers within seconds even while it recovers
+// databases. readyLoginTimeout bounds those of WaitReady's logins, which it repeats.
+const (
+	LoginTimeout      = 10 * time.Second
+	readyLoginTimeout = 5 * time.Second
+)
+
 // ReadyPollInterval is how often WaitReady tries a login. It is fixed and short, so
 // the wait ends at most this long after SQL Server accepts logins (a growing backoff
 // used to wait seconds after SQL Server was ready).
@@ -335,8 +356,10 @@ const DefaultReadyTimeout = 10 * time.Minute
 
 // WaitReady polls a login every ReadyPollInterval until one succeeds or the
 // deadline passes (ctx's, else DefaultReadyTimeout). A wrong password ends the wait
-// at once: waiting cannot fix it. Connections refused for t.RefusedLimit in a row
-// (nothing listens on the port) end it too, naming the port.
+// at once: waiting cannot fix it. A port that was not seen answering TDS
+// (t.AnsweredTDS false) and gives no TDS answer for t.NoTDSLimit ends it too, as
+// does a port that answers without TDS for that long: both name the port. Only a
+// port seen answering TDS is waited on until the deadline (recovering databases).
 func (c *checker) WaitReady(ctx context.Context, t Target) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -346,13 +369,15 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 	ticker := time.NewTicker(ReadyPollInterval)
 	defer ticker.Stop()
 	var last error
-	refusedLimit := t.RefusedLimit
-	if refusedLimit <= 0 {
-		refusedLimit = DefaultRefusedLimit
+	limit := t.NoTDSLimit
+	if limit <= 0 {
+		limit = DefaultNoTDSLimit
 	}
-	var refusedSince time.Time // when the current run of refused connections began
+	start := time.Now()
+	tds := t.AnsweredTDS
+	var otherSince time.Time // when the current run of non-TDS answers began
 	for attempt := 1; ; attempt++ {
-		db, conn, err := c.open(ctx, t)
+		db, conn, err := c.openWithin(ctx, t, readyLoginTimeout)
 		if err == nil {
 			conn.Close()
 			db.Close()
@@ -364,29 +389,46 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 			return err
 		}
 		last = err
-		if errors.As(err, &e) && e.Kind == KindUnreachable && e.Setting == SettingPort {
-			if refusedSince.IsZero() {
-				refusedSince = time.Now()
-			} else if since := time.Since(refusedSince); since >= refusedLimit {
-				return &Error{
-					Target: t, Kind: KindUnreachable, Setting: SettingPort, Err: err,
-					Message: fmt.Sprintf("nothing accepts connections on port %d of %s: refused for %s (%d attempts) although the service was started; last error: %s",
-						t.Port, t.Host, since.Round(time.Second), attempt, messageOf(err)),
-					Hint: fmt.Sprintf("Check that %d is the TCP port the instance listens on (SQL Server Configuration Manager, TCP/IP, IPAll) and that the firewall allows it", t.Port),
-				}
-			}
-		} else {
-			refusedSince = time.Time{}
+		refused := errors.As(err, &e) && e.Kind == KindUnreachable && e.Setting == SettingPort
+		silent := errors.As(err, &e) && e.Kind == KindTimeout // no answer at all within LoginTimeout
+		switch {
+		case AnsweredTDS(err):
+			tds, otherSince = true, time.Time{}
+		case refused || silent || ctx.Err() != nil:
+			otherSince = time.Time{}
+		case otherSince.IsZero():
+			otherSince = time.Now()
+		}
+		if since := time.Since(start); !tds && since >= limit {
+			return noTDSError(t, err, refused, since, attempt, "it was not seen answering as SQL Server before the restart either")
+		}
+		if !otherSince.IsZero() && time.Since(otherSince) >= limit {
+			return noTDSError(t, err, false, time.Since(otherSince), attempt, "something answers there, but not SQL Server")
 		}
 		select {
 		case <-ctx.Done():
 			return &Error{
 				Target: t, Kind: KindTimeout, Err: errors.Join(ctx.Err(), last),
 				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts, one every %s); last error: %s", attempt, ReadyPollInterval, messageOf(last)),
-				Hint:    "The service may still be recovering databases: look at the SQL Server error log",
+				Hint:    fmt.Sprintf("It answered at port %d before, so it may still be recovering databases: look at the SQL Server error log", t.Port),
 			}
 		case <-ticker.C:
 		}
+	}
+}
+
+// noTDSError is WaitReady's failure for a port that gave no TDS answer for since.
+func noTDSError(t Target, err error, refused bool, since time.Duration, attempts int, why string) *Error {
+	msg := fmt.Sprintf("port %d of %s gave no SQL Server (TDS) answer for %s (%d attempts) although the service was started; %s; last error: %s",
+		t.Port, t.Host, since.Round(time.Second), attempts, why, messageOf(err))
+	if refused {
+		msg = fmt.Sprintf("nothing accepts connections on port %d of %s: refused for %s (%d attempts) although the service was started; %s; last error: %s",
+			t.Port, t.Host, since.Round(time.Second), attempts, why, messageOf(err))
+	}
+	return &Error{
+		Target: t, Kind: KindUnreachable, Setting: SettingPort, Err: err, Message: msg,
+		Hint: fmt.Sprintf("Check that %d is the TCP port instance %s listens on (SQL Server Configuration Manager, TCP/IP, IPAll) "+
+			"and that the firewall allows it", t.Port, t.Instance),
 	}
 }
 

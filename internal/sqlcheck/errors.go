@@ -126,6 +126,9 @@ func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		e.Kind = KindTimeout
 		e.Message = "no answer before the deadline"
+		if ctx.Err() == nil {
+			e.Message = "no answer in time"
+		}
 		e.Setting = SettingPort
 		e.Hint = "Check that the SQL Server service runs and that the port is the instance's TCP port"
 		return e

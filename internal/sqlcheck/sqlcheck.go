@@ -4,6 +4,7 @@ package sqlcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,17 +40,32 @@ type Target struct {
 	Host     string
 	Port     int
 	Instance string // for messages only; the port decides where we connect
-	// RefusedLimit bounds how long WaitReady keeps trying while nothing accepts
-	// connections at Host:Port at all (refused, as opposed to a server that answers
-	// but is not ready): 0 means DefaultRefusedLimit.
-	RefusedLimit time.Duration
+	// AnsweredTDS: SQL Server answered at Port before (a login, or an error that
+	// SQL Server sent), so WaitReady waits for it until the deadline, as while it
+	// recovers databases. Otherwise the port may be wrong, and WaitReady gives up
+	// after NoTDSLimit without a TDS answer.
+	AnsweredTDS bool
+	// NoTDSLimit bounds how long WaitReady keeps trying while the port gives no TDS
+	// answer (refused, or something else answers) when it was not seen answering
+	// before, and how long any port may answer without TDS: 0 means
+	// DefaultNoTDSLimit.
+	NoTDSLimit time.Duration
 }
 
-// DefaultRefusedLimit is how long WaitReady waits for anything to listen on the
-// port. SQL Server listens within seconds of its start, well before recovery ends,
-// so a port still refusing connections after this long is the wrong port (issue 8:
-// a wrong sql_port used to wait the whole timeout and blame recovery).
-const DefaultRefusedLimit = 45 * time.Second
+// DefaultNoTDSLimit is how long WaitReady waits for a TDS answer from a port not
+// seen answering TDS before. SQL Server listens within seconds of its start, well
+// before recovery ends, so a port that gives no TDS answer after this long is the
+// wrong port (issue 14: a wrong sql_port that answered, but not with TDS, waited
+// the whole timeout and blamed recovery). An apply with a wrong sql_port so ends
+// within a minute.
+const DefaultNoTDSLimit = 25 * time.Second
+
+// AnsweredTDS reports whether err came from SQL Server itself (an error it sent:
+// a failed login, a permission or a query error): the port is SQL Server's.
+func AnsweredTDS(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Number != 0 || e.Kind == KindAuth || e.Kind == KindPermission || e.Kind == KindQuery)
+}
 
 // Report is what one connection learned.
 type Report struct {

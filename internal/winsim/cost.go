@@ -52,6 +52,9 @@ type latencyConn struct {
 	turned atomic.Bool // the server wrote since the client last spoke
 }
 
+// NetConn is the connection beneath, for resetConn.
+func (c *latencyConn) NetConn() net.Conn { return c.Conn }
+
 func (c *latencyConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.turned.Swap(false) {

@@ -2,6 +2,7 @@ package winsim
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
@@ -26,6 +28,7 @@ import (
 //	{"action":"winrm_fault","fault":"http_401","operation":"restart_status","after":1,"count":-1}
 //	{"action":"winrm_fault","fault":"slow","delay_ms":2000,"count":-1}
 //	{"action":"winrm_fault","fault":"reset","request":"Receive","service":"MSSQLSERVER","state":"Stop Pending","count":1}
+//	{"action":"winrm_fault","fault":"refuse","service":"MSSQLSERVER","state":"Stop Pending","duration_ms":8000}
 //	{"action":"clear_faults"}
 //
 // request is the WS-Management action's last part, one of the requests the provider's
@@ -36,6 +39,12 @@ import (
 // the Delete of its shell, never a Create or Command; service and state make the
 // fault apply only while that service is in that state. Faults need HTTPS or Basic over HTTP
 // (the simulator reads the SOAP body; NTLM-sealed bodies match only "" filters).
+//
+// "refuse" is not a request's fault but the host's: once service is in state (at
+// once without a service), every WinRM listener of the host closes for duration_ms,
+// so connection attempts are refused (a TCP reset: ECONNREFUSED), and the
+// connections open at that moment are reset; then the listeners open again on the
+// same ports. It fires once; clear_faults ends a refusal under way.
 type WinRMFault struct {
 	Fault     string `json:"fault"` // FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow
 	Request   string `json:"request,omitempty"`
@@ -45,6 +54,8 @@ type WinRMFault struct {
 	After     int    `json:"after,omitempty"`
 	Count     int    `json:"count,omitempty"`
 	DelayMS   int    `json:"delay_ms,omitempty"`
+	// DurationMS is how long a "refuse" fault keeps the listeners closed.
+	DurationMS int `json:"duration_ms,omitempty"`
 
 	seen, fired int
 }
@@ -56,6 +67,7 @@ const (
 	FaultHTTP401 = "http_401" // HTTP 401, as for credentials no longer accepted
 	FaultHang    = "hang"     // no answer until the client gives up
 	FaultSlow    = "slow"     // the answer comes delay_ms late
+	FaultRefuse  = "refuse"   // the host's WinRM listeners refuse connections for duration_ms
 )
 
 // faultRequests are the WS-Management requests the provider's exchange sends
@@ -68,6 +80,8 @@ type faultSet struct {
 	faults []*WinRMFault
 	ops    map[string]string // CommandId or ShellId → operation
 	model  *host.Host
+	gates  []*gateListener // the host's WinRM listeners, for "refuse"
+	stop   chan struct{}   // closed by clear (and the simulator's Close): ends pending and current refusals
 }
 
 var (
@@ -81,9 +95,11 @@ var (
 func (f *faultSet) add(w WinRMFault) error {
 	switch w.Fault {
 	case FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow:
+	case FaultRefuse:
+		return f.addRefusal(w)
 	default:
-		return fmt.Errorf("%w: winrm_fault: unknown fault %q; use %s, %s, %s, %s or %s", ErrBadAction, w.Fault,
-			FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow)
+		return fmt.Errorf("%w: winrm_fault: unknown fault %q; use %s, %s, %s, %s, %s or %s", ErrBadAction, w.Fault,
+			FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow, FaultRefuse)
 	}
 	if w.Request != "" && !slices.ContainsFunc(faultRequests, func(r string) bool { return strings.EqualFold(r, w.Request) }) {
 		return fmt.Errorf("%w: winrm_fault: request %q is not one the provider sends; use %s", ErrBadAction, w.Request, strings.Join(faultRequests, ", "))
@@ -103,7 +119,64 @@ func (f *faultSet) add(w WinRMFault) error {
 func (f *faultSet) clear() {
 	f.mu.Lock()
 	f.faults = nil
+	if f.stop != nil {
+		close(f.stop)
+		f.stop = nil
+	}
 	f.mu.Unlock()
+}
+
+// addRefusal arms a "refuse" fault: it waits for its service's state, then closes
+// the host's WinRM listeners for its duration.
+func (f *faultSet) addRefusal(w WinRMFault) error {
+	if w.DurationMS <= 0 {
+		return fmt.Errorf("%w: winrm_fault: %q needs duration_ms > 0", ErrBadAction, FaultRefuse)
+	}
+	if w.Request != "" || w.Operation != "" || (w.Service == "") != (w.State == "") {
+		return fmt.Errorf("%w: winrm_fault: %q is the host's, not a request's: give no request or operation, and service with state (or neither)",
+			ErrBadAction, FaultRefuse)
+	}
+	if w.Service != "" {
+		if _, err := f.model.ServiceState(w.Service); err != nil {
+			return fmt.Errorf("%w: winrm_fault: %v", ErrBadAction, err)
+		}
+		if !slices.Contains([]string{contract.StateRunning, contract.StateStopped, contract.StateStartPending, contract.StateStopPending}, w.State) {
+			return fmt.Errorf("%w: winrm_fault: %q is not a service state", ErrBadAction, w.State)
+		}
+	}
+	f.mu.Lock()
+	if f.stop == nil {
+		f.stop = make(chan struct{})
+	}
+	stop, gates := f.stop, slices.Clone(f.gates)
+	f.mu.Unlock()
+	go func() {
+		if w.Service != "" {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				select {
+				case <-stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			err := f.model.WaitServiceState(ctx, w.Service, w.State)
+			cancel()
+			if err != nil {
+				return // cleared, or the simulator stopped
+			}
+		}
+		var wg sync.WaitGroup
+		for _, g := range gates {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g.refuse(time.Duration(w.DurationMS)*time.Millisecond, stop)
+			}()
+		}
+		wg.Wait()
+	}()
+	return nil
 }
 
 // requestInfo is what a request says of itself: its action and the key its
@@ -252,7 +325,11 @@ func (f *faultSet) inject(w http.ResponseWriter, r *http.Request, fault *WinRMFa
 func resetConn(c net.Conn) {
 	type netConner interface{ NetConn() net.Conn }
 	raw := c
-	if nc, ok := c.(netConner); ok {
+	for {
+		nc, ok := raw.(netConner)
+		if !ok {
+			break
+		}
 		raw = nc.NetConn()
 	}
 	if tc, ok := raw.(*net.TCPConn); ok {

@@ -2,7 +2,11 @@ package winsim
 
 import (
 	"errors"
+	"io"
+	"net"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/masterzen/winrm"
 
@@ -56,5 +60,60 @@ func TestWinRMFaultMatchesTheOperationsRequests(t *testing.T) {
 	del := winrm.NewDeleteShellRequest(url, "SHELL-1", params)
 	if action, key := f.requestInfo([]byte(del.String())); action != "Delete" || key != "SHELL-1" || f.match(action, key) == nil {
 		t.Fatalf("Delete of restart_status's shell: action %q key %q, no fault", action, key)
+	}
+}
+
+// A "refuse" fault closes the WinRM listener for its duration: a connection
+// attempt is refused (ECONNREFUSED, not a reset or a timeout) and a connection open
+// when it began is reset; then the listener answers on the same port again.
+func TestWinRMFaultRefuseClosesTheListenerForAWhile(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateListener(l)
+	defer g.Close()
+	go func() {
+		for {
+			c, err := g.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	open, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	f := &faultSet{ops: map[string]string{}, gates: []*gateListener{g}}
+	if err := f.add(WinRMFault{Fault: FaultRefuse, DurationMS: 1500}); err != nil {
+		t.Fatal(err)
+	}
+	// The open connection is reset when the refusal begins.
+	_ = open.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := open.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, io.EOF) {
+		t.Fatalf("reading the connection open when the refusal began: %v; want a reset", err)
+	}
+	if _, err := net.Dial("tcp", g.addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a connection during the refusal: %v; want ECONNREFUSED", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", g.addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener did not open again: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval while waiting on the listener, with a deadline
+	}
+	for _, w := range []WinRMFault{{Fault: FaultRefuse}, {Fault: FaultRefuse, DurationMS: 1, Request: "Receive"}} {
+		if err := f.add(w); !errors.Is(err, ErrBadAction) {
+			t.Errorf("add(%+v) = %v; want ErrBadAction", w, err)
+		}
 	}
 }

@@ -385,9 +385,11 @@ func (s *Sim) serveWinRM(sh *simHost, proto string, port int, setting string, se
 	if err != nil {
 		return "", fmt.Errorf("host %s: listening for WinRM over %s on %s port %d: %w (pick another %s, or 0 for a free one)", sh.name, proto, sh.address, port, err, setting)
 	}
-	sh.listeners = append(sh.listeners, l)
+	gate := newGateListener(l) // the "refuse" fault closes it for a while
+	sh.listeners = append(sh.listeners, gate)
+	sh.faults.gates = append(sh.faults.gates, gate)
 	addr := l.Addr().String()
-	served := &costListener{Listener: l, rtt: sh.rtt, stats: &sh.winrmWire}
+	served := &costListener{Listener: gate, rtt: sh.rtt, stats: &sh.winrmWire}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -519,6 +521,9 @@ func (s *Sim) Close() error {
 				if err := sh.wsman.Close(); err != nil {
 					errs = append(errs, fmt.Errorf("closing host %s's WinRM listeners: %w", sh.name, err))
 				}
+			}
+			if sh.faults != nil {
+				sh.faults.clear() // ends refusals under way
 			}
 			for _, l := range sh.listeners {
 				_ = l.Close()

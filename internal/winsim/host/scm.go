@@ -40,6 +40,7 @@ type service struct {
 	lastError string
 	pid       int
 	started   time.Time // process creation time
+	stops     int       // stops begun since the host was built (ServiceSnapshot.Stops)
 	timer     *time.Timer
 	gen       uint64 // bumped on every armed transition; stale timers compare it
 	down      bool   // an Engine that left Running and is not back (Options.Down)
@@ -327,6 +328,7 @@ func (h *Host) beginStartLocked(s *service) {
 
 func (h *Host) beginStopLocked(s *service) {
 	s.state = contract.StateStopPending
+	s.stops++
 	h.recordLocked(s)
 	if s.inst != nil {
 		s.inst.engineStoppingLocked()

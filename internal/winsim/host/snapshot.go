@@ -42,6 +42,10 @@ type ServiceSnapshot struct {
 	ProcessID        int        `json:"process_id"`
 	ProcessStartTime *time.Time `json:"process_start_time,omitempty"` // UTC
 	LastError        string     `json:"last_error,omitempty"`         // why the last start failed
+	// Stops counts the stops begun (Stop Pending entered) since the simulator
+	// started: how often the service was restarted, for tests that nothing restarts
+	// twice.
+	Stops int `json:"stops"`
 }
 
 // InstanceSnapshot is one SQL Server instance with what its running Engine has.
@@ -119,7 +123,7 @@ func (h *Host) Snapshot() Snapshot {
 		ss := ServiceSnapshot{
 			Name: s.name, DisplayName: s.display, State: s.state, StartAccount: s.account,
 			StartAccountSID: s.accountSID, ServiceSID: serviceSIDOf(s), ServiceSIDType: s.sidType,
-			DependsOn: []string{}, ProcessID: s.pid, LastError: s.lastError,
+			DependsOn: []string{}, ProcessID: s.pid, LastError: s.lastError, Stops: s.stops,
 		}
 		for _, d := range s.dependsOn {
 			ss.DependsOn = append(ss.DependsOn, d.name)

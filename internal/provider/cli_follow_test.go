@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// Issue 14: after any failure once a change was sent, the state holds what is
+// known, and the next plan says what it will do.
+
+// signalAtStopPending sends sig to terraform (or, for SIGKILL, to its whole process
+// group: terraform and the provider) once the Engine is Stop Pending.
+func signalAtStopPending(t *testing.T, e *accEnv, sig syscall.Signal) func(*exec.Cmd) {
+	return func(cmd *exec.Cmd) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.host().WaitServiceState(ctx, "MSSQLSERVER", contract.StateStopPending); err != nil {
+			t.Errorf("the Engine was not seen Stop Pending: %v", err)
+			return
+		}
+		pid := cmd.Process.Pid
+		if sig == syscall.SIGKILL {
+			pid = -pid
+		}
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Errorf("sending %v to terraform: %v", sig, err)
+		}
+	}
+}
+
+// waitEngineRunning waits until the Engine and SQL Server Agent run again.
+func waitEngineRunning(t *testing.T, e *accEnv) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, svc := range []string{"MSSQLSERVER", "SQLSERVERAGENT"} {
+		if err := e.host().WaitServiceState(ctx, svc, contract.StateRunning); err != nil {
+			t.Fatalf("%s is not Running: %v", svc, err)
+		}
+	}
+}
+
+// finishWithoutRestart applies again and checks that the Engine was stopped once
+// in all and that nothing is left to do.
+func finishWithoutRestart(t *testing.T, w *cliWork, e *accEnv) {
+	t.Helper()
+	w.mustApply()
+	if p := w.plan(); p.Exit != 0 {
+		t.Errorf("the plan after the next apply is not empty (exit %d): changes %v\n%s", p.Exit, p.Changes, p.describe())
+	}
+	if n := e.stops("MSSQLSERVER"); n != 1 {
+		t.Errorf("the Engine was stopped %d times; want the one restart", n)
+	}
+	if a := w.attrs(resName); a["privilege_granted"] != true || a["ifi_enabled"] != true {
+		t.Errorf("state after the next apply: privilege_granted %v, ifi_enabled %v; want both true", a["privilege_granted"], a["ifi_enabled"])
+	}
+}
+
+// SIGINT while the Engine is Stop Pending: the create ends at once, recording what
+// it read back (Terraform taints it); the refresh says its replace needs no
+// restart, and the replace does not restart SQL Server again.
+func TestCLI_sigintDuringRestartIsRecorded(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 3000 })
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	ap := w.runWhile(signalAtStopPending(t, e, syscall.SIGINT), "apply", "-auto-approve", "-json", "-no-color")
+	if ap.Exit == 0 {
+		t.Logf("the apply finished despite SIGINT:\n%s", ap.describe())
+	}
+	a := w.attrs(resName)
+	if a == nil {
+		t.Fatalf("after SIGINT the resource is not in the state although the restart was sent:\n%s", ap.describe())
+	}
+	waitEngineRunning(t, e)
+	p := w.plan()
+	checkNextPlan(t, p, true, false)
+	if ap.Exit != 0 && len(p.find("warning", `^Failed create of .*: its replace needs no restart`, "terraform untaint")) == 0 {
+		t.Errorf("the plan after the interrupted create does not say its replace needs no restart:\n%s", p.describe())
+	}
+	finishWithoutRestart(t, w, e)
+}
+
+// SIGKILL of terraform and the provider while the Engine is Stop Pending: nothing
+// is written, the host finishes the restart, and the next apply adopts what the
+// host has without a second restart.
+func TestCLI_sigkillDuringRestartIsAdopted(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 3000 })
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.runWhile(signalAtStopPending(t, e, syscall.SIGKILL), "apply", "-auto-approve", "-json", "-no-color")
+	waitEngineRunning(t, e)
+	if !e.holds(defaultSvcSID) {
+		t.Fatal("the host does not hold the grant the killed apply sent")
+	}
+	finishWithoutRestart(t, w, e)
+}
+
+// An update whose restart cannot be followed (WinRM refuses connections for longer
+// than the update's timeout) keeps the new intent in the state, marked unverified:
+// the next plan is an update in place that says it verifies, and it finishes
+// without a second restart.
+func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 1500 })
+	timeouts := "timeouts {\n    update = \"1m\"\n  }"
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = false\n  "+timeouts))
+	w.mustApply()
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = true\n  "+timeouts))
+	if err := e.sim.Do(e.name, refuseFromStopPending(100*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ap := w.apply()
+	if ap.Exit == 0 {
+		t.Fatalf("the update succeeded although WinRM refused connections beyond its timeout:\n%s", ap.describe())
+	}
+	if ap.Duration > time.Minute+30*time.Second {
+		t.Errorf("the update took %s, more than its timeout and 30 s", ap.Duration.Round(time.Second))
+	}
+	if a := w.attrs(resName); a["enabled"] != true {
+		t.Errorf("after the failed update the state says enabled = %v; want the new intent (true)", a["enabled"])
+	}
+	if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionClearFaults}); err != nil {
+		t.Fatal(err)
+	}
+	waitEngineRunning(t, e)
+	p := w.plan()
+	if len(p.Changes) != 1 || p.Changes[0].Action != "update" {
+		t.Errorf("the next plan is %v; want an update in place", p.Changes)
+	}
+	p.wantDiag(t, "warning", fmt.Sprintf(`^Unverified change of instance MSSQLSERVER on %s: this update verifies it$`, e.addr), "update.*failed after its change was sent")
+	finishWithoutRestart(t, w, e)
+}
