@@ -101,12 +101,15 @@ func TestIsEncryptedType(t *testing.T) {
 	for ct, want := range map[string]bool{
 		`multipart/encrypted;protocol="application/HTTP-SPNEGO-session-encrypted";boundary="Encrypted Boundary"`: true,
 		`Multipart/Encrypted; protocol="application/HTTP-Kerberos-session-encrypted"`:                            true,
-		`multipart/encrypted;protocol=`:      true, // malformed parameters: the media type still says so
-		`MULTIPART/ENCRYPTED;;`:              true,
-		`application/soap+xml;charset=UTF-8`: false,
-		`multipart/related; type="text/xml"`: false,
-		`text/plain;;`:                       false,
-		``:                                   false,
+		`multipart/encrypted;protocol=`: true, // malformed parameters: the media type still says so
+		`MULTIPART/ENCRYPTED;;`:         true,
+		// Not a media type Go can parse (no ";"): the prefix still says encrypted,
+		// so the body is opened (and fails) rather than read as clear text.
+		`multipart/encrypted boundary="Encrypted Boundary"`: true,
+		`application/soap+xml;charset=UTF-8`:                false,
+		`multipart/related; type="text/xml"`:                false,
+		`text/plain;;`:                                      false,
+		``:                                                  false,
 	} {
 		if got := isEncryptedType(ct); got != want {
 			t.Errorf("isEncryptedType(%q) = %v", ct, got)

@@ -1,11 +1,13 @@
 package krb_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
@@ -84,6 +86,70 @@ func TestUnsealSaysWhatIsWrong(t *testing.T) {
 	} {
 		if _, err := client.Unseal(c.tok[:len(c.tok)/2], c.tok[len(c.tok)/2:]); !errors.Is(err, krb.ErrWrap) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want it to say %q", name, err, c.says)
+		}
+	}
+}
+
+// An empty message makes the shortest valid token (confounder, header copy,
+// checksum); one byte of filler (EC = 1) rotates as Windows does.
+func TestUnsealShortestTokenAndOneByteOfFiller(t *testing.T) {
+	for _, ec := range []int{0, 1} {
+		server, _ := krb.NewSealer(vectorKey, nil, true, 5, 0)
+		server.SealWithFiller(ec)
+		client, _ := krb.NewSealer(vectorKey, nil, false, 0, 5)
+		for _, msg := range []string{"", "x"} {
+			sig, data, err := server.Seal([]byte(msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := client.Unseal(sig, data); err != nil || string(got) != msg {
+				t.Errorf("EC %d, message %q: %q, %v", ec, msg, got, err)
+			}
+		}
+	}
+}
+
+// sealWithHeaders encrypts msg and inner (the header copy) and frames it under
+// outer, with the checksum rotated by RRC as RFC 4121 says.
+func sealWithHeaders(t *testing.T, msg, inner, outer []byte) (sig, data []byte) {
+	t.Helper()
+	et, err := crypto.GetEtype(vectorKey.KeyType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c, err := et.EncryptMessage(vectorKey.KeyValue, append(append([]byte{}, msg...), inner...), 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rrc := int(binary.BigEndian.Uint16(outer[6:8]))
+	n := rrc % len(c)
+	c = append(append([]byte{}, c[len(c)-n:]...), c[:len(c)-n]...)
+	token := append(append([]byte{}, outer...), c...)
+	return token[:len(token)-len(msg)], token[len(token)-len(msg):]
+}
+
+func wrapHeader(ec, rrc uint16, seq uint64) []byte {
+	h := []byte{0x05, 0x04, 0x03, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint16(h[4:], ec)
+	binary.BigEndian.PutUint16(h[6:], rrc)
+	binary.BigEndian.PutUint64(h[8:], seq)
+	return h
+}
+
+// A token whose encrypted part decrypts but is shorter than the filler it
+// announces, or whose header copy differs from its header, is refused.
+func TestUnsealRefusesInconsistentTokens(t *testing.T) {
+	for name, c := range map[string]struct {
+		inner, outer []byte
+		says         string
+	}{
+		"filler longer than the message": {wrapHeader(100, 0, 9), wrapHeader(100, 28, 9), "shorter than its filler"},
+		"header copy of another message": {wrapHeader(0, 0, 8), wrapHeader(0, 28, 9), "header copy does not match"},
+	} {
+		client, _ := krb.NewSealer(vectorKey, nil, false, 0, 9)
+		sig, data := sealWithHeaders(t, []byte("hello"), c.inner, c.outer)
+		if got, err := client.Unseal(sig, data); !errors.Is(err, krb.ErrWrap) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, c.says)
 		}
 	}
 }
