@@ -20,8 +20,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +62,7 @@ func main() {
 	only := flag.String("only", "", "run only this package (e.g. internal/ifi); the report then covers only it")
 	list := flag.Bool("list", false, "list the mutants and their IDs; run nothing")
 	match := flag.String("match", "", "run only the mutants whose \"file:line description\" matches this regular expression (a partial run; checking tests)")
+	update := flag.Bool("update", false, "with -only: re-run that package and replace its row and mutants in the existing report, keeping the others")
 	jobs := flag.Int("j", 4, "mutants whose tests run at once (they mostly wait; one builds at a time)")
 	flag.Parse()
 	re, err := regexp.Compile(*match)
@@ -67,13 +70,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mutate: -match:", err)
 		os.Exit(2)
 	}
-	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re); err != nil {
+	if *update && (*only == "" || *match != "") {
+		fmt.Fprintln(os.Stderr, "mutate: -update needs -only and no -match")
+		os.Exit(2)
+	}
+	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re, *update); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp) error {
+func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp, update bool) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run from the module root (where go.mod is)")
 	}
@@ -137,6 +144,14 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 	sort.Strings(stale)
 	for _, id := range stale {
 		fmt.Fprintf(os.Stderr, "mutate: %s lists a mutant that no longer exists: %s\n", ignoreFile, id)
+	}
+	if update {
+		old, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		rep := updateReport(old, only, report(tallies, results, nil, time.Since(started), only, ""), time.Since(started))
+		return os.WriteFile(out, rep, 0o644)
 	}
 	return os.WriteFile(out, report(tallies, results, stale, time.Since(started), only, match.String()), 0o644)
 }
@@ -343,4 +358,78 @@ func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []
 		}
 	}
 	return []byte(b.String())
+}
+
+// updateReport replaces pkg's row and surviving mutants in a full run's report old
+// with those of fresh (a report of pkg alone), and says so under the run's date.
+func updateReport(old []byte, pkg string, fresh []byte, took time.Duration) []byte {
+	rowPrefix := "| `" + pkg + "` |"
+	ofPkg := func(l string) bool {
+		for _, o := range []mutate.Outcome{mutate.Survived, mutate.Hung} {
+			if rest, ok := strings.CutPrefix(l, "- "+string(o)+" `"); ok {
+				file, _, _ := strings.Cut(rest, ":")
+				return path.Dir(file) == pkg
+			}
+		}
+		return false
+	}
+	var row string
+	var mutants []string
+	for _, l := range strings.Split(string(fresh), "\n") {
+		if strings.HasPrefix(l, rowPrefix) {
+			row = l
+		} else if ofPkg(l) {
+			mutants = append(mutants, l)
+		}
+	}
+	note := fmt.Sprintf("`%s` was run again alone on %s, %s (`-only %s -update`): its row and mutants are from that run.",
+		pkg, time.Now().UTC().Format("2006-01-02"), took.Round(time.Second), pkg)
+	var out []string
+	section := ""
+	for _, l := range strings.Split(string(old), "\n") {
+		switch {
+		case strings.HasPrefix(l, "## "):
+			if section == "## Surviving and hung mutants" {
+				out = appendMutants(out, mutants)
+				mutants = nil
+			}
+			section = l
+		case strings.HasPrefix(l, "`"+pkg+"` was run again alone"):
+			if len(out) > 0 && out[len(out)-1] == "" {
+				out = out[:len(out)-1] // the blank line before the old note
+			}
+			continue
+		case strings.HasPrefix(l, rowPrefix):
+			l = row
+		case ofPkg(l), section == "## Surviving and hung mutants" && l == "None.":
+			continue
+		}
+		out = append(out, l)
+		if strings.HasPrefix(l, "Run on ") {
+			out = append(out, "", note)
+		}
+	}
+	if mutants != nil || section == "## Surviving and hung mutants" {
+		out = appendMutants(out, mutants)
+	}
+	return []byte(strings.Join(out, "\n"))
+}
+
+// appendMutants puts mutant lines at the end of the surviving-mutants section that
+// out ends with (before its trailing blank lines), or "None." when it has none.
+func appendMutants(out, mutants []string) []string {
+	end := len(out)
+	for end > 0 && out[end-1] == "" {
+		end--
+	}
+	tail := slices.Clone(out[end:])
+	out = out[:end]
+	if len(mutants) == 0 && !strings.HasPrefix(out[len(out)-1], "- ") {
+		mutants = []string{"None."}
+	}
+	if strings.HasPrefix(out[len(out)-1], "## ") {
+		out = append(out, "")
+	}
+	out = append(out, mutants...)
+	return append(out, tail...)
 }
