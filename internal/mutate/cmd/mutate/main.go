@@ -382,8 +382,8 @@ func updateReport(old []byte, pkg string, fresh []byte, took time.Duration) []by
 			mutants = append(mutants, l)
 		}
 	}
-	note := fmt.Sprintf("`%s` was run again alone on %s, %s (`-only %s -update`): its row and mutants are from that run.",
-		pkg, time.Now().UTC().Format("2006-01-02"), took.Round(time.Second), pkg)
+	note := "`" + pkg + "`" + fmt.Sprintf(" was run again alone on %s, %s (`-only %s -update`): its row and mutants are from that run.",
+		time.Now().UTC().Format("2006-01-02"), took.Round(time.Second), pkg)
 	var out []string
 	section := ""
 	for _, l := range strings.Split(string(old), "\n") {
