@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // The pause after failures in a row doubles from restartRetryPause up to
@@ -115,5 +117,73 @@ func TestObserveUntilDeadline(t *testing.T) {
 	cancel()
 	if _, err := w.engine.observeUntilDeadline(ctx, defaultTarget); err == nil || h.reads > 1 {
 		t.Errorf("cancelled: %d reads, %v", h.reads, err)
+	}
+}
+
+// recordingClock records the pauses it is asked for; failSleep makes them fail.
+type recordingClock struct {
+	fakeClock
+	pauses    []time.Duration
+	failSleep bool
+}
+
+func (c *recordingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.pauses = append(c.pauses, d)
+	if c.failSleep {
+		return context.Canceled
+	}
+	return ctx.Err()
+}
+
+// The read-back's retries pause 1 s, then 2 s, ...; a pause cut short ends them.
+func TestObserveUntilDeadlinePauses(t *testing.T) {
+	h := newFakeHost()
+	h.readErr = func(n int) error {
+		if n <= 2 {
+			return transientErr{}
+		}
+		return nil
+	}
+	w := newWorld(h)
+	clock := &recordingClock{fakeClock: fakeClock{now: time.Now()}}
+	w.engine.Clock = clock
+	if _, err := w.engine.observeUntilDeadline(context.Background(), defaultTarget); err != nil {
+		t.Fatal(err)
+	}
+	if len(clock.pauses) != 2 || clock.pauses[0] != time.Second || clock.pauses[1] != 2*time.Second {
+		t.Errorf("pauses %v, want [1s 2s]", clock.pauses)
+	}
+
+	h = newFakeHost()
+	h.readErr = func(int) error { return transientErr{} }
+	w = newWorld(h)
+	w.engine.Clock = &recordingClock{fakeClock: fakeClock{now: time.Now()}, failSleep: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := w.engine.observeUntilDeadline(ctx, defaultTarget); !errors.As(err, new(transientErr)) || h.reads != 1 {
+		t.Errorf("pause cut short: %d reads, %v; want one read and its error", h.reads, err)
+	}
+}
+
+// Whether SQL Server answered at its port (a login, or an error SQL Server sent)
+// is kept for the wait after a restart.
+func TestObserveRecordsWhetherSQLServerAnswered(t *testing.T) {
+	for name, c := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"it answered":            {nil, true},
+		"it refused the login":   {&sqlcheck.Error{Kind: sqlcheck.KindAuth, Number: 18456}, true},
+		"nothing answered there": {errBoom, false},
+	} {
+		w := newWorld(newFakeHost())
+		w.checker.checkErr = c.err
+		o, err := w.engine.Observe(context.Background(), defaultTarget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.SQLTarget == nil || o.SQLTarget.AnsweredTDS != c.want {
+			t.Errorf("%s: target %+v, want AnsweredTDS %v", name, o.SQLTarget, c.want)
+		}
 	}
 }
