@@ -176,3 +176,25 @@ func TestWaitSeconds(t *testing.T) {
 		cancel()
 	}
 }
+
+// Without an early check (no port known before the read), Observe asks SQL Server
+// after the read and returns: nothing waits on a check that never started.
+func TestObserveWithoutAnEarlyCheckReturns(t *testing.T) {
+	w := newWorld(newFakeHost())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.engine.Observe(context.Background(), defaultTarget)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Observe did not return within 10 s")
+	}
+	if w.checker.checks != 1 {
+		t.Errorf("SQL Server asked %d times, want once", w.checker.checks)
+	}
+}
