@@ -41,6 +41,12 @@ func GuardArguments(guardFile, token string, pid int) (string, error) {
 	if line == "" {
 		return "", fmt.Errorf("restart_instance.ps1 has no line %q composing the guard's arguments", prefix)
 	}
+	return evalGuardArguments(line, guardFile, token, pid)
+}
+
+// evalGuardArguments evaluates the right-hand side of the `$guardArguments = ...`
+// line (GuardArguments).
+func evalGuardArguments(line, guardFile, token string, pid int) (string, error) {
 	values := map[string]string{"$guardFile": guardFile, "$token": token, "[string][int]$PID": strconv.Itoa(pid)}
 	var sb strings.Builder
 	for rest := line; rest != ""; {

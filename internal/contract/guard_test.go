@@ -30,3 +30,27 @@ func TestGuardCommandLineFitsCmd(t *testing.T) {
 	}
 	t.Logf("the guard's command line: %d characters at most", len(line))
 }
+
+// The guard's arguments are a sum of single-quoted literals (” a quote inside) and
+// the three values; anything else in the line is refused, naming it.
+func TestEvalGuardArguments(t *testing.T) {
+	got, err := evalGuardArguments(`'-File "' + $guardFile + '" -Token ' + $token + ' -RunnerId ' + [string][int]$PID + ' -Note ''x'''`, `C:\g.ps1`, "ab", 42)
+	if err != nil || got != `-File "C:\g.ps1" -Token ab -RunnerId 42 -Note 'x'` {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if got, err := evalGuardArguments(`''''`, "", "", 0); err != nil || got != "'" {
+		t.Errorf("a literal of one quote: %q, %v", got, err)
+	}
+	for line, says := range map[string]string{
+		`'-File`:        "unterminated string",
+		`'a''`:          "unterminated string",
+		`'a' + $other`:  `hold "$other"`,
+		`$token $token`: "not a sum of terms",
+		`'a' 'b'`:       "not a sum of terms",
+		`'a' +`:         "not a sum of terms",
+	} {
+		if got, err := evalGuardArguments(line, "f", "t", 1); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %q, %v; want an error saying %q", line, got, err, says)
+		}
+	}
+}

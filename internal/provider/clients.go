@@ -220,15 +220,25 @@ func (c *clients) SQLChecker() (sqlcheck.Checker, error) {
 }
 
 // tflogLogger is the contract.Logger of remote, sqlcheck and the converge engine:
-// tflog, with the masking the context carries (maskSecrets).
+// tflog, with the masking the context carries (maskSecrets). The engine logs from
+// more than one goroutine on one request's context (the SQL check runs beside the
+// WinRM read), and tflog's masking writes the masked values back into the
+// context's own field map (terraform-plugin-log v0.11.0, LoggerOpts.ApplyMask):
+// each call therefore logs on a private copy of the context's logger options.
 type tflogLogger struct{}
 
 func (tflogLogger) Debug(ctx context.Context, msg string, fields map[string]any) {
-	tflog.Debug(ctx, msg, fields)
+	tflog.Debug(ownLoggerOpts(ctx), msg, fields)
 }
 
 func (tflogLogger) Info(ctx context.Context, msg string, fields map[string]any) {
-	tflog.Info(ctx, msg, fields)
+	tflog.Info(ownLoggerOpts(ctx), msg, fields)
+}
+
+// ownLoggerOpts is ctx with a copy of its provider logger's options (tflog copies
+// them whenever it derives a context), so that masking writes into that copy.
+func ownLoggerOpts(ctx context.Context) context.Context {
+	return tflog.MaskFieldValuesWithFieldKeys(ctx)
 }
 
 // configuredClients is what the provider's Configure handed to a resource or data
