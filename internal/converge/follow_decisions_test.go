@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // The pause after failures in a row doubles from restartRetryPause up to
@@ -173,7 +171,7 @@ func TestObserveRecordsWhetherSQLServerAnswered(t *testing.T) {
 		want bool
 	}{
 		"it answered":            {nil, true},
-		"it refused the login":   {&sqlcheck.Error{Kind: sqlcheck.KindAuth, Number: 18456}, true},
+		"it refused the login":   {sqlAnswered{}, true},
 		"nothing answered there": {errBoom, false},
 	} {
 		w := newWorld(newFakeHost())
@@ -187,3 +185,10 @@ func TestObserveRecordsWhetherSQLServerAnswered(t *testing.T) {
 		}
 	}
 }
+
+// sqlAnswered is an error SQL Server itself sent (a refused login), as the checker
+// marks it (contract.SQLServerAnswered).
+type sqlAnswered struct{}
+
+func (sqlAnswered) Error() string     { return "Login failed for user 'probe' (18456)" }
+func (sqlAnswered) AnsweredTDS() bool { return true }

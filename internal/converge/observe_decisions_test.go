@@ -9,12 +9,11 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // The unhealthy replicas say which replica, whether it is this one, and of which group.
 func TestAGMembershipNamesUnhealthyReplicas(t *testing.T) {
-	m := agMembership(&sqlcheck.Report{Replicas: []sqlcheck.Replica{
+	m := agMembership(&contract.SQLReport{Replicas: []contract.Replica{
 		{Group: "AG1", Server: "SQL01", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "PARTIALLY_HEALTHY"},
 		{Group: "AG1", Server: "", Connected: "DISCONNECTED"},
 		{Server: "SQL03", Connected: "CONNECTED", Health: "HEALTHY"},
@@ -86,7 +85,7 @@ func TestFreshReadEdges(t *testing.T) {
 
 type clusteredChecker struct{ *fakeChecker }
 
-func (c clusteredChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlcheck.Report, error) {
+func (c clusteredChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
 	rep, err := c.fakeChecker.Check(ctx, t)
 	if rep != nil {
 		rep.Clustered = true
@@ -97,14 +96,14 @@ func (c clusteredChecker) Check(ctx context.Context, t sqlcheck.Target) (*sqlche
 // withChecker are the fake clients with another SQL checker.
 type withChecker struct {
 	*fakeClients
-	ch sqlcheck.Checker
+	ch contract.SQLChecker
 }
 
-func (c withChecker) SQLChecker() (sqlcheck.Checker, error) { return c.ch, nil }
+func (c withChecker) SQLChecker() (contract.SQLChecker, error) { return c.ch, nil }
 
 // Primary in one group wins over resolving in another.
 func TestAGMembershipPrimaryWins(t *testing.T) {
-	m := agMembership(&sqlcheck.Report{Replicas: []sqlcheck.Replica{
+	m := agMembership(&contract.SQLReport{Replicas: []contract.Replica{
 		{Group: "AG1", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
 		{Group: "AG2", Local: true, Role: "RESOLVING", Connected: "CONNECTED", Health: "HEALTHY"},
 	}})
