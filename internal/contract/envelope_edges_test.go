@@ -17,7 +17,7 @@ import (
 // constant, and a result with ExitOK.
 func TestExitCodesMatchTheScripts(t *testing.T) {
 	want := map[string]int{"failed": ExitFailure, "lsa_error": ExitFailure, "invalid_parameters": ExitInvalidParams,
-		"clustered": ExitRefused, "not_found": ExitNotFound}
+		"clustered": ExitRefused, "not_found": ExitNotFound, CodeRestartInProgress: ExitRefused}
 	re := regexp.MustCompile(`Exit-WithError -Code (\d+) -ErrorName '([a-z_]+)'`)
 	seen := 0
 	for _, parts := range scriptParts {
