@@ -13,7 +13,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # A pipe, then an early-closing reader. Comment lines are skipped.
-pattern='\|[[:space:]]*(grep[[:space:]]+(-[[:alnum:]]*[qml][[:alnum:]]*|--quiet|--max-count|--files-with-matches)|head([[:space:]]|$)|sed[[:space:]][^|]*[;[:space:]'"'"'"]q([[:space:]'"'"'";]|$))'
+# Built from parts so that this file holds no pipe into a reader of its own.
+bar='\|'
+pattern="$bar"'[[:space:]]*(grep[[:space:]]+(-[[:alnum:]]*[qml][[:alnum:]]*|--quiet|--max-count|--files-with-matches)|head([[:space:]]|$)|sed[[:space:]][^|]*[;[:space:]'"'"'"]q([[:space:]'"'"'";]|$))'
 
 scan() { # FILE...: prints FILE:LINE: TEXT for each offending line; status 1 if any
 	local f n line bad=0
@@ -34,10 +36,11 @@ scan() { # FILE...: prints FILE:LINE: TEXT for each offending line; status 1 if 
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cat >"$work/planted.sh" <<'PLANTED'
-"$bin" --help 2>&1 | grep -q -- '--config'
-tf -version | head -n1
-dpkg-query -W pkg | grep -m1 ok
+# The planted lines spell the pipe PIPE, turned into one here.
+sed 's/ PIPE / | /' >"$work/planted.sh" <<'PLANTED'
+"$bin" --help 2>&1 PIPE grep -q -- '--config'
+tf -version PIPE head -n1
+dpkg-query -W pkg PIPE grep -m1 ok
 out="$("$bin" --help)"; [[ "$out" == *--config* ]]
 PLANTED
 if planted="$(scan "$work/planted.sh")"; then
@@ -53,7 +56,6 @@ fi
 if [[ $# -eq 0 ]]; then
 	shopt -s nullglob
 	set -- "$root"/scripts/*.sh "$root/.ci/run" "$root"/demo/*.sh "$root/GNUmakefile"
-	for f; do shift; [[ "$f" == "${BASH_SOURCE[0]}" || "$f" -ef "${BASH_SOURCE[0]}" ]] || set -- "$@" "$f"; done
 fi
 if found="$(scan "$@")"; then
 	echo "ok    no pipe into an early-closing reader in $# build scripts"
