@@ -272,3 +272,26 @@ func freePort(t *testing.T, addr string) int {
 	l.Close()
 	return p
 }
+
+// wantStateOfHostAndPlanInPlace is two of the fault matrix's five checks, after an
+// apply in w against e: the state's privilege_granted is what the host holds for
+// sid, and the next plan runs and is empty or an update in place. It returns the
+// state's attributes and the plan, and false when the plan itself failed.
+func wantStateOfHostAndPlanInPlace(t *testing.T, w *cliWork, e *accEnv, sid, who string) (map[string]any, *tfRun, bool) {
+	t.Helper()
+	a := w.attrs()
+	if granted, _ := a["privilege_granted"].(bool); granted != e.holds(sid) {
+		t.Errorf("%sstate privilege_granted %v, the host holds the grant: %v", who, a["privilege_granted"], e.holds(sid))
+	}
+	p := w.plan()
+	if p.Exit == 1 {
+		t.Errorf("%sthe next plan failed:\n%s", who, p.describe())
+		return a, p, false
+	}
+	for _, c := range p.Changes {
+		if c.Action != "update" {
+			t.Errorf("%sthe next plan has %s %s; want nothing or an update in place:\n%s", who, c.Action, c.Addr, p.describe())
+		}
+	}
+	return a, p, true
+}

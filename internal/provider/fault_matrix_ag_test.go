@@ -46,19 +46,7 @@ func agFiveChecks(t *testing.T, w *cliWork, e *accEnv, ap *tfRun, before time.Ti
 	if ap.Duration > agRowTimeout+30*time.Second {
 		t.Errorf("the apply took %s, more than its timeout + 30 s", ap.Duration.Round(time.Second))
 	}
-	a := w.attrs()
-	if granted, _ := a["privilege_granted"].(bool); granted != e.holds(defaultSvcSID) {
-		t.Errorf("state privilege_granted %v, the host holds the grant: %v", a["privilege_granted"], e.holds(defaultSvcSID))
-	}
-	p := w.plan()
-	if p.Exit == 1 {
-		t.Errorf("the next plan failed:\n%s", p.describe())
-	}
-	for _, c := range p.Changes {
-		if c.Action != "update" {
-			t.Errorf("the next plan has %s %s; want nothing or an update in place", c.Action, c.Addr)
-		}
-	}
+	wantStateOfHostAndPlanInPlace(t, w, e, defaultSvcSID, "")
 	ops := e.opsSince(opsBefore)
 	if n := countOp(ops, contract.OpRestartInstance); n > restarts {
 		t.Errorf("%d restarts (operations %v), want at most %d", n, ops, restarts)
