@@ -100,6 +100,8 @@ func containsWord(hay, needle []byte) bool {
 	}
 }
 
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
 func nameByte(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-' || b == '$'
 }
@@ -435,7 +437,7 @@ type span struct {
 var (
 	spnPattern  = regexp.MustCompile(`(?i)\b(HTTPS?|WSMAN|MSSQLSvc|HOST|RestrictedKrbHost|TERMSRV|CIFS|LDAP|GC|DNS|krbtgt)/([A-Za-z0-9](?:[A-Za-z0-9\-]|\.[A-Za-z0-9])*)(:[0-9A-Za-z$_]+)?(@[A-Za-z0-9](?:[A-Za-z0-9\-]|\.[A-Za-z0-9])*)?`)
 	uncPattern  = regexp.MustCompile(`\\\\([A-Za-z0-9](?:[A-Za-z0-9\-]|\.[A-Za-z0-9])*)((?:\\[^\\\s"'<>|*?:]+(?: [^\\\s"'<>|*?:]+)*)*)`)
-	pathPattern = regexp.MustCompile(`\b([A-Za-z]):\\(?:[^\\\s"'<>|*?:]+(?: [^\\\s"'<>|*?:]+)*\\)*[^\\\s"'<>|*?:]*`)
+	pathPattern = regexp.MustCompile(`([A-Za-z]):\\(?:[^\\\s"'<>|*?:]+(?: [^\\\s"'<>|*?:]+)*\\)*[^\\\s"'<>|*?:]*`)
 	sidPattern  = regexp.MustCompile(`\bS-1-[0-9]+(?:-[0-9]+)+\b`)
 	hexPattern  = regexp.MustCompile(`\b(?:[0-9A-Fa-f]{64}|[0-9A-Fa-f]{40})\b`)
 	ipv6Pattern = regexp.MustCompile(`[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[0-9A-Za-z]+)?`)
@@ -491,6 +493,11 @@ func (r *redactor) text(s string) string {
 		add(m[0], m[1], with)
 	}
 	for _, m := range pathPattern.FindAllStringSubmatchIndex(s, -1) {
+		// A drive letter follows a non-letter, or a startup parameter's switch
+		// (-dC:\..., -eD:\...).
+		if m[0] > 0 && isLetter(s[m[0]-1]) && (m[0] < 2 || s[m[0]-2] != '-') {
+			continue
+		}
 		m[1] = clixmlEnd(s, m[0], m[1])
 		drive := s[m[2]:m[3]]
 		rest := s[m[3]+2 : m[1]]

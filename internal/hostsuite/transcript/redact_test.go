@@ -35,7 +35,7 @@ const (
 	plantNamedInstance = "PAYROLL"
 )
 
-var plantedNames = []string{plantHost, plantFQDN, plantDomain, plantDNSDomain, plantUser, plantSQLLogin, plantServiceUser,
+var plantedNames = []string{"Finance Ledger", plantHost, plantFQDN, plantDomain, plantDNSDomain, plantUser, plantSQLLogin, plantServiceUser,
 	"3623811015", "3361044348", "30300820", plantIPv4, plantIPv6, plantThumbprint, plantWinRMPassword, plantSQLPassword, "Users\\" + plantUser}
 
 func plantedKnown() Known {
@@ -62,6 +62,7 @@ func plantedRecorder(t *testing.T) *Recorder {
 		"computer_name": plantHost, "found": true, "installed_instances": []string{"MSSQLSERVER", plantNamedInstance},
 		"instance": "MSSQLSERVER", "instance_id": "MSSQL16.MSSQLSERVER", "version": "16.0.4135.4",
 		"service_name": "MSSQLSERVER", "service_state": "Running", "process_id": 4312,
+		"startup_parameters": []string{`-dE:\Finance Ledger\master.mdf`, `-eE:\Finance Ledger\Log\ERRORLOG`, "-T1117"},
 		"start_account": plantDomain + `\` + plantServiceUser, "start_account_sid": plantUserSID, "service_sid_type": 1,
 		"right_holders":          []map[string]string{{"sid": winsid.Administrators, "name": `BUILTIN\Administrators`}, {"sid": svcSID, "name": `NT SERVICE\MSSQLSERVER`}, {"sid": payrollSID, "name": `NT SERVICE\MSSQL$` + plantNamedInstance}},
 		"administrators_members": []map[string]string{{"sid": plantAdminSID, "name": plantHost + `\Administrator`}, {"sid": plantDomainSID + "-512", "name": plantDomain + `\Domain Admins`}, {"sid": plantDomainSID + "-1203", "name": plantDomain + `\` + plantUser}},
@@ -168,7 +169,10 @@ func TestRedactKeepsWhatIdentifiesNothing(t *testing.T) {
 			t.Errorf("well-known RID lost: %s not in %v", rid, sids)
 		}
 	}
-	if !strings.Contains(out, `"D:\\path-1"`) {
+	if !strings.Contains(out, `"-dE:\\path-`) || !strings.Contains(out, `"-T1117"`) {
+		t.Errorf("startup parameters not redacted to switch, drive and placeholder: %s", read["startup_parameters"])
+	}
+	if !strings.Contains(out, `"D:\\path-`) {
 		t.Errorf("the error log path is not drive + placeholder: %s", read["errorlog"])
 	}
 }
@@ -179,7 +183,7 @@ func TestRedactFreeTextConsistently(t *testing.T) {
 	tr := plantedRecorder(t).Transcript()
 	stderr := tr.Entries[1].Stderr
 	for _, want := range []string{`C:\path-`, "host-1.domain-1.example (192.0.2.1, 2001:db8::1)", "SPN HTTP/host-1.domain-1.example:5986@domain-1.example",
-		"certificate 000000000000000000000000000000000000000" + "1", `\\host-1\path-2_x000D__x000A_`, "' is denied on host-1"} {
+		"certificate 000000000000000000000000000000000000000" + "1", `share \\host-1\path-`, "_x000D__x000A_</S></Objs>", "' is denied on host-1"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("redacted stderr lacks %q:\n%s", want, stderr)
 		}
