@@ -63,7 +63,7 @@ func plantedRecorder(t *testing.T) *Recorder {
 		"instance": "MSSQLSERVER", "instance_id": "MSSQL16.MSSQLSERVER", "version": "16.0.4135.4",
 		"service_name": "MSSQLSERVER", "service_state": "Running", "process_id": 4312,
 		"startup_parameters": []string{`-dE:\Finance Ledger\master.mdf`, `-eE:\Finance Ledger\Log\ERRORLOG`, "-T1117"},
-		"start_account": plantDomain + `\` + plantServiceUser, "start_account_sid": plantUserSID, "service_sid_type": 1,
+		"start_account":      plantDomain + `\` + plantServiceUser, "start_account_sid": plantUserSID, "service_sid_type": 1,
 		"right_holders":          []map[string]string{{"sid": winsid.Administrators, "name": `BUILTIN\Administrators`}, {"sid": svcSID, "name": `NT SERVICE\MSSQLSERVER`}, {"sid": payrollSID, "name": `NT SERVICE\MSSQL$` + plantNamedInstance}},
 		"administrators_members": []map[string]string{{"sid": plantAdminSID, "name": plantHost + `\Administrator`}, {"sid": plantDomainSID + "-512", "name": plantDomain + `\Domain Admins`}, {"sid": plantDomainSID + "-1203", "name": plantDomain + `\` + plantUser}},
 		"errorlog": map[string]any{"path": `D:\SQLData\MSSQL16.MSSQLSERVER\MSSQL\Log\ERRORLOG`, "found": true,
