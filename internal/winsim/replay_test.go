@@ -601,3 +601,29 @@ func describeScript(s transcript.ErrorShape) string {
 	}
 	return d
 }
+
+// The clear-text probe the suite sends (and the replay repeats) tells a host with
+// Windows' default, AllowUnencrypted false, from one that allows clear text.
+func TestClearTextProbeShapes(t *testing.T) {
+	for _, tc := range []struct {
+		allow bool
+		want  string
+	}{
+		{false, "HTTP 500 with an empty body"},
+		{true, "HTTP 200 with a body that is no SOAP fault (application/soap+xml)"},
+	} {
+		t.Run(fmt.Sprintf("allow_unencrypted=%v", tc.allow), func(t *testing.T) {
+			allow := tc.allow
+			h := startReplayHost(t, &transcript.Transcript{Facts: transcript.Facts{Instance: "MSSQLSERVER", AllowUnencrypted: &allow}})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			got, err := transcript.ProbeClearTextBody(ctx, h.winrmHost, h.winrmPort, replayWinRMUser, replayWinRMPassword)
+			if d := describeHTTP(got); d != tc.want {
+				t.Errorf("the probe saw %s (error %v), want %s", d, err, tc.want)
+			}
+			if (err == nil) != tc.allow {
+				t.Errorf("the probe's error = %v; want one only when the body is refused", err)
+			}
+		})
+	}
+}
