@@ -333,12 +333,7 @@ func (r *redactor) learnValue(key string, v any) {
 				r.learnAccount(name)
 			}
 		}
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(t) {
 			r.learnValue(k, t[k])
 		}
 	case []any:
@@ -360,6 +355,17 @@ func (r *redactor) learnField(key, s string) {
 	case accountKey(key):
 		r.learnAccount(s)
 	}
+}
+
+// sortedKeys: objects are walked in key order, so the placeholders' numbers do not
+// depend on Go's map order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func decode(raw json.RawMessage) (any, bool) {
@@ -390,13 +396,7 @@ func (r *redactor) rawJSON(raw json.RawMessage) json.RawMessage {
 func (r *redactor) walk(key string, v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		// In key order, so the placeholders' numbers do not depend on map order.
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(t) {
 			t[k] = r.walk(k, t[k])
 		}
 		return t
