@@ -53,7 +53,7 @@ func (k Known) survivors(raw []byte) []string {
 	check := func(what string, names []string) {
 		for i, n := range names {
 			for _, part := range nameParts(n) {
-				if keepName(part) || len(part) < minNameLen {
+				if keepName(part) || keptHost(part) || len(part) < minNameLen {
 					continue
 				}
 				if containsWord(lower, []byte(strings.ToLower(part))) {
@@ -118,6 +118,17 @@ var builtinNames = map[string]bool{
 }
 
 func keepName(n string) bool { return builtinNames[strings.ToLower(strings.TrimSpace(n))] }
+
+// keptHost: names of this machine that identify no host (localhost, loopback
+// addresses) stay as they are.
+func keptHost(h string) bool {
+	h = strings.TrimSpace(h)
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
 
 // Services whose per-service SID (S-1-5-80-...) is derived from a public name: kept.
 var publicServices = []string{"MSSQLSERVER", "SQLSERVERAGENT", "MSSQLLaunchpad", "SQLTELEMETRY", "MSSQLFDLauncher",
@@ -246,7 +257,7 @@ func (r *redactor) learn(name, kind string) {
 // learnHost learns a host name; an FQDN teaches its first label and its domain.
 func (r *redactor) learnHost(h string) {
 	h = strings.TrimSpace(h)
-	if h == "" || net.ParseIP(h) != nil || strings.EqualFold(h, "localhost") {
+	if h == "" || net.ParseIP(h) != nil || keptHost(h) {
 		return
 	}
 	if first, rest, ok := strings.Cut(h, "."); ok {

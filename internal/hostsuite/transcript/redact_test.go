@@ -251,6 +251,26 @@ func TestWriteFileRefusesASurvivor(t *testing.T) {
 	}
 }
 
+// A run on the host itself (the CI runner: localhost) or against the rehearsal's
+// loopback address is written: those names identify no host and stay; the
+// computer name the host reported is replaced.
+func TestWriteFileForALocalRun(t *testing.T) {
+	for _, host := range []string{"localhost", "127.0.0.5"} {
+		r := NewRecorder(SourceSimulator, Known{Secrets: []string{"Pw-1!"}, Hosts: []string{host}, Users: []string{"runneradmin"}})
+		r.Know(Known{Hosts: []string{"fv-az512-77"}})
+		r.Describe(func(tr *Transcript) { tr.Host = "fv-az512-77"; tr.Facts.Instance = "MSSQLSERVER" })
+		r.Error("preflight", ProbeClearText, HTTPShape(500, "", nil), errors.New("http error 500 from http://"+host+":5985/wsman (fv-az512-77, user runneradmin)"))
+		path, err := r.WriteFile(t.TempDir())
+		if err != nil {
+			t.Fatalf("host %s: %v", host, err)
+		}
+		raw, _ := os.ReadFile(path)
+		if !strings.Contains(string(raw), "http://"+host+":5985/wsman (host-1, user user-1)") {
+			t.Errorf("host %s: the written transcript:\n%s", host, raw)
+		}
+	}
+}
+
 func TestShapeOfRemoteError(t *testing.T) {
 	err := error(&remote.Error{Host: "h", Op: contract.OpRestartInstance, Kind: remote.KindScript, Code: "timeout", ExitCode: 4})
 	if s := ShapeOf(err); s.Kind != "script" || s.Code != "timeout" || s.ExitCode != 4 {
