@@ -186,6 +186,7 @@ func (s *Suite) sqlChecks(ctx context.Context) {
 		if rep.IFIEnabled != nil {
 			ifi = map[bool]string{true: "Y", false: "N"}[*rep.IFIEnabled]
 		}
+		s.sqlRep = rep
 		s.p.pass("view server state", "sys.dm_server_services answered: SQL Server %s %s, instant_file_initialization_enabled = %s", rep.ProductVersion, rep.Edition, ifi)
 	case errors.As(err, &se) && se.Kind == sqlcheck.KindPermission:
 		s.p.fail("view server state", "%v. Run on the instance: GRANT VIEW SERVER STATE TO [%s]", err, s.cfg.SQLUser)
@@ -242,5 +243,18 @@ func (s *Suite) hadr(r *contract.ReadInstanceResult) {
 	if len(h.OwnedGroups) > 0 {
 		owned = strings.Join(h.OwnedGroups, ", ")
 	}
-	s.p.pass("hadr", "HADR_Enabled %s; failover cluster node: %s; availability groups whose primary this node holds: %s", enabled, yesNo(h.ClusterKnown), owned)
+	sqlSays := "SQL Server not asked (no SQL login)"
+	if rep := s.sqlRep; rep != nil {
+		var local []string
+		for _, r := range rep.Replicas {
+			if r.Local {
+				local = append(local, fmt.Sprintf("%s %s (%s, %s)", r.Group, r.Role, r.Connected, r.Health))
+			}
+		}
+		if len(local) == 0 {
+			local = []string{"none"}
+		}
+		sqlSays = fmt.Sprintf("SQL Server: IsHadrEnabled %s, this instance's replicas: %s", yesNo(rep.HADREnabled), strings.Join(local, "; "))
+	}
+	s.p.pass("hadr", "registry HADR_Enabled %s; failover cluster node: %s; groups whose primary this node holds: %s; %s", enabled, yesNo(h.ClusterKnown), owned, sqlSays)
 }

@@ -51,7 +51,8 @@ type Suite struct {
 
 	host   contract.Host // operations, recorded when a Recorder is set
 	logon  remote.Logon
-	sqlCfg *sqlcheck.Config // nil: no SQL login given
+	sqlCfg *sqlcheck.Config    // nil: no SQL login given
+	sqlRep *contract.SQLReport // the preflight's SQL check; nil without a SQL login
 	// before is the instance as the preflight found it; the stages that change the
 	// right leave it as it was there.
 	before     *contract.ReadInstanceResult
