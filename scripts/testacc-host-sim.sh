@@ -79,12 +79,14 @@ export MSSQLIFI_ACC_SEED_SQL_USERNAME=mssqlifi_seed
 export MSSQLIFI_ACC_SEED_SQL_PASSWORD='Rehearsal-Seed-Pa55!'
 export MSSQLIFI_ACC_STAGES=preflight,read,change,restart,seed
 export MSSQLIFI_ACC_DISPOSABLE_INSTANCE=MSSQLSERVER
-unset MSSQLIFI_ACC_LOCAL MSSQLIFI_ACC_RECORD MSSQLIFI_ACC_DRY_RUN TF_CLI_CONFIG_FILE
+unset MSSQLIFI_ACC_LOCAL MSSQLIFI_ACC_DRY_RUN TF_CLI_CONFIG_FILE
 
 echo "==> the dry run (contacts nothing)"
 bin/hostsuite -dry-run -terraform "$tf" -provider-dir bin -step-timeout 2m
 
-echo "==> every stage against the simulated host"
-bin/hostsuite -terraform "$tf" -provider-dir bin -step-timeout 2m -summary-md "$work/summary.md"
+echo "==> every stage against the simulated host, recorded (MSSQLIFI_ACC_RECORD)"
+MSSQLIFI_ACC_RECORD="$work/transcripts" \
+	bin/hostsuite -terraform "$tf" -provider-dir bin -step-timeout 2m -summary-md "$work/summary.md"
+ls "$work/transcripts"/*.json >/dev/null || die "no transcript was written"
 echo "==> the Markdown summary (-summary-md)"
 cat "$work/summary.md"

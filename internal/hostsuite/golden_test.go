@@ -136,6 +136,8 @@ func TestGoldenPreflight(t *testing.T) {
 		// Stage read is allowed too: it is skipped, as the preflight failed.
 		{"preflight-uac-filtered", func(c *winsim.Config) { c.Hosts[0].WinRM.Users[0].Administrator = &no }, false},
 		{"preflight-constrained-language", func(c *winsim.Config) { c.Hosts[0].PowerShellLanguageMode = "ConstrainedLanguage" }, false},
+		// A WinRM service that allows unencrypted messages accepts the unsealed probe.
+		{"preflight-allow-unencrypted", func(c *winsim.Config) { c.Hosts[0].WinRM.AllowUnencrypted = true }, false},
 		// A secondary replica: the DMVs list its group, the catalog views hide it from
 		// a login without VIEW ANY DEFINITION.
 		{"preflight-ag-secondary", func(c *winsim.Config) {
@@ -196,6 +198,51 @@ func TestLocalNonBuiltin(t *testing.T) {
 		local, builtin := localNonBuiltin(tc.user, "WINCI01")
 		if local != tc.local || builtin != tc.builtin {
 			t.Errorf("localNonBuiltin(%q) = %t, %t; want %t, %t", tc.user, local, builtin, tc.local, tc.builtin)
+		}
+	}
+}
+
+// TestRecordPreflight: with a recorder, the preflight's raw answers, SQL rows and
+// the clear-text probe's shape land in a redacted transcript, without the
+// passwords or the user names.
+func TestRecordPreflight(t *testing.T) {
+	env := startSim(t, nil)
+	cfg, err := LoadConfig(envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder(cfg)
+	var out bytes.Buffer
+	if rep := Run(context.Background(), cfg, Options{Out: &out, ProviderDir: t.TempDir(), Recorder: rec, StepTimeout: time.Minute}); !rep.OK() {
+		t.Fatalf("the preflight failed:\n%s", out.String())
+	}
+	path, err := rec.WriteFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := rec.Transcript()
+	kinds := map[string]int{}
+	for _, e := range tr.Entries {
+		kinds[e.Kind+" "+e.Operation]++
+		if e.Kind == "sql" && e.Error == "" && len(e.Columns) == 0 {
+			t.Errorf("a SQL entry without columns: %+v", e)
+		}
+	}
+	for _, want := range []string{"operation read_instance", "error clear_text_body", "sql "} {
+		if kinds[want] == 0 {
+			t.Errorf("no %q entry in the transcript: %v", want, kinds)
+		}
+	}
+	if tr.PowerShell == "" || tr.Facts.Instance != "MSSQLSERVER" || tr.Source != "simulator" {
+		t.Errorf("header: powershell %q, instance %q, source %q", tr.PowerShell, tr.Facts.Instance, tr.Source)
+	}
+	for _, secret := range []string{env[EnvWinRMPass], env[EnvSQLPass], env[EnvWinRMUser], "WINCI01"} {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("the transcript holds %q", secret)
 		}
 	}
 }

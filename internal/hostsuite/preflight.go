@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/hostsuite/transcript"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
@@ -55,7 +57,7 @@ func (s *Suite) preflight(ctx context.Context) {
 		s.uac(err)
 		return
 	}
-	s.encryption()
+	s.encryption(ctx)
 	if re != nil && re.Code == contract.CodeConstrainedLanguage {
 		s.p.fail("powershell", "%s. Nothing was changed. Run the suite as a user whose PowerShell runs in FullLanguage, or allow the provider's scripts in the App Control / AppLocker policy", re.Message)
 		return
@@ -85,6 +87,7 @@ func (s *Suite) preflight(ctx context.Context) {
 	}
 	s.sqlChecks(ctx)
 	s.hadr(r)
+	s.describe(r)
 }
 
 func (s *Suite) endpoint() string {
@@ -113,16 +116,46 @@ func winrmRemedy(re *remote.Error) string {
 	return ""
 }
 
-// encryption reports how the messages were protected.
-func (s *Suite) encryption() {
+// encryption reports how the messages were protected; over HTTP it also sends one
+// unsealed body, which a listener with AllowUnencrypted false (Windows' default)
+// refuses.
+func (s *Suite) encryption(ctx context.Context) {
+	if !s.cfg.HTTPS && s.cfg.Auth != "kerberos" {
+		port := s.cfg.Port
+		if port == 0 {
+			port = remote.DefaultHTTPPort
+		}
+		s.p.about("send one unsealed WS-Management body (a shell's Create, as masterzen/winrm's NTLM client sends it) to the HTTP listener: it must be refused")
+		shape, err := transcript.ProbeClearTextBody(ctx, s.cfg.Host, port, s.cfg.WinRMUser, s.cfg.WinRMPassword)
+		s.opt.Recorder.Error(s.p.stage, "clear_text_body", shape, err)
+		switch {
+		case err == nil && shape.HTTPStatus == http.StatusOK:
+			s.p.fail("encryption", "the HTTP listener accepted an unsealed body: the WinRM service allows unencrypted messages. "+
+				"On the host: winrm set winrm/config/service '@{AllowUnencrypted=\"false\"}'")
+			return
+		case shape.HTTPStatus == 0:
+			s.p.fail("encryption", "the unsealed probe got no HTTP answer: %v", err)
+			return
+		}
+		s.p.pass("encryption", "HTTP with every message sealed by the %s logon; an unsealed body was refused (HTTP %d%s)",
+			s.logon.Mechanism, shape.HTTPStatus, faultText(shape))
+		return
+	}
 	switch {
 	case s.cfg.HTTPS && s.cfg.Insecure:
 		s.p.pass("encryption", "HTTPS (TLS); the certificate was NOT verified (%s=true): use %s for anything but a throw-away host", EnvInsecure, EnvCACert)
 	case s.cfg.HTTPS:
 		s.p.pass("encryption", "HTTPS (TLS), the listener's certificate verified")
 	default:
-		s.p.pass("encryption", "HTTP with every message sealed by the %s logon (multipart/encrypted); the listener's AllowUnencrypted stays false", s.logon.Mechanism)
+		s.p.pass("encryption", "HTTP with every message sealed by the Kerberos logon (the unsealed probe logs on with NTLM, so it was not sent)")
 	}
+}
+
+func faultText(shape transcript.ErrorShape) string {
+	if shape.FaultCode != "" {
+		return ", WS-Management fault " + shape.FaultCode
+	}
+	return ""
 }
 
 // localNonBuiltin reports whether user names a local account other than the
@@ -178,7 +211,12 @@ func (s *Suite) sqlChecks(ctx context.Context) {
 	}
 	s.p.about("log in to SQL Server at %s:%d as %s and read sys.dm_server_services (reads only)", s.cfg.Host, s.sqlPort, s.cfg.SQLUser)
 	rep, err := sqlcheck.New(*s.sqlCfg).Check(ctx, s.sqlTarget())
-	s.recordSQL("sql check", nil, nil, err)
+	if s.opt.Recorder != nil {
+		// The transcript holds the provider's own queries' columns, types and rows.
+		for _, q := range []string{contract.QueryServerProperties, contract.QueryServerServices, contract.QueryHADREnabled} {
+			_, _, _ = s.query(ctx, s.sqlCfg, q)
+		}
+	}
 	var se *sqlcheck.Error
 	switch {
 	case err == nil:

@@ -9,30 +9,32 @@ import (
 )
 
 // recordSQL passes one SQL result (or error) to the recorder, if any.
-func (s *Suite) recordSQL(query string, columns []string, rows [][]any, err error) {
-	if s.opt.Recorder != nil {
-		s.opt.Recorder.SQL(s.p.stage, query, columns, rows, err)
-	}
+func (s *Suite) recordSQL(query string, columns, types []string, rows [][]any, err error) {
+	s.opt.Recorder.SQL(s.p.stage, query, columns, types, rows, err) // a nil Recorder records nothing
 }
 
 // query runs one SELECT as cfg's login and returns its columns and rows.
 func (s *Suite) query(ctx context.Context, cfg *sqlcheck.Config, q string) ([]string, [][]any, error) {
 	db, conn, err := sqlcheck.Open(ctx, *cfg, s.sqlTarget(), 0)
 	if err != nil {
-		s.recordSQL(q, nil, nil, err)
+		s.recordSQL(q, nil, nil, nil, err)
 		return nil, nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
 	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
-		s.recordSQL(q, nil, nil, err)
+		s.recordSQL(q, nil, nil, nil, err)
 		return nil, nil, fmt.Errorf("%s on %s: %w", q, s.cfg.Host, err)
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	cts, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, nil, err
+	}
+	cols, types := make([]string, len(cts)), make([]string, len(cts))
+	for i, ct := range cts {
+		cols[i], types[i] = ct.Name(), ct.DatabaseTypeName()
 	}
 	var out [][]any
 	for rows.Next() {
@@ -47,7 +49,7 @@ func (s *Suite) query(ctx context.Context, cfg *sqlcheck.Config, q string) ([]st
 		out = append(out, vals)
 	}
 	err = rows.Err()
-	s.recordSQL(q, cols, out, err)
+	s.recordSQL(q, cols, types, out, err)
 	return cols, out, err
 }
 
@@ -69,7 +71,7 @@ func (s *Suite) queryColumn(ctx context.Context, cfg *sqlcheck.Config, q string)
 func (s *Suite) execTimed(ctx context.Context, cfg *sqlcheck.Config, stmt string, limit time.Duration) (time.Duration, error) {
 	db, conn, err := sqlcheck.Open(ctx, *cfg, s.sqlTarget(), limit)
 	if err != nil {
-		s.recordSQL(stmt, nil, nil, err)
+		s.recordSQL(stmt, nil, nil, nil, err)
 		return 0, err
 	}
 	defer db.Close()
@@ -77,7 +79,7 @@ func (s *Suite) execTimed(ctx context.Context, cfg *sqlcheck.Config, stmt string
 	start := time.Now()
 	_, err = conn.ExecContext(ctx, stmt)
 	took := time.Since(start)
-	s.recordSQL(stmt, nil, nil, err)
+	s.recordSQL(stmt, nil, nil, nil, err)
 	if err != nil {
 		return took, fmt.Errorf("%s on %s: %w", stmt, s.cfg.Host, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/hostsuite/transcript"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
@@ -22,9 +23,9 @@ type Options struct {
 	ProviderDir string
 	// Terraform is the terraform (or OpenTofu) binary; "": terraform on PATH.
 	Terraform string
-	// Recorder, when not nil, receives every operation's answer and every SQL result
-	// (MSSQLIFI_ACC_RECORD).
-	Recorder Recorder
+	// Recorder, when not nil, receives every operation's raw answer, the error
+	// shapes met and every SQL result (MSSQLIFI_ACC_RECORD; NewRecorder).
+	Recorder *transcript.Recorder
 	// StepTimeout bounds each terraform run and each wait; 0: 30 minutes.
 	StepTimeout time.Duration
 }
@@ -196,6 +197,11 @@ func (s *Suite) newHost() (contract.Host, error) {
 	rc, err := s.remoteConfig()
 	if err != nil {
 		return nil, err
+	}
+	if rec := s.opt.Recorder; rec != nil {
+		rc.Answer = func(op contract.Operation, params any, exitCode int, stdout, stderr []byte) {
+			rec.Operation(s.p.stage, string(op), params, exitCode, stdout, stderr)
+		}
 	}
 	h, err := remote.New(rc)
 	if err != nil {

@@ -48,22 +48,19 @@ func run() int {
 		return 2
 	}
 	opt := hostsuite.Options{Out: os.Stdout, ProviderDir: *providerDir, Terraform: *tf, StepTimeout: *step}
-	rec, err := newRecorder(cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "hostsuite: %v\n", err)
-		return 2
-	}
-	if rec != nil {
-		opt.Recorder = rec
+	if cfg.RecordDir != "" && !cfg.DryRun {
+		opt.Recorder = hostsuite.NewRecorder(cfg)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep := hostsuite.Run(ctx, cfg, opt)
-	if rec != nil && !cfg.DryRun {
-		if err := rec.write(cfg.RecordDir); err != nil {
+	if opt.Recorder != nil {
+		path, err := opt.Recorder.WriteFile(cfg.RecordDir)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "hostsuite: the transcript could not be written to %s: %v\n", cfg.RecordDir, err)
 			return 1
 		}
+		fmt.Printf("transcript (redacted): %s. Read it through before you commit it (testdata/realhost/): redaction replaces the names and secrets it knows or recognises, not every word a host may say\n", path)
 	}
 	if *summary != "" {
 		if err := hostsuite.WriteMarkdown(*summary, rep.Header, rep.Results, rep.Seed); err != nil {
