@@ -103,7 +103,8 @@ func (s *Suite) startWithIFIOff(ctx context.Context) (*contract.ReadInstanceResu
 		s.p.fail("starting point", "the Engine %s is %s; start it (Start-Service %s) and run the suite again", r.ServiceName, r.ServiceState, r.ServiceName)
 		return nil, false
 	}
-	ifiOn := false
+	// Without a SQL login, the error log's startup line tells the running Engine's IFI.
+	ifiOn := r.ErrorLog.Enabled != nil && *r.ErrorLog.Enabled
 	if s.sqlCfg != nil {
 		if rep, err := sqlcheck.New(*s.sqlCfg).Check(ctx, s.sqlTarget()); err == nil && rep.IFIEnabled != nil {
 			ifiOn = *rep.IFIEnabled
