@@ -44,7 +44,7 @@ func (k Known) merge(o Known) Known {
 // names), each described without repeating it.
 func (k Known) survivors(raw []byte) []string {
 	var left []string
-	lower := bytes.ToLower(raw)
+	lower := []byte(asciiLower(string(raw)))
 	for i, s := range k.Secrets {
 		if s != "" && bytes.Contains(raw, []byte(s)) {
 			left = append(left, fmt.Sprintf("secret #%d", i+1))
@@ -56,7 +56,7 @@ func (k Known) survivors(raw []byte) []string {
 				if keepName(part) || keptHost(part) || len(part) < minNameLen {
 					continue
 				}
-				if containsWord(lower, []byte(strings.ToLower(part))) {
+				if containsWord(lower, []byte(asciiLower(part))) {
 					left = append(left, fmt.Sprintf("%s #%d", what, i+1))
 					break
 				}
@@ -98,6 +98,17 @@ func containsWord(hay, needle []byte) bool {
 		}
 		i = start + 1
 	}
+}
+
+// asciiLower folds A-Z only: the result has s's length, byte for byte.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
@@ -245,7 +256,7 @@ func (r *redactor) learn(name, kind string) {
 	if name == "" || keepName(name) || net.ParseIP(name) != nil {
 		return
 	}
-	l := strings.ToLower(name)
+	l := asciiLower(name)
 	if _, ok := r.kinds[l]; ok {
 		return
 	}
@@ -544,7 +555,8 @@ func (r *redactor) text(s string) string {
 		add(m[0], m[1], r.ipv4(a))
 	}
 	r.sortNames()
-	lower := strings.ToLower(s)
+	// ASCII case folding keeps every byte where it is, so lower's indices are s's.
+	lower := asciiLower(s)
 	for _, n := range r.names {
 		if len(n.lower) < minNameLen {
 			continue

@@ -282,3 +282,12 @@ func TestShapeOfRemoteError(t *testing.T) {
 		t.Errorf("HTTPShape(fault) = %+v", s)
 	}
 }
+
+// Text whose lower case is longer than itself (İ) neither panics nor shifts a
+// replacement.
+func TestRedactNonASCIIText(t *testing.T) {
+	r := newRedactor(Known{Hosts: []string{"SQLPROD07"}})
+	if got := r.text("İİİ SQLPROD07 ünd sqlprod07"); got != "İİİ host-1 ünd host-1" {
+		t.Errorf("text = %q", got)
+	}
+}
