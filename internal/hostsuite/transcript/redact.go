@@ -44,7 +44,7 @@ func (k Known) merge(o Known) Known {
 // names), each described without repeating it.
 func (k Known) survivors(raw []byte) []string {
 	var left []string
-	lower := bytes.ToLower(raw)
+	lower := []byte(asciiLower(string(raw)))
 	for i, s := range k.Secrets {
 		if s != "" && bytes.Contains(raw, []byte(s)) {
 			left = append(left, fmt.Sprintf("secret #%d", i+1))
@@ -53,10 +53,10 @@ func (k Known) survivors(raw []byte) []string {
 	check := func(what string, names []string) {
 		for i, n := range names {
 			for _, part := range nameParts(n) {
-				if keepName(part) || len(part) < minNameLen {
+				if keepName(part) || keptHost(part) || len(part) < minNameLen {
 					continue
 				}
-				if containsWord(lower, []byte(strings.ToLower(part))) {
+				if containsWord(lower, []byte(asciiLower(part))) {
 					left = append(left, fmt.Sprintf("%s #%d", what, i+1))
 					break
 				}
@@ -100,6 +100,19 @@ func containsWord(hay, needle []byte) bool {
 	}
 }
 
+// asciiLower folds A-Z only: the result has s's length, byte for byte.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
 func nameByte(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-' || b == '$'
 }
@@ -116,6 +129,17 @@ var builtinNames = map[string]bool{
 }
 
 func keepName(n string) bool { return builtinNames[strings.ToLower(strings.TrimSpace(n))] }
+
+// keptHost: names of this machine that identify no host (localhost, loopback
+// addresses) stay as they are.
+func keptHost(h string) bool {
+	h = strings.TrimSpace(h)
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
 
 // Services whose per-service SID (S-1-5-80-...) is derived from a public name: kept.
 var publicServices = []string{"MSSQLSERVER", "SQLSERVERAGENT", "MSSQLLaunchpad", "SQLTELEMETRY", "MSSQLFDLauncher",
@@ -232,7 +256,7 @@ func (r *redactor) learn(name, kind string) {
 	if name == "" || keepName(name) || net.ParseIP(name) != nil {
 		return
 	}
-	l := strings.ToLower(name)
+	l := asciiLower(name)
 	if _, ok := r.kinds[l]; ok {
 		return
 	}
@@ -244,7 +268,7 @@ func (r *redactor) learn(name, kind string) {
 // learnHost learns a host name; an FQDN teaches its first label and its domain.
 func (r *redactor) learnHost(h string) {
 	h = strings.TrimSpace(h)
-	if h == "" || net.ParseIP(h) != nil || strings.EqualFold(h, "localhost") {
+	if h == "" || net.ParseIP(h) != nil || keptHost(h) {
 		return
 	}
 	if first, rest, ok := strings.Cut(h, "."); ok {
@@ -331,12 +355,7 @@ func (r *redactor) learnValue(key string, v any) {
 				r.learnAccount(name)
 			}
 		}
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(t) {
 			r.learnValue(k, t[k])
 		}
 	case []any:
@@ -358,6 +377,17 @@ func (r *redactor) learnField(key, s string) {
 	case accountKey(key):
 		r.learnAccount(s)
 	}
+}
+
+// sortedKeys: objects are walked in key order, so the placeholders' numbers do not
+// depend on Go's map order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func decode(raw json.RawMessage) (any, bool) {
@@ -388,13 +418,7 @@ func (r *redactor) rawJSON(raw json.RawMessage) json.RawMessage {
 func (r *redactor) walk(key string, v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		// In key order, so the placeholders' numbers do not depend on map order.
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(t) {
 			t[k] = r.walk(k, t[k])
 		}
 		return t
@@ -435,7 +459,7 @@ type span struct {
 var (
 	spnPattern  = regexp.MustCompile(`(?i)\b(HTTPS?|WSMAN|MSSQLSvc|HOST|RestrictedKrbHost|TERMSRV|CIFS|LDAP|GC|DNS|krbtgt)/([A-Za-z0-9](?:[A-Za-z0-9\-]|\.[A-Za-z0-9])*)(:[0-9A-Za-z$_]+)?(@[A-Za-z0-9](?:[A-Za-z0-9\-]|\.[A-Za-z0-9])*)?`)
 	uncPattern  = regexp.MustCompile(`\\\\([A-Za-z0-9](?:[A-Za-z0-9\-]|\.[A-Za-z0-9])*)((?:\\[^\\\s"'<>|*?:]+(?: [^\\\s"'<>|*?:]+)*)*)`)
-	pathPattern = regexp.MustCompile(`\b([A-Za-z]):\\(?:[^\\\s"'<>|*?:]+(?: [^\\\s"'<>|*?:]+)*\\)*[^\\\s"'<>|*?:]*`)
+	pathPattern = regexp.MustCompile(`([A-Za-z]):\\(?:[^\\\s"'<>|*?:]+(?: [^\\\s"'<>|*?:]+)*\\)*[^\\\s"'<>|*?:]*`)
 	sidPattern  = regexp.MustCompile(`\bS-1-[0-9]+(?:-[0-9]+)+\b`)
 	hexPattern  = regexp.MustCompile(`\b(?:[0-9A-Fa-f]{64}|[0-9A-Fa-f]{40})\b`)
 	ipv6Pattern = regexp.MustCompile(`[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[0-9A-Za-z]+)?`)
@@ -491,6 +515,11 @@ func (r *redactor) text(s string) string {
 		add(m[0], m[1], with)
 	}
 	for _, m := range pathPattern.FindAllStringSubmatchIndex(s, -1) {
+		// A drive letter follows a non-letter, or a startup parameter's switch
+		// (-dC:\..., -eD:\...).
+		if m[0] > 0 && isLetter(s[m[0]-1]) && (m[0] < 2 || s[m[0]-2] != '-') {
+			continue
+		}
 		m[1] = clixmlEnd(s, m[0], m[1])
 		drive := s[m[2]:m[3]]
 		rest := s[m[3]+2 : m[1]]
@@ -526,7 +555,8 @@ func (r *redactor) text(s string) string {
 		add(m[0], m[1], r.ipv4(a))
 	}
 	r.sortNames()
-	lower := strings.ToLower(s)
+	// ASCII case folding keeps every byte where it is, so lower's indices are s's.
+	lower := asciiLower(s)
 	for _, n := range r.names {
 		if len(n.lower) < minNameLen {
 			continue

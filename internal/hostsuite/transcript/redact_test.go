@@ -35,7 +35,7 @@ const (
 	plantNamedInstance = "PAYROLL"
 )
 
-var plantedNames = []string{plantHost, plantFQDN, plantDomain, plantDNSDomain, plantUser, plantSQLLogin, plantServiceUser,
+var plantedNames = []string{"Finance Ledger", plantHost, plantFQDN, plantDomain, plantDNSDomain, plantUser, plantSQLLogin, plantServiceUser,
 	"3623811015", "3361044348", "30300820", plantIPv4, plantIPv6, plantThumbprint, plantWinRMPassword, plantSQLPassword, "Users\\" + plantUser}
 
 func plantedKnown() Known {
@@ -62,7 +62,8 @@ func plantedRecorder(t *testing.T) *Recorder {
 		"computer_name": plantHost, "found": true, "installed_instances": []string{"MSSQLSERVER", plantNamedInstance},
 		"instance": "MSSQLSERVER", "instance_id": "MSSQL16.MSSQLSERVER", "version": "16.0.4135.4",
 		"service_name": "MSSQLSERVER", "service_state": "Running", "process_id": 4312,
-		"start_account": plantDomain + `\` + plantServiceUser, "start_account_sid": plantUserSID, "service_sid_type": 1,
+		"startup_parameters": []string{`-dE:\Finance Ledger\master.mdf`, `-eE:\Finance Ledger\Log\ERRORLOG`, "-T1117"},
+		"start_account":      plantDomain + `\` + plantServiceUser, "start_account_sid": plantUserSID, "service_sid_type": 1,
 		"right_holders":          []map[string]string{{"sid": winsid.Administrators, "name": `BUILTIN\Administrators`}, {"sid": svcSID, "name": `NT SERVICE\MSSQLSERVER`}, {"sid": payrollSID, "name": `NT SERVICE\MSSQL$` + plantNamedInstance}},
 		"administrators_members": []map[string]string{{"sid": plantAdminSID, "name": plantHost + `\Administrator`}, {"sid": plantDomainSID + "-512", "name": plantDomain + `\Domain Admins`}, {"sid": plantDomainSID + "-1203", "name": plantDomain + `\` + plantUser}},
 		"errorlog": map[string]any{"path": `D:\SQLData\MSSQL16.MSSQLSERVER\MSSQL\Log\ERRORLOG`, "found": true,
@@ -168,7 +169,10 @@ func TestRedactKeepsWhatIdentifiesNothing(t *testing.T) {
 			t.Errorf("well-known RID lost: %s not in %v", rid, sids)
 		}
 	}
-	if !strings.Contains(out, `"D:\\path-1"`) {
+	if !strings.Contains(out, `"-dE:\\path-`) || !strings.Contains(out, `"-T1117"`) {
+		t.Errorf("startup parameters not redacted to switch, drive and placeholder: %s", read["startup_parameters"])
+	}
+	if !strings.Contains(out, `"D:\\path-`) {
 		t.Errorf("the error log path is not drive + placeholder: %s", read["errorlog"])
 	}
 }
@@ -179,7 +183,7 @@ func TestRedactFreeTextConsistently(t *testing.T) {
 	tr := plantedRecorder(t).Transcript()
 	stderr := tr.Entries[1].Stderr
 	for _, want := range []string{`C:\path-`, "host-1.domain-1.example (192.0.2.1, 2001:db8::1)", "SPN HTTP/host-1.domain-1.example:5986@domain-1.example",
-		"certificate 000000000000000000000000000000000000000" + "1", `\\host-1\path-2_x000D__x000A_`, "' is denied on host-1"} {
+		"certificate 000000000000000000000000000000000000000" + "1", `share \\host-1\path-`, "_x000D__x000A_</S></Objs>", "' is denied on host-1"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("redacted stderr lacks %q:\n%s", want, stderr)
 		}
@@ -247,6 +251,26 @@ func TestWriteFileRefusesASurvivor(t *testing.T) {
 	}
 }
 
+// A run on the host itself (the CI runner: localhost) or against the rehearsal's
+// loopback address is written: those names identify no host and stay; the
+// computer name the host reported is replaced.
+func TestWriteFileForALocalRun(t *testing.T) {
+	for _, host := range []string{"localhost", "127.0.0.5"} {
+		r := NewRecorder(SourceSimulator, Known{Secrets: []string{"Pw-1!"}, Hosts: []string{host}, Users: []string{"runneradmin"}})
+		r.Know(Known{Hosts: []string{"fv-az512-77"}})
+		r.Describe(func(tr *Transcript) { tr.Host = "fv-az512-77"; tr.Facts.Instance = "MSSQLSERVER" })
+		r.Error("preflight", ProbeClearText, HTTPShape(500, "", nil), errors.New("http error 500 from http://"+host+":5985/wsman (fv-az512-77, user runneradmin)"))
+		path, err := r.WriteFile(t.TempDir())
+		if err != nil {
+			t.Fatalf("host %s: %v", host, err)
+		}
+		raw, _ := os.ReadFile(path)
+		if !strings.Contains(string(raw), "http://"+host+":5985/wsman (host-1, user user-1)") {
+			t.Errorf("host %s: the written transcript:\n%s", host, raw)
+		}
+	}
+}
+
 func TestShapeOfRemoteError(t *testing.T) {
 	err := error(&remote.Error{Host: "h", Op: contract.OpRestartInstance, Kind: remote.KindScript, Code: "timeout", ExitCode: 4})
 	if s := ShapeOf(err); s.Kind != "script" || s.Code != "timeout" || s.ExitCode != 4 {
@@ -256,5 +280,14 @@ func TestShapeOfRemoteError(t *testing.T) {
 		`<s:Detail><f:WSManFault xmlns:f="http://schemas.microsoft.com/wbem/wsman/1/wsmanfault" Code="2150858793" Machine="x"/></s:Detail></s:Fault></s:Body></s:Envelope>`
 	if s := HTTPShape(500, "application/soap+xml;charset=UTF-8", []byte(fault)); !s.SOAPFault || s.FaultCode != "2150858793" || s.ContentType != "application/soap+xml" {
 		t.Errorf("HTTPShape(fault) = %+v", s)
+	}
+}
+
+// Text whose lower case is longer than itself (İ) neither panics nor shifts a
+// replacement.
+func TestRedactNonASCIIText(t *testing.T) {
+	r := newRedactor(Known{Hosts: []string{"SQLPROD07"}})
+	if got := r.text("İİİ SQLPROD07 ünd sqlprod07"); got != "İİİ host-1 ünd host-1" {
+		t.Errorf("text = %q", got)
 	}
 }

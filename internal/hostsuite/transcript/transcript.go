@@ -83,6 +83,8 @@ type Facts struct {
 	SQLLogin *LoginFacts `json:"sql_login,omitempty"`
 	// HADREnabled is SERVERPROPERTY('IsHadrEnabled'); nil when unknown.
 	HADREnabled *bool `json:"hadr_enabled,omitempty"`
+	// AvailabilityGroup is the instance's availability replica; nil when it is in none.
+	AvailabilityGroup *AGFacts `json:"availability_group,omitempty"`
 	// Clustered: the instance is a failover cluster instance.
 	Clustered bool `json:"clustered,omitempty"`
 	// Dependents are the services that depend on the Engine (SQLSERVERAGENT, ...).
@@ -101,6 +103,15 @@ type LoginFacts struct {
 	ViewServerState   bool `json:"view_server_state"`
 	ViewAnyDefinition bool `json:"view_any_definition"`
 	Sysadmin          bool `json:"sysadmin"`
+}
+
+// AGFacts describe an availability replica (availability group names are not
+// redacted: a human checks them).
+type AGFacts struct {
+	Name string `json:"name"`
+	// Role is "primary" or "secondary"; ClusterType "wsfc", "none" or "external".
+	Role        string `json:"role"`
+	ClusterType string `json:"cluster_type,omitempty"`
 }
 
 // Entry is one answer the host gave.

@@ -158,3 +158,22 @@ func mustInstance(t *testing.T, h *Host, name string) *Instance {
 	}
 	return i
 }
+
+// sys.availability_groups has cluster_type and cluster_type_desc from SQL Server 2017
+// on (the replay of the synthetic transcript found them missing); before, the
+// columns are unknown (error 207).
+func TestAvailabilityGroupsClusterType(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: AGRolePrimary, ClusterType: ClusterTypeNone}
+	inst, _ := newHost(t, cfg).Instance("MSSQLSERVER")
+	if got := batch(t, inst, "sa", "SELECT name, cluster_type, cluster_type_desc FROM sys.availability_groups"); !strings.Contains(got, "AG1|2|NONE") {
+		t.Errorf("sys.availability_groups on 2022 with CLUSTER_TYPE = NONE:\n%s", got)
+	}
+	cfg = baseConfig()
+	cfg.Instances[0].Version = "13.0.6300.2"
+	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: AGRolePrimary}
+	inst, _ = newHost(t, cfg).Instance("MSSQLSERVER")
+	if _, e := inst.TDSHandler().Batch(context.Background(), tds.Login{User: "sa"}, "SELECT cluster_type_desc FROM sys.availability_groups"); e == nil || e.Number != 207 {
+		t.Errorf("cluster_type_desc on SQL Server 2016: %+v, want error 207", e)
+	}
+}

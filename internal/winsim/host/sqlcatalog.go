@@ -195,9 +195,21 @@ func (i *Instance) viewAvailabilityGroups() (sqlTable, bool) {
 		{Name: "health_check_timeout", Type: tds.TypeInt, Nullable: true},
 		{Name: "automated_backup_preference_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
 	}}
+	// cluster_type (0 WSFC, 1 EXTERNAL, 2 NONE) and cluster_type_desc exist from
+	// SQL Server 2017 (14.x) on.
+	clusterTypes := i.ver.Major >= 14
+	if clusterTypes {
+		t.cols = append(t.cols, tds.Column{Name: "cluster_type", Type: tds.TypeTinyInt},
+			tds.Column{Name: "cluster_type_desc", Type: tds.TypeNVarChar, Size: 60})
+	}
 	if i.hadr && i.ag != nil {
 		g, _ := i.agIDs()
-		t.rows = append(t.rows, []any{g, i.ag.Name, int32(3), int32(30000), "SECONDARY"})
+		row := []any{g, i.ag.Name, int32(3), int32(30000), "SECONDARY"}
+		if clusterTypes {
+			code := map[string]int32{ClusterTypeWSFC: 0, ClusterTypeExternal: 1, ClusterTypeNone: 2}[i.ag.clusterType()]
+			row = append(row, code, strings.ToUpper(i.ag.clusterType()))
+		}
+		t.rows = append(t.rows, row)
 	}
 	return t, true
 }
