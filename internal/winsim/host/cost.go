@@ -142,14 +142,17 @@ func scriptUsesAddType(script string) bool {
 // UsesAddType reports whether the simulator charges Add-Type for op's script.
 func UsesAddType(op contract.Operation) bool { return usesAddType(op) }
 
-func sleepContext(ctx context.Context, d time.Duration) {
+// sleepContext waits d, or until ctx ends; false when ctx ended first.
+func sleepContext(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
-		return
+		return ctx.Err() == nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,36 @@ func (p *sqlParser) endOfStatement() *tds.SQLError {
 	return p.fail()
 }
 
+// expectModelled reads the keyword kw; another word is valid T-SQL the simulator
+// does not model, named by what (a format with one %s, the word).
+func (p *sqlParser) expectModelled(kw, what string) *tds.SQLError {
+	t := p.peek()
+	if t.isKeyword(kw) {
+		p.next()
+		return nil
+	}
+	if t.kind == tokIdent && !t.quoted {
+		return unsupported(t.line, fmt.Sprintf(what, strings.ToUpper(t.val)))
+	}
+	return p.fail()
+}
+
+// expectDatabase reads the DATABASE after verb; another object (CREATE TABLE) is
+// valid T-SQL the simulator does not model.
+func (p *sqlParser) expectDatabase(verb string) *tds.SQLError {
+	return p.expectModelled("database", verb+" %s statements")
+}
+
+// databaseHead reads "verb DATABASE name" and returns the statement's line and the name.
+func (p *sqlParser) databaseHead(verb string) (int32, sqlToken, *tds.SQLError) {
+	line := p.next().line
+	if err := p.expectDatabase(verb); err != nil {
+		return line, sqlToken{}, err
+	}
+	name, err := p.name()
+	return line, name, err
+}
+
 // expectKeyword reads one keyword or fails.
 func (p *sqlParser) expectKeyword(kw string) *tds.SQLError {
 	if !p.acceptKeyword(kw) {
@@ -83,16 +114,7 @@ func (p *sqlParser) expectKeyword(kw string) *tds.SQLError {
 }
 
 func (p *sqlParser) parseCreate() (sqlStmt, *tds.SQLError) {
-	line := p.next().line // CREATE
-	if !p.peek().isKeyword("database") {
-		t := p.peek()
-		if t.kind == tokIdent && !t.quoted {
-			return nil, unsupported(t.line, "CREATE "+strings.ToUpper(t.val)+" statements")
-		}
-		return nil, p.fail()
-	}
-	p.next()
-	name, err := p.name()
+	line, name, err := p.databaseHead("CREATE")
 	if err != nil {
 		return nil, err
 	}
@@ -132,35 +154,16 @@ func (p *sqlParser) parseCreate() (sqlStmt, *tds.SQLError) {
 }
 
 func (p *sqlParser) parseAlter() (sqlStmt, *tds.SQLError) {
-	line := p.next().line // ALTER
-	if !p.peek().isKeyword("database") {
-		t := p.peek()
-		if t.kind == tokIdent && !t.quoted {
-			return nil, unsupported(t.line, "ALTER "+strings.ToUpper(t.val)+" statements")
-		}
-		return nil, p.fail()
-	}
-	p.next()
-	name, err := p.name()
+	line, name, err := p.databaseHead("ALTER")
 	if err != nil {
 		return nil, err
 	}
-	if !p.peek().isKeyword("modify") {
-		t := p.peek()
-		if t.kind == tokIdent && !t.quoted {
-			return nil, unsupported(t.line, "ALTER DATABASE ... "+strings.ToUpper(t.val)+" (only MODIFY FILE is modelled)")
-		}
-		return nil, p.fail()
+	if err := p.expectModelled("modify", "ALTER DATABASE ... %s (only MODIFY FILE is modelled)"); err != nil {
+		return nil, err
 	}
-	p.next()
-	if !p.peek().isKeyword("file") {
-		t := p.peek()
-		if t.kind == tokIdent && !t.quoted {
-			return nil, unsupported(t.line, "ALTER DATABASE ... MODIFY "+strings.ToUpper(t.val)+" (only MODIFY FILE is modelled)")
-		}
-		return nil, p.fail()
+	if err := p.expectModelled("file", "ALTER DATABASE ... MODIFY %s (only MODIFY FILE is modelled)"); err != nil {
+		return nil, err
 	}
-	p.next()
 	f, err := p.parseFileSpec()
 	if err != nil {
 		return nil, err
@@ -170,14 +173,9 @@ func (p *sqlParser) parseAlter() (sqlStmt, *tds.SQLError) {
 
 func (p *sqlParser) parseDrop() (sqlStmt, *tds.SQLError) {
 	line := p.next().line // DROP
-	if !p.peek().isKeyword("database") {
-		t := p.peek()
-		if t.kind == tokIdent && !t.quoted {
-			return nil, unsupported(t.line, "DROP "+strings.ToUpper(t.val)+" statements")
-		}
-		return nil, p.fail()
+	if err := p.expectDatabase("DROP"); err != nil {
+		return nil, err
 	}
-	p.next()
 	s := dropDBStmt{line: line}
 	if p.peek().isKeyword("if") {
 		p.next()

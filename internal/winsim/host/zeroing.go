@@ -139,15 +139,10 @@ func (i *Instance) charge(ctx context.Context, op *DatabaseOperation) *tds.SQLEr
 	for _, f := range op.Files {
 		op.ModelledMS += f.ModelledMS
 	}
-	d := time.Duration(op.ModelledMS * float64(time.Millisecond))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !sleepContext(ctx, time.Duration(op.ModelledMS*float64(time.Millisecond))) {
 		return sqlErr(3621, 10, 51, 1, "The statement has been terminated.")
 	}
+	return nil
 }
 
 // record remembers an operation for the control plane. i.dbMu must be held.
