@@ -127,7 +127,7 @@ func (s *Suite) encryption(ctx context.Context) {
 		}
 		s.p.about("send one unsealed WS-Management body (a shell's Create, as masterzen/winrm's NTLM client sends it) to the HTTP listener: it must be refused")
 		shape, err := transcript.ProbeClearTextBody(ctx, s.cfg.Host, port, s.cfg.WinRMUser, s.cfg.WinRMPassword)
-		s.opt.Recorder.Error(s.p.stage, "clear_text_body", shape, err)
+		s.opt.Recorder.Error(s.p.stage, transcript.ProbeClearText, shape, err)
 		switch {
 		case err == nil && shape.HTTPStatus == http.StatusOK:
 			s.p.fail("encryption", "the HTTP listener accepted an unsealed body: the WinRM service allows unencrypted messages. "+
@@ -259,6 +259,7 @@ func (s *Suite) catalog(ctx context.Context, rep *contract.SQLReport) {
 		s.p.pass("catalog views", "hidden from this login: the DMV lists %d group(s), sys.availability_groups %d (no VIEW ANY DEFINITION); the provider does not need them", len(dmv), len(cat))
 		return
 	}
+	s.catalogVisible = true
 	s.p.pass("catalog views", "visible: sys.availability_groups lists the %d group(s) the DMV lists", len(dmv))
 }
 

@@ -54,6 +54,8 @@ type Suite struct {
 	logon  remote.Logon
 	sqlCfg *sqlcheck.Config    // nil: no SQL login given
 	sqlRep *contract.SQLReport // the preflight's SQL check; nil without a SQL login
+	// catalogVisible: the catalog views showed the groups the DMVs list.
+	catalogVisible bool
 	// before is the instance as the preflight found it; the stages that change the
 	// right leave it as it was there.
 	before     *contract.ReadInstanceResult
