@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/hostsuite/transcript"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
@@ -232,7 +233,7 @@ func TestRecordPreflight(t *testing.T) {
 			t.Errorf("a SQL entry without columns: %+v", e)
 		}
 	}
-	for _, want := range []string{"operation read_instance", "error clear_text_body", "sql "} {
+	for _, want := range []string{"operation read_instance", "error " + transcript.ProbeClearText, "sql "} {
 		if kinds[want] == 0 {
 			t.Errorf("no %q entry in the transcript: %v", want, kinds)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -127,7 +128,7 @@ func (s *Suite) encryption(ctx context.Context) {
 		}
 		s.p.about("send one unsealed WS-Management body (a shell's Create, as masterzen/winrm's NTLM client sends it) to the HTTP listener: it must be refused")
 		shape, err := transcript.ProbeClearTextBody(ctx, s.cfg.Host, port, s.cfg.WinRMUser, s.cfg.WinRMPassword)
-		s.opt.Recorder.Error(s.p.stage, "clear_text_body", shape, err)
+		s.opt.Recorder.Error(s.p.stage, transcript.ProbeClearText, shape, err)
 		switch {
 		case err == nil && shape.HTTPStatus == http.StatusOK:
 			s.p.fail("encryption", "the HTTP listener accepted an unsealed body: the WinRM service allows unencrypted messages. "+
@@ -160,7 +161,7 @@ func faultText(shape transcript.ErrorShape) string {
 
 // localNonBuiltin reports whether user names a local account other than the
 // built-in Administrator (UAC's remote restrictions filter exactly those).
-func localNonBuiltin(user, computer string) (local, builtin bool) {
+func localNonBuiltin(user string, computers ...string) (local, builtin bool) {
 	if strings.Contains(user, "@") {
 		return false, false
 	}
@@ -168,7 +169,11 @@ func localNonBuiltin(user, computer string) (local, builtin bool) {
 	if i := strings.LastIndex(user, `\`); i >= 0 {
 		dom := user[:i]
 		name = user[i+1:]
-		if dom != "." && !strings.EqualFold(dom, computer) && !strings.EqualFold(dom, "localhost") {
+		known := dom == "." || strings.EqualFold(dom, "localhost")
+		for _, c := range computers {
+			known = known || c != "" && strings.EqualFold(dom, c)
+		}
+		if !known {
 			return false, false
 		}
 	}
@@ -178,11 +183,16 @@ func localNonBuiltin(user, computer string) (local, builtin bool) {
 // uac reports UAC's remote restrictions, from what the logon and the LSA did (err
 // is the failure of the first operation, nil when it worked).
 func (s *Suite) uac(err error) {
-	computer := ""
+	var computers []string
 	if s.before != nil {
-		computer = s.before.ComputerName
+		computers = append(computers, s.before.ComputerName)
 	}
-	local, builtin := localNonBuiltin(s.cfg.WinRMUser, computer)
+	if s.cfg.Local { // the suite runs on the host: its name is this machine's
+		if name, err := os.Hostname(); err == nil {
+			computers = append(computers, strings.SplitN(name, ".", 2)[0])
+		}
+	}
+	local, builtin := localNonBuiltin(s.cfg.WinRMUser, computers...)
 	const fix = `set LocalAccountTokenFilterPolicy to 1 on the host (New-ItemProperty -Path HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Policies\System -Name LocalAccountTokenFilterPolicy -Value 1 -PropertyType DWord -Force), or use the built-in Administrator or a domain account`
 	switch {
 	case !local:
@@ -259,6 +269,7 @@ func (s *Suite) catalog(ctx context.Context, rep *contract.SQLReport) {
 		s.p.pass("catalog views", "hidden from this login: the DMV lists %d group(s), sys.availability_groups %d (no VIEW ANY DEFINITION); the provider does not need them", len(dmv), len(cat))
 		return
 	}
+	s.catalogVisible = true
 	s.p.pass("catalog views", "visible: sys.availability_groups lists the %d group(s) the DMV lists", len(dmv))
 }
 

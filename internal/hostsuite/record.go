@@ -3,6 +3,7 @@ package hostsuite
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/hostsuite/transcript"
@@ -103,7 +104,12 @@ func (s *Suite) describe(r *contract.ReadInstanceResult) {
 			t.Facts.Edition = rep.Edition
 			hadr := rep.HADREnabled
 			t.Facts.HADREnabled = &hadr
-			t.Facts.SQLLogin = &transcript.LoginFacts{ViewServerState: true}
+			t.Facts.SQLLogin = &transcript.LoginFacts{ViewServerState: true, ViewAnyDefinition: s.catalogVisible}
+			for _, rp := range rep.Replicas {
+				if rp.Local {
+					t.Facts.AvailabilityGroup = &transcript.AGFacts{Name: rp.Group, Role: strings.ToLower(rp.Role)}
+				}
+			}
 		}
 	})
 }

@@ -72,7 +72,7 @@ func (s *Suite) restart(ctx context.Context) {
 		a = <-done
 	}
 	if a.err != nil || a.code != 0 {
-		s.p.fail("grant and restart", "terraform apply exited %d: %v %s", a.code, a.err, tail(a.out))
+		s.p.fail("grant and restart", "terraform apply %s", tfOutcome(a.code, a.err, a.out))
 	} else {
 		s.p.pass("grant and restart", "terraform apply with restart = \"if_needed\" finished")
 	}
@@ -82,7 +82,7 @@ func (s *Suite) restart(ctx context.Context) {
 	s.p.about("terraform destroy: revoke the right (restart = \"if_needed\" restarts when that is what makes IFI off)")
 	out, code, err := s.tf.run(ctx, "destroy", "-auto-approve", "-no-color", "-input=false")
 	if err != nil || code != 0 {
-		s.p.fail("destroy", "terraform destroy exited %d: %v %s", code, err, tail(out))
+		s.p.fail("destroy", "terraform destroy %s", tfOutcome(code, err, out))
 	} else {
 		s.p.pass("destroy", "terraform destroy finished")
 		s.checkLSA(ctx, "destroy (lsa)", false)

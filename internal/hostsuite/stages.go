@@ -28,7 +28,7 @@ func (s *Suite) read(ctx context.Context) {
 	s.p.about("terraform plan of %s and %s (restart = \"if_needed\"); nothing is applied", dataAddr, resAddr)
 	p, code, out, err := s.plan(ctx)
 	if err != nil || p == nil {
-		s.p.fail("plan", "terraform plan exited %d: %v %s", code, err, tail(out))
+		s.p.fail("plan", "terraform plan %s", tfOutcome(code, err, out))
 		return
 	}
 	d := p.data(dataAddr)
@@ -97,7 +97,7 @@ func (s *Suite) applyAndCheck(ctx context.Context, spec resourceSpec) bool {
 	s.p.about("terraform apply: %s %s for %s with restart = %q", word, contract.RightManageVolume, s.serviceSID, spec.restart)
 	out, code, err := s.tf.run(ctx, "apply", "-auto-approve", "-no-color", "-input=false")
 	if err != nil || code != 0 {
-		s.p.fail(word, "terraform apply exited %d: %v %s", code, err, tail(out))
+		s.p.fail(word, "terraform apply %s", tfOutcome(code, err, out))
 		return false
 	}
 	s.p.pass(word, "terraform apply with restart = %q finished", spec.restart)
@@ -125,7 +125,7 @@ func (s *Suite) checkEmptyPlan(ctx context.Context, check string) bool {
 	s.p.about("terraform plan: expect no changes")
 	out, code, err := s.tf.run(ctx, "plan", "-no-color", "-input=false", "-detailed-exitcode")
 	if err != nil || code != 0 {
-		s.p.fail(check, "terraform plan exited %d (0 = no changes): %v %s", code, err, tail(out))
+		s.p.fail(check, "terraform plan (0 = no changes) %s", tfOutcome(code, err, out))
 		return false
 	}
 	s.p.pass(check, "the next plan is empty")
@@ -137,7 +137,7 @@ func (s *Suite) forget(ctx context.Context) {
 	s.p.about("terraform state rm %s (the host keeps the right as the preflight found it)", resAddr)
 	out, code, err := s.tf.run(ctx, "state", "rm", "-no-color", resAddr)
 	if err != nil || code != 0 {
-		s.p.fail("state rm", "terraform state rm exited %d: %v %s", code, err, tail(out))
+		s.p.fail("state rm", "terraform state rm %s", tfOutcome(code, err, out))
 		return
 	}
 	s.p.pass("state rm", "the resource is forgotten; the right is as the preflight found it")

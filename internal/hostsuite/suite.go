@@ -54,6 +54,8 @@ type Suite struct {
 	logon  remote.Logon
 	sqlCfg *sqlcheck.Config    // nil: no SQL login given
 	sqlRep *contract.SQLReport // the preflight's SQL check; nil without a SQL login
+	// catalogVisible: the catalog views showed the groups the DMVs list.
+	catalogVisible bool
 	// before is the instance as the preflight found it; the stages that change the
 	// right leave it as it was there.
 	before     *contract.ReadInstanceResult
@@ -182,14 +184,21 @@ func (s *Suite) remoteConfig() (remote.Config, error) {
 		Auth: s.cfg.Auth, Username: s.cfg.WinRMUser, Password: s.cfg.WinRMPassword,
 		UserAgent: contract.UserAgent("hostsuite"),
 	}
-	if s.cfg.CACertPath != "" {
-		pem, err := os.ReadFile(s.cfg.CACertPath)
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", EnvCACert, err)
-		}
-		c.CACert = pem
+	pem, err := readPEM(EnvCACert, s.cfg.CACertPath)
+	c.CACert = pem
+	return c, err
+}
+
+// readPEM reads the CA certificate file a variable names ("": none).
+func readPEM(env, path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
 	}
-	return c, nil
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", env, err)
+	}
+	return pem, nil
 }
 
 // newHost connects a host for the suite's own operations (recorded when asked).
@@ -222,13 +231,11 @@ func (s *Suite) sqlConfig(user, pass string) (*sqlcheck.Config, error) {
 	if sqlcheck.WindowsLogon(user) {
 		c.Auth = sqlcheck.AuthNTLM
 	}
-	if s.cfg.SQLCACertPath != "" {
-		pem, err := os.ReadFile(s.cfg.SQLCACertPath)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvSQLCACert, err)
-		}
-		c.CACert = pem
+	pem, err := readPEM(EnvSQLCACert, s.cfg.SQLCACertPath)
+	if err != nil {
+		return nil, err
 	}
+	c.CACert = pem
 	return c, nil
 }
 

@@ -94,6 +94,18 @@ func (t *terraform) run(ctx context.Context, args ...string) (string, int, error
 	return out.String(), -1, err
 }
 
+// tfOutcome says how a terraform run ended, for a failure's detail.
+func tfOutcome(code int, err error, out string) string {
+	msg := fmt.Sprintf("exited %d", code)
+	if err != nil {
+		msg += " (" + err.Error() + ")"
+	}
+	if t := tail(out); t != "" {
+		return msg + ": " + t
+	}
+	return msg + ", printing nothing"
+}
+
 // tail is the last lines of terraform's output, for a failure's detail.
 func tail(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -186,7 +198,7 @@ func (s *Suite) plan(ctx context.Context) (*planJSON, int, string, error) {
 	}
 	js, code2, err := s.tf.run(ctx, "show", "-json", "-no-color", "tfplan")
 	if err != nil || code2 != 0 {
-		return nil, code, out, fmt.Errorf("terraform show -json tfplan exited %d: %v %s", code2, err, tail(js))
+		return nil, code, out, fmt.Errorf("terraform show -json tfplan %s", tfOutcome(code2, err, js))
 	}
 	var p planJSON
 	if err := json.Unmarshal([]byte(js), &p); err != nil {
