@@ -40,6 +40,20 @@ function Set-StepOutput {
     Add-Content -LiteralPath $env:GITHUB_OUTPUT -Value "$Name=$Value" -Encoding UTF8
 }
 
+# Reads a text file that another process holds open for writing (SQL Server's error
+# log), as the provider's read_instance does: FileShare.ReadWrite, the encoding from
+# its byte order mark (the error log is UTF-16LE).
+function Read-SharedText {
+    param([Parameter(Mandatory = $true)][string] $Path)
+    $stream = New-Object System.IO.FileStream($Path, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
+    try {
+        $reader = New-Object System.IO.StreamReader($stream, $true)
+        return $reader.ReadToEnd() -split "`r?`n"
+    } finally {
+        $stream.Dispose()
+    }
+}
+
 # Appends Markdown lines to the job's summary ($GITHUB_STEP_SUMMARY).
 function Add-JobSummary {
     param([Parameter(Mandatory = $true)][AllowEmptyString()][string[]] $Lines)
@@ -78,9 +92,10 @@ function Assert-MicrosoftSigned {
 }
 
 # Runs T-SQL on the local instance as the runner's own Windows account (a sysadmin
-# since setup) and returns the rows of its last result set as objects.
+# since setup) and returns its first result set as a DataTable (-NonQuery: statements
+# without a result set; returns nothing).
 function Invoke-LocalSql {
-    param([Parameter(Mandatory = $true)][string] $Instance, [Parameter(Mandatory = $true)][string] $Query)
+    param([Parameter(Mandatory = $true)][string] $Instance, [Parameter(Mandatory = $true)][string] $Query, [switch] $NonQuery)
     $server = 'localhost'
     if ($Instance -ne 'MSSQLSERVER') { $server = "localhost\$Instance" }
     $connection = New-Object System.Data.SqlClient.SqlConnection("Server=$server;Database=master;Integrated Security=SSPI;Connect Timeout=30")
@@ -89,6 +104,10 @@ function Invoke-LocalSql {
         $command = $connection.CreateCommand()
         $command.CommandText = $Query
         $command.CommandTimeout = 120
+        if ($NonQuery) {
+            $command.ExecuteNonQuery() | Out-Null
+            return
+        }
         $table = New-Object System.Data.DataTable
         $reader = $command.ExecuteReader()
         try { $table.Load($reader) } finally { $reader.Dispose() }

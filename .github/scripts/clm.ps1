@@ -44,7 +44,8 @@ if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
     Set-LocalAppLockerPolicy -Xml "<AppLockerPolicy Version=`"1`"><RuleCollection Type=`"Script`" EnforcementMode=`"Enabled`">$($rules -join '')</RuleCollection></AppLockerPolicy>"
     # The Application Identity service evaluates AppLocker rules; it is trigger-started
     # and may be stopped on a fresh image.
-    & "$env:SystemRoot\System32\sc.exe" start AppIDSvc | Out-Host
+    # 1056: already running.
+    Invoke-Program -Path "$env:SystemRoot\System32\sc.exe" -Arguments @('start', 'AppIDSvc') -Success @(0, 1056) | Out-Null
     $service = Get-Service -Name AppIDSvc
     $service.WaitForStatus('Running', (New-TimeSpan -Seconds 60))
     Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value 'AppLocker script rules'

@@ -16,7 +16,11 @@ $lines = @('### Host evidence', '')
 $logDirectory = Get-ChildItem -Path "$env:ProgramFiles\Microsoft SQL Server\MSSQL*.$Instance\MSSQL\Log" -Directory -ErrorAction SilentlyContinue | Select-Object -First 1
 $ifi = @()
 if ($logDirectory) {
-    $ifi = @(Select-String -Path (Join-Path -Path $logDirectory.FullName -ChildPath 'ERRORLOG*') -Pattern 'Database Instant File Initialization' | ForEach-Object { "$($_.Filename): $($_.Line.Trim())" })
+    foreach ($file in Get-ChildItem -Path (Join-Path -Path $logDirectory.FullName -ChildPath 'ERRORLOG*') | Sort-Object -Property LastWriteTime) {
+        foreach ($line in Read-SharedText -Path $file.FullName) {
+            if ($line -match 'Database Instant File Initialization') { $ifi += "$($file.Name): $($line.Trim())" }
+        }
+    }
 }
 $lines += "Error-log lines ($($ifi.Count)):"
 $lines += '```'

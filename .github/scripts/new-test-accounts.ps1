@@ -36,7 +36,7 @@ GRANT VIEW SERVER STATE TO [$ViewLogin];
 CREATE LOGIN [$SeedLogin] WITH PASSWORD = N'$seedPassword', CHECK_POLICY = ON;
 ALTER SERVER ROLE [dbcreator] ADD MEMBER [$SeedLogin];
 ALTER LOGIN [sa] DISABLE;
-"@ | Out-Null
+"@ -NonQuery
 Set-JobEnv -Name 'MSSQLIFI_SQL_USERNAME' -Value $ViewLogin
 Set-JobEnv -Name 'MSSQLIFI_SQL_PASSWORD' -Value $viewPassword
 Set-JobEnv -Name 'MSSQLIFI_ACC_SEED_SQL_USERNAME' -Value $SeedLogin

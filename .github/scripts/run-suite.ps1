@@ -62,3 +62,6 @@ if (Test-Path -LiteralPath $markdown) {
 }
 Add-JobSummary -Lines ($lines + @(''))
 if ($failed) { throw "$Label`: $verdict" }
+# The runner ends a powershell step with `exit $LASTEXITCODE`: a refusal that was
+# expected must not fail it.
+$global:LASTEXITCODE = 0
