@@ -23,7 +23,9 @@ $winrmPassword = New-TestPassword
 $secure = ConvertTo-SecureString -String $winrmPassword -AsPlainText -Force
 New-LocalUser -Name $WinRMUser -Password $secure -PasswordNeverExpires -AccountNeverExpires -Description 'mssqlifi real-host CI: WinRM user' | Out-Null
 Add-LocalGroupMember -SID 'S-1-5-32-544' -Member $WinRMUser
-Set-JobEnv -Name 'MSSQLIFI_WINRM_USERNAME' -Value "$env:COMPUTERNAME\$WinRMUser"
+# The bare name: NTLM with no domain logs on to the host's own accounts, and the
+# suite's preflight recognises a local account by it even when the logon fails.
+Set-JobEnv -Name 'MSSQLIFI_WINRM_USERNAME' -Value $WinRMUser
 Set-JobEnv -Name 'MSSQLIFI_WINRM_PASSWORD' -Value $winrmPassword
 
 # CREATE LOGIN takes no parameter for the password: the generated one is letters and
