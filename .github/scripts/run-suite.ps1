@@ -1,5 +1,5 @@
 # Runs the staged real-host suite (internal/hostsuite/cmd/hostsuite, built by the
-# workflow into $env:HOSTSUITE) once against this runner, with the MSSQLIFI_* variables
+# workflow into $env:HOSTSUITE, the provider into bin\) once against this runner, with the MSSQLIFI_* variables
 # the job set, and appends its results table (-summary-md, the seed's measurement
 # included) to the job's summary under $Label.
 # -Expect pass: the suite must exit 0. -Expect fail: it must exit non-zero and its
@@ -31,7 +31,7 @@ $log = Join-Path -Path $out -ChildPath 'output.txt'
 Write-Host "== $Label: stages $env:MSSQLIFI_ACC_STAGES, HTTPS $env:MSSQLIFI_ACC_HTTPS, expecting the suite to $Expect"
 # The suite writes to stdout and stderr; both go to the log and the job's log.
 $ErrorActionPreference = 'Continue'
-& $env:HOSTSUITE -summary-md $markdown 2>&1 | ForEach-Object { [string]$_ } | Tee-Object -FilePath $log
+& $env:HOSTSUITE -summary-md $markdown -provider-dir (Join-Path -Path $env:GITHUB_WORKSPACE -ChildPath 'bin') 2>&1 | ForEach-Object { [string]$_ } | Tee-Object -FilePath $log
 $code = $LASTEXITCODE
 $ErrorActionPreference = 'Stop'
 
