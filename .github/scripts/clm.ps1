@@ -58,8 +58,13 @@ if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
     Write-Host '__PSLockdownPolicy=4 set machine-wide and WinRM restarted'
 } else {
     if ($Method -eq 'AppLocker' -or $Method -eq 'Both') {
-        Set-LocalAppLockerPolicy -Xml '<AppLockerPolicy Version="1"><RuleCollection Type="Script" EnforcementMode="NotConfigured" /></AppLockerPolicy>'
-        Write-Host 'AppLocker: Script rules removed'
+        # Only a policy this script set has Script rules to remove; on an image where
+        # setting one failed there is nothing to undo.
+        $scriptRules = @((Get-AppLockerPolicy -Local -ErrorAction SilentlyContinue).RuleCollections | Where-Object { $_.RuleCollectionType -eq 'Script' -and $_.Count -gt 0 })
+        if ($scriptRules.Count -gt 0) {
+            Set-LocalAppLockerPolicy -Xml '<AppLockerPolicy Version="1"><RuleCollection Type="Script" EnforcementMode="NotConfigured" /></AppLockerPolicy>'
+            Write-Host 'AppLocker: Script rules removed'
+        }
     }
     if ($Method -eq 'Hook' -or $Method -eq 'Both') {
         if ([Environment]::GetEnvironmentVariable('__PSLockdownPolicy', 'Machine')) {

@@ -24,3 +24,6 @@ if ($Value -eq 'Absent') {
 Write-Host "UAC (EnableLUA) $uac; LocalAccountTokenFilterPolicy was $previous, now $Value"
 Set-StepOutput -Name 'uac' -Value $uac
 Set-StepOutput -Name 'previous' -Value $previous
+if ($uac -eq 'off' -and $Value -eq 'Absent') {
+    Add-JobSummary -Lines @('### UAC remote restrictions', '', 'UAC is off on this image (EnableLUA 0): no logon is filtered, so the preflight''s check of LocalAccountTokenFilterPolicy was not exercised.', '')
+}
