@@ -145,6 +145,10 @@ type ReadInstanceResult struct {
 	// HADR is what Windows tells of the instance's Always On availability groups
 	// without SQL Server; nil from a host that does not report it.
 	HADR *HADRInfo `json:"hadr,omitempty"`
+	// PowerShellVersion is $PSVersionTable.PSVersion of the PowerShell that ran the
+	// operation (5.1.x on Windows Server 2016 and later); "" from a host that does not
+	// report it. The real-host suite's preflight shows it.
+	PowerShellVersion string `json:"powershell_version,omitempty"`
 }
 
 // HADRInfo is what the registry and the failover cluster say about an instance's

@@ -246,6 +246,8 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	}
 	if out.err != nil {
 		fields["error"] = out.err.Error()
+	} else if h.cfg.Answer != nil {
+		h.cfg.Answer(op, params, out.exitCode, out.stdout, out.stderr)
 	}
 	lg := h.Logon()
 	fields["logon"] = lg.Mechanism

@@ -53,6 +53,10 @@ type Config struct {
 	UserAgent string
 	// Log receives the operations' log lines (never a password); nil: none.
 	Log contract.Logger
+	// Answer, when set, receives each operation's raw answer as the host sent it
+	// (exit code, stdout, stderr), before it is decoded: the real-host suite records
+	// them (internal/hostsuite/transcript). It is not called when no answer came.
+	Answer func(op contract.Operation, params any, exitCode int, stdout, stderr []byte)
 }
 
 // ErrorKind classifies a failure so callers can say what to do next.

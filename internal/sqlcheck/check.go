@@ -409,3 +409,16 @@ func messageOf(err error) string {
 	}
 	return err.Error()
 }
+
+// Open logs in to t as Check does and returns the connection, for a program that
+// sends its own statements (the real-host suite, internal/hostsuite). limit bounds
+// the login and each read and write of the connection (0: LoginTimeout); a statement
+// that runs longer, such as a CREATE DATABASE that zeroes a large file, needs a limit
+// above its duration. Close the connection, then the pool.
+func Open(ctx context.Context, cfg Config, t Target, limit time.Duration) (*sql.DB, *sql.Conn, error) {
+	cfg.SetDefaults()
+	if limit <= 0 {
+		limit = LoginTimeout
+	}
+	return (&checker{cfg: cfg}).openWithin(ctx, t, limit)
+}

@@ -45,6 +45,12 @@ import (
 //	{"action":"start_backup","instance":"MSSQLSERVER","command":"BACKUP DATABASE"}
 //	{"action":"end_backups","instance":"MSSQLSERVER"}
 //	{"action":"set_hadr_registry","instance":"MSSQLSERVER","value":0}
+//	{"action":"restart_winrm","duration_ms":300}
+//
+// restart_winrm plays Restart-Service WinRM (winrm_restart.go): every WinRS shell
+// and WinRM connection of the host ends, the listeners refuse connections for
+// duration_ms (default 300), then listen again; the answer waits for that unless
+// "wait" is false. The restart's guard and the services keep running.
 //
 // start_backup runs a BACKUP or RESTORE command on the running Engine
 // (sys.dm_exec_requests) until end_backups or the Engine stops. set_hadr_registry
@@ -109,6 +115,7 @@ const (
 	ActionStartBackup          = "start_backup"
 	ActionEndBackups           = "end_backups"
 	ActionSetHADRRegistry      = "set_hadr_registry"
+	ActionRestartWinRM         = "restart_winrm"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -120,6 +127,8 @@ type ActionResult struct {
 	Changed *bool  `json:"changed,omitempty"` // grant_right / revoke_right: did the holder list change
 	Service string `json:"service,omitempty"`
 	State   string `json:"state,omitempty"` // service actions: the service's state when the answer was sent
+	// restart_winrm: how many WinRS shells the restart ended.
+	ShellsEnded *int `json:"shells_ended,omitempty"`
 }
 
 // ErrUnknownHost is returned (wrapped) for a host name not in the configuration.
@@ -340,6 +349,25 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
+	case ActionRestartWinRM:
+		sh, ok := s.byName[strings.ToLower(hostName)]
+		if !ok {
+			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+		}
+		if a.DurationMS < 0 {
+			return res, fmt.Errorf("%w: %s: duration_ms %d is negative; give the milliseconds the listeners stay closed (0: %s)", ErrBadAction, a.Action, a.DurationMS, defaultWinRMRestart)
+		}
+		res.Service = "WinRM"
+		n, err := s.restartWinRM(ctx, sh, time.Duration(a.DurationMS)*time.Millisecond, a.Wait == nil || *a.Wait)
+		res.ShellsEnded = &n
+		if err != nil {
+			return res, fmt.Errorf("%s on host %s: %w", a.Action, hostName, err)
+		}
+		if a.Wait == nil || *a.Wait {
+			res.State = contract.StateRunning
+		}
+		return res, nil
+
 	case ActionSetLanguageMode:
 		if err := need("mode", a.Mode); err != nil {
 			return res, err
@@ -361,7 +389,7 @@ var actionNames = []string{
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
 	ActionSetAGRole, ActionSetLanguageMode, ActionPauseService, ActionSetASRRule,
-	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry,
+	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionRestartWinRM,
 }
 
 // controlHandler serves the HTTP JSON control plane, behind sameSiteOnly.

@@ -41,9 +41,18 @@ var mssqlserverSID = winsid.ServiceSID("MSSQLSERVER")
 // startFleet starts the example fleet in-process, every port picked by the kernel.
 func startFleet(t *testing.T) *winsim.Sim {
 	t.Helper()
+	return startFleetWith(t, nil)
+}
+
+// startFleetWith is startFleet with the configuration changed by edit first.
+func startFleetWith(t *testing.T, edit func(*winsim.Config)) *winsim.Sim {
+	t.Helper()
 	cfg, err := winsim.LoadConfig(examplePath)
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	for i := range cfg.Hosts {
 		cfg.Hosts[i].WinRM.HTTPPort, cfg.Hosts[i].WinRM.HTTPSPort = 0, 0

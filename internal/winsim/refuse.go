@@ -92,10 +92,25 @@ func (g *gateListener) Addr() net.Addr {
 // refuse closes the socket and resets every open connection, then listens again
 // after d (or when stop is closed). A refusal already under way is not extended.
 func (g *gateListener) refuse(d time.Duration, stop <-chan struct{}) {
+	if !g.pause() {
+		return
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-stop:
+		t.Stop()
+	}
+	g.resume()
+}
+
+// pause closes the socket and resets every open connection; false when the
+// listener is closed or already paused.
+func (g *gateListener) pause() bool {
 	g.mu.Lock()
 	if g.closed || g.inner == nil {
 		g.mu.Unlock()
-		return
+		return false
 	}
 	l := g.inner
 	g.inner, g.reopen = nil, make(chan struct{})
@@ -107,12 +122,11 @@ func (g *gateListener) refuse(d time.Duration, stop <-chan struct{}) {
 	for c := range conns {
 		resetConn(c)
 	}
-	t := time.NewTimer(d)
-	select {
-	case <-t.C:
-	case <-stop:
-		t.Stop()
-	}
+	return true
+}
+
+// resume listens on the same address again after pause.
+func (g *gateListener) resume() {
 	nl, err := listenRetry(g.addr)
 	g.mu.Lock()
 	defer g.mu.Unlock()

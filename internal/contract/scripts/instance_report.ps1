@@ -73,6 +73,7 @@ function Get-InstanceReport {
             computer_name       = $computerName
             found               = $false
             installed_instances = $instance.Installed
+            powershell_version  = [string]$PSVersionTable.PSVersion
         }
     }
 
@@ -273,6 +274,7 @@ function Get-InstanceReport {
         group_policy           = $groupPolicy
         errorlog               = $errorLog
         dependents             = $dependents.ToArray()
+        powershell_version     = [string]$PSVersionTable.PSVersion
         hadr                   = (Get-HadrReport -Root $root)
     }
 }

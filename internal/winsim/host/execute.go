@@ -358,6 +358,11 @@ func (h *Host) checkRightParam(right string, stdout io.Writer, entry *AuditEntry
 	return 0, true
 }
 
+// PowerShellVersion is what read_instance reports as $PSVersionTable.PSVersion:
+// Windows PowerShell 5.1 as Windows Server 2022 ships it (every supported Windows
+// Server has 5.1; the build number follows the OS build).
+const PowerShellVersion = "5.1.20348.2849"
+
 func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
@@ -366,7 +371,7 @@ func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout
 		return code
 	}
 	if _, found := h.Instance(p.Instance); !found {
-		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: h.installedNames()})
+		writeJSON(stdout, contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: h.installedNames(), PowerShellVersion: PowerShellVersion})
 		return contract.ExitOK
 	}
 	if !admin {
@@ -390,7 +395,7 @@ func (h *Host) instanceReport(name, right string) contract.ReadInstanceResult {
 	defer h.mu.Unlock()
 	if !found || !slices.Contains(h.instances, inst) {
 		// Not installed, or uninstalled since the lookup: answer as the registry now does.
-		return contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: installed}
+		return contract.ReadInstanceResult{ComputerName: h.computer, Found: false, InstalledInstances: installed, PowerShellVersion: PowerShellVersion}
 	}
 	res := h.readInstanceLocked(inst, right)
 	res.InstalledInstances = installed
@@ -419,6 +424,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		GroupPolicy:           h.groupPolicyInfo(right),
 		ErrorLog:              inst.findIFILineLocked(),
 		Dependents:            []contract.ServiceInfo{},
+		PowerShellVersion:     PowerShellVersion,
 	}
 	if e.pid != 0 {
 		t := e.started.UTC()

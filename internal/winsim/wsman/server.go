@@ -204,6 +204,13 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
+// DropShells ends every shell and its commands, as stopping the WinRM service
+// does on Windows (the shells' processes end with their winrshost.exe job), and
+// returns how many there were. The endpoint keeps serving: a later Create opens a
+// new shell, and a request naming a dropped shell gets the unknown-shell fault.
+// The connections are the listener's to reset (internal/winsim's restart_winrm).
+func (s *Server) DropShells() int { return s.shells.dropAll(false) }
+
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	if strings.HasPrefix(r.Header.Get("Authorization"), ntlmNegotiatePrefix) {

@@ -123,9 +123,17 @@ func (ss *shells) delete(id, owner string) bool {
 }
 
 // closeAll terminates every command of every shell and refuses new shells.
-func (ss *shells) closeAll() {
+func (ss *shells) closeAll() { ss.dropAll(true) }
+
+// dropAll terminates every command of every shell and forgets the shells, as a
+// stop of the WinRM service ends them (Restart-Service WinRM); close also refuses
+// new shells from now on. It returns how many shells there were.
+func (ss *shells) dropAll(close bool) int {
 	ss.mu.Lock()
-	ss.closed = true
+	if close {
+		ss.closed = true
+	}
+	n := len(ss.byID)
 	var cmds []*command
 	for _, sh := range ss.byID {
 		for _, c := range sh.commands {
@@ -137,6 +145,7 @@ func (ss *shells) closeAll() {
 	for _, c := range cmds {
 		c.terminate()
 	}
+	return n
 }
 
 func newCommand(cancel context.CancelFunc, consoleStdin bool) *command {

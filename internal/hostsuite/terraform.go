@@ -1,0 +1,214 @@
+package hostsuite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// terraform drives the real terraform CLI in a working directory of its own, with
+// the provider taken from Options.ProviderDir through dev_overrides (no registry, no
+// terraform init), as demo/run.sh does.
+type terraform struct {
+	bin, dir string
+	env      []string
+	timeout  time.Duration
+}
+
+func (s *Suite) terraformCLI() (*terraform, error) {
+	if s.tf != nil {
+		return s.tf, nil
+	}
+	bin := s.opt.Terraform
+	if bin == "" {
+		bin = "terraform"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("no terraform CLI (%s): put terraform on PATH or give -terraform: %w", bin, err)
+	}
+	pdir, err := filepath.Abs(s.opt.ProviderDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(pdir, "terraform-provider-mssqlifi")); err != nil {
+		if _, errExe := os.Stat(filepath.Join(pdir, "terraform-provider-mssqlifi.exe")); errExe != nil {
+			return nil, fmt.Errorf("no provider binary in %s (build it with make build, or give -provider-dir): %w", pdir, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "mssqlifi-hostsuite-")
+	if err != nil {
+		return nil, err
+	}
+	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"mssqlifi/mssqlifi\" = %q\n  }\n  direct {}\n}\n", filepath.ToSlash(pdir))
+	if err := os.WriteFile(filepath.Join(dir, "cli.tfrc"), []byte(rc), 0o600); err != nil {
+		return nil, err
+	}
+	env := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TF_CLI_CONFIG_FILE", "TF_LOG", "TF_CLI_ARGS", "TF_DATA_DIR", "TF_IN_AUTOMATION", "CHECKPOINT_DISABLE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	s.tf = &terraform{bin: path, dir: dir, env: env, timeout: s.opt.StepTimeout}
+	return s.tf, nil
+}
+
+func (t *terraform) close() { os.RemoveAll(t.dir) }
+
+// write replaces the configuration.
+func (t *terraform) write(config string) error {
+	return os.WriteFile(filepath.Join(t.dir, "main.tf"), []byte(config), 0o600)
+}
+
+// run runs one terraform command and returns its combined output and exit code.
+func (t *terraform) run(ctx context.Context, args ...string) (string, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	args = append([]string{"-chdir=" + t.dir}, args...)
+	cmd := exec.CommandContext(ctx, t.bin, args...)
+	cmd.Env = t.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0, nil
+	case ctx.Err() != nil:
+		return out.String(), -1, fmt.Errorf("terraform %s did not finish within %s", args[1], t.timeout)
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode(), nil
+	}
+	return out.String(), -1, err
+}
+
+// tail is the last lines of terraform's output, for a failure's detail.
+func tail(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) > 12 {
+		lines = lines[len(lines)-12:]
+	}
+	return strings.Join(lines, " / ")
+}
+
+// resourceSpec is the resource block's settings a stage varies.
+type resourceSpec struct {
+	restart string
+	enabled bool
+}
+
+// config is the provider block, the data source and (unless res is nil) the resource.
+func (s *Suite) config(res *resourceSpec) string {
+	var b strings.Builder
+	b.WriteString("terraform {\n  required_providers {\n    mssqlifi = { source = \"mssqlifi/mssqlifi\" }\n  }\n}\n\n")
+	b.WriteString("provider \"mssqlifi\" {\n  winrm {\n")
+	fmt.Fprintf(&b, "    https = %t\n    auth  = %q\n", s.cfg.HTTPS, s.cfg.Auth)
+	if s.cfg.Port != 0 {
+		fmt.Fprintf(&b, "    port  = %d\n", s.cfg.Port)
+	}
+	if s.cfg.Insecure {
+		b.WriteString("    insecure = true\n")
+	}
+	if s.cfg.CACertPath != "" {
+		fmt.Fprintf(&b, "    ca_cert = file(%q)\n", filepath.ToSlash(s.cfg.CACertPath))
+	}
+	b.WriteString("  }\n")
+	if s.cfg.SQLUser != "" {
+		b.WriteString("  sql {\n")
+		if s.cfg.SQLEncrypt != "" {
+			fmt.Fprintf(&b, "    encrypt = %q\n", s.cfg.SQLEncrypt)
+		}
+		if s.cfg.SQLCACertPath != "" {
+			fmt.Fprintf(&b, "    ca_cert = file(%q)\n", filepath.ToSlash(s.cfg.SQLCACertPath))
+		}
+		if s.cfg.SQLTrustServerCert {
+			b.WriteString("    trust_server_certificate = true\n")
+		}
+		b.WriteString("  }\n")
+	}
+	b.WriteString("}\n\n")
+	common := fmt.Sprintf("  host     = %q\n  instance = %q\n", s.cfg.Host, s.cfg.Instance)
+	if s.cfg.SQLPort != 0 {
+		common += fmt.Sprintf("  sql_port = %d\n", s.cfg.SQLPort)
+	}
+	fmt.Fprintf(&b, "data \"mssqlifi_instant_file_initialization\" \"this\" {\n%s}\n", common)
+	if res != nil {
+		fmt.Fprintf(&b, "\nresource \"mssqlifi_instant_file_initialization\" \"this\" {\n%s  restart  = %q\n  enabled  = %t\n", common, res.restart, res.enabled)
+		fmt.Fprintf(&b, "  timeouts {\n    create = %q\n    update = %q\n    delete = %q\n  }\n}\n", s.opt.StepTimeout, s.opt.StepTimeout, s.opt.StepTimeout)
+	}
+	return b.String()
+}
+
+// planJSON is what the suite reads of `terraform show -json` of a saved plan.
+type planJSON struct {
+	PriorState struct {
+		Values struct {
+			RootModule struct {
+				Resources []struct {
+					Address string         `json:"address"`
+					Values  map[string]any `json:"values"`
+				} `json:"resources"`
+			} `json:"root_module"`
+		} `json:"values"`
+	} `json:"prior_state"`
+	ResourceChanges []struct {
+		Address string `json:"address"`
+		Change  struct {
+			Actions []string       `json:"actions"`
+			After   map[string]any `json:"after"`
+		} `json:"change"`
+	} `json:"resource_changes"`
+}
+
+const (
+	dataAddr = "data.mssqlifi_instant_file_initialization.this"
+	resAddr  = "mssqlifi_instant_file_initialization.this"
+)
+
+// plan runs terraform plan with -detailed-exitcode and reads the saved plan.
+// The exit code is 0 (no changes) or 2 (changes); 1 is an error.
+func (s *Suite) plan(ctx context.Context) (*planJSON, int, string, error) {
+	out, code, err := s.tf.run(ctx, "plan", "-no-color", "-input=false", "-detailed-exitcode", "-out=tfplan")
+	if err != nil || code == 1 {
+		return nil, code, out, err
+	}
+	js, code2, err := s.tf.run(ctx, "show", "-json", "-no-color", "tfplan")
+	if err != nil || code2 != 0 {
+		return nil, code, out, fmt.Errorf("terraform show -json tfplan exited %d: %v %s", code2, err, tail(js))
+	}
+	var p planJSON
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		return nil, code, out, fmt.Errorf("terraform show -json: %w", err)
+	}
+	return &p, code, out, nil
+}
+
+func (p *planJSON) data(addr string) map[string]any {
+	for _, r := range p.PriorState.Values.RootModule.Resources {
+		if r.Address == addr {
+			return r.Values
+		}
+	}
+	return nil
+}
+
+func (p *planJSON) change(addr string) ([]string, map[string]any) {
+	for _, r := range p.ResourceChanges {
+		if r.Address == addr {
+			return r.Change.Actions, r.Change.After
+		}
+	}
+	return nil, nil
+}
