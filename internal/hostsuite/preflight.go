@@ -214,7 +214,7 @@ func (s *Suite) sqlChecks(ctx context.Context) {
 	if s.opt.Recorder != nil {
 		// The transcript holds the provider's own queries' columns, types and rows.
 		for _, q := range []string{contract.QueryServerProperties, contract.QueryServerServices, contract.QueryHADREnabled} {
-			_, _, _ = s.query(ctx, s.sqlCfg, q)
+			_, _ = s.query(ctx, s.sqlCfg, q)
 		}
 	}
 	var se *sqlcheck.Error

@@ -33,7 +33,7 @@ func (s *Suite) seedStage(ctx context.Context) {
 		return
 	}
 	s.p.about("read the default data and log paths, and check that no database %s exists", seedDatabase)
-	_, rows, err := s.query(ctx, seedCfg, "SELECT CAST(SERVERPROPERTY('InstanceDefaultDataPath') AS nvarchar(260)) AS data_path, "+
+	rows, err := s.query(ctx, seedCfg, "SELECT CAST(SERVERPROPERTY('InstanceDefaultDataPath') AS nvarchar(260)) AS data_path, "+
 		"CAST(SERVERPROPERTY('InstanceDefaultLogPath') AS nvarchar(260)) AS log_path")
 	if err != nil || len(rows) != 1 {
 		s.p.fail("seed paths", "%v (rows: %d)", err, len(rows))
@@ -111,7 +111,7 @@ func (s *Suite) timeCreate(ctx context.Context, cfg *sqlcheck.Config, create str
 
 // seedDB reports whether the seed's database exists and whether it is encrypted.
 func (s *Suite) seedDB(ctx context.Context, cfg *sqlcheck.Config) (exists, encrypted bool, err error) {
-	_, rows, err := s.query(ctx, cfg, "SELECT name, is_encrypted FROM sys.databases WHERE name = N'"+seedDatabase+"'")
+	rows, err := s.query(ctx, cfg, "SELECT name, is_encrypted FROM sys.databases WHERE name = N'"+seedDatabase+"'")
 	if err != nil || len(rows) == 0 {
 		return false, false, err
 	}

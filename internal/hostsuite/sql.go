@@ -13,24 +13,25 @@ func (s *Suite) recordSQL(query string, columns, types []string, rows [][]any, e
 	s.opt.Recorder.SQL(s.p.stage, query, columns, types, rows, err) // a nil Recorder records nothing
 }
 
-// query runs one SELECT as cfg's login and returns its columns and rows.
-func (s *Suite) query(ctx context.Context, cfg *sqlcheck.Config, q string) ([]string, [][]any, error) {
+// query runs one SELECT as cfg's login and returns its rows (the recorder gets the
+// columns and their types too).
+func (s *Suite) query(ctx context.Context, cfg *sqlcheck.Config, q string) ([][]any, error) {
 	db, conn, err := sqlcheck.Open(ctx, *cfg, s.sqlTarget(), 0)
 	if err != nil {
 		s.recordSQL(q, nil, nil, nil, err)
-		return nil, nil, err
+		return nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
 	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
 		s.recordSQL(q, nil, nil, nil, err)
-		return nil, nil, fmt.Errorf("%s on %s: %w", q, s.cfg.Host, err)
+		return nil, fmt.Errorf("%s on %s: %w", q, s.cfg.Host, err)
 	}
 	defer rows.Close()
 	cts, err := rows.ColumnTypes()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cols, types := make([]string, len(cts)), make([]string, len(cts))
 	for i, ct := range cts {
@@ -44,18 +45,18 @@ func (s *Suite) query(ctx context.Context, cfg *sqlcheck.Config, q string) ([]st
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		out = append(out, vals)
 	}
 	err = rows.Err()
 	s.recordSQL(q, cols, types, out, err)
-	return cols, out, err
+	return out, err
 }
 
 // queryColumn returns the first column of each row, as text.
 func (s *Suite) queryColumn(ctx context.Context, cfg *sqlcheck.Config, q string) ([]string, error) {
-	_, rows, err := s.query(ctx, cfg, q)
+	rows, err := s.query(ctx, cfg, q)
 	if err != nil {
 		return nil, err
 	}

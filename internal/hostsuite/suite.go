@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config, opt Options) Report {
 		s.p.line("== stage %d: %s ==", i+1, st.name)
 		why := s.notRunning(st.name, earlierPassed)
 		if cfg.DryRun {
-			s.dryRun(st.name, why, st.plan())
+			s.dryRun(why, st.plan())
 			continue
 		}
 		if why != "" {
@@ -143,7 +143,7 @@ func (s *Suite) allowedList() string {
 	return strings.Join(out, ",")
 }
 
-func (s *Suite) dryRun(stage, why string, plan []string) {
+func (s *Suite) dryRun(why string, plan []string) {
 	if why != "" {
 		s.p.line("would skip: %s", why)
 	} else {
