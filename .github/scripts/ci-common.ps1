@@ -28,16 +28,18 @@ function New-TestPassword {
     }
 }
 
-# Sets a variable for the job's later steps ($GITHUB_ENV).
+# Sets a variable for the job's later steps ($GITHUB_ENV). ASCII: Windows
+# PowerShell's UTF8 puts a byte order mark before the first line of an empty file,
+# and the values here (names, paths, generated passwords) are ASCII.
 function Set-JobEnv {
     param([Parameter(Mandatory = $true)][string] $Name, [Parameter(Mandatory = $true)][string] $Value)
-    Add-Content -LiteralPath $env:GITHUB_ENV -Value "$Name=$Value" -Encoding UTF8
+    Add-Content -LiteralPath $env:GITHUB_ENV -Value "$Name=$Value" -Encoding ASCII
 }
 
-# Sets an output of the current step ($GITHUB_OUTPUT).
+# Sets an output of the current step ($GITHUB_OUTPUT), ASCII as above.
 function Set-StepOutput {
     param([Parameter(Mandatory = $true)][string] $Name, [Parameter(Mandatory = $true)][string] $Value)
-    Add-Content -LiteralPath $env:GITHUB_OUTPUT -Value "$Name=$Value" -Encoding UTF8
+    Add-Content -LiteralPath $env:GITHUB_OUTPUT -Value "$Name=$Value" -Encoding ASCII
 }
 
 # Reads a text file that another process holds open for writing (SQL Server's error
