@@ -4,7 +4,9 @@
 #   1. start internal/winsim with demo/fleet.json (two hosts, three instances)
 #   2. show each instance as the simulator sees it
 #   3. terraform apply over WinRM HTTP with negotiate (the recommended configuration):
-#      grant the right, restart, verify through SQL Server
+#      grant the right, restart, verify through SQL Server; before and after it, the
+#      seed measurement (CREATE DATABASE with a 1 GB data file, then DROP) with the
+#      times the simulator's zeroing model charged: modelled, not measured
 #   4. revoke the right behind Terraform's back; terraform plan catches it
 #   5. apply again; the next plan is empty
 #   6. destroy and clean up
@@ -28,9 +30,9 @@ command -v python3 >/dev/null || die "python3 is needed to read the simulator's 
 tf="$(scripts/ensure-terraform.sh)" || die "no terraform or OpenTofu available (see the messages above)"
 tfname="$(basename "$tf")"
 
-if [[ ! -x bin/terraform-provider-mssqlifi || ! -x bin/winsim ]]; then
+if [[ ! -x bin/terraform-provider-mssqlifi || ! -x bin/winsim || ! -x bin/demo-seedsql ]]; then
 	step "Building the provider and the simulator"
-	make --no-print-directory build
+	make --no-print-directory build bin/demo-seedsql
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/mssqlifi-demo.XXXXXX")"
@@ -94,6 +96,15 @@ unset TF_LOG TF_CLI_ARGS TF_DATA_DIR
 # Credentials through the environment, as a pipeline would pass them.
 eval "$(python3 demo/fleetctl.py credentials demo/fleet.json)"
 export MSSQLIFI_WINRM_USERNAME MSSQLIFI_WINRM_PASSWORD MSSQLIFI_SQL_USERNAME MSSQLIFI_SQL_PASSWORD
+export MSSQLIFI_ACC_SEED_SQL_USERNAME MSSQLIFI_ACC_SEED_SQL_PASSWORD
+seed_addr="$(python3 demo/fleetctl.py sql-addr "$work/winsim.json" sql01 MSSQLSERVER)"
+# seed: the seed measurement on sql01/MSSQLSERVER (1 GB data file, 8 MB log), then
+# the times the simulator's zeroing model charged.
+seed() {
+	timeout --kill-after=15 "$step_timeout" bin/demo-seedsql -server "$seed_addr" -data-mb 1024 \
+		|| die "the seed measurement's CREATE DATABASE / DROP DATABASE on sql01/MSSQLSERVER failed"
+	python3 demo/fleetctl.py seed-report "$control" sql01 MSSQLSERVER
+}
 
 # Every step is bounded, so a hung step fails the demo instead of stalling it.
 step_timeout="${MSSQLIFI_DEMO_STEP_TIMEOUT:-150}"
@@ -122,6 +133,9 @@ expect_plan() {
 step "Before: what each host's service control manager and LSA say"
 python3 demo/fleetctl.py show "$control"
 
+step "What IFI would save, before: CREATE DATABASE (1 GB data, 8 MB log) and DROP on sql01/MSSQLSERVER, IFI off"
+seed
+
 # --- 3. apply ----------------------------------------------------------------------
 step "$tfname apply: grant SeManageVolumePrivilege to each Engine's service SID, restart, verify"
 applied=1
@@ -129,6 +143,9 @@ run_tf apply -auto-approve
 
 step "After: what the hosts say"
 python3 demo/fleetctl.py show "$control"
+
+step "The same CREATE DATABASE after the apply: IFI on (times modelled by the simulator, not measured)"
+seed
 
 # --- 4. drift ----------------------------------------------------------------------
 drift_key="$(python3 demo/fleetctl.py first-key "$work/terraform.tfvars.json")"

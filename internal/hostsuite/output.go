@@ -30,6 +30,9 @@ type Measurement struct {
 	SizeMB  int
 	LogMB   int
 	Off, On time.Duration
+	// Modelled: measured against the simulator, whose zeroing times are a model
+	// (internal/winsim/FIDELITY.md), not a disk's.
+	Modelled bool
 }
 
 // Ratio is Off divided by On (0 when On is 0).
@@ -42,9 +45,13 @@ func (m Measurement) Ratio() float64 {
 
 // String says the measurement in one line.
 func (m Measurement) String() string {
-	return fmt.Sprintf("CREATE DATABASE with a %d MB data file and a %d MB log: %s with IFI off, %s with IFI on, ratio %.1f "+
+	s := fmt.Sprintf("CREATE DATABASE with a %d MB data file and a %d MB log: %s with IFI off, %s with IFI on, ratio %.1f "+
 		"(the article measured 10 GB: 2 min 13 s off, 13 s on, ratio 10.2)",
 		m.SizeMB, m.LogMB, roundDur(m.Off), roundDur(m.On), m.Ratio())
+	if m.Modelled {
+		s += "; simulator: modelled, not measured"
+	}
+	return s
 }
 
 func roundDur(d time.Duration) time.Duration {

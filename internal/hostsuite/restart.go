@@ -103,7 +103,8 @@ func (s *Suite) startWithIFIOff(ctx context.Context) (*contract.ReadInstanceResu
 		s.p.fail("starting point", "the Engine %s is %s; start it (Start-Service %s) and run the suite again", r.ServiceName, r.ServiceState, r.ServiceName)
 		return nil, false
 	}
-	ifiOn := false
+	// Without a SQL login, the error log's startup line tells the running Engine's IFI.
+	ifiOn := r.ErrorLog.Enabled != nil && *r.ErrorLog.Enabled
 	if s.sqlCfg != nil {
 		if rep, err := sqlcheck.New(*s.sqlCfg).Check(ctx, s.sqlTarget()); err == nil && rep.IFIEnabled != nil {
 			ifiOn = *rep.IFIEnabled
@@ -290,8 +291,9 @@ func (s *Suite) checkRestarted(ctx context.Context, lastID string, wasRunning []
 
 // verifyIFI checks IFI through SQL Server and through the error log's startup line.
 func (s *Suite) verifyIFI(ctx context.Context, want bool) {
+	sqlCheck, logCheck := "ifi "+onOff(want)+" (sql server)", "ifi "+onOff(want)+" (error log)"
 	if s.sqlCfg == nil {
-		s.p.skip("ifi (sql server)", "%s is not set", EnvSQLUser)
+		s.p.skip(sqlCheck, "%s is not set", EnvSQLUser)
 	} else {
 		s.p.about("ask SQL Server (sys.dm_server_services) whether IFI is on")
 		c := sqlcheck.New(*s.sqlCfg)
@@ -303,24 +305,24 @@ func (s *Suite) verifyIFI(ctx context.Context, want bool) {
 		}()
 		switch {
 		case err != nil:
-			s.p.fail("ifi (sql server)", "%v", err)
+			s.p.fail(sqlCheck, "%v", err)
 		case rep.IFIEnabled == nil || *rep.IFIEnabled != want:
-			s.p.fail("ifi (sql server)", "instant_file_initialization_enabled is %v; expected %s", ptrText(rep.IFIEnabled), yesNo(want))
+			s.p.fail(sqlCheck, "instant_file_initialization_enabled is %v; expected %s", ptrText(rep.IFIEnabled), yesNo(want))
 		default:
-			s.p.pass("ifi (sql server)", "instant_file_initialization_enabled = %s", map[bool]string{true: "Y", false: "N"}[want])
+			s.p.pass(sqlCheck, "instant_file_initialization_enabled = %s", map[bool]string{true: "Y", false: "N"}[want])
 		}
 	}
 	s.p.about("read the error log's startup line (read_instance)")
 	r, err := s.readInstance(ctx)
 	switch {
 	case err != nil:
-		s.p.fail("ifi (error log)", "%v", err)
+		s.p.fail(logCheck, "%v", err)
 	case !r.ErrorLog.Found || r.ErrorLog.Enabled == nil:
-		s.p.fail("ifi (error log)", "no IFI line in the current error log %s", r.ErrorLog.Path)
+		s.p.fail(logCheck, "no IFI line in the current error log %s", r.ErrorLog.Path)
 	case *r.ErrorLog.Enabled != want:
-		s.p.fail("ifi (error log)", "the line says IFI is %s: %s", map[bool]string{true: "on", false: "off"}[*r.ErrorLog.Enabled], r.ErrorLog.Line)
+		s.p.fail(logCheck, "the line says IFI is %s: %s", map[bool]string{true: "on", false: "off"}[*r.ErrorLog.Enabled], r.ErrorLog.Line)
 	default:
-		s.p.pass("ifi (error log)", "%s", r.ErrorLog.Line)
+		s.p.pass(logCheck, "%s", r.ErrorLog.Line)
 	}
 }
 

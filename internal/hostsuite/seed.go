@@ -53,7 +53,7 @@ func (s *Suite) seedStage(ctx context.Context) {
 		"LOG ON (NAME = N'%s_log', FILENAME = N'%s%s_log.ldf', SIZE = %dMB)",
 		seedDatabase, seedDatabase, sqlQuote(withSep(dataPath)), seedDatabase, s.cfg.SeedMB,
 		seedDatabase, sqlQuote(withSep(logPath)), seedDatabase, seedLogSizeMB)
-	m := &Measurement{SizeMB: s.cfg.SeedMB, LogMB: seedLogSizeMB}
+	m := &Measurement{SizeMB: s.cfg.SeedMB, LogMB: seedLogSizeMB, Modelled: s.cfg.SimControl != ""}
 	for _, on := range []bool{false, true} {
 		if !s.restartWith(ctx, "ifi "+onOff(on), on) {
 			s.restore(ctx)

@@ -242,6 +242,14 @@ type InstanceConfig struct {
 	// ReadyMS is the delay between the Engine reaching Running and accepting SQL
 	// connections. Default 0.
 	ReadyMS int `json:"ready_ms,omitempty"`
+	// ZeroMBPerSecond is how fast the Engine writes zeros into a new or grown file
+	// it must zero (a log file always; a data file without IFI), in MB per second.
+	// Default DefaultZeroMBPerSecond (zeroing.go).
+	ZeroMBPerSecond float64 `json:"zero_mb_per_s,omitempty"`
+	// IFIAllocMS is what creating or growing a data file costs when IFI applies
+	// (the space is allocated, not written), in milliseconds. Default
+	// DefaultIFIAllocMS; a negative value is refused.
+	IFIAllocMS *int `json:"ifi_alloc_ms,omitempty"`
 	// FailStart makes every Engine start fail (error 1067).
 	FailStart bool `json:"fail_start,omitempty"`
 	// StartupNoiseLines are informational lines each start writes to the error log
@@ -320,19 +328,28 @@ type LoginConfig struct {
 	ViewAnyDefinition bool `json:"view_any_definition,omitempty"`
 	// Sysadmin makes the login a member of sysadmin. Default: true for "sa" only.
 	Sysadmin *bool `json:"sysadmin,omitempty"`
+	// DBCreator makes the login a member of the dbcreator fixed server role (CREATE
+	// ANY DATABASE): it may create databases, and alter and drop those it owns.
+	DBCreator bool `json:"dbcreator,omitempty"`
 }
+
+// IsSysadmin reports membership in sysadmin (default: "sa" only).
+func (l LoginConfig) IsSysadmin() bool {
+	if l.Sysadmin != nil {
+		return *l.Sysadmin
+	}
+	return strings.EqualFold(l.Name, "sa")
+}
+
+// CanCreateDatabase reports CREATE ANY DATABASE: dbcreator or sysadmin.
+func (l LoginConfig) CanCreateDatabase() bool { return l.DBCreator || l.IsSysadmin() }
 
 // CanViewServerState reports the ViewServerState flag (default true).
 func (l LoginConfig) CanViewServerState() bool { return l.ViewServerState == nil || *l.ViewServerState }
 
 // CanViewDefinitions reports whether catalog views show the login their rows:
 // VIEW ANY DEFINITION, or sysadmin.
-func (l LoginConfig) CanViewDefinitions() bool {
-	if l.Sysadmin != nil {
-		return *l.Sysadmin || l.ViewAnyDefinition
-	}
-	return l.ViewAnyDefinition || strings.EqualFold(l.Name, "sa")
-}
+func (l LoginConfig) CanViewDefinitions() bool { return l.ViewAnyDefinition || l.IsSysadmin() }
 
 // DefaultVersion is the build an instance gets when its config names none
 // (SQL Server 2022 CU12).
@@ -508,6 +525,9 @@ func (c HostConfig) Validate() error {
 		}
 		if ic.StartMS < 0 || ic.StopMS < 0 || ic.ReadyMS < 0 {
 			errs = append(errs, fmt.Errorf(`%s: "start_ms", "stop_ms" and "ready_ms" must not be negative`, where))
+		}
+		if ic.ZeroMBPerSecond < 0 || (ic.IFIAllocMS != nil && *ic.IFIAllocMS < 0) {
+			errs = append(errs, fmt.Errorf(`%s: "zero_mb_per_s" and "ifi_alloc_ms" must not be negative (leave them out for the defaults)`, where))
 		}
 		if ic.AvailabilityGroup != nil {
 			if err := validateAG(*ic.AvailabilityGroup); err != nil {

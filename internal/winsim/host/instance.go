@@ -25,9 +25,13 @@ type Instance struct {
 	engine     *service
 	agent      *service // nil without Agent
 	traceFlags []int
-	tde        []string
-	hadr       bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
-	ag         *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
+	// dbMu guards userDBs and fileOps; it is taken after h.mu, never before.
+	dbMu    sync.Mutex
+	userDBs []*userDatabase          // user databases: the configured TDE ones, then those CREATE DATABASE made
+	nextDB  int                      // the next database_id
+	fileOps []DatabaseOperation      // the last file creations and growths (zeroing.go)
+	hadr    bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
+	ag      *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
 	// The registry's MSSQLServer\HADR key: found, HADR_Enabled (nil: no value) and
 	// its last write; the Engine reads it at each start (hadr.go).
 	hadrKey     bool
@@ -89,9 +93,13 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		level:      orDefault(ic.ProductLevel, ver.productLevel()),
 		edition:    orDefault(ic.Edition, DefaultEdition),
 		traceFlags: slices.Clone(ic.StartupTraceFlags),
-		tde:        slices.Clone(ic.TDEDatabases),
 		port:       ic.SQLPort,
 		hadr:       ic.HADR(),
+		nextDB:     5,
+	}
+	for _, name := range ic.TDEDatabases {
+		inst.userDBs = append(inst.userDBs, configuredTDEDatabase(name, inst.nextDB))
+		inst.nextDB++
 	}
 	if ver.Major >= 11 {
 		v := 0
@@ -519,8 +527,8 @@ func (i *Instance) startupLog() []string {
 	add("spid8s", "Starting up database 'msdb'.")
 	add("spid8s", "Starting up database 'model'.")
 	add("spid8s", "Clearing tempdb database.")
-	for _, db := range i.tde {
-		add("spid20s", fmt.Sprintf("Starting up database '%s'.", db))
+	for _, db := range i.databases()[4:] {
+		add("spid20s", fmt.Sprintf("Starting up database '%s'.", db.Name))
 	}
 	return lines
 }
@@ -566,10 +574,15 @@ type database struct {
 // as any database uses TDE (docs/design/windows-behaviour.md#when-ifi-never-applies via
 // contract.QueryEncryptedDatabases).
 func (i *Instance) databases() []database {
-	anyTDE := len(i.tde) > 0
+	i.dbMu.Lock()
+	defer i.dbMu.Unlock()
+	anyTDE := false
+	for _, db := range i.userDBs {
+		anyTDE = anyTDE || db.tde
+	}
 	dbs := []database{{1, "master", false}, {2, "tempdb", anyTDE}, {3, "model", false}, {4, "msdb", false}}
-	for n, name := range i.tde {
-		dbs = append(dbs, database{5 + n, name, true})
+	for _, db := range i.userDBs {
+		dbs = append(dbs, database{db.id, db.name, db.tde})
 	}
 	return dbs
 }

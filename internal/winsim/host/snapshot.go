@@ -78,6 +78,10 @@ type InstanceSnapshot struct {
 	// ErrorLog is the current error log's IFI line.
 	ErrorLog  contract.ErrorLogInfo `json:"errorlog"`
 	Databases []DatabaseSnapshot    `json:"databases"`
+	// DatabaseOperations are the last file creations and growths (CREATE DATABASE,
+	// ALTER DATABASE ... MODIFY FILE) with what the zeroing model charged for each,
+	// oldest first (zeroing.go): modelled, not measured.
+	DatabaseOperations []DatabaseOperation `json:"database_operations"`
 }
 
 // DatabaseSnapshot is one database and whether IFI applies to its data files
@@ -91,6 +95,9 @@ type DatabaseSnapshot struct {
 	// IFIApplies: data file growth is instant (the process has IFI and the database
 	// is not encrypted); false when the Engine is not running.
 	IFIApplies bool `json:"ifi_applies"`
+	// Owner and Files of a user database (none for the system databases).
+	Owner string         `json:"owner,omitempty"`
+	Files []DatabaseFile `json:"files,omitempty"`
 }
 
 // Snapshot returns the whole model now.
@@ -165,8 +172,10 @@ func (h *Host) Snapshot() Snapshot {
 				ds.EncryptionState = 3
 			}
 			ds.IFIApplies = i.proc != nil && i.proc.IFI && !db.TDE
+			ds.Owner, ds.Files, _ = i.userDatabaseInfo(db.ID)
 			is.Databases = append(is.Databases, ds)
 		}
+		is.DatabaseOperations = i.DatabaseOperations()
 		snap.Instances = append(snap.Instances, is)
 	}
 	return snap

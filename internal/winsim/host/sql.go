@@ -53,9 +53,10 @@ func (s sqlHandler) Login(_ context.Context, l tds.Login) *tds.SQLError {
 }
 
 // Batch answers a batch of SELECTs over the modelled views and SERVERPROPERTY
-// (sqlparse.go), with SQL Server's errors for anything else. The provider's queries
+// (sqlparse.go) and the database statements of the zeroing model (sqlddl.go,
+// zeroing.go), with SQL Server's errors for anything else. The provider's queries
 // (contract.Queries) are SELECTs of that subset.
-func (s sqlHandler) Batch(_ context.Context, l tds.Login, query string) ([]tds.ResultSet, *tds.SQLError) {
+func (s sqlHandler) Batch(ctx context.Context, l tds.Login, query string) ([]tds.ResultSet, *tds.SQLError) {
 	i := s.i
 	if !i.Ready() {
 		return nil, &tds.SQLError{Number: 17187, State: 1, Class: 16, Message: "SQL Server is not ready to accept new client connections. Wait a few minutes before trying again."}
@@ -67,7 +68,18 @@ func (s sqlHandler) Batch(_ context.Context, l tds.Login, query string) ([]tds.R
 	}
 	var sets []tds.ResultSet
 	for _, st := range stmts {
-		rs, err := i.runSelect(lc, st)
+		var rs tds.ResultSet // no columns: a statement without a result set
+		var err *tds.SQLError
+		switch st := st.(type) {
+		case selectStmt:
+			rs, err = i.runSelect(lc, st)
+		case createDBStmt:
+			err = i.createDatabase(ctx, lc, st)
+		case alterFileStmt:
+			err = i.alterFile(ctx, lc, st)
+		case dropDBStmt:
+			err = i.dropDatabases(lc, st)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -259,6 +259,14 @@ func (i *Instance) serverProperty(name string) any {
 			return nil
 		}
 		return b2i(i.hadr)
+	case "instancedefaultdatapath", "instancedefaultlogpath":
+		// SQL Server 2012 and later: the folder new databases' files go to when
+		// CREATE DATABASE names none, with a trailing backslash; Setup's default is
+		// the instance's DATA folder for both.
+		if i.ver.Major < 11 {
+			return nil
+		}
+		return i.programRoot() + `\DATA\`
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 // author sends to check an instance (FIDELITY.md, "SQL the endpoint answers"):
 //
 //	batch     := stmt { [';'] stmt } [';']
-//	stmt      := SELECT [TOP n] item {',' item}
+//	stmt      := select | create | alter | drop   (the last three: sqlddl.go)
+//	select    := SELECT [TOP n] item {',' item}
 //	             [FROM table [[AS] alias] {[INNER | LEFT [OUTER]] JOIN table [[AS] alias] ON cond}]
 //	             [WHERE cond] [ORDER BY expr [ASC|DESC] {',' ...}]
 //	item      := '*' | name '.*' | expr [[AS] alias] | alias '=' expr
@@ -64,6 +65,8 @@ var reserved = map[string]bool{
 	"end": true, "into": true, "insert": true, "update": true, "delete": true, "exec": true,
 	"execute": true, "declare": true, "set": true, "with": true, "except": true, "intersect": true,
 	"percent": true, "all": true, "any": true, "some": true, "use": true, "go": true,
+	"create": true, "alter": true, "drop": true, "database": true, "primary": true, "file": true,
+	"if": true,
 }
 
 // unsupportedKeywords are valid T-SQL the simulator does not answer.
@@ -403,27 +406,38 @@ func (p *sqlParser) name() (sqlToken, *tds.SQLError) {
 }
 
 // parseBatch parses every statement of a batch.
-func parseBatch(q string) ([]selectStmt, *tds.SQLError) {
+func parseBatch(q string) ([]sqlStmt, *tds.SQLError) {
 	toks, err := lexSQL(q)
 	if err != nil {
 		return nil, err
 	}
 	p := &sqlParser{toks: toks}
-	var stmts []selectStmt
+	var stmts []sqlStmt
 	for {
 		for p.acceptPunct(";") {
 		}
-		if p.peek().kind == tokEOF {
+		t := p.peek()
+		if t.kind == tokEOF {
 			break
 		}
-		if !p.peek().isKeyword("select") {
-			t := p.peek()
-			if t.kind == tokIdent && !t.quoted && unsupportedKeywords[strings.ToLower(t.val)] {
-				return nil, unsupported(t.line, strings.ToUpper(t.val)+" statements")
-			}
+		var s sqlStmt
+		var err *tds.SQLError
+		switch {
+		case t.isKeyword("select"):
+			var sel selectStmt
+			sel, err = p.parseSelect()
+			s = sel
+		case t.isKeyword("create"):
+			s, err = p.parseCreate()
+		case t.isKeyword("alter"):
+			s, err = p.parseAlter()
+		case t.isKeyword("drop"):
+			s, err = p.parseDrop()
+		case t.kind == tokIdent && !t.quoted && unsupportedKeywords[strings.ToLower(t.val)]:
+			return nil, unsupported(t.line, strings.ToUpper(t.val)+" statements")
+		default:
 			return nil, syntaxError(t)
 		}
-		s, err := p.parseSelect()
 		if err != nil {
 			return nil, err
 		}

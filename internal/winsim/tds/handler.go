@@ -32,6 +32,9 @@ type Column struct {
 // ResultSet is one set of rows. Row values are nil (NULL), string, int32, int64, bool
 // or time.Time, matching the column's type (a string for TypeUniqueIdentifier, a
 // string or an int32 for TypeVariant).
+//
+// A ResultSet with no columns (and no rows) is a statement that returns none, such
+// as CREATE DATABASE: the stream carries only its DONE.
 type ResultSet struct {
 	Columns []Column
 	Rows    [][]any

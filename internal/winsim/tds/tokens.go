@@ -446,8 +446,18 @@ func resultStream(sets []ResultSet) ([]byte, error) {
 		return t.b, nil
 	}
 	for i, rs := range sets {
+		status := doneCount
+		if i < len(sets)-1 {
+			status |= doneMore
+		}
 		if len(rs.Columns) == 0 {
-			return nil, fmt.Errorf("result set %d has no columns", i+1)
+			// A statement without a result set (CREATE DATABASE, DROP DATABASE):
+			// its DONE carries no row count.
+			if len(rs.Rows) > 0 {
+				return nil, fmt.Errorf("result set %d has rows but no columns", i+1)
+			}
+			t.done(status&^doneCount, 0, 0)
+			continue
 		}
 		if err := t.colMetadata(rs.Columns); err != nil {
 			return nil, fmt.Errorf("result set %d: %w", i+1, err)
@@ -456,10 +466,6 @@ func resultStream(sets []ResultSet) ([]byte, error) {
 			if err := t.row(rs.Columns, r); err != nil {
 				return nil, fmt.Errorf("result set %d, row %d: %w", i+1, j+1, err)
 			}
-		}
-		status := doneCount
-		if i < len(sets)-1 {
-			status |= doneMore
 		}
 		t.done(status, curCmdSelect, uint64(len(rs.Rows)))
 	}
