@@ -1,0 +1,77 @@
+# Puts the WinRM user's PowerShell into Constrained Language Mode, or takes it out.
+# -Method AppLocker (the real thing): a local AppLocker policy whose Script rules allow
+#   %WINDIR% and %PROGRAMFILES% for Everyone and every path for the runner's own account
+#   only, with the Application Identity service started. Windows PowerShell tests the
+#   policy with a script in the user's %TEMP% when it starts ("Use App Control to
+#   secure PowerShell", "Lockdown policy detection"), so the WinRM user (an
+#   administrator, but not covered by an Allow rule there) runs ConstrainedLanguage
+#   while the runner's later steps keep FullLanguage. No Executable, Installer or DLL
+#   rules: nothing but scripts is enforced.
+# -Method Hook: the machine-wide environment variable __PSLockdownPolicy=4, a test hook
+#   of PowerShell, not a security boundary; a service's processes get the machine
+#   environment when the service starts, so WinRM is restarted for its plug-in host
+#   (and the PowerShell it starts) to see it.
+# -Action Enable writes MSSQLIFI_CLM_METHOD for later steps; -Action Disable undoes
+# the named method (or both).
+[CmdletBinding()]
+param(
+    [Parameter(Mandatory = $true)][ValidateSet('Enable', 'Disable')][string] $Action,
+    [Parameter(Mandatory = $true)][ValidateSet('AppLocker', 'Hook', 'Both')][string] $Method
+)
+. "$PSScriptRoot\ci-common.ps1"
+
+function Set-LocalAppLockerPolicy {
+    param([Parameter(Mandatory = $true)][string] $Xml)
+    $file = Join-Path -Path $env:RUNNER_TEMP -ChildPath 'applocker.xml'
+    Set-Content -LiteralPath $file -Value $Xml -Encoding UTF8
+    Set-AppLockerPolicy -XmlPolicy $file
+    Remove-Item -LiteralPath $file -Force
+}
+
+function New-ScriptRule {
+    param([string] $Name, [string] $Sid, [string] $Path)
+    $id = [guid]::NewGuid().ToString()
+    return "<FilePathRule Id=`"$id`" Name=`"$Name`" Description=`"mssqlifi real-host CI`" UserOrGroupSid=`"$Sid`" Action=`"Allow`"><Conditions><FilePathCondition Path=`"$Path`" /></Conditions></FilePathRule>"
+}
+
+if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
+    $runnerSid = [System.Security.Principal.WindowsIdentity]::GetCurrent().User.Value
+    $rules = @(
+        (New-ScriptRule -Name 'Windows folder' -Sid 'S-1-1-0' -Path '%WINDIR%\*'),
+        (New-ScriptRule -Name 'Program Files' -Sid 'S-1-1-0' -Path '%PROGRAMFILES%\*'),
+        (New-ScriptRule -Name 'The runner account' -Sid $runnerSid -Path '*')
+    )
+    Set-LocalAppLockerPolicy -Xml "<AppLockerPolicy Version=`"1`"><RuleCollection Type=`"Script`" EnforcementMode=`"Enabled`">$($rules -join '')</RuleCollection></AppLockerPolicy>"
+    # The Application Identity service evaluates AppLocker rules; it is trigger-started
+    # and may be stopped on a fresh image.
+    # 1056: already running.
+    Invoke-Program -Path "$env:SystemRoot\System32\sc.exe" -Arguments @('start', 'AppIDSvc') -Success @(0, 1056) | Out-Null
+    $service = Get-Service -Name AppIDSvc
+    $service.WaitForStatus('Running', (New-TimeSpan -Seconds 60))
+    Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value 'AppLocker script rules'
+    Write-Host 'AppLocker: Script rules enforced; the WinRM user is not allowed scripts in its %TEMP%'
+} elseif ($Action -eq 'Enable' -and $Method -eq 'Hook') {
+    [Environment]::SetEnvironmentVariable('__PSLockdownPolicy', '4', 'Machine')
+    Restart-Service -Name WinRM -Force
+    (Get-Service -Name WinRM).WaitForStatus('Running', (New-TimeSpan -Seconds 60))
+    Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value '__PSLockdownPolicy=4 (test hook; AppLocker did not take effect on this image)'
+    Write-Host '__PSLockdownPolicy=4 set machine-wide and WinRM restarted'
+} else {
+    if ($Method -eq 'AppLocker' -or $Method -eq 'Both') {
+        # Only a policy this script set has Script rules to remove; on an image where
+        # setting one failed there is nothing to undo.
+        $scriptRules = @((Get-AppLockerPolicy -Local -ErrorAction SilentlyContinue).RuleCollections | Where-Object { $_.RuleCollectionType -eq 'Script' -and $_.Count -gt 0 })
+        if ($scriptRules.Count -gt 0) {
+            Set-LocalAppLockerPolicy -Xml '<AppLockerPolicy Version="1"><RuleCollection Type="Script" EnforcementMode="NotConfigured" /></AppLockerPolicy>'
+            Write-Host 'AppLocker: Script rules removed'
+        }
+    }
+    if ($Method -eq 'Hook' -or $Method -eq 'Both') {
+        if ([Environment]::GetEnvironmentVariable('__PSLockdownPolicy', 'Machine')) {
+            [Environment]::SetEnvironmentVariable('__PSLockdownPolicy', $null, 'Machine')
+            Restart-Service -Name WinRM -Force
+            (Get-Service -Name WinRM).WaitForStatus('Running', (New-TimeSpan -Seconds 60))
+            Write-Host '__PSLockdownPolicy removed and WinRM restarted'
+        }
+    }
+}
