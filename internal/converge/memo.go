@@ -16,6 +16,8 @@ import (
 //     assesses against;
 //   - IneffectiveRestart: the lesson of a restart that left IFI on (ifi), so that no
 //     apply restarts again for nothing;
+//   - LastRestart: the provider's timing of its last restart of the instance,
+//     which the plan quotes ("unavailable for about N s");
 //   - SQLPort: where SQL Server listened, so the next SQL check starts alongside
 //     read_instance (Target.SQLPortHint);
 //   - the last observation, Read at ReadAt with SQL Server's Verification: an apply
@@ -28,6 +30,7 @@ type Memo struct {
 	Instance           string                       `json:"instance"`
 	Enabled            *bool                        `json:"enabled,omitempty"`
 	IneffectiveRestart *ifi.IneffectiveRestart      `json:"ineffective_restart,omitempty"`
+	LastRestart        *ifi.MeasuredRestart         `json:"last_restart,omitempty"`
 	SQLPort            int                          `json:"sql_port,omitempty"`
 	ReadAt             time.Time                    `json:"read_at,omitzero"`
 	Read               *contract.ReadInstanceResult `json:"read,omitempty"`
@@ -46,6 +49,9 @@ func DecodeMemo(b []byte, t Target) *Memo {
 	}
 	if m.IneffectiveRestart != nil && m.IneffectiveRestart.StartAccountSID == "" {
 		m.IneffectiveRestart = nil
+	}
+	if m.LastRestart != nil && m.LastRestart.Seconds <= 0 {
+		m.LastRestart = nil
 	}
 	if m.SQLPort < 0 || m.SQLPort > 65535 {
 		m.SQLPort = 0
@@ -73,6 +79,7 @@ func (m *Memo) Prime(t *Target, d *ifi.Desired) {
 		t.Read, t.ReadAt = m.Read, m.ReadAt
 	}
 	d.IneffectiveRestart = m.IneffectiveRestart
+	d.LastRestart = m.LastRestart
 }
 
 // Remember keeps what the outcome of an operation on the memo's instance tells the
@@ -82,6 +89,9 @@ func (m *Memo) Remember(out *Outcome) {
 		return
 	}
 	m.IneffectiveRestart = out.IneffectiveRestart
+	if out.LastRestart != nil {
+		m.LastRestart = out.LastRestart
+	}
 	m.SQLPort = out.SQLPort
 	m.Read, m.ReadAt, m.Verification = nil, time.Time{}, nil
 	if out.Read != nil && out.Read.Found {

@@ -133,8 +133,9 @@ func (a *Assessment) predictionWarning(act Action, p *Plan, r *Refusal, drift bo
 		if len(did) > 0 {
 			detail += ", and "
 		}
-		detail += fmt.Sprintf("restarts the service %s%s (%s): the instance is unavailable until SQL Server is back and has recovered its databases.",
-			a.ServiceName, a.dependentsPhrase(), p.RestartReason)
+		short, source := unavailableFor(a.desired.LastRestart)
+		summary += ": " + short
+		detail += fmt.Sprintf("restarts the service %s%s (%s). %s", a.ServiceName, a.dependentsPhrase(), p.RestartReason, source)
 	} else {
 		detail += ", with no restart: " + a.noRestartReason(a.desired) + "."
 	}

@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 )
@@ -78,8 +80,11 @@ func TestCLI_createPlanSaysWhatApplyDoes(t *testing.T) {
 	r, c := w.planOut("restart.tfplan")
 	r.wantPlanExit(t, 2)
 	wantPlanned(t, c, "grant_and_restart")
-	r.wantDiag(t, "warning", `^`+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
-		regexp.QuoteMeta(`grants "Perform volume maintenance tasks" to NT SERVICE\MSSQLSERVER`)+`(.|\n)*restarts the service MSSQLSERVER`)
+	// No restart of this instance timed yet: the documented default, said as such.
+	r.wantDiag(t, "warning", `^`+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\): unavailable for typically at least `+
+		strconv.Itoa(int(ifi.DefaultRestartUnavailable/time.Second))+` s$`,
+		regexp.QuoteMeta(`grants "Perform volume maintenance tasks" to NT SERVICE\MSSQLSERVER`)+`(.|\n)*restarts the service MSSQLSERVER`+
+			`(.|\n)*has not timed a restart of this instance yet`)
 
 	// The running Engine has IFI (granted and restarted), the grant is gone again: grant only.
 	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
@@ -150,8 +155,9 @@ func TestCLI_driftPlansNameWhatChanged(t *testing.T) {
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	r, c = w.planOut("restarted.tfplan")
 	wantPlanned(t, c, "grant_and_restart")
-	r.wantDiag(t, "warning", `^Changed outside Terraform: `+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
-		`revoked outside Terraform(.|\n)*restarts the service MSSQLSERVER`)
+	// The first apply restarted the Engine and timed it: the plan quotes that restart.
+	r.wantDiag(t, "warning", `^Changed outside Terraform: `+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\): unavailable for about \d+ s$`,
+		`revoked outside Terraform(.|\n)*restarts the service MSSQLSERVER(.|\n)*its last restart by this provider \(20\d\d-[^)]*\) took \d+ s from the restart request`)
 }
 
 // A saved plan whose host changed before the apply: the apply fails with the

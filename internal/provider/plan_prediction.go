@@ -122,7 +122,7 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	}
 	d := plan.desired()
 	d.PriorGranteeSID = state.GranteeSID.ValueString()
-	d.IneffectiveRestart = m.IneffectiveRestart
+	d.IneffectiveRestart, d.LastRestart = m.IneffectiveRestart, m.LastRestart
 	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
 	r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
