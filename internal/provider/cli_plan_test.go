@@ -90,6 +90,13 @@ func TestCLI_createPlanSaysWhatApplyDoes(t *testing.T) {
 	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	// The first plan since the change meets the record of the unapplied one
+	// (plan_record.go): it says what changed, once; the next plan predicts anew.
+	r = w.run("plan", "-json", "-no-color")
+	if r.Exit != 1 {
+		t.Fatalf("plan exit %d; want 1 (the host changed since the last plan):\n%s", r.Exit, r.describe())
+	}
+	r.wantDiag(t, "error", `^`+where+` changed since the plan: apply would grant, the plan said grant_and_restart$`, `says this once`)
 	r, c = w.planOut("grant.tfplan")
 	wantPlanned(t, c, "grant")
 	r.wantDiag(t, "warning", `^`+where+`: apply grants the right, no restart$`, `running Engine already has IFI on`)
@@ -209,4 +216,40 @@ func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 	r = w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-var", "restarts_allowed=true")
 	r.wantPlanExit(t, 2)
 	r.wantNoDiag(t, "warning", "Check block assertion failed")
+}
+
+// A create's saved plan whose host changed before the apply: the apply fails with
+// the provider's own error (what changed, on which instance, plan again), changing
+// nothing, never Terraform's "inconsistent final plan". Terraform plans a create
+// again during the apply with no trace of the plan (docs/design/plan.md), so the
+// provider recognises the change from its plan record.
+func TestCLI_savedCreatePlanHostChanged(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	// The running Engine has IFI, the grant is gone: the create grants, no restart.
+	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	_, c := w.planOut("create.tfplan")
+	wantPlanned(t, c, "grant")
+	// The Engine restarts without the right: the create would now have to restart it.
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	stops := e.stops("MSSQLSERVER")
+	r := w.run("apply", "-json", "-no-color", "create.tfplan")
+	if r.Exit == 0 {
+		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
+	}
+	where := regexp.QuoteMeta("instance MSSQLSERVER on " + e.addr)
+	r.wantDiag(t, "error", `^`+where+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
+		`Nothing was changed(.|\n)*Run terraform plan again`)
+	r.wantNoDiag(t, "error", "inconsistent")
+	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
+		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
+	}
+	// The next plan says what the apply now does.
+	p, c := w.planOut("again.tfplan")
+	p.wantPlanExit(t, 2)
+	wantPlanned(t, c, "grant_and_restart")
 }
