@@ -139,6 +139,10 @@ type ReadInstanceResult struct {
 
 	RightHolders          []Principal     `json:"right_holders"`          // direct holders of Params.Right
 	AdministratorsMembers []Principal     `json:"administrators_members"` // direct members of S-1-5-32-544
+	// AdministratorsDigest is never sent by a host: the engine sets it when it keeps
+	// a read between operations (ifi.KeepForDecisions), in place of
+	// AdministratorsMembers: the SHA-256 of the members' sorted, upper-cased SIDs.
+	AdministratorsDigest string `json:"administrators_digest,omitempty"`
 	GroupPolicy           GroupPolicyInfo `json:"group_policy"`
 	ErrorLog              ErrorLogInfo    `json:"errorlog"`
 	Dependents            []ServiceInfo   `json:"dependents"` // services that depend on the Engine

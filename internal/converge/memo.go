@@ -23,8 +23,11 @@ import (
 //   - the last observation, Read at ReadAt with SQL Server's Verification: an apply
 //     right after the plan uses the read instead of reading again
 //     (DefaultReadFreshness), and the plan predicts the apply from both
-//     (ifi.Predict). The read is read_instance's answer for an installed instance,
-//     without the list of the host's other instances.
+//     (ifi.Predict). The read is the part of read_instance's answer for an
+//     installed instance that those decisions use (ifi.KeepForDecisions): no member
+//     of Administrators (only the start account's membership and a digest of the
+//     list), no holder of the right that cannot reach the Engine's token, not the
+//     host's other instances.
 type Memo struct {
 	Host               string                       `json:"host"`
 	Instance           string                       `json:"instance"`
@@ -50,6 +53,7 @@ func DecodeMemo(b []byte, t Target) *Memo {
 	if m.IneffectiveRestart != nil && m.IneffectiveRestart.StartAccountSID == "" {
 		m.IneffectiveRestart = nil
 	}
+	m.IneffectiveRestart.Upgrade()
 	if m.LastRestart != nil && m.LastRestart.Seconds <= 0 {
 		m.LastRestart = nil
 	}
@@ -95,9 +99,14 @@ func (m *Memo) Remember(out *Outcome) {
 	m.SQLPort = out.SQLPort
 	m.Read, m.ReadAt, m.Verification = nil, time.Time{}, nil
 	if out.Read != nil && out.Read.Found {
-		r := *out.Read
-		r.InstalledInstances = nil
+		var keep []string // the SIDs a later decision looks for among the right's holders
+		if out.Assessment != nil {
+			keep = append(keep, out.Assessment.GranteeSID) // the next update's PriorGranteeSID
+		}
+		if out.IneffectiveRestart != nil {
+			keep = append(keep, out.IneffectiveRestart.Holders...)
+		}
 		v := out.Verification
-		m.Read, m.ReadAt, m.Verification = &r, out.ReadAt.UTC(), &v
+		m.Read, m.ReadAt, m.Verification = ifi.KeepForDecisions(out.Read, keep...), out.ReadAt.UTC(), &v
 	}
 }
