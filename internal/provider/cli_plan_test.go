@@ -176,17 +176,25 @@ func TestCLI_savedPlanHostChanged(t *testing.T) {
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	w.mustApply()
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
-	_, c := w.planOut("grant.tfplan")
+	wantSavedGrantRefused(t, w, e, "grant.tfplan")
+}
+
+// wantSavedGrantRefused saves a plan that only grants, restarts the Engine without
+// the right, and applies the saved plan: it must fail with the provider's own
+// error (what changed, on which instance, plan again), changing nothing.
+func wantSavedGrantRefused(t *testing.T, w *cliWork, e *accEnv, file string) {
+	t.Helper()
+	_, c := w.planOut(file)
 	wantPlanned(t, c, "grant")
 	// The running Engine loses IFI: the apply would now have to restart it.
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	stops := e.stops("MSSQLSERVER")
-	r := w.run("apply", "-json", "-no-color", "grant.tfplan")
+	r := w.run("apply", "-json", "-no-color", file)
 	if r.Exit == 0 {
 		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
 	}
 	r.wantDiag(t, "error", `^instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
-		`Nothing was changed(.|\n)*terraform plan again`)
+		`Nothing was changed(.|\n)*Run terraform plan again`)
 	r.wantNoDiag(t, "error", "inconsistent")
 	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
 		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
@@ -232,22 +240,7 @@ func TestCLI_savedCreatePlanHostChanged(t *testing.T) {
 	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
-	_, c := w.planOut("create.tfplan")
-	wantPlanned(t, c, "grant")
-	// The Engine restarts without the right: the create would now have to restart it.
-	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
-	stops := e.stops("MSSQLSERVER")
-	r := w.run("apply", "-json", "-no-color", "create.tfplan")
-	if r.Exit == 0 {
-		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
-	}
-	where := regexp.QuoteMeta("instance MSSQLSERVER on " + e.addr)
-	r.wantDiag(t, "error", `^`+where+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
-		`Nothing was changed(.|\n)*Run terraform plan again`)
-	r.wantNoDiag(t, "error", "inconsistent")
-	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
-		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
-	}
+	wantSavedGrantRefused(t, w, e, "create.tfplan")
 	// The next plan says what the apply now does.
 	p, c := w.planOut("again.tfplan")
 	p.wantPlanExit(t, 2)
