@@ -5,7 +5,7 @@
 #   otherwise OpenTofu v1.12.6 built from the Go module proxy (Terraform itself cannot
 #   be built from the proxy), cached under ${XDG_CACHE_HOME:-$HOME/.cache}/mssqlifi.
 #
-# The build takes 6 to 8 minutes on two cores (longer on a busy machine), once; later
+# The build takes 4 to 5 minutes on two cores (longer on a busy machine), once; later
 # calls reuse it.
 set -euo pipefail
 
@@ -69,7 +69,7 @@ if [[ -z "$moddir" || ! -d "$moddir" ]]; then
 	exit 1
 fi
 
-log "building tofu from $moddir into $CACHE_DIR: 6 to 8 minutes on 2 cores, once; nothing is printed meanwhile"
+log "building tofu from $moddir into $CACHE_DIR: 4 to 5 minutes on 2 cores, once; nothing is printed meanwhile"
 # The module folder is read-only; the build writes only to -o and the build cache.
 if ! (cd "$moddir" && GOFLAGS=-buildvcs=false go build -trimpath \
 	-ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \

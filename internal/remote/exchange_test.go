@@ -39,7 +39,7 @@ func diff(a, b winsim.HostStats) winsim.HostStats {
 		WinRMConnections: b.WinRMConnections - a.WinRMConnections, WinRMRequests: b.WinRMRequests - a.WinRMRequests,
 		TLSHandshakes: b.TLSHandshakes - a.TLSHandshakes, TLSResumed: b.TLSResumed - a.TLSResumed,
 		NTLMHandshakes: b.NTLMHandshakes - a.NTLMHandshakes, PowerShellProcesses: b.PowerShellProcesses - a.PowerShellProcesses,
-		WinRMSignals: b.WinRMSignals - a.WinRMSignals,
+		WinRMSignals: b.WinRMSignals - a.WinRMSignals, WinRMReceives: b.WinRMReceives - a.WinRMReceives,
 	}
 }
 
@@ -89,8 +89,13 @@ func TestRefreshUsesOneConnectionAndAtMostSixRequests(t *testing.T) {
 		t.Errorf("one read_instance: %d connections, %d TLS and %d NTLM handshakes, %d PowerShell processes; want 1 of each",
 			d.WinRMConnections, d.TLSHandshakes, d.NTLMHandshakes, d.PowerShellProcesses)
 	}
-	if d.WinRMRequests > 6 {
-		t.Errorf("one read_instance took %d HTTP requests, want at most 6", d.WinRMRequests)
+	// The authentication leg, Create, Command, Send and Delete: five requests, plus
+	// the Receives. How many Receives a command takes depends on when its output is
+	// ready (a Receive returns what is there and the client polls again), so a busy
+	// machine may need a second one; the other requests do not vary.
+	if other := d.WinRMRequests - d.WinRMReceives; other > 5 || d.WinRMReceives < 1 {
+		t.Errorf("one read_instance took %d HTTP requests besides %d Receive(s), want at most 5 and at least one Receive",
+			other, d.WinRMReceives)
 	}
 	if d.WinRMSignals != 0 {
 		t.Errorf("the host saw %d Signal requests after a command that had exited, want none", d.WinRMSignals)
@@ -181,8 +186,9 @@ func TestEncryptedRefreshOverHTTPUsesOneConnectionAndSevenRequests(t *testing.T)
 		t.Errorf("one encrypted read_instance: %d connections, %d NTLM handshakes, %d PowerShell processes, %d Signals; want 1, 1, 1, 0",
 			d.WinRMConnections, d.NTLMHandshakes, d.PowerShellProcesses, d.WinRMSignals)
 	}
-	if d.WinRMRequests > 7 {
-		t.Errorf("one encrypted read_instance took %d HTTP requests, want at most 7 (2 NTLM legs, Create, Command, Send, Receive, Delete)", d.WinRMRequests)
+	if other := d.WinRMRequests - d.WinRMReceives; other > 6 || d.WinRMReceives < 1 {
+		t.Errorf("one encrypted read_instance took %d HTTP requests besides %d Receive(s), want at most 6 (2 NTLM legs, Create, Command, Send, Delete) and at least one Receive",
+			other, d.WinRMReceives)
 	}
 	t.Logf("one encrypted read_instance over HTTP: %+v", d)
 }

@@ -96,6 +96,7 @@ type HostStats struct {
 	NTLMHandshakes      int64 `json:"ntlm_handshakes"`
 	KerberosLogons      int64 `json:"kerberos_logons"`
 	WinRMSignals        int64 `json:"winrm_signals"`
+	WinRMReceives       int64 `json:"winrm_receives"` // Receive requests, part of WinRMRequests
 	PowerShellProcesses int64 `json:"powershell_processes"`
 	AddTypeCompilations int64 `json:"add_type_compilations"`
 	SQLConnections      int64 `json:"sql_connections"`
@@ -117,6 +118,7 @@ func (s *Sim) Stats(hostName string) (HostStats, error) {
 		NTLMHandshakes:      ws.NTLMHandshakes,
 		KerberosLogons:      ws.KerberosLogons,
 		WinRMSignals:        ws.Signals,
+		WinRMReceives:       ws.Receives,
 		PowerShellProcesses: hs.PowerShellProcesses,
 		AddTypeCompilations: hs.AddTypeCompilations,
 		SQLConnections:      sh.sqlWire.conns.Load(),
@@ -135,6 +137,7 @@ func (s *Sim) TotalStats() HostStats {
 		t.NTLMHandshakes += st.NTLMHandshakes
 		t.KerberosLogons += st.KerberosLogons
 		t.WinRMSignals += st.WinRMSignals
+		t.WinRMReceives += st.WinRMReceives
 		t.PowerShellProcesses += st.PowerShellProcesses
 		t.AddTypeCompilations += st.AddTypeCompilations
 		t.SQLConnections += st.SQLConnections

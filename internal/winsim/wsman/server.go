@@ -79,6 +79,7 @@ type Server struct {
 	ntlmNegotiates atomic.Int64 // NTLM NEGOTIATE messages: handshakes begun
 	krbLogons      atomic.Int64 // Kerberos logons accepted (AP-REQ verified, AP-REP sent)
 	signals        atomic.Int64 // Signal requests
+	receives       atomic.Int64 // Receive requests (a client polls again when one returns before the command ends)
 }
 
 // Stats counts what an endpoint served, for benchmarks.
@@ -87,11 +88,12 @@ type Stats struct {
 	NTLMHandshakes int64 // NTLM handshakes begun (NEGOTIATE messages)
 	KerberosLogons int64 // Kerberos logons accepted
 	Signals        int64 // Signal requests
+	Receives       int64 // Receive requests
 }
 
 // Stats returns the endpoint's counters.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), KerberosLogons: s.krbLogons.Load(), Signals: s.signals.Load()}
+	return Stats{Requests: s.requests.Load(), NTLMHandshakes: s.ntlmNegotiates.Load(), KerberosLogons: s.krbLogons.Load(), Signals: s.signals.Load(), Receives: s.receives.Load()}
 }
 
 // ntlmNegotiatePrefix is "Negotiate " and the base64 of "NTLMSSP\x00" and type 1.
@@ -350,6 +352,7 @@ func (s *Server) dispatch(r *http.Request, user string, body []byte) (int, []byt
 		case actionSend:
 			return s.send(req, sh, faulted)
 		case actionReceive:
+			s.receives.Add(1)
 			return s.receive(r, req, sh, faulted)
 		default:
 			return s.signal(r, req, sh, faulted)
