@@ -4,6 +4,9 @@
 #   terraform plan -out=tfplan && terraform show -json tfplan > plan.json
 #   opa eval --format pretty --input plan.json --data planned_action.rego 'data.mssqlifi.restarts.deny'
 #
+# planned_action_test.rego holds its unit tests (opa test examples/policies); make
+# policy-test runs them, and evaluates the policy on a real plan of testdata/ against
+# the simulator (scripts/policy-test.sh).
 # planned_action is the only machine-readable prediction in the plan's JSON (the
 # plan's warnings are not in it). Unknown at plan time means "may restart".
 package mssqlifi.restarts
@@ -18,7 +21,9 @@ ifi_changes contains rc if {
 	not "delete" in rc.change.actions
 }
 
-in_window if input.variables.restarts_allowed.value == true
+# The plan's JSON holds a variable as it was given: -var restarts_allowed=true is the
+# string "true" there, a tfvars file's true the boolean.
+in_window if input.variables.restarts_allowed.value in {true, "true"}
 
 deny contains msg if {
 	some rc in ifi_changes
@@ -26,6 +31,17 @@ deny contains msg if {
 	not in_window
 	msg := sprintf("%s: planned_action = %q restarts SQL Server on %s outside the maintenance window",
 		[rc.address, rc.change.after.planned_action, rc.change.after.host])
+}
+
+# A primary replica is never restarted by a plan, maintenance window or not: fail
+# the group over first. The role is the state's (the refresh's read), so this applies
+# to instances already under Terraform; a create's plan does not know it.
+deny contains msg if {
+	some rc in ifi_changes
+	rc.change.after.planned_action in restart_actions
+	rc.change.before.availability_role == "primary"
+	msg := sprintf("%s: planned_action = %q restarts the primary replica of %s on %s: fail the group over first",
+		[rc.address, rc.change.after.planned_action, rc.change.before.availability_group, rc.change.before.host])
 }
 
 deny contains msg if {

@@ -137,11 +137,15 @@ type ReadInstanceResult struct {
 	StartupParameters []string `json:"startup_parameters"` // SQLArg0..N, e.g. -T1806
 	Clustered         bool     `json:"clustered"`
 
-	RightHolders          []Principal     `json:"right_holders"`          // direct holders of Params.Right
-	AdministratorsMembers []Principal     `json:"administrators_members"` // direct members of S-1-5-32-544
-	GroupPolicy           GroupPolicyInfo `json:"group_policy"`
-	ErrorLog              ErrorLogInfo    `json:"errorlog"`
-	Dependents            []ServiceInfo   `json:"dependents"` // services that depend on the Engine
+	RightHolders          []Principal `json:"right_holders"`          // direct holders of Params.Right
+	AdministratorsMembers []Principal `json:"administrators_members"` // direct members of S-1-5-32-544
+	// AdministratorsDigest is never sent by a host: the engine sets it when it keeps
+	// a read between operations (ifi.KeepForDecisions), in place of
+	// AdministratorsMembers: the SHA-256 of the members' sorted, upper-cased SIDs.
+	AdministratorsDigest string          `json:"administrators_digest,omitempty"`
+	GroupPolicy          GroupPolicyInfo `json:"group_policy"`
+	ErrorLog             ErrorLogInfo    `json:"errorlog"`
+	Dependents           []ServiceInfo   `json:"dependents"` // services that depend on the Engine
 	// HADR is what Windows tells of the instance's Always On availability groups
 	// without SQL Server; nil from a host that does not report it.
 	HADR *HADRInfo `json:"hadr,omitempty"`

@@ -63,9 +63,13 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
+		requested := e.clock().Now()
 		back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
 		if err == nil {
 			err = e.waitReady(ctx, t, obs.SQLTarget, out)
+		}
+		if err == nil {
+			out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
 		}
 		release()
 		if err != nil {

@@ -140,6 +140,10 @@ type Outcome struct {
 	Verification ifi.Verification
 	// Action is what the apply did, or refused (ifi.ActionOf); "" from a read.
 	Action ifi.Action
+	// LastRestart is this apply's timing of its restart, from the request to SQL
+	// Server accepting connections (nil when it made none, or the restart failed);
+	// the caller keeps it for the next plan's "unavailable for about N s".
+	LastRestart *ifi.MeasuredRestart
 }
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the

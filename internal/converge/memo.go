@@ -16,18 +16,24 @@ import (
 //     assesses against;
 //   - IneffectiveRestart: the lesson of a restart that left IFI on (ifi), so that no
 //     apply restarts again for nothing;
+//   - LastRestart: the provider's timing of its last restart of the instance,
+//     which the plan quotes ("unavailable for about N s");
 //   - SQLPort: where SQL Server listened, so the next SQL check starts alongside
 //     read_instance (Target.SQLPortHint);
 //   - the last observation, Read at ReadAt with SQL Server's Verification: an apply
 //     right after the plan uses the read instead of reading again
 //     (DefaultReadFreshness), and the plan predicts the apply from both
-//     (ifi.Predict). The read is read_instance's answer for an installed instance,
-//     without the list of the host's other instances.
+//     (ifi.Predict). The read is the part of read_instance's answer for an
+//     installed instance that those decisions use (ifi.KeepForDecisions): no member
+//     of Administrators (only the start account's membership and a digest of the
+//     list), no holder of the right that cannot reach the Engine's token, not the
+//     host's other instances.
 type Memo struct {
 	Host               string                       `json:"host"`
 	Instance           string                       `json:"instance"`
 	Enabled            *bool                        `json:"enabled,omitempty"`
 	IneffectiveRestart *ifi.IneffectiveRestart      `json:"ineffective_restart,omitempty"`
+	LastRestart        *ifi.MeasuredRestart         `json:"last_restart,omitempty"`
 	SQLPort            int                          `json:"sql_port,omitempty"`
 	ReadAt             time.Time                    `json:"read_at,omitzero"`
 	Read               *contract.ReadInstanceResult `json:"read,omitempty"`
@@ -46,6 +52,10 @@ func DecodeMemo(b []byte, t Target) *Memo {
 	}
 	if m.IneffectiveRestart != nil && m.IneffectiveRestart.StartAccountSID == "" {
 		m.IneffectiveRestart = nil
+	}
+	m.IneffectiveRestart.Upgrade()
+	if m.LastRestart != nil && m.LastRestart.Seconds <= 0 {
+		m.LastRestart = nil
 	}
 	if m.SQLPort < 0 || m.SQLPort > 65535 {
 		m.SQLPort = 0
@@ -73,6 +83,7 @@ func (m *Memo) Prime(t *Target, d *ifi.Desired) {
 		t.Read, t.ReadAt = m.Read, m.ReadAt
 	}
 	d.IneffectiveRestart = m.IneffectiveRestart
+	d.LastRestart = m.LastRestart
 }
 
 // Remember keeps what the outcome of an operation on the memo's instance tells the
@@ -82,12 +93,20 @@ func (m *Memo) Remember(out *Outcome) {
 		return
 	}
 	m.IneffectiveRestart = out.IneffectiveRestart
+	if out.LastRestart != nil {
+		m.LastRestart = out.LastRestart
+	}
 	m.SQLPort = out.SQLPort
 	m.Read, m.ReadAt, m.Verification = nil, time.Time{}, nil
 	if out.Read != nil && out.Read.Found {
-		r := *out.Read
-		r.InstalledInstances = nil
+		var keep []string // the SIDs a later decision looks for among the right's holders
+		if out.Assessment != nil {
+			keep = append(keep, out.Assessment.GranteeSID) // the next update's PriorGranteeSID
+		}
+		if out.IneffectiveRestart != nil {
+			keep = append(keep, out.IneffectiveRestart.Holders...)
+		}
 		v := out.Verification
-		m.Read, m.ReadAt, m.Verification = &r, out.ReadAt.UTC(), &v
+		m.Read, m.ReadAt, m.Verification = ifi.KeepForDecisions(out.Read, keep...), out.ReadAt.UTC(), &v
 	}
 }

@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -53,3 +54,37 @@ func encodedMemo(t Target, port int) []byte {
 	m.SQLPort = port
 	return m.Encode()
 }
+
+// The plan's "unavailable for about N s" comes from the last restart the engine
+// timed: from its restart request to SQL Server accepting connections. An apply
+// without a restart keeps the timing the memo had.
+func TestApplyTimesItsRestart(t *testing.T) {
+	h := newFakeHost()
+	w := newWorld(h)
+	clock := &steppingClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	w.engine.Clock = clock
+	h.onRestart = func() { clock.now = clock.now.Add(37 * time.Second) } // the host takes 37 s to stop and start
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.LastRestart == nil || out.LastRestart.Seconds != 37 {
+		t.Fatalf("the apply timed its restart as %+v; want 37 s", out.LastRestart)
+	}
+	m := NewMemo(defaultTarget)
+	m.Remember(out)
+	m = DecodeMemo(m.Encode(), defaultTarget)
+	m.Remember(&Outcome{}) // a later operation without a restart
+	tg, d := defaultTarget, ifi.Desired{}
+	m.Prime(&tg, &d)
+	if d.LastRestart == nil || d.LastRestart.Seconds != 37 {
+		t.Errorf("the memo gives the next plan %+v; want the 37 s restart", d.LastRestart)
+	}
+}
+
+// steppingClock stands still until the test moves it.
+type steppingClock struct{ now time.Time }
+
+func (c *steppingClock) Now() time.Time { return c.now }
+
+func (c *steppingClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

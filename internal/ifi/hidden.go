@@ -25,9 +25,13 @@ type IneffectiveRestart struct {
 	StartAccountSID string `json:"start_account_sid"`
 	// Holders are the right's direct holders at the restart (SIDs, upper-case, sorted).
 	Holders []string `json:"holders"`
-	// Administrators are the direct members of Administrators at the restart
-	// (SIDs, upper-case, sorted).
-	Administrators []string `json:"administrators"`
+	// AdministratorsDigest is the digest of Administrators' direct members at the
+	// restart (their sorted, upper-cased SIDs, as KeepForDecisions keeps them): the
+	// lesson holds while they stay the same, and the memo keeps no member.
+	AdministratorsDigest string `json:"administrators_digest"`
+	// LegacyAdministrators is the member list an older version kept; Upgrade turns
+	// it into AdministratorsDigest.
+	LegacyAdministrators []string `json:"administrators,omitempty"`
 	// ProcessStart is when the restarted Engine's process started (UTC); nil when
 	// the host did not say.
 	ProcessStart *time.Time `json:"process_start,omitempty"`
@@ -45,11 +49,11 @@ func LearnIneffectiveRestart(a *Assessment) *IneffectiveRestart {
 	}
 	ri := a.observed.Instance
 	return &IneffectiveRestart{
-		StartAccountSID: strings.ToUpper(a.ServiceAccountSID),
-		Holders:         upperSorted(sidsOf(ri.RightHolders)),
-		Administrators:  upperSorted(sidsOf(ri.AdministratorsMembers)),
-		ProcessStart:    ri.ProcessStartTime,
-		Source:          a.VerifiedBy,
+		StartAccountSID:      strings.ToUpper(a.ServiceAccountSID),
+		Holders:              upperSorted(sidsOf(ri.RightHolders)),
+		AdministratorsDigest: administratorsDigest(ri),
+		ProcessStart:         ri.ProcessStartTime,
+		Source:               a.VerifiedBy,
 	}
 }
 
@@ -65,7 +69,18 @@ func hiddenApplies(m *IneffectiveRestart, accountSID string, o Observed) bool {
 	if v.Source == SourceNone || v.Source == "" || v.Enabled == nil || !*v.Enabled || hasTraceFlag1806(ri.StartupParameters) {
 		return false
 	}
-	return slices.Equal(upperSorted(sidsOf(ri.AdministratorsMembers)), upperSorted(m.Administrators))
+	return administratorsDigest(ri) == m.AdministratorsDigest
+}
+
+// Upgrade turns a lesson an older version kept (Administrators' members as a list)
+// into today's (their digest).
+func (m *IneffectiveRestart) Upgrade() {
+	if m != nil && len(m.LegacyAdministrators) > 0 && m.AdministratorsDigest == "" {
+		m.AdministratorsDigest = digestOf(upperSorted(m.LegacyAdministrators))
+	}
+	if m != nil {
+		m.LegacyAdministrators = nil
+	}
 }
 
 // covers reports whether holders include every holder of the lesson's restart: the
@@ -94,6 +109,9 @@ func (a *Assessment) hiddenVia() string {
 // what to check.
 func (a *Assessment) hiddenWarning() Warning {
 	admins := principals(a.observed.Instance.AdministratorsMembers)
+	if a.observed.Instance.AdministratorsDigest != "" { // a kept read (KeepForDecisions) names no member
+		admins = "as on the host: the provider keeps no list of them"
+	}
 	return Warning{WarnHiddenMembership, "IFI stays on through a group the host cannot expand",
 		fmt.Sprintf("On %s %s (direct members of Administrators: %s). The provider does not restart the service %s again for this "+
 			"while the start account, the right's holders and Administrators' members stay as they are. To see why, list the "+

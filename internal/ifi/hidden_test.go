@@ -58,7 +58,7 @@ func TestIneffectiveRestartWithoutLessonRestartsAgain(t *testing.T) {
 func TestLearnIneffectiveRestart(t *testing.T) {
 	m := lesson(t)
 	if m.StartAccountSID != acctSID || strings.Join(m.Holders, ",") != winsid.Administrators ||
-		strings.Join(m.Administrators, ",") != groupSID+","+adminSID || m.Source != SourceSQLDMV || m.ProcessStart == nil {
+		m.AdministratorsDigest != digestOf([]string{groupSID, adminSID}) || m.Source != SourceSQLDMV || m.ProcessStart == nil {
 		t.Fatalf("lesson %+v", m)
 	}
 	for name, o := range map[string]Observed{

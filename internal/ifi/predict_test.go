@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
@@ -26,14 +27,18 @@ func TestPredict(t *testing.T) {
 	}{
 		{"nothing to do", enable, obs(dmv(true), holders(svcSID)), false, ActionNone, "", ""},
 		{"grant and restart, with the running dependents", enable, obs(dmv(false), running), false, ActionGrantAndRestart,
-			`^instance MSSQLSERVER on sql01\.corp\.example: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
+			`^instance MSSQLSERVER on sql01\.corp\.example: apply grants the right and restarts SQL Server \(MSSQLSERVER\): ` +
+				`unavailable for typically at least 30 s$`,
 			`grants "Perform volume maintenance tasks" to NT SERVICE\\MSSQLSERVER .*restarts the service MSSQLSERVER with SQLSERVERAGENT \(the running Engine has IFI off` +
-				`.*unavailable until SQL Server is back`},
+				`.*unavailable while it restarts: typically at least 30 s, longer while SQL Server recovers large databases \(this provider has not timed a restart`},
+		{"grant and restart, timed by the last restart", withLastRestart(enable, 42), obs(dmv(false)), false, ActionGrantAndRestart,
+			`: apply grants the right and restarts SQL Server \(MSSQLSERVER\): unavailable for about 42 s$`,
+			`unavailable for about 42 s: its last restart by this provider \(2026-11-30T22:15:00Z\) took 42 s from the restart request to SQL Server accepting connections`},
 		{"grant again, no restart: the running Engine still has IFI", enable, obs(dmv(true)), true, ActionGrant,
 			`^Changed outside Terraform: instance MSSQLSERVER on sql01\.corp\.example: apply grants the right, no restart$`,
 			`NT SERVICE\\MSSQLSERVER no longer holds the right \(revoked outside Terraform\).*with no restart: the running Engine already has IFI on, as asked`},
 		{"restart only: pending", enable, obs(dmv(false), holders(svcSID)), true, ActionRestart,
-			`: apply restarts SQL Server \(MSSQLSERVER\)$`, `a restart is pending: the running Engine has IFI off and its next start gives it on`},
+			`: apply restarts SQL Server \(MSSQLSERVER\): unavailable for typically at least 30 s$`, `a restart is pending: the running Engine has IFI off and its next start gives it on`},
 		{"revoke and restart", disable, obs(dmv(true), holders(svcSID)), false, ActionRevokeAndRestart,
 			`apply revokes the right and restarts SQL Server`, `revokes "Perform volume maintenance tasks" from NT SERVICE\\MSSQLSERVER`},
 		{"revoke, restart never", withRestart(disable, RestartNever), obs(dmv(true), holders(svcSID)), false, ActionRevoke,
@@ -109,6 +114,47 @@ func TestActionsAreDistinct(t *testing.T) {
 	for _, a := range []Action{ActionGrantAndRestart, ActionRevokeAndRestart, ActionRestart} {
 		if !a.Restarts() {
 			t.Errorf("%q.Restarts() = false", a)
+		}
+	}
+}
+
+func withLastRestart(d Desired, seconds int) Desired {
+	d.LastRestart = &MeasuredRestart{At: time.Date(2026, 11, 30, 22, 15, 0, 0, time.UTC), Seconds: seconds}
+	return d
+}
+
+// The timing the plan quotes is the restart's, rounded to whole seconds, never 0.
+func TestMeasureRestart(t *testing.T) {
+	at := time.Date(2026, 11, 30, 22, 15, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		took time.Duration
+		want int // 0: nil
+	}{{0, 0}, {-time.Second, 0}, {200 * time.Millisecond, 1}, {41600 * time.Millisecond, 42}, {42 * time.Second, 42}} {
+		m := MeasureRestart(at, at.Add(tc.took))
+		switch {
+		case tc.want == 0 && m != nil:
+			t.Errorf("%s: %+v; want none", tc.took, m)
+		case tc.want != 0 && (m == nil || m.Seconds != tc.want || !m.At.Equal(at)):
+			t.Errorf("%s: %+v; want %d s at %s", tc.took, m, tc.want, at)
+		}
+	}
+}
+
+// The create's "changed since the plan" names the instance and both actions, says
+// that nothing was changed and what to do, and when the plan was made.
+func TestCreatePlanChanged(t *testing.T) {
+	now, err := Predict(enable, obs(dmv(false)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := CreatePlanChanged("sql01.corp.example", "MSSQLSERVER", ActionGrant, time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC), now)
+	if want := "instance MSSQLSERVER on sql01.corp.example changed since the plan: apply would grant_and_restart, the plan said grant"; r.Summary != want {
+		t.Errorf("summary %q; want %q", r.Summary, want)
+	}
+	for _, want := range []string{`last planned at 2026-12-01T09:30:00Z with planned_action = "grant"`, "Nothing was changed on this instance",
+		"Run terraform plan again", "restarts the service MSSQLSERVER"} {
+		if !strings.Contains(r.Detail, want) {
+			t.Errorf("detail %q does not say %q", r.Detail, want)
 		}
 	}
 }

@@ -76,6 +76,10 @@ type Desired struct {
 	// IneffectiveRestart is what an earlier apply learned from a restart that left
 	// IFI on (kept in the resource's private state); nil when none.
 	IneffectiveRestart *IneffectiveRestart
+	// LastRestart is the provider's timing of its last restart of the instance
+	// (kept in the private state), for the plan's "unavailable for about N s"; nil
+	// when none.
+	LastRestart *MeasuredRestart
 	// Planned is what the plan predicted and the user approved (Predict); the apply
 	// refuses to do anything else (PlanChanged). "" or ActionVerify: no
 	// expectation.

@@ -101,12 +101,13 @@ func newCLI(t *testing.T) *cliWork {
 	env := []string{}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "TF_CLI_CONFIG_FILE" || strings.HasPrefix(k, "TF_LOG") || k == "TF_WORKSPACE" || strings.HasPrefix(k, "MSSQLIFI_") {
+		if k == "TF_CLI_CONFIG_FILE" || k == "XDG_CACHE_HOME" || strings.HasPrefix(k, "TF_LOG") || k == "TF_WORKSPACE" || strings.HasPrefix(k, "MSSQLIFI_") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	env = append(env, "TF_CLI_CONFIG_FILE="+conf, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_INPUT=0")
+	// The provider's plan records (plan_record.go) go to a cache of the test's own.
+	env = append(env, "TF_CLI_CONFIG_FILE="+conf, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_INPUT=0", "XDG_CACHE_HOME="+t.TempDir())
 	return &cliWork{t: t, dir: t.TempDir(), env: env, bin: bin}
 }
 

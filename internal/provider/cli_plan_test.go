@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 )
@@ -78,13 +80,23 @@ func TestCLI_createPlanSaysWhatApplyDoes(t *testing.T) {
 	r, c := w.planOut("restart.tfplan")
 	r.wantPlanExit(t, 2)
 	wantPlanned(t, c, "grant_and_restart")
-	r.wantDiag(t, "warning", `^`+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
-		regexp.QuoteMeta(`grants "Perform volume maintenance tasks" to NT SERVICE\MSSQLSERVER`)+`(.|\n)*restarts the service MSSQLSERVER`)
+	// No restart of this instance timed yet: the documented default, said as such.
+	r.wantDiag(t, "warning", `^`+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\): unavailable for typically at least `+
+		strconv.Itoa(int(ifi.DefaultRestartUnavailable/time.Second))+` s$`,
+		regexp.QuoteMeta(`grants "Perform volume maintenance tasks" to NT SERVICE\MSSQLSERVER`)+`(.|\n)*restarts the service MSSQLSERVER`+
+			`(.|\n)*has not timed a restart of this instance yet`)
 
 	// The running Engine has IFI (granted and restarted), the grant is gone again: grant only.
 	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	// The first plan since the change meets the record of the unapplied one
+	// (plan_record.go): it says what changed, once; the next plan predicts anew.
+	r = w.run("plan", "-json", "-no-color")
+	if r.Exit != 1 {
+		t.Fatalf("plan exit %d; want 1 (the host changed since the last plan):\n%s", r.Exit, r.describe())
+	}
+	r.wantDiag(t, "error", `^`+where+` changed since the plan: apply would grant, the plan said grant_and_restart$`, `says this once`)
 	r, c = w.planOut("grant.tfplan")
 	wantPlanned(t, c, "grant")
 	r.wantDiag(t, "warning", `^`+where+`: apply grants the right, no restart$`, `running Engine already has IFI on`)
@@ -150,8 +162,9 @@ func TestCLI_driftPlansNameWhatChanged(t *testing.T) {
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	r, c = w.planOut("restarted.tfplan")
 	wantPlanned(t, c, "grant_and_restart")
-	r.wantDiag(t, "warning", `^Changed outside Terraform: `+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\)$`,
-		`revoked outside Terraform(.|\n)*restarts the service MSSQLSERVER`)
+	// The first apply restarted the Engine and timed it: the plan quotes that restart.
+	r.wantDiag(t, "warning", `^Changed outside Terraform: `+where+`: apply grants the right and restarts SQL Server \(MSSQLSERVER\): unavailable for about \d+ s$`,
+		`revoked outside Terraform(.|\n)*restarts the service MSSQLSERVER(.|\n)*its last restart by this provider \(20\d\d-[^)]*\) took \d+ s from the restart request`)
 }
 
 // A saved plan whose host changed before the apply: the apply fails with the
@@ -163,17 +176,25 @@ func TestCLI_savedPlanHostChanged(t *testing.T) {
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	w.mustApply()
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
-	_, c := w.planOut("grant.tfplan")
+	wantSavedGrantRefused(t, w, e, "grant.tfplan")
+}
+
+// wantSavedGrantRefused saves a plan that only grants, restarts the Engine without
+// the right, and applies the saved plan: it must fail with the provider's own
+// error (what changed, on which instance, plan again), changing nothing.
+func wantSavedGrantRefused(t *testing.T, w *cliWork, e *accEnv, file string) {
+	t.Helper()
+	_, c := w.planOut(file)
 	wantPlanned(t, c, "grant")
 	// The running Engine loses IFI: the apply would now have to restart it.
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	stops := e.stops("MSSQLSERVER")
-	r := w.run("apply", "-json", "-no-color", "grant.tfplan")
+	r := w.run("apply", "-json", "-no-color", file)
 	if r.Exit == 0 {
 		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
 	}
 	r.wantDiag(t, "error", `^instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
-		`Nothing was changed(.|\n)*terraform plan again`)
+		`Nothing was changed(.|\n)*Run terraform plan again`)
 	r.wantNoDiag(t, "error", "inconsistent")
 	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
 		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
@@ -203,4 +224,25 @@ func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 	r = w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-var", "restarts_allowed=true")
 	r.wantPlanExit(t, 2)
 	r.wantNoDiag(t, "warning", "Check block assertion failed")
+}
+
+// A create's saved plan whose host changed before the apply: the apply fails with
+// the provider's own error (what changed, on which instance, plan again), changing
+// nothing, never Terraform's "inconsistent final plan". Terraform plans a create
+// again during the apply with no trace of the plan (docs/design/plan.md), so the
+// provider recognises the change from its plan record.
+func TestCLI_savedCreatePlanHostChanged(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	// The running Engine has IFI, the grant is gone: the create grants, no restart.
+	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	wantSavedGrantRefused(t, w, e, "create.tfplan")
+	// The next plan says what the apply now does.
+	p, c := w.planOut("again.tfplan")
+	p.wantPlanExit(t, 2)
+	wantPlanned(t, c, "grant_and_restart")
 }

@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -104,7 +106,21 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		return
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings) // what the apply would say of the instance
-	r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
+	pred := r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
+	if pred == nil {
+		dropPlanRecord(host, instance)
+		return
+	}
+	// Terraform plans a create again during its apply, without anything of this plan
+	// (plan_record.go): a prediction that differs from the last plan's is the
+	// provider's own error, before Terraform's check blames the provider.
+	args := fmt.Sprintf("enabled=%t grantee=%s restart=%s port=%s", d.Enabled, d.Grantee, d.Restart, plan.Port)
+	now := time.Now()
+	if rec := loadPlanRecord(host, instance, args, now); rec != nil && rec.Action != pred.Action {
+		ref := ifi.CreatePlanChanged(host, instance, rec.Action, rec.At, *pred)
+		resp.Diagnostics.AddError(ref.Summary, ref.Detail)
+	}
+	savePlanRecord(planRecord{Host: host, Instance: instance, Desired: args, Action: pred.Action, At: now.UTC()})
 }
 
 // predictUpdate predicts the update of a resource in the state from the refresh's
@@ -122,7 +138,7 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	}
 	d := plan.desired()
 	d.PriorGranteeSID = state.GranteeSID.ValueString()
-	d.IneffectiveRestart = m.IneffectiveRestart
+	d.IneffectiveRestart, d.LastRestart = m.IneffectiveRestart, m.LastRestart
 	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
 	r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
@@ -136,19 +152,19 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 }
 
 // predict renders ifi.Predict on the read ri and verification v: planned_action and
-// the plan's warnings.
+// the plan's warnings. It returns the prediction, nil when it is unknown.
 func (r *ifiResource) predict(ctx context.Context, d ifi.Desired, t converge.Target, ri *contract.ReadInstanceResult, v *ifi.Verification,
-	drift bool, resp *resource.ModifyPlanResponse) {
+	drift bool, resp *resource.ModifyPlanResponse) *ifi.Prediction {
 	pred, err := ifi.Predict(d, ifi.Observed{Host: t.Host, Instance: ri, Verification: *v}, drift)
 	if err != nil {
 		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance, "its read cannot be assessed: "+
 			safetext.Escape(err.Error()))})
-		return
+		return nil
 	}
 	setPlannedAction(ctx, &resp.Plan, &pred.Action, &resp.Diagnostics)
-	if pred.Action == ifi.ActionNone {
-		return
+	if pred.Action != ifi.ActionNone {
+		addWarnings(&resp.Diagnostics, append(pred.PlanWarnings, pred.Warning))
 	}
-	addWarnings(&resp.Diagnostics, append(pred.PlanWarnings, pred.Warning))
+	return &pred
 }

@@ -63,6 +63,7 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
+	dropPlanRecord(plan.Host.ValueString(), plan.Instance.ValueString()) // the plan is applied now (plan_record.go)
 	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), converge.NewMemo(plan.target()), &resp.State, resp.Identity,
 		resp.Private, &resp.Diagnostics)
 }
@@ -218,6 +219,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	defer cancel()
 
 	t := state.target()
+	dropPlanRecord(t.Host, t.Instance)
 	out, err := r.c.engine().Destroy(ctx, t, state.desired())
 	r.c.rememberDestroyed(t.Host, t.Instance, out)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)

@@ -26,8 +26,13 @@ var resultOf = map[contract.Operation]any{
 // not write although its result type has them: restart_status reports the marker,
 // without the changes, the read-back and the event log warning of the request that
 // made it.
+// administrators_digest (ReadInstanceResult, in every result that holds one) is the
+// engine's, set when it keeps a read (ifi.KeepForDecisions); no host sends it.
 var notWritten = map[contract.Operation]map[string]bool{
-	contract.OpRestartStatus: {"changed": true, "instance": true, "event_log_warning": true},
+	contract.OpReadInstance:    {"administrators_digest": true},
+	contract.OpSetRight:        {"administrators_digest": true},
+	contract.OpRestartInstance: {"administrators_digest": true},
+	contract.OpRestartStatus:   {"changed": true, "instance": true, "event_log_warning": true, "administrators_digest": true},
 }
 
 // jsonTags lists the JSON names of t's fields, and of the structs it holds,

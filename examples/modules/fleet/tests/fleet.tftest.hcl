@@ -35,6 +35,17 @@ provider "mssqlifi" {
   }
 }
 
+# Before any apply, the plan says what the apply will do on each instance: the
+# simulated instances run without the right, so each is granted and restarted.
+run "plan_predicts_restarts" {
+  command = plan
+
+  assert {
+    condition     = alltrue([for id, r in mssqlifi_instant_file_initialization.this : r.planned_action == "grant_and_restart"])
+    error_message = "the plan does not predict a grant and a restart everywhere: ${jsonencode({ for id, r in mssqlifi_instant_file_initialization.this : id => r.planned_action })}"
+  }
+}
+
 run "apply_turns_ifi_on" {
   assert {
     condition     = length(output.instances) == 3
@@ -63,8 +74,7 @@ run "revoke_outside_terraform" {
 }
 
 # A plan sees it: refreshing reads the grant as gone, while the running Engine keeps
-# IFI until it restarts. (A normal plan then grants again; its planned values are
-# known only after apply, so the next run checks the repair instead.)
+# IFI until it restarts.
 run "plan_catches_drift" {
   command = plan
 
@@ -83,6 +93,21 @@ run "plan_catches_drift" {
   assert {
     condition     = mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/REPORTING"].privilege_granted == true
     error_message = "the plan reports drift on an instance nobody touched"
+  }
+}
+
+# A normal plan then says that the apply only grants again, without a restart (the
+# running Engine kept IFI), and leaves the other instances alone.
+run "plan_predicts_the_repair" {
+  command = plan
+
+  assert {
+    condition     = mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/MSSQLSERVER"].planned_action == "grant"
+    error_message = "the plan does not predict a grant without restart for the revoked right: ${mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/MSSQLSERVER"].planned_action}"
+  }
+  assert {
+    condition     = mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/REPORTING"].planned_action == "none"
+    error_message = "the plan predicts a change on an instance nobody touched"
   }
 }
 
