@@ -335,17 +335,20 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 	}
 	back, err := e.observeCluster(ctx, ct)
 	if err != nil {
-		return out, out.fail(&Error{Kind: KindReadBackFailed, Target: t, Err: err})
+		ferr := out.fail(&Error{Kind: KindReadBackFailed, Target: t, Err: err})
+		return out, ferr
 	}
 	ca, err = ifi.AssessCluster(d, back.Observed)
 	if err != nil {
-		return out, out.fail(&Error{Kind: KindAssessFailed, Target: t, Err: err})
+		ferr := out.fail(&Error{Kind: KindAssessFailed, Target: t, Err: err})
+		return out, ferr
 	}
 	out.Cluster, out.Observed, out.Enabled = ca, &back.Observed, clusterEnabled(d, ca)
 	out.Warnings = append(append(slices.Clone(back.Warnings), ca.Warnings...), out.Warnings...)
 	if out.Restarted && ca.OwnerAssessment != nil {
 		if err := ifi.Check(ca.OwnerAssessment); err != nil {
-			return out, out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: ca.Owner})
+			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: ca.Owner})
+			return out, ferr
 		}
 	}
 	return out, nil
