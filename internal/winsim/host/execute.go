@@ -413,7 +413,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		ServiceSIDType:        e.sidType,
 		TCPPort:               inst.port,
 		StartupParameters:     inst.startupParameters(),
-		Clustered:             inst.cfg.Clustered,
+		Clustered:             inst.clustered,
 		RightHolders:          sidPrincipals(h.rights[right]),
 		AdministratorsMembers: h.principals(h.admins),
 		GroupPolicy:           h.groupPolicyInfo(right),
@@ -522,7 +522,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitNotFound, "not_found",
 			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
 	}
-	if inst.cfg.Clustered {
+	if inst.Clustered() {
 		// docs/design/windows-behaviour.md#failover-clusters: never stop a clustered SQL
 		// Server through the SCM.
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
