@@ -442,21 +442,22 @@ func (s *Sim) ClusterDo(ctx context.Context, cluster string, a ClusterAction) (C
 		if err := errors.Join(need("role", a.Role), need("resource_type", a.ResourceType)); err != nil {
 			return res, err
 		}
-		wctx, cancel := context.WithTimeout(ctx, defaultActionWaitTimeout)
-		defer cancel()
+		var out host.ActionOutcome
 		var err error
 		if a.Action == ActionResourceOffline {
-			err = c.ResourceOffline(wctx, a.Role, a.ResourceType)
+			out, err = c.TakeResourceOffline(ctx, a.Role, a.ResourceType, defaultActionWaitTimeout)
 		} else {
-			err = c.ResourceOnline(wctx, a.Role, a.ResourceType)
+			out, err = c.BringResourceOnline(ctx, a.Role, a.ResourceType, defaultActionWaitTimeout)
 		}
 		if err != nil {
-			var ce *host.ClusterError
-			if errors.As(err, &ce) {
-				res.Error = ce.Error()
-				err = fmt.Errorf("%w: %s: %v", errClusterRefused, a.Action, ce)
-			}
 			return res, err
+		}
+		if out.Err != nil {
+			res.Error = out.Err.Error()
+			return res, fmt.Errorf("%w: %s: %s", errClusterRefused, a.Action, out.Err)
+		}
+		if !out.Finished {
+			return res, fmt.Errorf("%s of %s: the cluster did not finish within %s (it goes on)", a.Action, a.Role, defaultActionWaitTimeout)
 		}
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(clusterActionNames, ", "))

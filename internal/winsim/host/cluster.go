@@ -905,11 +905,73 @@ func (c *Cluster) moveSteps(r *clusterRole, from, to *clusterNode) *ClusterError
 	return ce
 }
 
-// RestartSQL is cluster_restart: take the SQL Server resource offline on its owner
-// (SQL Server Agent, which depends on it, goes offline first), then bring the
-// whole group online (MSCluster_ResourceGroup.BringOnline), which brings Agent
-// back. The caller waits at most wait.
+// RestartSQL is what cluster_restart asks of the cluster: take the SQL Server
+// resource offline on its owner (SQL Server Agent, which depends on it, goes
+// offline first), then bring the whole group online
+// (MSCluster_ResourceGroup.BringOnline), which brings Agent back. Each call waits
+// at most wait; an offline still under way when the group is asked online makes
+// the cluster refuse the online (the role stays offline).
 func (c *Cluster) RestartSQL(ctx context.Context, role string, wait time.Duration) (ActionOutcome, error) {
+	off, err := c.TakeResourceOffline(ctx, role, ResourceTypeSQLServer, wait)
+	if err != nil {
+		return off, err
+	}
+	on, err := c.BringGroupOnline(ctx, role, wait)
+	if err != nil {
+		return on, err
+	}
+	on.OwnerBefore = off.OwnerBefore
+	switch {
+	case off.Err != nil && on.Err != nil:
+		on.Err = &ClusterError{off.Err.Code, "TakeOffline: " + off.Err.Error() + "; BringOnline: " + on.Err.Error()}
+	case off.Err != nil:
+		on.Err = &ClusterError{off.Err.Code, "TakeOffline: " + off.Err.Message}
+	case on.Err != nil:
+		on.Err = &ClusterError{on.Err.Code, "BringOnline: " + on.Err.Message}
+	}
+	return on, nil
+}
+
+// TakeResourceOffline takes one resource (by type) of the role offline on its
+// owner, the resources that depend on it first (MSCluster_Resource.TakeOffline:
+// SQL Server takes SQL Server Agent with it). The caller waits at most wait.
+func (c *Cluster) TakeResourceOffline(ctx context.Context, role, typ string, wait time.Duration) (ActionOutcome, error) {
+	return c.ownerAction(ctx, role, "resource_offline", wait, func(r *clusterRole, n *clusterNode) *ClusterError {
+		types := []string{typ}
+		if typ == ResourceTypeSQLServer {
+			types = []string{ResourceTypeAgent, ResourceTypeSQLServer}
+		}
+		return c.takeOffline(r, n, types...)
+	})
+}
+
+// BringResourceOnline brings one resource (by type) of the role online on its
+// owner with the resources it depends on, not the ones that depend on it
+// (MSCluster_Resource.BringOnline): SQL Server alone leaves Agent offline.
+func (c *Cluster) BringResourceOnline(ctx context.Context, role, typ string, wait time.Duration) (ActionOutcome, error) {
+	return c.ownerAction(ctx, role, "resource_online", wait, func(r *clusterRole, n *clusterNode) *ClusterError {
+		var types []string
+		for _, res := range r.res {
+			types = append(types, res.typ)
+			if res.typ == typ {
+				break
+			}
+		}
+		return c.bringOnline(r, n, false, types...)
+	})
+}
+
+// BringGroupOnline brings every resource of the role online on its owner
+// (MSCluster_ResourceGroup.BringOnline).
+func (c *Cluster) BringGroupOnline(ctx context.Context, role string, wait time.Duration) (ActionOutcome, error) {
+	return c.ownerAction(ctx, role, "group_online", wait, func(r *clusterRole, n *clusterNode) *ClusterError {
+		return c.bringOnline(r, n, false, onlineOrder(r)...)
+	})
+}
+
+// ownerAction runs fn on the role's owner as the cluster service does; the
+// caller waits at most wait.
+func (c *Cluster) ownerAction(ctx context.Context, role, kind string, wait time.Duration, fn func(*clusterRole, *clusterNode) *ClusterError) (ActionOutcome, error) {
 	c.mu.Lock()
 	r, err := c.roleLocked(role)
 	if err != nil {
@@ -926,73 +988,15 @@ func (c *Cluster) RestartSQL(ctx context.Context, role string, wait time.Duratio
 		out.Finished, out.Err = true, errInvalidState("role "+r.name+" has no node running it")
 		return out, nil
 	}
-	a, ce := c.beginLocked(r, "restart", out.OwnerBefore, out.OwnerBefore)
+	a, ce := c.beginLocked(r, kind, out.OwnerBefore, out.OwnerBefore)
 	c.mu.Unlock()
 	if ce != nil {
 		out.Finished, out.Err = true, ce
 		return out, nil
 	}
-	c.run(r, a, func() *ClusterError {
-		if ce := c.takeOffline(r, owner, ResourceTypeAgent, ResourceTypeSQLServer); ce != nil {
-			return ce
-		}
-		return c.bringOnline(r, owner, false, onlineOrder(r)...)
-	})
+	c.run(r, a, func() *ClusterError { return fn(r, owner) })
 	out.Finished, out.Err = c.wait(ctx, a, wait)
 	return out, nil
-}
-
-// ResourceOffline takes one resource (by type) of the role offline, with the
-// resources that depend on it first (MSCluster_Resource.TakeOffline). For tests.
-func (c *Cluster) ResourceOffline(ctx context.Context, role, typ string) error {
-	return c.resourceAction(ctx, role, "resource_offline", func(r *clusterRole, n *clusterNode) *ClusterError {
-		types := []string{typ}
-		if typ == ResourceTypeSQLServer {
-			types = []string{ResourceTypeAgent, ResourceTypeSQLServer}
-		}
-		return c.takeOffline(r, n, types...)
-	})
-}
-
-// ResourceOnline brings one resource (by type) of the role online with the
-// resources it depends on, not the ones that depend on it
-// (MSCluster_Resource.BringOnline): SQL Server alone leaves Agent offline. For tests.
-func (c *Cluster) ResourceOnline(ctx context.Context, role, typ string) error {
-	return c.resourceAction(ctx, role, "resource_online", func(r *clusterRole, n *clusterNode) *ClusterError {
-		var types []string
-		for _, res := range r.res {
-			types = append(types, res.typ)
-			if res.typ == typ {
-				break
-			}
-		}
-		return c.bringOnline(r, n, false, types...)
-	})
-}
-
-func (c *Cluster) resourceAction(ctx context.Context, role, kind string, fn func(*clusterRole, *clusterNode) *ClusterError) error {
-	c.mu.Lock()
-	r, err := c.roleLocked(role)
-	if err != nil {
-		c.mu.Unlock()
-		return err
-	}
-	owner := r.owner
-	a, ce := c.beginLocked(r, kind, owner.name(), owner.name())
-	c.mu.Unlock()
-	if ce != nil {
-		return ce
-	}
-	c.run(r, a, func() *ClusterError { return fn(r, owner) })
-	select {
-	case <-a.done:
-		if a.err != nil {
-			return a.err
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // FailNextMove injects a fault into the role's next move (FailMoveFailBack) or the

@@ -213,6 +213,12 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 		return h.opRestartInstance(ctx, p, admin, stdout, stderr, entry)
 	case *contract.RestartStatusParams:
 		return h.opRestartStatus(ctx, p, admin, stdout, stderr, entry)
+	case *contract.ReadClusterParams:
+		return h.opReadCluster(p, admin, stdout, stderr, entry)
+	case *contract.ClusterMoveParams:
+		return h.opClusterMove(ctx, p, admin, stdout, stderr, entry)
+	case *contract.ClusterRestartParams:
+		return h.opClusterRestart(ctx, p, admin, stdout, stderr, entry)
 	}
 	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
 }
