@@ -466,3 +466,47 @@ func scriptCode(err error) string {
 	}
 	return ""
 }
+
+func TestClusterConfigErrors(t *testing.T) {
+	t.Parallel()
+	base := func(cluster string) string {
+		return `{"hosts": [
+		  {"name": "a", "address": "127.0.0.41", "instances": [{"name": "MSSQLSERVER"}]},
+		  {"name": "b", "address": "127.0.0.42", "instances": [{"name": "MSSQLSERVER"}]},
+		  {"name": "c", "address": "127.0.0.43"}],
+		 "clusters": [` + cluster + `]}`
+	}
+	for _, tc := range []struct{ cluster, want string }{
+		{`{"name": "C", "nodes": ["a", "x"]}`, `node "x" is not a host`},
+		{`{"name": "C", "nodes": ["a", "c"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60"}]}`, `node "c" has no instance MSSQLSERVER`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.42"}]}`, `is host "b"'s address`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "AVERYLONGVIRTUALNAME", "virtual_address": "127.0.0.60"}]}`, `is not a NetBIOS name`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "owner": "c"}]}`, `not one of the cluster's nodes`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "possible_owners": {"SQL Server": ["b"]}, "owner": "a"}]}`, `the owner "a" is not a possible owner of "SQL Server"`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "possible_owners": {"Quorum": ["a"]}}]}`, `neither a resource nor a resource type`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "failback_window_start": 3}]}`, `set both "failback_window_start" and "failback_window_end"`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "auto_failback_type": 2}]}`, `"auto_failback_type" 2`},
+	} {
+		_, err := winsim.ParseConfig([]byte(base(tc.cluster)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("cluster %s: error %v; want one containing %q", tc.cluster, err, tc.want)
+		}
+	}
+	stopped := strings.Replace(base(`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60"}]}`),
+		`"address": "127.0.0.42", "instances": [{"name": "MSSQLSERVER"`, `"address": "127.0.0.42", "instances": [{"name": "MSSQLSERVER", "stopped": true`, 1)
+	if _, err := winsim.ParseConfig([]byte(stopped)); err == nil || !strings.Contains(err.Error(), `the cluster decides where an FCI runs`) {
+		t.Errorf("a node's FCI instance marked stopped: %v", err)
+	}
+}
+
+// The demo fleet (demo/fleet.json) loads, with its two-node FCI.
+func TestDemoFleetHasAnFCI(t *testing.T) {
+	t.Parallel()
+	cfg, err := winsim.LoadConfig("../../demo/fleet.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Clusters) != 1 || len(cfg.Clusters[0].Nodes) != 2 || len(cfg.Clusters[0].Roles) != 1 {
+		t.Errorf("demo/fleet.json clusters: %+v; want one two-node cluster with one role", cfg.Clusters)
+	}
+}

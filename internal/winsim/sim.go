@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -473,16 +472,6 @@ func (s *Sim) Info() Info {
 		info.Hosts = append(info.Hosts, hi)
 	}
 	info.Clusters = s.clusterInfos()
-	// An FCI's instance answers on its role's virtual address, on every node.
-	for _, ci := range info.Clusters {
-		for _, ri := range ci.Roles {
-			for hi := range info.Hosts {
-				if slices.ContainsFunc(ci.Nodes, func(n string) bool { return strings.EqualFold(n, info.Hosts[hi].Name) }) {
-					info.Hosts[hi].Instances = append(info.Hosts[hi].Instances, InstanceInfo{Name: ri.Instance, SQL: ri.SQL})
-				}
-			}
-		}
-	}
 	return info
 }
 
