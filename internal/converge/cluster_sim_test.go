@@ -90,7 +90,7 @@ func TestClusterPathOnTheSimulator(t *testing.T) {
 	// The cluster's node names are the computers' names; the test's hosts are named
 	// by the simulator's host names, which the nodes argument would map them to.
 	ct := converge.ClusterTarget{Target: converge.Target{Host: "node1", Instance: "MSSQLSERVER"},
-		Resolve: func(n string) string { return strings.ToLower(n) }}
+		Resolve: strings.ToLower}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -134,12 +134,4 @@ func TestClusterPathOnTheSimulator(t *testing.T) {
 	if ow := ca.OwnerAssessment; !strings.EqualFold(ca.Owner, owner) || ow.RunningIFI == nil || !*ow.RunningIFI || !*ca.IFISurvivesFailover || !out.Enabled {
 		t.Errorf("after the failover: owner %s, running %v, survives %v", ca.Owner, ow.RunningIFI, ca.IFISurvivesFailover)
 	}
-}
-
-func asError(err error, target **converge.Error) bool {
-	ce, ok := err.(*converge.Error) //nolint:errorlint // the engine returns *Error itself
-	if ok {
-		*target = ce
-	}
-	return ok
 }
