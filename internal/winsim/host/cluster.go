@@ -651,6 +651,13 @@ type ActionOutcome struct {
 	Err         *ClusterError
 }
 
+// refused is the outcome of an action the cluster refused before it began: the
+// cluster's error is the answer, not a failure of the call.
+func refused(out ActionOutcome, ce *ClusterError) (ActionOutcome, error) {
+	out.Finished, out.Err = true, ce
+	return out, nil
+}
+
 // wait waits for an action until it ends, d passes or ctx ends.
 func (c *Cluster) wait(ctx context.Context, a *clusterAction, d time.Duration) (bool, *ClusterError) {
 	t := time.NewTimer(d)
@@ -769,6 +776,8 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 			timedOut := ctx.Err() != nil
 			cancel()
 			if timedOut && err != nil {
+				// The resource host ends a resource whose start outlasted its pending timeout.
+				_ = n.host.TerminateProcess(svc)
 				c.setState(r, res, ResourceFailed)
 				return &ClusterError{5038, fmt.Sprintf("The resource %s did not come online on %s within its pending timeout of %s: %v", res.name, n.name(), r.pending, err)}
 			}
@@ -843,8 +852,7 @@ func (c *Cluster) Move(ctx context.Context, role, target, kind string, wait time
 	}
 	if ce := c.checkTargetLocked(r, t); ce != nil {
 		c.mu.Unlock()
-		out.Finished, out.Err = true, ce
-		return out, nil
+		return refused(out, ce)
 	}
 	from := r.owner
 	if from == t && r.groupStateLocked() == GroupOnline {
@@ -855,8 +863,7 @@ func (c *Cluster) Move(ctx context.Context, role, target, kind string, wait time
 	a, ce := c.beginLocked(r, kind, out.OwnerBefore, t.name())
 	c.mu.Unlock()
 	if ce != nil {
-		out.Finished, out.Err = true, ce
-		return out, nil
+		return refused(out, ce)
 	}
 	c.run(r, a, func() *ClusterError { return c.moveSteps(r, from, t) })
 	out.Finished, out.Err = c.wait(ctx, a, wait)
@@ -991,8 +998,7 @@ func (c *Cluster) ownerAction(ctx context.Context, role, kind string, wait time.
 	a, ce := c.beginLocked(r, kind, out.OwnerBefore, out.OwnerBefore)
 	c.mu.Unlock()
 	if ce != nil {
-		out.Finished, out.Err = true, ce
-		return out, nil
+		return refused(out, ce)
 	}
 	c.run(r, a, func() *ClusterError { return fn(r, owner) })
 	out.Finished, out.Err = c.wait(ctx, a, wait)
@@ -1079,7 +1085,7 @@ func (c *Cluster) SetNodeState(host, state string) error {
 // nodeFailed: every service of the node ends, and the roles it owned fail over.
 func (c *Cluster) nodeFailed(n *clusterNode, owned []*clusterRole) {
 	for _, inst := range n.host.Instances() {
-		_ = n.host.StopService(inst.ServiceName(), true)
+		_ = n.host.TerminateProcess(inst.ServiceName())
 	}
 	for _, r := range owned {
 		c.syncVNN(r)
