@@ -73,6 +73,24 @@ func (r *recordingHost) RestartStatus(ctx context.Context, p contract.RestartSta
 }
 
 // Logon passes the mechanism through, so the preflight sees it with a recorder too.
+func (r *recordingHost) ReadCluster(ctx context.Context, p contract.ReadClusterParams) (*contract.ReadClusterResult, error) {
+	res, err := r.h.ReadCluster(ctx, p)
+	r.failed(contract.OpReadCluster, err)
+	return res, err
+}
+
+func (r *recordingHost) ClusterMove(ctx context.Context, p contract.ClusterMoveParams) (*contract.ClusterActionResult, error) {
+	res, err := r.h.ClusterMove(ctx, p)
+	r.failed(contract.OpClusterMove, err)
+	return res, err
+}
+
+func (r *recordingHost) ClusterRestart(ctx context.Context, p contract.ClusterRestartParams) (*contract.ClusterActionResult, error) {
+	res, err := r.h.ClusterRestart(ctx, p)
+	r.failed(contract.OpClusterRestart, err)
+	return res, err
+}
+
 func (r *recordingHost) Logon() remote.Logon {
 	if lr, ok := r.h.(remote.LogonReporter); ok {
 		return lr.Logon()

@@ -92,20 +92,13 @@ func (g *gateListener) Addr() net.Addr {
 // refuse closes the socket and resets every open connection, then listens again
 // after d (or when stop is closed). A refusal already under way is not extended.
 func (g *gateListener) refuse(d time.Duration, stop <-chan struct{}) {
-	if !g.pause() {
-		return
+	if g.pause() {
+		g.reopenAfter(d, stop)
 	}
-	t := time.NewTimer(d)
-	select {
-	case <-t.C:
-	case <-stop:
-		t.Stop()
-	}
-	g.resume()
 }
 
 // pause closes the socket and resets every open connection; false when the
-// listener is closed or already paused.
+// listener is closed for good or already paused.
 func (g *gateListener) pause() bool {
 	g.mu.Lock()
 	if g.closed || g.inner == nil {
@@ -123,6 +116,17 @@ func (g *gateListener) pause() bool {
 		resetConn(c)
 	}
 	return true
+}
+
+// reopenAfter listens again after d, or when stop is closed.
+func (g *gateListener) reopenAfter(d time.Duration, stop <-chan struct{}) {
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-stop:
+		t.Stop()
+	}
+	g.resume()
 }
 
 // resume listens on the same address again after pause.

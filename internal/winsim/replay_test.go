@@ -330,7 +330,7 @@ func (h *replayHost) replayOperation(ctx context.Context, e transcript.Entry) []
 		diffs = append(diffs, compareShape("$", want, got)...)
 		if code != 0 || e.ExitCode != 0 {
 			// A ScriptError: its code is the shape.
-			if wc, gc := scriptCode(want), scriptCode(got); wc != gc {
+			if wc, gc := jsonErrorCode(want), jsonErrorCode(got); wc != gc {
 				diffs = append(diffs, fmt.Sprintf("ScriptError code: real host answered %q, simulator answered %q", wc, gc))
 			}
 		}
@@ -356,7 +356,7 @@ func stderrShape(s string) string {
 	return "no error records"
 }
 
-func scriptCode(v any) string {
+func jsonErrorCode(v any) string {
 	if m, ok := v.(map[string]any); ok {
 		if c, ok := m["error"].(string); ok {
 			return c

@@ -1,11 +1,13 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -39,6 +41,11 @@ type Instance struct {
 	hadrWritten time.Time
 	syncedAt    time.Time // a secondary is catching up until then after its start
 	backups     []string  // BACKUP / RESTORE commands running (sys.dm_exec_requests)
+	// clustered: a failover cluster instance (the instance's Cluster registry key is
+	// set); virtualName is its role's network name, what SERVERPROPERTY('MachineName')
+	// and @@SERVERNAME report on every node (cluster.go).
+	clustered   bool
+	virtualName atomic.Value // string; read without h.mu (ServerName)
 
 	port       int
 	proc       *Process // the running Engine process; nil when stopped
@@ -96,6 +103,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		port:       ic.SQLPort,
 		hadr:       ic.HADR(),
 		nextDB:     5,
+		clustered:  ic.Clustered,
 	}
 	for _, name := range ic.TDEDatabases {
 		inst.userDBs = append(inst.userDBs, configuredTDEDatabase(name, inst.nextDB))
@@ -177,6 +185,13 @@ func (i *Instance) TCPPort() int {
 	i.h.mu.Lock()
 	defer i.h.mu.Unlock()
 	return i.port
+}
+
+// Clustered reports whether the instance is a failover cluster instance.
+func (i *Instance) Clustered() bool {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	return i.clustered
 }
 
 // Running reports whether the Engine's service is Running.
@@ -585,4 +600,30 @@ func (i *Instance) databases() []database {
 		dbs = append(dbs, database{db.id, db.name, db.tde})
 	}
 	return dbs
+}
+
+// WaitEngineReady waits until the instance's Engine accepts SQL connections, or its
+// start failed (an error naming the Windows error), or ctx ends.
+func (h *Host) WaitEngineReady(ctx context.Context, instance string) error {
+	inst, ok := h.Instance(instance)
+	if !ok {
+		return fmt.Errorf("%w: %q on host %s", ErrNoSuchInstance, instance, h.cfg.Name)
+	}
+	s := inst.engine
+	err := h.waitFor(ctx, func() (bool, error) {
+		if inst.ready && s.state == contract.StateRunning {
+			return true, nil
+		}
+		if s.failed && s.state == contract.StateStopped && s.pending == "" {
+			return false, fmt.Errorf("service %s failed to start: %s", s.name, s.lastError)
+		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		h.mu.Lock()
+		now := s.state
+		h.mu.Unlock()
+		return fmt.Errorf("the Engine %s was not ready for connections (its service is %s): %w", s.name, now, err)
+	}
+	return err
 }
