@@ -544,3 +544,34 @@ func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 		t.Errorf("node2's Engine is %s after its start outlasted the pending timeout; want it ended (Stopped)", st)
 	}
 }
+
+// The WinRM connection is lost while cluster_move waits: the caller gets an error,
+// and the cluster finishes the move it accepted.
+func TestClusterMoveSurvivesALostConnection(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	m1, _ := sim.Host("node1")
+	if err := m1.SetStopDuration("MSSQLSERVER", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Do("node1", winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{
+		Fault: winsim.FaultReset, Request: "Receive", Operation: string(contract.OpClusterMove), Count: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if err == nil {
+		t.Fatal("cluster_move answered although every Receive was reset")
+	}
+	t.Logf("cluster_move over a lost connection: %v", err)
+	c, _ := sim.Cluster("CLU1")
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool { return v.State == host.GroupOnline && v.Action == "" && v.OwnerNode == "NODE2" })
+	if err != nil {
+		t.Fatalf("the move the cluster accepted did not finish on NODE2 after the connection was lost: %+v, %v", v, err)
+	}
+	r, err := nodeHost(t, sim, "node2").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Group.OwnerNode != "NODE2" || r.Group.State != "Online" {
+		t.Errorf("read_cluster after the lost connection: %+v, %v", r, err)
+	}
+}
