@@ -566,7 +566,9 @@ func TestClusterMoveSurvivesALostConnection(t *testing.T) {
 	c, _ := sim.Cluster("CLU1")
 	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool { return v.State == host.GroupOnline && v.Action == "" && v.OwnerNode == "NODE2" })
+	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool {
+		return v.State == host.GroupOnline && v.Action == "" && v.OwnerNode == "NODE2"
+	})
 	if err != nil {
 		t.Fatalf("the move the cluster accepted did not finish on NODE2 after the connection was lost: %+v, %v", v, err)
 	}
