@@ -395,7 +395,8 @@ func PlanCluster(d Desired, o ClusterObserved) (*ClusterAssessment, *ClusterPlan
 		return ca, p, nil
 	}
 	if !d.Restart.ThroughCluster() {
-		return ca, nil, ca.serviceManagerRefusal(p.RestartReason)
+		r := ca.serviceManagerRefusal(p.RestartReason)
+		return ca, nil, r
 	}
 	p.Mode = d.Restart
 	if d.Restart == RestartFailover {
@@ -573,14 +574,26 @@ func PredictCluster(d Desired, o ClusterObserved, drift bool) (ClusterPrediction
 	if err != nil && !errors.As(err, &r) {
 		return ClusterPrediction{}, err
 	}
+	return ca.prediction(d, o, p, r, drift), nil
+}
+
+// refusedPrediction is the plan's warning of an apply that will refuse.
+func (ca *ClusterAssessment) refusedPrediction(r *Refusal) ClusterPrediction {
+	pr := ClusterPrediction{Cluster: ca}
+	pr.Assessment = ca.OwnerAssessment
+	pr.Action = ActionRefuse
+	pr.Warning = Warning{Code: WarnPlannedAction, Summary: fmt.Sprintf("%s: apply will refuse: %s", ca.where(), r.Summary),
+		Detail: ca.lackingPhrase() + "The apply will refuse and change nothing on any node: " + r.Detail}
+	return pr
+}
+
+// prediction is what plan p does (or the refusal r), in a DBA's words.
+func (ca *ClusterAssessment) prediction(d Desired, o ClusterObserved, p *ClusterPlan, r *Refusal, drift bool) ClusterPrediction {
+	if r != nil {
+		return ca.refusedPrediction(r)
+	}
 	pr := ClusterPrediction{Cluster: ca, Plan: p}
 	pr.Assessment = ca.OwnerAssessment
-	if r != nil {
-		pr.Action = ActionRefuse
-		pr.Warning = Warning{Code: WarnPlannedAction, Summary: fmt.Sprintf("%s: apply will refuse: %s", ca.where(), r.Summary),
-			Detail: ca.lackingPhrase() + "The apply will refuse and change nothing on any node: " + r.Detail}
-		return pr, nil
-	}
 	pr.PlanWarnings = p.Warnings
 	grant, revoke := false, false
 	var did []string
@@ -597,7 +610,7 @@ func PredictCluster(d Desired, o ClusterObserved, drift bool) (ClusterPrediction
 	}
 	pr.Action = ActionOf(nil, &Plan{Steps: flatSteps(p), Restart: p.Restart}, nil)
 	if pr.Action == ActionNone {
-		return pr, nil
+		return pr
 	}
 	prefix := ""
 	if drift {
@@ -619,9 +632,8 @@ func PredictCluster(d Desired, o ClusterObserved, drift bool) (ClusterPrediction
 			detail += ", and "
 		}
 		g := o.Cluster.Group
-		detail += fmt.Sprintf("moves the role %q from %s to %s (%s): SQL Server stops on %s and starts on %s, about a restart's downtime. "+
-			"The cluster allows %d failovers in %d hours before it leaves the role failed.",
-			safetext.Escape(ca.Group), safetext.Escape(ca.Owner), target, p.RestartReason, safetext.Escape(ca.Owner), target, g.FailoverThreshold, g.FailoverPeriodHours)
+		detail += fmt.Sprintf("moves the role %q from %s to %s (%s): SQL Server stops on %s and starts on %s, about a restart's downtime. %s",
+			safetext.Escape(ca.Group), safetext.Escape(ca.Owner), target, p.RestartReason, safetext.Escape(ca.Owner), target, thresholdPhrase(g))
 	case p.Restart:
 		summary = append(summary, "restarts the role on "+safetext.Escape(ca.Owner)+" through the cluster")
 		if len(did) > 0 {
@@ -633,7 +645,7 @@ func PredictCluster(d Desired, o ClusterObserved, drift bool) (ClusterPrediction
 		detail += ", with no restart: " + ca.OwnerAssessment.noRestartReason(d) + "."
 	}
 	pr.Warning = Warning{Code: WarnPlannedAction, Summary: fmt.Sprintf("%s%s: apply %s", prefix, ca.where(), strings.Join(summary, ", then ")), Detail: detail}
-	return pr, nil
+	return pr
 }
 
 // lackingPhrase names the possible owners that lack the right, for the plan.
@@ -669,4 +681,14 @@ func nodesWith(p *ClusterPlan, grant bool) []string {
 		}
 	}
 	return out
+}
+
+// thresholdPhrase says how many failovers the cluster allows before it leaves the
+// role failed (FailoverThreshold in FailoverPeriod hours; -1, 0xFFFFFFFF, lets the
+// cluster decide: one fewer than its nodes).
+func thresholdPhrase(g contract.ClusterGroup) string {
+	if g.FailoverThreshold < 0 {
+		return fmt.Sprintf("The cluster allows one failover fewer than it has nodes in %d hours (its default threshold) before it leaves the role failed.", g.FailoverPeriodHours)
+	}
+	return fmt.Sprintf("The cluster allows %d failovers in %d hours before it leaves the role failed.", g.FailoverThreshold, g.FailoverPeriodHours)
 }
