@@ -511,9 +511,9 @@ func TestDemoFleetHasAnFCI(t *testing.T) {
 	}
 }
 
-// Windows' default FailoverThreshold (0xFFFFFFFF) does not fit read_cluster.ps1's
-// [int] cast: the script fails as PowerShell would. A start slower than the
-// resource's PendingTimeout leaves SQL Server Failed.
+// Windows' default FailoverThreshold (0xFFFFFFFF) reads as -1 (read_cluster reads
+// cluster DWORDs as signed). A start slower than the resource's PendingTimeout
+// leaves SQL Server Failed.
 func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 	t.Parallel()
 	raw := strings.Replace(clusterFleet, `"failover_threshold": 1, "pending_timeout_ms": 20000`, `"pending_timeout_ms": 300`, 1)
@@ -527,9 +527,9 @@ func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sim.Close() })
-	_, err = nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
-	if err == nil || !strings.Contains(err.Error(), "too large or too small for an Int32") {
-		t.Errorf("read_cluster with FailoverThreshold 4294967295 = %v; want PowerShell's conversion error", err)
+	r, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Group.FailoverThreshold != -1 {
+		t.Errorf("read_cluster with Windows' default FailoverThreshold 0xFFFFFFFF: %+v, %v; want the threshold read as signed, -1", r.Group, err)
 	}
 	c, _ := sim.Cluster("CLU1")
 	out, err := c.Move(opCtx(t), fciGroup, "node2", "move", time.Minute)

@@ -51,14 +51,13 @@ func (h *Host) findSQLRole(instance string, admin bool, stdout io.Writer, entry 
 	return c, v, 0, true
 }
 
-// scriptInt is PowerShell's [int] cast of a uint32 WMI property: a value above
-// Int32's range makes the script fail.
-func scriptInt(stderr io.Writer, entry *AuditEntry, v int64) (int, int, bool) {
-	if v > math.MaxInt32 || v < math.MinInt32 {
-		return 0, psFailure(stderr, entry, fmt.Sprintf(`Cannot convert value "%d" to type "System.Int32". Error: "Value was either too large or too small for an Int32."`, v),
-			"InvalidArgument: (:) [], RuntimeException", "InvalidCastIConvertible"), false
+// scriptInt is cluster_common.ps1's ConvertTo-Int32: a cluster DWORD read as a
+// signed number, so 0xFFFFFFFF (FailoverThreshold's default) is -1.
+func scriptInt(v int64) int {
+	if v > math.MaxInt32 {
+		v -= 1 << 32
 	}
-	return int(v), 0, true
+	return int(v)
 }
 
 func contractResources(v ClusterRoleView) []contract.ClusterResource {
@@ -70,7 +69,7 @@ func contractResources(v ClusterRoleView) []contract.ClusterResource {
 	return out
 }
 
-func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}
@@ -78,10 +77,7 @@ func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout, 
 	if !ok {
 		return code
 	}
-	threshold, code, ok := scriptInt(stderr, entry, v.FailoverThreshold)
-	if !ok {
-		return code
-	}
+	threshold := scriptInt(v.FailoverThreshold)
 	cv := c.View()
 	res := contract.ReadClusterResult{
 		Cluster: cv.Name, Node: h.computer, Nodes: []contract.ClusterNode{},
