@@ -195,6 +195,9 @@ func TestClusterMoveFollowsTargetLSA(t *testing.T) {
 	if node, ifi, _ := physicalNode(t, db); node != "NODE2" || ifi != "N" {
 		t.Errorf("after the move to node2 (no grant): node %q IFI %q; want NODE2, N", node, ifi)
 	}
+	if d := sim.EnginesDown(); d.Now != 0 || d.Max != 1 {
+		t.Errorf("engines_down after the move = %+v; want 0 now (the FCI runs on node2), 1 at most", d)
+	}
 	for n, want := range map[string]string{"node1": contract.StateStopped, "node2": contract.StateRunning} {
 		m, _ := sim.Host(n)
 		if st, _ := m.ServiceState("MSSQLSERVER"); st != want {
