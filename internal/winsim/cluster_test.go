@@ -56,16 +56,7 @@ func startCluster(t *testing.T) *winsim.Sim {
 	if err != nil {
 		t.Fatalf("ParseConfig: %v", err)
 	}
-	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return sim
+	return startSim(t, cfg)
 }
 
 // nodeHost is the provider's runner (internal/remote, masterzen/winrm) on a node's
@@ -525,11 +516,7 @@ func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Hosts[1].Instances[0].StartMS = 2000 // node2's Engine starts slower than the pending timeout
-	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
+	sim := startSim(t, cfg)
 	r, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
 	if err != nil || r.Group.FailoverThreshold != -1 {
 		t.Errorf("read_cluster with Windows' default FailoverThreshold 0xFFFFFFFF: %+v, %v; want the threshold read as signed, -1", r.Group, err)

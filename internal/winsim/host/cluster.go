@@ -698,13 +698,7 @@ func (c *Cluster) takeOffline(r *clusterRole, n *clusterNode, types ...string) *
 		if state == ResourceOffline {
 			continue
 		}
-		svc := ""
-		switch typ {
-		case ResourceTypeSQLServer:
-			svc = engine
-		case ResourceTypeAgent:
-			svc = agent
-		}
+		svc := serviceOf(typ, engine, agent)
 		if svc == "" {
 			c.setState(r, res, ResourceOffline)
 			continue
@@ -752,13 +746,7 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 			c.setState(r, res, ResourceFailed)
 			return errCantHost(n.name(), res.name)
 		}
-		svc := ""
-		switch typ {
-		case ResourceTypeSQLServer:
-			svc = engine
-		case ResourceTypeAgent:
-			svc = agent
-		}
+		svc := serviceOf(typ, engine, agent)
 		if svc == "" {
 			c.setState(r, res, ResourceOnline)
 			continue
@@ -797,6 +785,18 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 		c.setState(r, res, ResourceOnline)
 	}
 	return nil
+}
+
+// serviceOf is the service a resource type starts and stops ("" for the
+// resources the model brings online and offline at once).
+func serviceOf(typ, engine, agent string) string {
+	switch typ {
+	case ResourceTypeSQLServer:
+		return engine
+	case ResourceTypeAgent:
+		return agent
+	}
+	return ""
 }
 
 func offlineOrder(r *clusterRole) []string {

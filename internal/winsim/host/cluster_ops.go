@@ -97,12 +97,21 @@ func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout i
 	return contract.ExitOK
 }
 
-// checkClusterTimeout is Test-ClusterTimeout.
-func (h *Host) checkClusterTimeout(t int, stdout io.Writer, entry *AuditEntry) (int, bool) {
-	if t < 1 || t > contract.MaxClusterSeconds {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "timeout_s must be a whole number of seconds between 1 and 3600."), false
+// beginClusterAction is the common start of cluster_move and cluster_restart:
+// the instance's name (Test-SqlInstanceName), timeout_s (Test-ClusterTimeout),
+// then Find-SqlRole. The deadline runs from here, as the scripts' $until does.
+func (h *Host) beginClusterAction(instance string, timeoutS int, admin bool, stdout io.Writer, entry *AuditEntry) (*Cluster, ClusterRoleView, time.Duration, time.Time, int, bool) {
+	if code, ok := h.checkInstanceParam(instance, stdout, entry); !ok {
+		return nil, ClusterRoleView{}, 0, time.Time{}, code, false
 	}
-	return 0, true
+	if timeoutS < 1 || timeoutS > contract.MaxClusterSeconds {
+		return nil, ClusterRoleView{}, 0, time.Time{}, h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			"timeout_s must be a whole number of seconds between 1 and 3600."), false
+	}
+	timeout := time.Duration(timeoutS) * time.Second
+	until := time.Now().Add(timeout)
+	c, v, code, ok := h.findSQLRole(instance, admin, stdout, entry)
+	return c, v, timeout, until, code, ok
 }
 
 // errCallPending is the error a cluster method's call answers when its TimeOut
@@ -142,18 +151,11 @@ func (h *Host) waitRoleSettled(ctx context.Context, c *Cluster, group, before, c
 }
 
 func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
-		return code
-	}
-	if !clusterNodeNamePattern.MatchString(p.TargetNode) {
+	// The script checks the instance's name, then the target's, then timeout_s.
+	if !clusterNodeNamePattern.MatchString(p.TargetNode) && contract.InstanceNameSyntaxValid(p.Instance) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a cluster node name.", p.TargetNode))
 	}
-	if code, ok := h.checkClusterTimeout(p.TimeoutS, stdout, entry); !ok {
-		return code
-	}
-	timeout := time.Duration(p.TimeoutS) * time.Second
-	until := time.Now().Add(timeout)
-	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	c, v, timeout, until, code, ok := h.beginClusterAction(p.Instance, p.TimeoutS, admin, stdout, entry)
 	if !ok {
 		return code
 	}
@@ -216,15 +218,7 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 }
 
 func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
-		return code
-	}
-	if code, ok := h.checkClusterTimeout(p.TimeoutS, stdout, entry); !ok {
-		return code
-	}
-	timeout := time.Duration(p.TimeoutS) * time.Second
-	until := time.Now().Add(timeout)
-	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	c, v, timeout, until, code, ok := h.beginClusterAction(p.Instance, p.TimeoutS, admin, stdout, entry)
 	if !ok {
 		return code
 	}
