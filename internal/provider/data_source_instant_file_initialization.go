@@ -44,6 +44,8 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`."},
 		"sql_port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports."},
+		"nodes": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: nodesDescription,
+			Validators: []validator.Map{nodesValidator{}}},
 	}
 	for k, v := range computedDataSourceAttributes() {
 		attrs[k] = v

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
@@ -79,6 +80,8 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 				string(ifi.RestartNever))},
 		},
 	}
+	attrs["nodes"] = schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: nodesDescription,
+		Validators: []validator.Map{nodesValidator{}}}
 	attrs["planned_action"] = plannedActionAttribute()
 	for k, v := range computedResourceAttributes() {
 		attrs[k] = v
@@ -94,3 +97,10 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 		},
 	}
 }
+
+// nodesDescription is the `nodes` argument's, for the resource and the data source.
+const nodesDescription = "On a failover cluster instance (FCI), the addresses WinRM reaches the cluster's nodes at, by node name " +
+	"(`{ NODE1 = \"node1.contoso.com\", NODE2 = \"10.0.0.12\" }`), where the node names the cluster reports do not resolve from where " +
+	"Terraform runs. A node left out is reached by its name. `host` is one node's address; WinRM goes to each node directly, " +
+	"with the provider's settings (never to the virtual network name, never from one node to another). A node named here " +
+	"that is not a possible owner of the instance is an error naming it. Ignored on an instance that is not clustered."
