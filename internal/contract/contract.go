@@ -34,7 +34,7 @@ const (
 )
 
 // Operations lists every operation, in a stable order.
-var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance, OpRestartStatus}
+var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance, OpRestartStatus, OpReadCluster, OpClusterMove, OpClusterRestart}
 
 // Host runs the operations on one host: a method an operation. internal/remote runs
 // them over WinRM; internal/converge drives them; tests fake them.
@@ -43,6 +43,10 @@ type Host interface {
 	SetRight(ctx context.Context, p SetRightParams) (*SetRightResult, error)
 	RestartInstance(ctx context.Context, p RestartInstanceParams) (*RestartInstanceResult, error)
 	RestartStatus(ctx context.Context, p RestartStatusParams) (*RestartInstanceResult, error)
+	// The failover cluster operations (cluster.go).
+	ReadCluster(ctx context.Context, p ReadClusterParams) (*ReadClusterResult, error)
+	ClusterMove(ctx context.Context, p ClusterMoveParams) (*ClusterActionResult, error)
+	ClusterRestart(ctx context.Context, p ClusterRestartParams) (*ClusterActionResult, error)
 }
 
 // RightManageVolume is the user right behind Instant File Initialization,
@@ -62,7 +66,8 @@ const (
 // ScriptError is what a script prints on stdout when it fails in a way it foresaw.
 type ScriptError struct {
 	// Error is a machine-readable code: invalid_parameters, clustered, timeout,
-	// not_found, lsa_error, CodeRestartInProgress or CodeConstrainedLanguage.
+	// not_found, lsa_error, CodeRestartInProgress, CodeConstrainedLanguage, or a
+	// cluster operation's CodeNotClustered, CodeClusterError, CodeMoveFailed.
 	Error   string `json:"error"`
 	Message string `json:"message"` // a sentence for people
 }
@@ -350,6 +355,12 @@ func Params(op Operation) any {
 		return &RestartInstanceParams{}
 	case OpRestartStatus:
 		return &RestartStatusParams{}
+	case OpReadCluster:
+		return &ReadClusterParams{}
+	case OpClusterMove:
+		return &ClusterMoveParams{}
+	case OpClusterRestart:
+		return &ClusterRestartParams{}
 	}
 	return nil
 }

@@ -355,3 +355,21 @@ type transientErr struct{}
 
 func (transientErr) Error() string   { return "connect: connection refused" }
 func (transientErr) Transient() bool { return true }
+
+// notClustered is the cluster operations' answer on a host that is no cluster node.
+func notClustered(h string) error {
+	return &fakeScriptError{code: contract.CodeNotClustered, err: fmt.Errorf("root\\MSCluster does not answer on %s: it is not a failover cluster node", h)}
+}
+
+// The fake host is no cluster node.
+func (h *fakeHost) ReadCluster(ctx context.Context, p contract.ReadClusterParams) (*contract.ReadClusterResult, error) {
+	return nil, notClustered(h.ri.ComputerName)
+}
+
+func (h *fakeHost) ClusterMove(ctx context.Context, p contract.ClusterMoveParams) (*contract.ClusterActionResult, error) {
+	return nil, notClustered(h.ri.ComputerName)
+}
+
+func (h *fakeHost) ClusterRestart(ctx context.Context, p contract.ClusterRestartParams) (*contract.ClusterActionResult, error) {
+	return nil, notClustered(h.ri.ComputerName)
+}

@@ -20,6 +20,9 @@ var resultOf = map[contract.Operation]any{
 	contract.OpSetRight:        contract.SetRightResult{},
 	contract.OpRestartInstance: contract.RestartInstanceResult{},
 	contract.OpRestartStatus:   contract.RestartInstanceResult{},
+	contract.OpReadCluster:     contract.ReadClusterResult{},
+	contract.OpClusterMove:     contract.ClusterActionResult{},
+	contract.OpClusterRestart:  contract.ClusterActionResult{},
 }
 
 // notWritten are the result fields (with what they hold) an operation's script does

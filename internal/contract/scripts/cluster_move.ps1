@@ -1,0 +1,62 @@
+# cluster_move: move the instance's role to another node through the cluster service
+# (MSCluster_ResourceGroup.MoveToNewNode), then re-read it until the group is Online
+# or Failed, or timeout_s has passed. The cluster finishes a move it accepted
+# whatever happens to this process. Parameters: $Params.instance, $Params.group,
+# $Params.target_node, $Params.timeout_s.
+$instanceName = [string]$Params.instance
+$groupName = [string]$Params.group
+$target = [string]$Params.target_node
+if (-not (Test-SqlInstanceName -Name $instanceName)) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$instanceName' is not a SQL Server instance name."
+}
+if (-not (Test-ClusterNodeName -Name $target)) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$target' is not a cluster node name."
+}
+if (-not (Test-ClusterTimeout -Value $Params.timeout_s)) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'timeout_s must be a whole number of seconds between 1 and 3600.'
+}
+$timeout = [int]$Params.timeout_s
+$until = [DateTime]::UtcNow.AddSeconds($timeout)
+$role = Find-SqlRole -InstanceName $instanceName
+$group = $role.Group
+$before = [string]$group.OwnerNode
+$refusal = ''
+$possible = @((Get-RoleResource -Group $group) | ForEach-Object { , $_.possible_owners })
+if ([string]$group.Name -cne $groupName) {
+    $refusal = "instance $instanceName's role is '$($group.Name)', not '$groupName'"
+}
+elseif ($target -ieq $before) {
+    $refusal = "the role '$groupName' is already on $target"
+}
+elseif ((ConvertTo-GroupState -State $group.State) -ne 'Online') {
+    $refusal = "the role '$groupName' is $(ConvertTo-GroupState -State $group.State), not Online"
+}
+else {
+    foreach ($owners in $possible) {
+        if (-not ($owners -contains $target)) { $refusal = "$target is not a possible owner of every resource of '$groupName'" }
+    }
+}
+if ($refusal) {
+    Exit-WithError -Code 3 -ErrorName 'cluster_error' -Message "The cluster move was refused on $($env:COMPUTERNAME): $refusal. Nothing was moved."
+}
+
+$callError = ''
+try {
+    $null = Invoke-CimMethod -InputObject $group -MethodName 'MoveToNewNode' -Arguments @{ NodeName = $target; TimeOut = [uint32]$timeout }
+}
+catch {
+    $callError = $_.Exception.Message
+}
+try {
+    $result = Wait-RoleSettled -GroupName $groupName -OwnerBefore $before -CallError $callError -Until $until -Want @()
+}
+catch {
+    Exit-WithError -Code 1 -ErrorName 'move_failed' -Message "The move of '$groupName' to $target ($callError) could not be followed on $($env:COMPUTERNAME): $($_.Exception.Message)"
+}
+if (-not $result.error -and $result.owner_after -ine $target) {
+    $result.error = "the cluster left the role on $($result.owner_after), not on $target"
+}
+if (-not $result.error -and $result.state -ne 'Online') {
+    $result.error = "the role is $($result.state) on $($result.owner_after) after $timeout s"
+}
+Write-Result -Value $result
