@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the provider against a simulated fleet, no Windows needed.
 #
-#   1. start internal/winsim with demo/fleet.json (two hosts, three instances)
+#   1. start internal/winsim with demo/fleet.json (two hosts, three instances, and a
+#      two-node failover cluster instance whose second node lacks the right)
 #   2. show each instance as the simulator sees it
 #   3. terraform apply over WinRM HTTP with negotiate (the recommended configuration):
 #      grant the right, restart, verify through SQL Server

@@ -47,6 +47,13 @@ const (
 	// of it is restarting (the host's restart lease, docs/design/restart.md); Err is
 	// the host's answer, naming that instance and since when. Nothing changed.
 	KindRestartInProgress
+	// KindClusterReadFailed: read_cluster failed on the node reached; Err is the
+	// host's error (code contract.CodeNotClustered on a node of no cluster).
+	KindClusterReadFailed
+	// KindClusterActionFailed: the failover or cluster restart did not end with the
+	// role Online where it was asked to; Move says where it ended and the cluster's
+	// own error, Err the host's error when there was one.
+	KindClusterActionFailed
 )
 
 var kindNames = map[Kind]string{
@@ -55,6 +62,7 @@ var kindNames = map[Kind]string{
 	KindSetRightFailed: "set_right_failed", KindRestartFailed: "restart_failed", KindNotReady: "not_ready",
 	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed",
 	KindRestartSlot: "restart_slot", KindRestartInProgress: "restart_in_progress",
+	KindClusterReadFailed: "cluster_read_failed", KindClusterActionFailed: "cluster_action_failed",
 }
 
 func (k Kind) String() string {
@@ -95,6 +103,11 @@ type Error struct {
 	// HostBusy, for KindRestartSlot: what was waited for was another instance of
 	// the same host restarting in this run, not a slot of the limit.
 	HostBusy bool
+	// Node is the failover cluster node the failure happened on ("" when none).
+	Node string
+	// Move is where a failover or cluster restart left the role (KindClusterActionFailed,
+	// and any later failure of an apply that moved it).
+	Move *MoveResult
 }
 
 func (e *Error) Error() string {
@@ -132,13 +145,47 @@ func (e *Error) Error() string {
 			e.Target, e.MaxParallelRestarts)
 	case KindRestartInProgress:
 		what = "the restart of " + e.Target.String() + " did not begin: another instance of the host is restarting"
+	case KindClusterReadFailed:
+		what = "cannot read the failover cluster of " + e.Target.String()
+	case KindClusterActionFailed:
+		what = e.Move.describe(e.Target)
 	default:
 		what = e.Kind.String() + " on " + e.Target.String()
+	}
+	if e.Node != "" {
+		what += " (cluster node " + safetext.Escape(e.Node) + ")"
 	}
 	if e.Err != nil {
 		return what + ": " + e.Err.Error()
 	}
 	return what
+}
+
+// describe says how a cluster action ended, for KindClusterActionFailed.
+func (m *MoveResult) describe(t Target) string {
+	if m == nil {
+		return "the cluster action on " + t.String() + " failed"
+	}
+	what := "the failover"
+	asked := "to move the role to " + safetext.Escape(m.Target)
+	if m.Mode == ifi.RestartClusterRestart {
+		what, asked = "the cluster restart", "to restart the role on "+safetext.Escape(m.Target)
+	}
+	s := fmt.Sprintf("%s of %s did not end as asked (%s): ", what, t, asked)
+	switch {
+	case m.To == "" && m.State == "":
+		s += fmt.Sprintf("where the role %q is now is unknown; check it in Failover Cluster Manager", safetext.Escape(m.Group))
+	case m.State == contract.ClusterOnline:
+		s += fmt.Sprintf("the cluster left the role %q Online on %s, not on %s (a fail back, or its failover policy)",
+			safetext.Escape(m.Group), safetext.Escape(m.To), safetext.Escape(m.Target))
+	default:
+		s += fmt.Sprintf("the role %q is %s on %s; bring it online in Failover Cluster Manager and check the cluster log (Get-ClusterLog)",
+			safetext.Escape(m.Group), safetext.Escape(m.State), safetext.Escape(m.To))
+	}
+	if m.ClusterError != "" {
+		s += "; the cluster said: " + safetext.Escape(m.ClusterError)
+	}
+	return s
 }
 
 func (e *Error) Unwrap() error { return e.Err }

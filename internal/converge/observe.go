@@ -96,24 +96,31 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 					Detail: fmt.Sprintf("Asking SQL Server for %s at %s:%d failed; verification falls back to the error log.", t, t.Host, port),
 					Err:    err})
 			} else {
-				v.SQLVersion = rep.ProductVersion
-				v.Clustered = rep.Clustered
-				if rep.EncryptedDatabases != nil {
-					v.TDEDatabases = slices.Sorted(slices.Values(rep.EncryptedDatabases))
-				} else {
-					v.TDEDatabases = []string{}
-				}
-				if rep.IFIColumnPresent {
-					dmv = rep.IFIEnabled
-				}
-				v.AG = agMembership(rep)
-				v.RunningBackups = rep.RunningBackups()
+				dmv = fromReport(&v, rep)
 			}
 		}
 	}
 	v.Source, v.Enabled = ifi.Verify(ri, dmv)
 	o.Observed.Verification = v
 	return o, nil
+}
+
+// fromReport fills v with what SQL Server reported, and returns what
+// sys.dm_server_services says of IFI (nil when it has no such column or a NULL).
+func fromReport(v *ifi.Verification, rep *contract.SQLReport) *bool {
+	v.SQLVersion = rep.ProductVersion
+	v.Clustered = rep.Clustered
+	if rep.EncryptedDatabases != nil {
+		v.TDEDatabases = slices.Sorted(slices.Values(rep.EncryptedDatabases))
+	} else {
+		v.TDEDatabases = []string{}
+	}
+	v.AG = agMembership(rep)
+	v.RunningBackups = rep.RunningBackups()
+	if rep.IFIColumnPresent {
+		return rep.IFIEnabled
+	}
+	return nil
 }
 
 // earlyCheck is a SQL check started before read_instance answered; the zero value

@@ -53,12 +53,9 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 			p.RestartReason = "the right changed and IFI cannot be verified, so the Engine restarts to be sure it takes effect"
 		}
 	}
-	if p.Restart && a.Clustered {
-		return a, nil, &Refusal{
-			Summary: "Clustered SQL Server instance: refusing to restart it",
-			Detail: fmt.Sprintf("%s is a failover cluster instance and IFI needs a restart (%s). The provider never restarts a "+
-				"clustered instance through the service manager. Nothing was changed. Set restart = \"never\", grant the right on "+
-				"every node, and restart the SQL Server role through Failover Cluster Manager.", capitalize(a.where()), p.RestartReason),
+	if p.Restart {
+		if r := a.restartRoute(p); r != nil {
+			return a, nil, r
 		}
 	}
 	if p.Restart {

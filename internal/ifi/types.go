@@ -36,11 +36,26 @@ const (
 	// a failover or the restart completes).
 	RestartIfNeededIncludingPrimary RestartPolicy = "if_needed_including_primary"
 	RestartNever                    RestartPolicy = "never"
+	// RestartFailover (failover cluster instances only): once every possible owner
+	// holds the right, move the role to the best other possible owner (cluster.go).
+	RestartFailover RestartPolicy = "failover"
+	// RestartClusterRestart (failover cluster instances only): take the SQL Server
+	// resource offline and the role online again on its current owner.
+	RestartClusterRestart RestartPolicy = "cluster_restart"
 )
 
-// Restarts reports whether the policy lets the provider restart the Engine.
+// RestartPolicies are the restart values, for the schema's validation and documentation.
+var RestartPolicies = []RestartPolicy{RestartIfNeeded, RestartIfNeededIncludingPrimary, RestartNever, RestartFailover, RestartClusterRestart}
+
+// Restarts reports whether the policy lets the provider restart the Engine (through
+// the service manager, or through the cluster for the cluster policies).
 func (r RestartPolicy) Restarts() bool {
-	return r == RestartIfNeeded || r == RestartIfNeededIncludingPrimary
+	return r == RestartIfNeeded || r == RestartIfNeededIncludingPrimary || r.ThroughCluster()
+}
+
+// ThroughCluster reports whether the policy restarts through the failover cluster.
+func (r RestartPolicy) ThroughCluster() bool {
+	return r == RestartFailover || r == RestartClusterRestart
 }
 
 // Source says how the running Engine's IFI state was verified.

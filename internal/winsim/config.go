@@ -27,6 +27,9 @@ type Config struct {
 	Version int `json:"version,omitempty"`
 	// Hosts are the simulated Windows hosts, each on its own loopback address.
 	Hosts []host.HostConfig `json:"hosts"`
+	// Clusters are Windows Server failover clusters over the hosts, with their
+	// SQL Server failover cluster instances (host.ClusterConfig).
+	Clusters []host.ClusterConfig `json:"clusters,omitempty"`
 	// CertValidity is how long the generated CA and host certificates are valid, as a
 	// Go duration ("8760h"). Default 8760h (one year).
 	CertValidity string `json:"cert_validity,omitempty"`
@@ -202,6 +205,9 @@ func (c *Config) Validate() error {
 		for _, in := range hostInstances(hc) {
 			usePort(fmt.Sprintf(`instance %s "sql_port"`, in.name), in.sqlPort)
 		}
+	}
+	if err := host.ValidateClusters(c.Clusters, c.Hosts); err != nil {
+		errs = append(errs, unjoin(err)...)
 	}
 	return errors.Join(errs...)
 }

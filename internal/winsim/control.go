@@ -480,9 +480,43 @@ func (s *Sim) controlMux() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, res)
 	})
+	mux.HandleFunc("GET /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
+		views := []host.ClusterView{}
+		for _, sc := range s.clusters {
+			views = append(views, sc.model.View())
+		}
+		writeJSON(w, http.StatusOK, views)
+	})
+	mux.HandleFunc("GET /v1/clusters/{cluster}", func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.Cluster(r.PathValue("cluster"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, c.View())
+	})
+	mux.HandleFunc("POST /v1/clusters/{cluster}/actions", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.Cluster(r.PathValue("cluster")); err != nil {
+			writeError(w, err)
+			return
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
+		dec.DisallowUnknownFields()
+		var a ClusterAction
+		if err := dec.Decode(&a); err != nil {
+			writeError(w, fmt.Errorf("%w: the body is not a cluster action object: %v; see internal/winsim/README.md", ErrBadAction, err))
+			return
+		}
+		res, err := s.ClusterDo(r.Context(), r.PathValue("cluster"), a)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog or POST /v1/hosts/{host}/actions", r.Method, r.URL.Path),
+			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog, POST /v1/hosts/{host}/actions, GET /v1/clusters, GET /v1/clusters/{cluster} or POST /v1/clusters/{cluster}/actions", r.Method, r.URL.Path),
 		})
 	})
 	return mux
@@ -501,7 +535,7 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrUnknownHost):
 		status = http.StatusNotFound
-	case errors.Is(err, host.ErrNoSuchService), errors.Is(err, host.ErrNoSuchInstance):
+	case errors.Is(err, host.ErrNoSuchService), errors.Is(err, host.ErrNoSuchInstance), errors.Is(err, host.ErrNoSuchClusterObject):
 		status = http.StatusNotFound
 	case errors.Is(err, ErrBadAction), errors.Is(err, host.ErrNoSuchPrivilege):
 		status = http.StatusBadRequest

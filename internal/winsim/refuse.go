@@ -92,10 +92,18 @@ func (g *gateListener) Addr() net.Addr {
 // refuse closes the socket and resets every open connection, then listens again
 // after d (or when stop is closed). A refusal already under way is not extended.
 func (g *gateListener) refuse(d time.Duration, stop <-chan struct{}) {
+	if g.shut() {
+		g.reopenAfter(d, stop)
+	}
+}
+
+// shut closes the socket and resets every open connection; false when the listener
+// was closed for good or is already refusing.
+func (g *gateListener) shut() bool {
 	g.mu.Lock()
 	if g.closed || g.inner == nil {
 		g.mu.Unlock()
-		return
+		return false
 	}
 	l := g.inner
 	g.inner, g.reopen = nil, make(chan struct{})
@@ -107,6 +115,11 @@ func (g *gateListener) refuse(d time.Duration, stop <-chan struct{}) {
 	for c := range conns {
 		resetConn(c)
 	}
+	return true
+}
+
+// reopenAfter listens again after d, or when stop is closed.
+func (g *gateListener) reopenAfter(d time.Duration, stop <-chan struct{}) {
 	t := time.NewTimer(d)
 	select {
 	case <-t.C:

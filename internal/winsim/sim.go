@@ -49,6 +49,8 @@ type Info struct {
 	Control string     `json:"control"`
 	CACert  string     `json:"ca_cert"`
 	Hosts   []HostInfo `json:"hosts"`
+	// Clusters are the failover clusters and their roles' virtual endpoints.
+	Clusters []ClusterInfo `json:"clusters,omitempty"`
 }
 
 // EnginesDown is what GET /v1/engines_down answers: how many Engines of the fleet
@@ -86,6 +88,8 @@ type Sim struct {
 	down   host.DownGauge   // the fleet's Engines that are down (Info.MaxEnginesDown)
 	ags    host.AGDirectory // the fleet's availability replicas, which see each other
 
+	clusters []*simCluster // the failover clusters (cluster.go)
+
 	control     *http.Server
 	controlAddr string
 
@@ -104,6 +108,8 @@ type simHost struct {
 	instances []*sqlEndpoint
 	listeners []net.Listener // the WinRM listeners, closed by Close in case Serve never ran
 	faults    *faultSet      // injected WinRM faults (faults.go)
+
+	clusterState // a down cluster node's refusal (cluster.go)
 
 	rtt       time.Duration // the cost model's round trip
 	winrmWire wireStats
@@ -269,11 +275,12 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 		return nil, fmt.Errorf("writing the simulator CA certificate to %s: %w", s.caPath, err)
 	}
 
-	if opts.Cost != nil {
-		hosts := make([]host.HostConfig, len(cfg.Hosts))
-		copy(hosts, cfg.Hosts)
+	{
+		hosts := clusteredHostConfigs(cfg)
 		for i := range hosts {
-			hosts[i].Cost = *opts.Cost
+			if opts.Cost != nil {
+				hosts[i].Cost = *opts.Cost
+			}
 		}
 		c := *cfg
 		c.Hosts = hosts
@@ -283,6 +290,9 @@ func Start(cfg *Config, opts Options) (_ *Sim, err error) {
 		if err := s.startHost(cfg, i, validity); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.startClusters(cfg, validity); err != nil {
+		return nil, err
 	}
 
 	controlAddr := opts.ControlAddr
@@ -366,6 +376,9 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	s.logf("winsim: host %s: WinRM on http://%s/wsman and https://%s/wsman", name, sh.httpAddr, sh.httpsAddr)
 
 	for _, inst := range model.Instances() {
+		if fciInstance(cfg, name, inst.Name()) {
+			continue // it answers on its role's virtual address (cluster.go)
+		}
 		ep, err := s.startSQLEndpoint(sh, inst, hc, tlsCfg)
 		if ep != nil {
 			sh.instances = append(sh.instances, ep)
@@ -458,6 +471,7 @@ func (s *Sim) Info() Info {
 		}
 		info.Hosts = append(info.Hosts, hi)
 	}
+	info.Clusters = s.clusterInfos()
 	return info
 }
 
@@ -513,7 +527,14 @@ func (s *Sim) Close() error {
 			}
 			cancel()
 		}
+		for _, sc := range s.clusters {
+			sc.model.Close()
+			for _, ep := range sc.vnns {
+				ep.shutdown()
+			}
+		}
 		for _, sh := range s.hosts {
+			sh.endDown()
 			for _, ep := range sh.instances {
 				ep.shutdown()
 			}

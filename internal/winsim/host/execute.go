@@ -213,6 +213,12 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 		return h.opRestartInstance(ctx, p, admin, stdout, stderr, entry)
 	case *contract.RestartStatusParams:
 		return h.opRestartStatus(ctx, p, admin, stdout, stderr, entry)
+	case *contract.ReadClusterParams:
+		return h.opReadCluster(p, admin, stdout, stderr, entry)
+	case *contract.ClusterMoveParams:
+		return h.opClusterMove(ctx, p, admin, stdout, stderr, entry)
+	case *contract.ClusterRestartParams:
+		return h.opClusterRestart(ctx, p, admin, stdout, stderr, entry)
 	}
 	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
 }
@@ -413,7 +419,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		ServiceSIDType:        e.sidType,
 		TCPPort:               inst.port,
 		StartupParameters:     inst.startupParameters(),
-		Clustered:             inst.cfg.Clustered,
+		Clustered:             inst.clustered,
 		RightHolders:          sidPrincipals(h.rights[right]),
 		AdministratorsMembers: h.principals(h.admins),
 		GroupPolicy:           h.groupPolicyInfo(right),
@@ -522,7 +528,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitNotFound, "not_found",
 			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
 	}
-	if inst.cfg.Clustered {
+	if inst.Clustered() {
 		// docs/design/windows-behaviour.md#failover-clusters: never stop a clustered SQL
 		// Server through the SCM.
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",

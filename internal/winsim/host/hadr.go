@@ -335,6 +335,9 @@ func (i *Instance) hadrInfoLocked() *contract.HADRInfo {
 			}
 		}
 	}
+	if i.h.cluster != nil {
+		info.ClusterKnown = true // a node of a failover cluster (cluster.go)
+	}
 	if !info.ClusterKnown {
 		info.Detail = "root\\MSCluster is not available (the host is not a failover cluster node)"
 	}

@@ -93,6 +93,8 @@ type Host struct {
 	guardDirOwner string
 	tasks         map[string]bool
 	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
+	// cluster is the failover cluster the host is a node of (cluster.go); nil when none.
+	cluster *Cluster
 
 	cost  Cost
 	stats stats

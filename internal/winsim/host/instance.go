@@ -1,11 +1,13 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -35,6 +37,11 @@ type Instance struct {
 	hadrWritten time.Time
 	syncedAt    time.Time // a secondary is catching up until then after its start
 	backups     []string  // BACKUP / RESTORE commands running (sys.dm_exec_requests)
+	// clustered: a failover cluster instance (the instance's Cluster registry key is
+	// set); virtualName is its role's network name, what SERVERPROPERTY('MachineName')
+	// and @@SERVERNAME report on every node (cluster.go).
+	clustered   bool
+	virtualName atomic.Value // string; read without h.mu (ServerName)
 
 	port       int
 	proc       *Process // the running Engine process; nil when stopped
@@ -92,6 +99,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		tde:        slices.Clone(ic.TDEDatabases),
 		port:       ic.SQLPort,
 		hadr:       ic.HADR(),
+		clustered:  ic.Clustered,
 	}
 	if ver.Major >= 11 {
 		v := 0
@@ -169,6 +177,13 @@ func (i *Instance) TCPPort() int {
 	i.h.mu.Lock()
 	defer i.h.mu.Unlock()
 	return i.port
+}
+
+// Clustered reports whether the instance is a failover cluster instance.
+func (i *Instance) Clustered() bool {
+	i.h.mu.Lock()
+	defer i.h.mu.Unlock()
+	return i.clustered
 }
 
 // Running reports whether the Engine's service is Running.
@@ -572,4 +587,30 @@ func (i *Instance) databases() []database {
 		dbs = append(dbs, database{5 + n, name, true})
 	}
 	return dbs
+}
+
+// WaitEngineReady waits until the instance's Engine accepts SQL connections, or its
+// start failed (an error naming the Windows error), or ctx ends.
+func (h *Host) WaitEngineReady(ctx context.Context, instance string) error {
+	inst, ok := h.Instance(instance)
+	if !ok {
+		return fmt.Errorf("%w: %q on host %s", ErrNoSuchInstance, instance, h.cfg.Name)
+	}
+	s := inst.engine
+	err := h.waitFor(ctx, func() (bool, error) {
+		if inst.ready && s.state == contract.StateRunning {
+			return true, nil
+		}
+		if s.failed && s.state == contract.StateStopped && s.pending == "" {
+			return false, fmt.Errorf("service %s failed to start: %s", s.name, s.lastError)
+		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		h.mu.Lock()
+		now := s.state
+		h.mu.Unlock()
+		return fmt.Errorf("the Engine %s was not ready for connections (its service is %s): %w", s.name, now, err)
+	}
+	return err
 }

@@ -137,7 +137,7 @@ func (h *Host) Snapshot() Snapshot {
 	for _, i := range h.instances {
 		is := InstanceSnapshot{
 			Name: i.name, InstanceID: i.id, Version: i.ver.String(), ProductLevel: i.level, Edition: i.edition,
-			ServiceName: i.engine.name, TCPPort: i.port, Clustered: i.cfg.Clustered,
+			ServiceName: i.engine.name, TCPPort: i.port, Clustered: i.clustered,
 			StartupParameters: i.startupParameters(), Ready: i.ready,
 			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.findIFILineLocked(),
 			Databases: []DatabaseSnapshot{}, HADREnabled: i.hadr,

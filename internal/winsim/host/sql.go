@@ -14,12 +14,24 @@ func (i *Instance) TDSHandler() tds.Handler { return sqlHandler{i} }
 
 type sqlHandler struct{ i *Instance }
 
-// ServerName is COMPUTER for the default instance, COMPUTER\NAME for a named one.
+// ServerName is COMPUTER for the default instance, COMPUTER\NAME for a named one;
+// on a failover cluster instance the role's virtual name takes the computer's place
+// (@@SERVERNAME, SERVERPROPERTY('ServerName')).
 func (s sqlHandler) ServerName() string {
+	machine := s.i.machineName()
 	if contract.IsDefaultInstance(s.i.name) {
-		return s.i.h.computer
+		return machine
 	}
-	return s.i.h.computer + `\` + s.i.name
+	return machine + `\` + s.i.name
+}
+
+// machineName is SERVERPROPERTY('MachineName'): the computer's name, or on a
+// failover cluster instance its virtual server's name.
+func (i *Instance) machineName() string {
+	if v, _ := i.virtualName.Load().(string); v != "" {
+		return v
+	}
+	return i.h.computer
 }
 
 func (s sqlHandler) Version() (uint8, uint8, uint16) {

@@ -103,11 +103,11 @@ func (i *Instance) viewServerServices() (sqlTable, bool) {
 			status, statusDesc = 4, "Running"
 		}
 		var node any
-		if i.cfg.Clustered {
+		if i.clustered {
 			node = h.computer
 		}
 		r := []any{s.display, int32(2), "Automatic", status, statusDesc, pid, started, s.account,
-			`"` + i.programRoot() + `\Binn\` + cmdline, yn(i.cfg.Clustered), node}
+			`"` + i.programRoot() + `\Binn\` + cmdline, yn(i.clustered), node}
 		if ifiColumn {
 			r = append(r, ifi)
 		}
@@ -235,14 +235,16 @@ func (i *Instance) serverProperty(name string) any {
 	case "productbuild":
 		return strconv.Itoa(i.ver.Build)
 	case "isclustered":
-		return b2i(i.cfg.Clustered)
+		return b2i(i.clustered)
 	case "instancename":
 		if contract.IsDefaultInstance(i.name) {
 			return nil
 		}
 		return i.name
-	case "machinename", "computernamephysicalnetbios":
-		return i.h.computer
+	case "machinename":
+		return i.machineName()
+	case "computernamephysicalnetbios":
+		return i.h.computer // on an FCI: the node it runs on now
 	case "servername":
 		return sqlHandler{i}.ServerName()
 	case "collation":

@@ -1,0 +1,465 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+// fakeCluster is a small model of a failover cluster: nodes SQL01..SQL03, each a
+// fakeHost with the instance installed (running only on the role's owner), and the
+// role "SQL Server (MSSQLSERVER)" with its owner, preferred owners and state. A move
+// stops the Engine on the owner and starts it on the target with the target's
+// holders, so IFI follows that node's LSA. Faults: a node that cannot be reached,
+// a move whose answer is lost (the move happens), a move that fails back.
+type fakeCluster struct {
+	mu        sync.Mutex
+	owner     string
+	state     string
+	preferred []string
+	nodeState map[string]string
+	nodes     map[string]*clusterNode
+	order     []string
+
+	cutAnswer bool // the cluster action happens, its answer is lost
+	failBack  bool // the next move ends Online on the old owner
+	moves     []contract.ClusterMoveParams
+	restarts  int
+}
+
+type clusterNode struct {
+	*fakeHost
+	c    *fakeCluster
+	name string
+	down bool // nothing answers at its address
+}
+
+func newFakeCluster(granted ...string) *fakeCluster {
+	c := &fakeCluster{owner: "SQL01", state: contract.ClusterOnline, preferred: []string{"SQL01", "SQL02"},
+		nodeState: map[string]string{}, nodes: map[string]*clusterNode{}, order: []string{"SQL01", "SQL02", "SQL03"}}
+	for _, n := range c.order {
+		h := newFakeHost()
+		h.ri.ComputerName = n
+		h.ri.Clustered = true
+		if slices.Contains(granted, n) {
+			h.granted(svcSID)
+		}
+		if n != c.owner {
+			h.ri.ServiceState = contract.StateStopped
+			h.runningIFI = false
+		}
+		c.nodes[n] = &clusterNode{fakeHost: h, c: c, name: n}
+		c.nodeState[n] = contract.NodeUp
+	}
+	// The running Engine on SQL01 has what SQL01 gives.
+	c.nodes["SQL01"].runningIFI = c.nodes["SQL01"].effective()
+	return c
+}
+
+func addrOf(node string) string { return strings.ToLower(node) + ".corp.example" }
+
+func (c *fakeCluster) readLocked(node string) *contract.ReadClusterResult {
+	r := &contract.ReadClusterResult{Cluster: "CL1", Node: node, VirtualName: "sqlvs1.corp.example",
+		Group: contract.ClusterGroup{Name: "SQL Server (MSSQLSERVER)", OwnerNode: c.owner, State: c.state, PreferredOwners: slices.Clone(c.preferred),
+			FailbackWindowStart: -1, FailbackWindowEnd: -1, FailoverThreshold: 2, FailoverPeriodHours: 6},
+		PossibleOwners: slices.Clone(c.order)}
+	for _, n := range c.order {
+		r.Nodes = append(r.Nodes, contract.ClusterNode{Name: n, State: c.nodeState[n]})
+	}
+	r.Resources = []contract.ClusterResource{{Name: "SQL Server", Type: contract.ResourceSQLServer, State: c.state, PossibleOwners: slices.Clone(c.order)}}
+	return r
+}
+
+func (n *clusterNode) unreachable() error {
+	if n.down {
+		return transientErr{}
+	}
+	return nil
+}
+
+func (n *clusterNode) ReadInstance(ctx context.Context, p contract.ReadInstanceParams) (*contract.ReadInstanceResult, error) {
+	if err := n.unreachable(); err != nil {
+		return nil, err
+	}
+	return n.fakeHost.ReadInstance(ctx, p)
+}
+
+func (n *clusterNode) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
+	if err := n.unreachable(); err != nil {
+		return nil, err
+	}
+	return n.fakeHost.SetRight(ctx, p)
+}
+
+func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterParams) (*contract.ReadClusterResult, error) {
+	if err := n.unreachable(); err != nil {
+		return nil, err
+	}
+	n.c.mu.Lock()
+	defer n.c.mu.Unlock()
+	return n.c.readLocked(n.name), nil
+}
+
+// startOn moves the running Engine from the owner to node (the same node restarts it).
+func (c *fakeCluster) startOn(node string) {
+	old := c.nodes[c.owner].fakeHost
+	old.mu.Lock()
+	old.ri.ServiceState, old.runningIFI = contract.StateStopped, false
+	old.mu.Unlock()
+	h := c.nodes[node].fakeHost
+	h.mu.Lock()
+	h.restarts++
+	started := fakeBoot.Add(time.Duration(h.restarts) * time.Hour)
+	h.ri.ServiceState, h.ri.ProcessStartTime, h.runningIFI = contract.StateRunning, &started, h.effective()
+	h.mu.Unlock()
+	c.owner, c.state = node, contract.ClusterOnline
+}
+
+func (n *clusterNode) ClusterMove(ctx context.Context, p contract.ClusterMoveParams) (*contract.ClusterActionResult, error) {
+	if err := n.unreachable(); err != nil {
+		return nil, err
+	}
+	c := n.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.moves = append(c.moves, p)
+	if c.nodeState[p.TargetNode] != contract.NodeUp {
+		return nil, &fakeScriptError{code: contract.CodeClusterError, err: fmt.Errorf("%s is %s", p.TargetNode, c.nodeState[p.TargetNode])}
+	}
+	before := c.owner
+	res := &contract.ClusterActionResult{Group: p.Group, OwnerBefore: before}
+	if c.failBack {
+		c.startOn(p.TargetNode)
+		c.startOn(before)
+		res.Error = "the cluster moved the role back to " + before
+	} else {
+		c.startOn(p.TargetNode)
+	}
+	res.OwnerAfter, res.State = c.owner, c.state
+	if c.cutAnswer {
+		return nil, transientErr{}
+	}
+	return res, nil
+}
+
+func (n *clusterNode) ClusterRestart(ctx context.Context, p contract.ClusterRestartParams) (*contract.ClusterActionResult, error) {
+	if err := n.unreachable(); err != nil {
+		return nil, err
+	}
+	c := n.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restarts++
+	owner := c.owner
+	c.startOn(owner)
+	if c.cutAnswer {
+		return nil, transientErr{}
+	}
+	return &contract.ClusterActionResult{Group: "SQL Server (MSSQLSERVER)", OwnerBefore: owner, OwnerAfter: c.owner, State: c.state}, nil
+}
+
+func (c *fakeCluster) setRights() int {
+	n := 0
+	for _, node := range c.nodes {
+		node.mu.Lock()
+		n += node.setRightOps
+		node.mu.Unlock()
+	}
+	return n
+}
+
+// clusterChecker is SQL Server on the virtual name: the owner's Engine.
+type clusterChecker struct {
+	c     *fakeCluster
+	hosts []string
+}
+
+func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
+	k.c.mu.Lock()
+	h := k.c.nodes[k.c.owner].fakeHost
+	k.hosts = append(k.hosts, t.Host)
+	k.c.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	on := h.runningIFI
+	return &contract.SQLReport{ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
+		EncryptedDatabases: []string{}}, nil
+}
+
+func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error { return nil }
+
+type clusterClients struct {
+	c       *fakeCluster
+	checker *clusterChecker
+}
+
+func (cl *clusterClients) Host(addr string, _ int) (Host, error) {
+	for name, n := range cl.c.nodes {
+		if addrOf(name) == addr {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no such host %s", addr)
+}
+
+func (cl *clusterClients) SQLChecker() (contract.SQLChecker, error) { return cl.checker, nil }
+
+func clusterWorld(c *fakeCluster) (*Engine, *clusterChecker, ClusterTarget) {
+	k := &clusterChecker{c: c}
+	e := New(&clusterClients{c: c, checker: k})
+	ct := ClusterTarget{Target: Target{Host: addrOf("SQL01"), Instance: "MSSQLSERVER"}, SQLHost: "sqlvs1.corp.example", Resolve: addrOf}
+	return e, k, ct
+}
+
+func nodeResult(t *testing.T, out *ClusterOutcome, node string) NodeResult {
+	t.Helper()
+	for _, n := range out.Nodes {
+		if n.Node == node {
+			return n
+		}
+	}
+	t.Fatalf("no result for %s in %+v", node, out.Nodes)
+	return NodeResult{}
+}
+
+func nodeStateOf(t *testing.T, ca *ifi.ClusterAssessment, node string) ifi.NodeState {
+	t.Helper()
+	for _, n := range ca.Nodes {
+		if n.Name == node {
+			return n
+		}
+	}
+	t.Fatalf("no node %s", node)
+	return ifi.NodeState{}
+}
+
+// A refresh reads every possible owner at its own address and SQL Server on the
+// virtual name.
+func TestReadClusterPerNode(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02")
+	e, k, ct := clusterWorld(c)
+	out, err := e.ReadCluster(context.Background(), ct, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := out.Cluster
+	if ca.IFISurvivesFailover == nil || *ca.IFISurvivesFailover || strings.Join(ca.Lacking, ",") != "SQL03" || out.Enabled {
+		t.Errorf("survives %v, lacking %v, enabled %v; want false, SQL03, false (drift shows)", ca.IFISurvivesFailover, ca.Lacking, out.Enabled)
+	}
+	if n := nodeStateOf(t, ca, "SQL02"); !n.Granted || n.Owner || n.Address != addrOf("SQL02") {
+		t.Errorf("SQL02 = %+v", n)
+	}
+	if ca.OwnerAssessment == nil || ca.OwnerAssessment.RunningIFI == nil || !*ca.OwnerAssessment.RunningIFI {
+		t.Errorf("the owner's running IFI is not what SQL Server said: %+v", ca.OwnerAssessment)
+	}
+	if len(k.hosts) != 1 || k.hosts[0] != "sqlvs1.corp.example" {
+		t.Errorf("SQL Server was asked at %v; want the virtual name only", k.hosts)
+	}
+	wantWarning(t, out.Warnings, ifi.WarnFailoverLosesIFI)
+}
+
+// Apply grants on every possible owner that lacks the right, node by node, and
+// records each node's result; the next read is converged.
+func TestApplyClusterGrantsEveryPossibleOwner(t *testing.T) {
+	c := newFakeCluster("SQL01")
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"SQL02", "SQL03"} {
+		if r := nodeResult(t, out, n); len(r.Done) != 1 || !r.Changed || r.Err != nil || !c.nodes[n].holds(svcSID) {
+			t.Errorf("%s: %+v", n, r)
+		}
+	}
+	if r := nodeResult(t, out, "SQL01"); len(r.Planned) != 0 || c.nodes["SQL01"].setRightOps != 0 {
+		t.Errorf("SQL01 already granted, yet %+v", r)
+	}
+	if out.HalfDone() || out.Restarted || out.Action != ifi.ActionGrant || !out.Enabled || !*out.Cluster.IFISurvivesFailover {
+		t.Errorf("outcome %+v", out)
+	}
+}
+
+func withRestartPolicy(d ifi.Desired, r ifi.RestartPolicy) ifi.Desired { d.Restart = r; return d }
+
+// A possible owner that cannot be reached: a clear error naming it, nothing
+// changed on any node.
+func TestApplyClusterUnreachableNodeChangesNothing(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL03"].down = true
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || !strings.Contains(ce.Error(), "SQL03") || !strings.Contains(ce.Error(), addrOf("SQL03")) ||
+		!strings.Contains(ce.Error(), "Nothing was changed on any node") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.setRights() != 0 || out.Changed {
+		t.Errorf("%d set_right requests; want none", c.setRights())
+	}
+}
+
+// A grant that fails on one node after another succeeded: the error names the
+// node, the outcome records both, and the nodes are read back.
+func TestApplyClusterHalfDone(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL03"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("LsaAddAccountRights failed: 0xC0000022 (access denied)")}
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL03" || !ce.Changed || !strings.Contains(ce.Error(), "cluster node SQL03") {
+		t.Fatalf("err = %v", err)
+	}
+	if !out.HalfDone() || len(nodeResult(t, out, "SQL01").Done) != 1 || len(nodeResult(t, out, "SQL02").Done) != 1 || nodeResult(t, out, "SQL03").Err == nil {
+		t.Errorf("outcome nodes %+v", out.Nodes)
+	}
+	if out.Cluster == nil || !nodeStateOf(t, out.Cluster, "SQL02").Granted || nodeStateOf(t, out.Cluster, "SQL03").Granted {
+		t.Errorf("the read-back does not show SQL02 granted and SQL03 not: %+v", out.Cluster)
+	}
+}
+
+// restart = "failover": grant everywhere, move the role to the first preferred
+// owner other than the owner, verify through SQL Server on the virtual name.
+func TestApplyClusterFailover(t *testing.T) {
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	e.Restarts = NewRestartLimiter(1)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.moves) != 1 || c.moves[0].TargetNode != "SQL02" || c.moves[0].Group != "SQL Server (MSSQLSERVER)" || c.moves[0].TimeoutS < 1 {
+		t.Fatalf("moves %+v", c.moves)
+	}
+	if out.Move == nil || !out.Move.Ended() || out.Move.To != "SQL02" || !out.Restarted || out.Action != ifi.ActionGrantAndRestart {
+		t.Errorf("move %+v, outcome %+v", out.Move, out)
+	}
+	if out.Cluster.Owner != "SQL02" || !*out.Cluster.OwnerAssessment.RunningIFI || !out.Enabled {
+		t.Errorf("after the move: owner %s, running %v", out.Cluster.Owner, out.Cluster.OwnerAssessment.RunningIFI)
+	}
+	if slices.ContainsFunc(k.hosts, func(h string) bool { return h != "sqlvs1.corp.example" }) {
+		t.Errorf("SQL Server asked at %v", k.hosts)
+	}
+}
+
+// A paused node is skipped: the role goes to the next possible owner.
+func TestApplyClusterFailoverSkipsAPausedNode(t *testing.T) {
+	c := newFakeCluster()
+	c.nodeState["SQL02"] = contract.NodePaused
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.moves) != 1 || c.moves[0].TargetNode != "SQL03" || out.Move.To != "SQL03" {
+		t.Errorf("moves %+v", c.moves)
+	}
+}
+
+// The connection is lost mid-move: the cluster finishes the move, the engine follows
+// it with read_cluster and succeeds, saying so.
+func TestApplyClusterFailoverLostConnection(t *testing.T) {
+	c := newFakeCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.moves) != 1 || !out.Move.Followed || out.Move.To != "SQL02" || !out.Restarted || out.Cluster.Owner != "SQL02" {
+		t.Errorf("moves %d, move %+v", len(c.moves), out.Move)
+	}
+	wantWarning(t, out.Warnings, WarnRecovered)
+}
+
+// A move that fails back: reported with where the role ended, and the state read back.
+func TestApplyClusterFailback(t *testing.T) {
+	c := newFakeCluster()
+	c.failBack = true
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || ce.Move.To != "SQL01" {
+		t.Fatalf("err = %v", err)
+	}
+	for _, s := range []string{"Online on SQL01, not on SQL02", "moved the role back to SQL01", "instance MSSQLSERVER on " + addrOf("SQL01")} {
+		if !strings.Contains(ce.Error(), s) {
+			t.Errorf("error lacks %q: %s", s, ce.Error())
+		}
+	}
+	if out.Cluster == nil || out.Cluster.Owner != "SQL01" || !*out.Cluster.IFISurvivesFailover || !ce.Changed {
+		t.Errorf("read back %+v", out.Cluster)
+	}
+}
+
+// restart = "cluster_restart": the role restarts on its owner through the cluster.
+func TestApplyClusterRestart(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.restarts != 1 || len(c.moves) != 0 || out.Move.To != "SQL01" || !out.Restarted || !*out.Cluster.OwnerAssessment.RunningIFI {
+		t.Errorf("restarts %d, moves %d, move %+v", c.restarts, len(c.moves), out.Move)
+	}
+}
+
+// restart = "if_needed" on an FCI that needs a restart refuses before any change.
+func TestApplyClusterIfNeededRefuses(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	_, err := e.ApplyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || !strings.Contains(ce.Refusal.Detail, `restart = "failover"`) || c.setRights() != 0 {
+		t.Fatalf("err = %v, %d set_right", err, c.setRights())
+	}
+}
+
+// The cluster restart waits for the limiter like a restart; when the deadline passes
+// first nothing was moved.
+func TestApplyClusterWaitsForTheLimiter(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].runningIFI = false // a restart is pending
+	e, _, ct := clusterWorld(c)
+	e.Restarts = NewRestartLimiter(1)
+	e.Restarts.slots <- struct{}{} // another restart holds the only slot
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRestartSlot || len(c.moves) != 0 {
+		t.Fatalf("err = %v, moves %d", err, len(c.moves))
+	}
+}
+
+// Destroy revokes on every possible owner and never restarts.
+func TestDestroyClusterRevokesEverywhere(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.order {
+		if c.nodes[n].holds(svcSID) {
+			t.Errorf("%s still holds the right", n)
+		}
+	}
+	if len(out.Nodes) != 3 || len(c.moves) != 0 || c.restarts != 0 {
+		t.Errorf("nodes %+v, moves %d, restarts %d", out.Nodes, len(c.moves), c.restarts)
+	}
+	wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
+}

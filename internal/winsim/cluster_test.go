@@ -1,0 +1,512 @@
+package winsim_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// clusterFleet: node1 and node2 are the nodes of CLU1, whose role runs the FCI
+// MSSQLSERVER (virtual name SQLFCI1); node1 grants the right to the instance's
+// service SID, node2 does not (as a node added later). node3 has the instance
+// installed, stopped, and is no node yet.
+const clusterFleet = `{
+  "hosts": [
+    {"name": "node1", "address": "127.0.0.41", "domain": "CONTOSO",
+     "accounts": {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"},
+     "winrm": {"users": [{"name": "CONTOSO\\dba", "password": "Winsim-D0main!"}]},
+     "rights": {"SeManageVolumePrivilege": ["BUILTIN\\Administrators", "NT SERVICE\\MSSQLSERVER"]},
+     "instances": [{"name": "MSSQLSERVER", "service_account": "CONTOSO\\sqlsvc", "start_ms": 50, "stop_ms": 50,
+                    "logins": [{"name": "sa", "password": "Winsim-Sql1!"}]}]},
+    {"name": "node2", "address": "127.0.0.42", "domain": "CONTOSO",
+     "accounts": {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"},
+     "winrm": {"users": [{"name": "CONTOSO\\dba", "password": "Winsim-D0main!"}]},
+     "instances": [{"name": "MSSQLSERVER", "service_account": "CONTOSO\\sqlsvc", "start_ms": 50, "stop_ms": 50,
+                    "logins": [{"name": "sa", "password": "Winsim-Sql1!"}]}]},
+    {"name": "node3", "address": "127.0.0.43", "domain": "CONTOSO",
+     "accounts": {"CONTOSO\\sqlsvc": "S-1-5-21-1-2-3-1105"},
+     "winrm": {"users": [{"name": "CONTOSO\\dba", "password": "Winsim-D0main!"}]},
+     "instances": [{"name": "MSSQLSERVER", "service_account": "CONTOSO\\sqlsvc", "stopped": true,
+                    "logins": [{"name": "sa", "password": "Winsim-Sql1!"}]}]}
+  ],
+  "clusters": [
+    {"name": "CLU1", "nodes": ["node1", "node2"],
+     "roles": [{"instance": "MSSQLSERVER", "virtual_name": "SQLFCI1", "virtual_address": "127.0.0.60",
+                "preferred_owners": ["node1", "node2"], "failover_threshold": 1, "pending_timeout_ms": 20000}]}
+  ]
+}`
+
+const fciGroup = "SQL Server (MSSQLSERVER)"
+
+func startCluster(t *testing.T) *winsim.Sim {
+	t.Helper()
+	cfg, err := winsim.ParseConfig([]byte(clusterFleet))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return sim
+}
+
+// nodeHost is the provider's runner (internal/remote, masterzen/winrm) on a node's
+// WinRM HTTPS listener, verified against the simulator's CA.
+func nodeHost(t *testing.T, sim *winsim.Sim, name string) contract.Host {
+	t.Helper()
+	h, p, err := net.SplitHostPort(hostInfo(t, sim, name).WinRMHTTPS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(p)
+	rh, err := remote.New(remote.Config{Host: h, Port: port, HTTPS: true, CACert: sim.CACertPEM(), Auth: remote.AuthNTLM,
+		Username: `CONTOSO\dba`, Password: "Winsim-D0main!", Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rh
+}
+
+func virtualSQL(t *testing.T, sim *winsim.Sim) string {
+	t.Helper()
+	for _, c := range sim.Info().Clusters {
+		for _, r := range c.Roles {
+			if r.Name == fciGroup {
+				return r.SQL
+			}
+		}
+	}
+	t.Fatalf("Info() has no role %s: %+v", fciGroup, sim.Info().Clusters)
+	return ""
+}
+
+func opCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// physicalNode asks SQL Server on the virtual name which node it runs on, with its
+// IFI and whether it says it is clustered.
+func physicalNode(t *testing.T, db *sql.DB) (node, ifi string, clustered int) {
+	t.Helper()
+	ctx := opCtx(t)
+	if err := db.QueryRowContext(ctx, "SELECT CAST(SERVERPROPERTY('ComputerNamePhysicalNetBIOS') AS nvarchar(128)), CAST(SERVERPROPERTY('IsClustered') AS int)").Scan(&node, &clustered); err != nil {
+		t.Fatalf("SERVERPROPERTY through the virtual name: %v", err)
+	}
+	ifi, err := engineIFI(ctx, db)
+	if err != nil {
+		t.Fatalf("sys.dm_server_services through the virtual name: %v", err)
+	}
+	return node, ifi, clustered
+}
+
+func TestClusterReadClusterShape(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	for _, n := range []string{"node1", "node2"} {
+		r, err := nodeHost(t, sim, n).ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+		if err != nil {
+			t.Fatalf("read_cluster on %s: %v", n, err)
+		}
+		if r.Cluster != "CLU1" || r.Node != strings.ToUpper(n) || r.VirtualName != "SQLFCI1" {
+			t.Errorf("%s: cluster %q node %q virtual name %q", n, r.Cluster, r.Node, r.VirtualName)
+		}
+		if want := []contract.ClusterNode{{Name: "NODE1", State: "up"}, {Name: "NODE2", State: "up"}}; !slices.Equal(r.Nodes, want) {
+			t.Errorf("%s: nodes %+v, want %+v", n, r.Nodes, want)
+		}
+		g := r.Group
+		if g.Name != fciGroup || g.OwnerNode != "NODE1" || g.State != "Online" || !slices.Equal(g.PreferredOwners, []string{"NODE1", "NODE2"}) ||
+			g.AutoFailbackType != 0 || g.FailbackWindowStart != -1 || g.FailbackWindowEnd != -1 || g.FailoverThreshold != 1 || g.FailoverPeriodHours != 6 {
+			t.Errorf("%s: group %+v", n, g)
+		}
+		if !slices.Equal(r.PossibleOwners, []string{"NODE1", "NODE2"}) {
+			t.Errorf("%s: possible owners %v", n, r.PossibleOwners)
+		}
+		var types []string
+		for _, res := range r.Resources {
+			types = append(types, res.Type)
+			if res.State != "Online" || res.PendingTimeoutMS != 20000 || !slices.Equal(res.PossibleOwners, []string{"NODE1", "NODE2"}) {
+				t.Errorf("%s: resource %+v", n, res)
+			}
+		}
+		for _, want := range []string{"SQL Server", "SQL Server Agent", "Network Name", "IP Address", "Physical Disk"} {
+			if !slices.Contains(types, want) {
+				t.Errorf("%s: no %q resource among %v", n, want, types)
+			}
+		}
+	}
+	// node3 is no node: root\MSCluster does not answer there.
+	_, err := nodeHost(t, sim, "node3").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if scriptCode(err) != contract.CodeNotClustered {
+		t.Errorf("read_cluster on node3 = %v; want the script error %s", err, contract.CodeNotClustered)
+	}
+	// Each node's read_instance: installed, clustered, running on the owner only,
+	// one service SID for the instance on every node.
+	for n, want := range map[string]string{"node1": contract.StateRunning, "node2": contract.StateStopped} {
+		ri, err := nodeHost(t, sim, n).ReadInstance(opCtx(t), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ri.Found || !ri.Clustered || ri.ServiceState != want {
+			t.Errorf("%s read_instance: found %v clustered %v state %q, want clustered and %s", n, ri.Found, ri.Clustered, ri.ServiceState, want)
+		}
+		if ri.HADR == nil || !ri.HADR.ClusterKnown {
+			t.Errorf("%s read_instance: hadr %+v; want cluster_known on a cluster node", n, ri.HADR)
+		}
+	}
+}
+
+// A move stops the Engine on the owner and starts it on the target with the
+// target's token: IFI follows the target's LSA, and the virtual name follows the owner.
+func TestClusterMoveFollowsTargetLSA(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	db := openDB(t, virtualSQL(t, sim))
+	if node, ifi, clustered := physicalNode(t, db); node != "NODE1" || ifi != "Y" || clustered != 1 {
+		t.Fatalf("before the move: node %q IFI %q IsClustered %d; want NODE1, Y, 1", node, ifi, clustered)
+	}
+	n1 := nodeHost(t, sim, "node1")
+	res, err := n1.ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if err != nil {
+		t.Fatalf("cluster_move: %v", err)
+	}
+	if res.OwnerBefore != "NODE1" || res.OwnerAfter != "NODE2" || res.State != "Online" || res.Error != "" {
+		t.Fatalf("cluster_move = %+v; want NODE1 → NODE2 Online without error", res)
+	}
+	if node, ifi, _ := physicalNode(t, db); node != "NODE2" || ifi != "N" {
+		t.Errorf("after the move to node2 (no grant): node %q IFI %q; want NODE2, N", node, ifi)
+	}
+	for n, want := range map[string]string{"node1": contract.StateStopped, "node2": contract.StateRunning} {
+		m, _ := sim.Host(n)
+		if st, _ := m.ServiceState("MSSQLSERVER"); st != want {
+			t.Errorf("%s's Engine is %s, want %s", n, st, want)
+		}
+	}
+	// Grant on node2, move away and back: the new process has the right.
+	n2 := nodeHost(t, sim, "node2")
+	if _, err := n2.SetRight(opCtx(t), contract.SetRightParams{Right: contract.RightManageVolume, SID: winsid.ServiceSID("MSSQLSERVER"), Grant: true}); err != nil {
+		t.Fatal(err)
+	}
+	if node, ifi, _ := physicalNode(t, db); node != "NODE2" || ifi != "N" {
+		t.Errorf("after the grant, before a restart: node %q IFI %q; want NODE2, N (the token is the start's)", node, ifi)
+	}
+	for _, target := range []string{"NODE1", "NODE2"} {
+		res, err := n2.ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: target, TimeoutS: 60})
+		if err != nil {
+			t.Fatalf("cluster_move to %s: %v", target, err)
+		}
+		if res.Error != "" || res.OwnerAfter != target {
+			t.Fatalf("cluster_move to %s = %+v", target, res)
+		}
+	}
+	if node, ifi, _ := physicalNode(t, db); node != "NODE2" || ifi != "Y" {
+		t.Errorf("after the grant and a move back to node2: node %q IFI %q; want NODE2, Y", node, ifi)
+	}
+	// The script refuses a move to the owner, before anything moves.
+	_, err = n2.ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if scriptCode(err) != contract.CodeClusterError {
+		t.Errorf("cluster_move to the owner = %v; want %s", err, contract.CodeClusterError)
+	}
+}
+
+// While SQL Server's resource goes offline for a move, the virtual name refuses
+// connections; the move the cluster accepted goes on when the caller stops waiting.
+func TestClusterVirtualNameRefusesWhileMoving(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	addr := virtualSQL(t, sim)
+	for _, n := range []string{"node1", "node2"} {
+		m, _ := sim.Host(n)
+		if err := m.SetStopDuration("MSSQLSERVER", 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := sim.Cluster("CLU1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the caller is gone at once: the cluster goes on
+	out, err := c.Move(ctx, fciGroup, "node2", "move", time.Minute)
+	if err != nil || out.Err != nil || out.Finished {
+		t.Fatalf("Move = %+v, %v; want an accepted move still under way", out, err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	sqlPending := func(v host.ClusterRoleView) bool {
+		for _, r := range v.Resources {
+			if r.Type == host.ResourceTypeSQLServer {
+				return r.State == host.ResourceOfflinePending
+			}
+		}
+		return false
+	}
+	if _, err := c.WaitRole(wctx, fciGroup, sqlPending); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("the virtual name %s accepted a connection while the role was moving", addr)
+	}
+	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool { return v.State == host.GroupOnline && v.Action == "" })
+	if err != nil || v.OwnerNode != "NODE2" {
+		t.Fatalf("the move did not end Online on NODE2: %+v, %v", v, err)
+	}
+	if node, _, _ := physicalNode(t, openDB(t, addr)); node != "NODE2" {
+		t.Errorf("the virtual name serves %s after the move, want NODE2", node)
+	}
+}
+
+func TestClusterMoveFailsBack(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: host.FailMoveFailBack}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if err != nil {
+		t.Fatalf("cluster_move: %v", err)
+	}
+	if res.OwnerAfter != "NODE1" || res.State != "Online" || !strings.Contains(res.Error, "failed back") && !strings.Contains(res.Error, "failed the role back") {
+		t.Fatalf("cluster_move with a failing target = %+v; want the role back Online on NODE1 with the cluster's error", res)
+	}
+	if node, ifi, _ := physicalNode(t, openDB(t, virtualSQL(t, sim))); node != "NODE1" || ifi != "Y" {
+		t.Errorf("after the failback: node %q IFI %q; want NODE1, Y", node, ifi)
+	}
+	// "offline": the resource will not come online and stays Failed there.
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: host.FailMoveOffline}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if err != nil {
+		t.Fatalf("cluster_move: %v", err)
+	}
+	if res.OwnerAfter != "NODE2" || res.State != "Failed" || res.Error == "" {
+		t.Errorf("cluster_move whose resource will not come online = %+v; want Failed on NODE2 with an error", res)
+	}
+	if conn, err := net.DialTimeout("tcp", virtualSQL(t, sim), 2*time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("the virtual name accepts connections while SQL Server is Failed")
+	}
+}
+
+// A paused node keeps its roles but cannot take one; a down node's WinRM refuses
+// connections and the role it owned fails over.
+func TestClusterPausedAndDownNodes(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	do := func(a winsim.ClusterAction) {
+		t.Helper()
+		if _, err := sim.ClusterDo(context.Background(), "CLU1", a); err != nil {
+			t.Fatalf("%s: %v", a.Action, err)
+		}
+	}
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node2", State: host.NodePaused})
+	r, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || !slices.Contains(r.Nodes, contract.ClusterNode{Name: "NODE2", State: "paused"}) {
+		t.Fatalf("read_cluster after the pause: %+v, %v", r.Nodes, err)
+	}
+	res, err := nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if err != nil {
+		t.Fatalf("cluster_move to a paused node: %v", err)
+	}
+	if res.OwnerAfter != "NODE1" || res.State != "Online" || !strings.Contains(res.Error, "paused") {
+		t.Fatalf("cluster_move to a paused node = %+v, %v; want refused by the cluster, the role Online on NODE1", res, err)
+	}
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionClusterFailover, Role: fciGroup, Node: "node2"}); err == nil {
+		t.Errorf("cluster_failover to a paused node succeeded")
+	}
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node2", State: host.NodeUp})
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node1", State: host.NodeDown})
+	if conn, err := net.DialTimeout("tcp", hostInfo(t, sim, "node1").WinRMHTTPS, 2*time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("node1 is down but its WinRM accepted a connection")
+	}
+	c, _ := sim.Cluster("CLU1")
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool { return v.State == host.GroupOnline && v.OwnerNode == "NODE2" }); err != nil {
+		t.Fatalf("the role did not fail over to NODE2 when NODE1 went down: %+v, %v", v, err)
+	}
+	if node, ifi, _ := physicalNode(t, openDB(t, virtualSQL(t, sim))); node != "NODE2" || ifi != "N" {
+		t.Errorf("after node1 went down: node %q IFI %q; want NODE2, N", node, ifi)
+	}
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node1", State: host.NodeUp})
+	if _, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"}); err != nil {
+		t.Errorf("read_cluster on node1 once it is up again: %v", err)
+	}
+}
+
+// Taking SQL Server offline takes Agent with it; bringing SQL Server alone online
+// leaves Agent offline; cluster_restart brings the whole group online.
+func TestClusterRestartBringsAgentBackOnlyThroughTheGroup(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	c, _ := sim.Cluster("CLU1")
+	ctx := opCtx(t)
+	state := func(typ string) string {
+		v, _ := c.RoleView(fciGroup)
+		for _, r := range v.Resources {
+			if r.Type == typ {
+				return r.State
+			}
+		}
+		return ""
+	}
+	if out, err := c.TakeResourceOffline(ctx, fciGroup, host.ResourceTypeSQLServer, time.Minute); err != nil || out.Err != nil {
+		t.Fatalf("TakeOffline: %+v, %v", out, err)
+	}
+	if sqlState, agent := state(host.ResourceTypeSQLServer), state(host.ResourceTypeAgent); sqlState != "Offline" || agent != "Offline" {
+		t.Fatalf("after taking SQL Server offline: SQL Server %s, Agent %s; want both Offline", sqlState, agent)
+	}
+	if out, err := c.BringResourceOnline(ctx, fciGroup, host.ResourceTypeSQLServer, time.Minute); err != nil || out.Err != nil {
+		t.Fatalf("BringOnline: %+v, %v", out, err)
+	}
+	if sqlState, agent := state(host.ResourceTypeSQLServer), state(host.ResourceTypeAgent); sqlState != "Online" || agent != "Offline" {
+		t.Fatalf("after bringing SQL Server alone online: SQL Server %s, Agent %s; want Online, Offline", sqlState, agent)
+	}
+	v, _ := c.RoleView(fciGroup)
+	if v.State != host.GroupPartialOnline {
+		t.Errorf("group state %s with Agent offline, want PartialOnline", v.State)
+	}
+	// cluster_restart refuses a group that is not Online.
+	n1 := nodeHost(t, sim, "node1")
+	_, err := n1.ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 60})
+	if scriptCode(err) != contract.CodeClusterError {
+		t.Errorf("cluster_restart of a PartialOnline group = %v; want %s", err, contract.CodeClusterError)
+	}
+	if out, err := c.BringGroupOnline(ctx, fciGroup, time.Minute); err != nil || out.Err != nil {
+		t.Fatal(out, err)
+	}
+	m1, _ := sim.Host("node1")
+	pidBefore := m1.Instances()[0].Process().PID
+	res, err := n1.ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 60})
+	if err != nil {
+		t.Fatalf("cluster_restart: %v", err)
+	}
+	if res.Error != "" || res.State != "Online" || res.OwnerAfter != "NODE1" {
+		t.Fatalf("cluster_restart = %+v", res)
+	}
+	for _, r := range res.Resources {
+		if r.State != "Online" {
+			t.Errorf("after cluster_restart %s is %s", r.Name, r.State)
+		}
+	}
+	if st, _ := m1.ServiceState("SQLSERVERAGENT"); st != contract.StateRunning {
+		t.Errorf("SQLSERVERAGENT is %s after cluster_restart", st)
+	}
+	if p := m1.Instances()[0].Process(); p == nil || p.PID == pidBefore {
+		t.Errorf("cluster_restart did not start a new Engine process (pid %d before)", pidBefore)
+	}
+}
+
+// add_node joins node3 without the grant; evict_node removes a node from every
+// owner list.
+func TestClusterAddAndEvictNode(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	ctx := context.Background()
+	if _, err := sim.ClusterDo(ctx, "CLU1", winsim.ClusterAction{Action: winsim.ActionAddNode, Host: "node3"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := nodeHost(t, sim, "node3").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil {
+		t.Fatalf("read_cluster on the added node: %v", err)
+	}
+	if !slices.Equal(r.PossibleOwners, []string{"NODE1", "NODE2", "NODE3"}) || !slices.Equal(r.Group.PreferredOwners, []string{"NODE1", "NODE2"}) {
+		t.Errorf("after add_node: possible %v preferred %v", r.PossibleOwners, r.Group.PreferredOwners)
+	}
+	ri, err := nodeHost(t, sim, "node3").ReadInstance(opCtx(t), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if err != nil || !ri.Clustered || slices.ContainsFunc(ri.RightHolders, func(p contract.Principal) bool { return p.SID == winsid.ServiceSID("MSSQLSERVER") }) {
+		t.Errorf("node3 read_instance: %+v, %v; want clustered, without the grant", ri, err)
+	}
+	if _, err := sim.ClusterDo(ctx, "CLU1", winsim.ClusterAction{Action: winsim.ActionClusterFailover, Role: fciGroup, Node: "NODE3"}); err != nil {
+		t.Fatal(err)
+	}
+	if node, ifi, _ := physicalNode(t, openDB(t, virtualSQL(t, sim))); node != "NODE3" || ifi != "N" {
+		t.Errorf("on the added node: %q IFI %q; want NODE3, N", node, ifi)
+	}
+	if _, err := sim.ClusterDo(ctx, "CLU1", winsim.ClusterAction{Action: winsim.ActionEvictNode, Node: "node3"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Group.OwnerNode == "NODE3" || slices.Contains(r.PossibleOwners, "NODE3") || len(r.Nodes) != 2 {
+		t.Errorf("after evicting node3: %+v, %v", r, err)
+	}
+	_, err = nodeHost(t, sim, "node3").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if scriptCode(err) != contract.CodeNotClustered {
+		t.Errorf("read_cluster on the evicted node = %v; want %s", err, contract.CodeNotClustered)
+	}
+}
+
+// scriptCode is the script's error code of an operation's error, "" for another error.
+func scriptCode(err error) string {
+	var re *remote.Error
+	if errors.As(err, &re) {
+		return re.ScriptCode()
+	}
+	return ""
+}
+
+func TestClusterConfigErrors(t *testing.T) {
+	t.Parallel()
+	base := func(cluster string) string {
+		return `{"hosts": [
+		  {"name": "a", "address": "127.0.0.41", "instances": [{"name": "MSSQLSERVER"}]},
+		  {"name": "b", "address": "127.0.0.42", "instances": [{"name": "MSSQLSERVER"}]},
+		  {"name": "c", "address": "127.0.0.43"}],
+		 "clusters": [` + cluster + `]}`
+	}
+	for _, tc := range []struct{ cluster, want string }{
+		{`{"name": "C", "nodes": ["a", "x"]}`, `node "x" is not a host`},
+		{`{"name": "C", "nodes": ["a", "c"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60"}]}`, `node "c" has no instance MSSQLSERVER`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.42"}]}`, `is host "b"'s address`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "AVERYLONGVIRTUALNAME", "virtual_address": "127.0.0.60"}]}`, `is not a NetBIOS name`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "owner": "c"}]}`, `not one of the cluster's nodes`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "possible_owners": {"SQL Server": ["b"]}, "owner": "a"}]}`, `the owner "a" is not a possible owner of "SQL Server"`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "possible_owners": {"Quorum": ["a"]}}]}`, `neither a resource nor a resource type`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "failback_window_start": 3}]}`, `set both "failback_window_start" and "failback_window_end"`},
+		{`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60", "auto_failback_type": 2}]}`, `"auto_failback_type" 2`},
+	} {
+		_, err := winsim.ParseConfig([]byte(base(tc.cluster)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("cluster %s: error %v; want one containing %q", tc.cluster, err, tc.want)
+		}
+	}
+	stopped := strings.Replace(base(`{"name": "C", "nodes": ["a", "b"], "roles": [{"instance": "MSSQLSERVER", "virtual_name": "V", "virtual_address": "127.0.0.60"}]}`),
+		`"address": "127.0.0.42", "instances": [{"name": "MSSQLSERVER"`, `"address": "127.0.0.42", "instances": [{"name": "MSSQLSERVER", "stopped": true`, 1)
+	if _, err := winsim.ParseConfig([]byte(stopped)); err == nil || !strings.Contains(err.Error(), `the cluster decides where an FCI runs`) {
+		t.Errorf("a node's FCI instance marked stopped: %v", err)
+	}
+}
+
+// The demo fleet (demo/fleet.json) loads, with its two-node FCI.
+func TestDemoFleetHasAnFCI(t *testing.T) {
+	t.Parallel()
+	cfg, err := winsim.LoadConfig("../../demo/fleet.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Clusters) != 1 || len(cfg.Clusters[0].Nodes) != 2 || len(cfg.Clusters[0].Roles) != 1 {
+		t.Errorf("demo/fleet.json clusters: %+v; want one two-node cluster with one role", cfg.Clusters)
+	}
+}

@@ -1,0 +1,1252 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// Cluster is the model of one Windows Server failover cluster whose nodes are
+// simulated hosts, and of its SQL Server failover cluster instances (FIDELITY.md,
+// "Failover cluster instances"). Each role (cluster group) runs its instance's
+// Engine on one node, its owner; the instance is installed on every node, stopped
+// where the node does not own the role. A move stops the Engine on the owner and
+// starts it on the target through that node's service control manager, so the
+// Engine's token, and IFI, come from the target's LSA.
+//
+// The cluster service runs its actions (moves, restarts, failovers) in its own
+// goroutines, under the cluster's lifetime: a caller that stops waiting, or whose
+// WinRM connection is lost, does not stop an action the cluster accepted.
+//
+// Locking: the cluster's mutex is taken before a host's, never the other way;
+// the hosts never call into the cluster while holding their own.
+type Cluster struct {
+	name string
+	logf func(format string, args ...any)
+	now  func() time.Time
+
+	mu      sync.Mutex
+	changed chan struct{}
+	nodes   []*clusterNode
+	roles   []*clusterRole
+	closed  bool
+
+	nodeHook func(host string, down bool) // the simulator's: a node's WinRM listeners close or open
+
+	life    context.Context
+	endLife context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// Node states, as the contract reports them (MSCluster_Node.State).
+const (
+	NodeUp     = "up"
+	NodeDown   = "down"
+	NodePaused = "paused"
+)
+
+// Resource and group states (MSCluster_Resource.State, MSCluster_ResourceGroup.State).
+const (
+	ResourceOnline         = "Online"
+	ResourceOffline        = "Offline"
+	ResourceFailed         = "Failed"
+	ResourceOnlinePending  = "OnlinePending"
+	ResourceOfflinePending = "OfflinePending"
+	GroupOnline            = "Online"
+	GroupOffline           = "Offline"
+	GroupFailed            = "Failed"
+	GroupPartialOnline     = "PartialOnline"
+	GroupPending           = "Pending"
+)
+
+// Fault modes of FailNextMove.
+const (
+	FailMoveFailBack = "fail_back" // the next move's target cannot start SQL Server: the cluster fails the role back
+	FailMoveOffline  = "offline"   // the next time SQL Server is brought online it fails, and stays Failed
+)
+
+type clusterNode struct {
+	host  *Host
+	state string
+}
+
+func (n *clusterNode) name() string { return n.host.computer }
+
+type clusterResource struct {
+	name, typ string
+	state     string
+	owners    []*clusterNode // possible owners
+}
+
+type clusterRole struct {
+	cfg       ClusterRoleConfig
+	name      string
+	instance  string
+	vname     string
+	vaddr     string
+	owner     *clusterNode
+	preferred []*clusterNode
+	res       []*clusterResource // in the order they come online
+	pending   time.Duration
+	failNext  string
+	action    *clusterAction // the action under way; nil when none
+	lastError string
+	events    []ClusterEvent
+
+	hookMu    sync.Mutex
+	vnnOpen   func() error
+	vnnClose  func()
+	listening bool
+}
+
+// clusterAction is one move, failover or restart the cluster service runs.
+type clusterAction struct {
+	kind     string
+	from, to string
+	done     chan struct{}
+	err      *ClusterError
+}
+
+// ClusterEvent is one action the cluster ran, for the control plane's views.
+type ClusterEvent struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"` // move, failover, failback, restart, node_down_failover
+	From    string    `json:"from,omitempty"`
+	To      string    `json:"to,omitempty"`
+	Outcome string    `json:"outcome"` // the group's state and owner afterwards
+	Error   string    `json:"error,omitempty"`
+}
+
+// ClusterError is an error the cluster service answers, with its Win32 code.
+type ClusterError struct {
+	Code    int
+	Message string
+}
+
+func (e *ClusterError) Error() string {
+	if e.Code == 0 {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (error %d)", e.Message, e.Code)
+}
+
+// The cluster's errors (Win32 system error codes; FIDELITY.md marks their texts
+// unproven on a real cluster).
+var (
+	errInvalidState = func(what string) *ClusterError {
+		return &ClusterError{5023, "The group or resource is not in the correct state to perform the requested operation: " + what}
+	}
+	errNodePaused = func(n string) *ClusterError { return &ClusterError{5070, "The cluster node is paused: " + n} }
+	errNodeDown   = func(n string) *ClusterError { return &ClusterError{5050, "The cluster node is down: " + n} }
+	errCantHost   = func(n, res string) *ClusterError {
+		return &ClusterError{5071, fmt.Sprintf("The cluster node %s cannot host the resource %s: it is not one of its possible owners", n, res)}
+	}
+	errNoNode = func(n string) *ClusterError {
+		return &ClusterError{5042, "The cluster node was not found: " + n}
+	}
+)
+
+// ErrNoSuchClusterObject: a cluster, role or node the simulation does not have.
+var ErrNoSuchClusterObject = errors.New("no such cluster object")
+
+// NewCluster builds a cluster over its nodes' host models (hostOf finds a host by
+// its simulator name): the role's instance on every node becomes a failover
+// cluster instance, running on its owner only. Call it after the hosts are built
+// and before they serve.
+func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(string, ...any)) (*Cluster, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	c := &Cluster{name: cfg.Name, logf: logf, now: time.Now, changed: make(chan struct{})}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	node := func(name string) *clusterNode {
+		for _, n := range c.nodes {
+			if strings.EqualFold(n.host.cfg.Name, name) {
+				return n
+			}
+		}
+		return nil
+	}
+	for _, n := range cfg.Nodes {
+		h, ok := hostOf(n)
+		if !ok {
+			return nil, fmt.Errorf("cluster %s: node %q is not a host of the simulation", cfg.Name, n)
+		}
+		c.nodes = append(c.nodes, &clusterNode{host: h, state: NodeUp})
+	}
+	for _, rc := range cfg.Roles {
+		r := &clusterRole{cfg: rc, name: rc.GroupName(), instance: strings.ToUpper(strings.TrimSpace(rc.Instance)),
+			vname: strings.ToUpper(strings.TrimSpace(rc.VirtualName)), vaddr: rc.VirtualAddress,
+			pending: time.Duration(rc.PendingTimeoutMS) * time.Millisecond}
+		if r.pending <= 0 {
+			r.pending = DefaultPendingTimeoutMS * time.Millisecond
+		}
+		for _, p := range rc.PreferredOwners {
+			r.preferred = append(r.preferred, node(p))
+		}
+		withAgent := true
+		for _, n := range c.nodes {
+			inst, ok := n.host.Instance(r.instance)
+			if !ok {
+				return nil, fmt.Errorf("cluster %s: node %s has no instance %s", cfg.Name, n.host.cfg.Name, r.instance)
+			}
+			withAgent = withAgent && inst.agent != nil
+			n.host.mu.Lock()
+			inst.clustered = true
+			n.host.mu.Unlock()
+			inst.virtualName.Store(r.vname)
+		}
+		for _, spec := range roleResourceSpecs(rc, withAgent) {
+			res := &clusterResource{name: spec.name, typ: spec.typ, state: ResourceOffline, owners: slices.Clone(c.nodes)}
+			for key, owners := range rc.PossibleOwners {
+				if spec.matches(key) {
+					res.owners = nil
+					for _, o := range owners {
+						res.owners = append(res.owners, node(o))
+					}
+				}
+			}
+			r.res = append(r.res, res)
+		}
+		r.owner = node(rc.OwnerHost(cfg.Nodes))
+		c.roles = append(c.roles, r)
+	}
+	for _, n := range c.nodes {
+		n.host.mu.Lock()
+		n.host.cluster = c
+		n.host.mu.Unlock()
+	}
+	for _, r := range c.roles {
+		c.settleInitialLocked(r)
+	}
+	return c, nil
+}
+
+// settleInitialLocked sets the resources' states from the owner's services at
+// the simulation's start: the group came online on its owner before it began.
+func (c *Cluster) settleInitialLocked(r *clusterRole) {
+	engine, agent := c.services(r, r.owner)
+	h := r.owner.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, res := range r.res {
+		switch res.typ {
+		case ResourceTypeSQLServer:
+			res.state = serviceResourceState(h, engine)
+			inst, _ := h.instanceLocked(r.instance)
+			if res.state == ResourceOnline && !inst.ready {
+				res.state = ResourceOnlinePending
+			}
+		case ResourceTypeAgent:
+			res.state = serviceResourceState(h, agent)
+		default:
+			res.state = ResourceOnline
+		}
+	}
+}
+
+func serviceResourceState(h *Host, name string) string {
+	s, err := h.service(name)
+	if err != nil {
+		return ResourceFailed
+	}
+	switch {
+	case s.state == contract.StateRunning:
+		return ResourceOnline
+	case s.failed:
+		return ResourceFailed
+	case s.state == contract.StateStartPending:
+		return ResourceOnlinePending
+	}
+	return ResourceOffline
+}
+
+// services are the role's Engine and Agent service names on a node ("" without Agent).
+func (c *Cluster) services(r *clusterRole, n *clusterNode) (engine, agent string) {
+	inst, ok := n.host.Instance(r.instance)
+	if !ok {
+		return contract.EngineServiceName(r.instance), ""
+	}
+	return inst.ServiceName(), inst.AgentServiceName()
+}
+
+// Name is the cluster's name.
+func (c *Cluster) Name() string { return c.name }
+
+// Close ends the cluster service's actions.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.endLife()
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+func (c *Cluster) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// SetNodeHook installs the simulator's hook that closes a down node's WinRM
+// listeners (down true) and opens them again.
+func (c *Cluster) SetNodeHook(hook func(host string, down bool)) {
+	c.mu.Lock()
+	c.nodeHook = hook
+	c.mu.Unlock()
+}
+
+// SetVirtualListener installs the hooks that open and close a role's virtual
+// network name's TDS listener; it listens while SQL Server is Online. It also
+// records the listener's port as the instance's TCP port on every node.
+func (c *Cluster) SetVirtualListener(role string, port int, open func() error, close func()) error {
+	c.mu.Lock()
+	r, err := c.roleLocked(role)
+	var nodes []*clusterNode
+	if err == nil {
+		nodes = slices.Clone(c.nodes)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if inst, ok := n.host.Instance(r.instance); ok {
+			inst.SetTCPPort(port)
+		}
+	}
+	r.hookMu.Lock()
+	r.vnnOpen, r.vnnClose, r.listening = open, close, false
+	r.hookMu.Unlock()
+	c.syncVNN(r)
+	return nil
+}
+
+// syncVNN opens the role's listener while SQL Server is Online on an up owner,
+// and closes it otherwise. Called without c.mu.
+func (c *Cluster) syncVNN(r *clusterRole) {
+	c.mu.Lock()
+	want := r.owner != nil && r.owner.state != NodeDown && r.resource(ResourceTypeSQLServer).state == ResourceOnline && !c.closed
+	c.mu.Unlock()
+	r.hookMu.Lock()
+	defer r.hookMu.Unlock()
+	switch {
+	case want && !r.listening && r.vnnOpen != nil:
+		if err := r.vnnOpen(); err != nil {
+			c.logf("cluster %s: role %s: opening the virtual name's listener: %v", c.name, r.name, err)
+			return
+		}
+		r.listening = true
+	case !want && r.listening:
+		if r.vnnClose != nil {
+			r.vnnClose()
+		}
+		r.listening = false
+	}
+}
+
+// OwnerInstance is the instance that serves the role's virtual name now: its
+// owner's, or nil while no node runs it.
+func (c *Cluster) OwnerInstance(role string) *Instance {
+	c.mu.Lock()
+	r, err := c.roleLocked(role)
+	var owner *clusterNode
+	if err == nil {
+		owner = r.owner
+	}
+	c.mu.Unlock()
+	if owner == nil {
+		return nil
+	}
+	inst, _ := owner.host.Instance(r.instance)
+	return inst
+}
+
+func (r *clusterRole) resource(typ string) *clusterResource {
+	for _, res := range r.res {
+		if res.typ == typ {
+			return res
+		}
+	}
+	return &clusterResource{typ: typ, state: ResourceOffline}
+}
+
+// roleLocked finds a role by its group name, its instance or its virtual name.
+func (c *Cluster) roleLocked(name string) (*clusterRole, error) {
+	for _, r := range c.roles {
+		if strings.EqualFold(r.name, name) || strings.EqualFold(r.instance, name) || strings.EqualFold(r.vname, name) {
+			return r, nil
+		}
+	}
+	var names []string
+	for _, r := range c.roles {
+		names = append(names, r.name)
+	}
+	return nil, fmt.Errorf("%w: cluster %s has no role %q (its roles: %s)", ErrNoSuchClusterObject, c.name, name, strings.Join(names, ", "))
+}
+
+// nodeLocked finds a node by its host's simulator name or its computer name.
+func (c *Cluster) nodeLocked(name string) *clusterNode {
+	for _, n := range c.nodes {
+		if strings.EqualFold(n.host.cfg.Name, name) || strings.EqualFold(n.host.computer, name) {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) nodeNames(ns []*clusterNode) []string {
+	out := []string{}
+	for _, n := range ns {
+		if n != nil {
+			out = append(out, n.name())
+		}
+	}
+	return out
+}
+
+// possibleOwnersLocked is the intersection of the role's resources' possible owners.
+func (r *clusterRole) possibleOwnersLocked(nodes []*clusterNode) []*clusterNode {
+	var out []*clusterNode
+	for _, n := range nodes {
+		ok := true
+		for _, res := range r.res {
+			ok = ok && slices.Contains(res.owners, n)
+		}
+		if ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (r *clusterRole) groupStateLocked() string {
+	online, offline := 0, 0
+	for _, res := range r.res {
+		switch res.state {
+		case ResourceOnlinePending, ResourceOfflinePending:
+			return GroupPending
+		case ResourceFailed:
+			return GroupFailed
+		case ResourceOnline:
+			online++
+		default:
+			offline++
+		}
+	}
+	switch {
+	case offline == 0:
+		return GroupOnline
+	case online == 0:
+		return GroupOffline
+	}
+	return GroupPartialOnline
+}
+
+// ---- views
+
+// ClusterView is the cluster as the control plane shows it.
+type ClusterView struct {
+	Name  string            `json:"name"`
+	Nodes []ClusterNodeView `json:"nodes"`
+	Roles []ClusterRoleView `json:"roles"`
+}
+
+// ClusterNodeView is one node: its name (the computer name), its host and state.
+type ClusterNodeView struct {
+	Name  string `json:"name"`
+	Host  string `json:"host"`
+	State string `json:"state"`
+}
+
+// ClusterRoleView is one role (group) with its resources.
+type ClusterRoleView struct {
+	Name                string                `json:"name"`
+	Instance            string                `json:"instance"`
+	VirtualName         string                `json:"virtual_name"`
+	VirtualAddress      string                `json:"virtual_address"`
+	OwnerNode           string                `json:"owner_node"`
+	OwnerHost           string                `json:"owner_host"`
+	State               string                `json:"state"`
+	PreferredOwners     []string              `json:"preferred_owners"`
+	PossibleOwners      []string              `json:"possible_owners"`
+	AutoFailbackType    int                   `json:"auto_failback_type"`
+	FailbackWindowStart int                   `json:"failback_window_start"`
+	FailbackWindowEnd   int                   `json:"failback_window_end"`
+	FailoverThreshold   int64                 `json:"failover_threshold"`
+	FailoverPeriodHours int                   `json:"failover_period_hours"`
+	Resources           []ClusterResourceView `json:"resources"`
+	// Action is the action the cluster service runs now ("" none); FailNext the
+	// injected fault of the next move; LastError the last action's error.
+	Action    string         `json:"action,omitempty"`
+	FailNext  string         `json:"fail_next,omitempty"`
+	LastError string         `json:"last_error,omitempty"`
+	Events    []ClusterEvent `json:"events"`
+}
+
+// ClusterResourceView is one cluster resource.
+type ClusterResourceView struct {
+	Name             string   `json:"name"`
+	Type             string   `json:"type"`
+	State            string   `json:"state"`
+	PossibleOwners   []string `json:"possible_owners"`
+	PendingTimeoutMS int      `json:"pending_timeout_ms"`
+}
+
+// View returns the cluster's state.
+func (c *Cluster) View() ClusterView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := ClusterView{Name: c.name, Nodes: []ClusterNodeView{}, Roles: []ClusterRoleView{}}
+	for _, n := range c.nodes {
+		v.Nodes = append(v.Nodes, ClusterNodeView{Name: n.name(), Host: n.host.cfg.Name, State: n.state})
+	}
+	for _, r := range c.roles {
+		v.Roles = append(v.Roles, c.roleViewLocked(r))
+	}
+	return v
+}
+
+func (c *Cluster) roleViewLocked(r *clusterRole) ClusterRoleView {
+	threshold := DefaultFailoverThreshold
+	if r.cfg.FailoverThreshold != nil {
+		threshold = *r.cfg.FailoverThreshold
+	}
+	rv := ClusterRoleView{
+		Name: r.name, Instance: r.instance, VirtualName: r.vname, VirtualAddress: r.vaddr,
+		State:               r.groupStateLocked(),
+		PreferredOwners:     c.nodeNames(r.preferred),
+		PossibleOwners:      c.nodeNames(r.possibleOwnersLocked(c.nodes)),
+		AutoFailbackType:    r.cfg.AutoFailbackType,
+		FailbackWindowStart: intOr(r.cfg.FailbackWindowStart, -1),
+		FailbackWindowEnd:   intOr(r.cfg.FailbackWindowEnd, -1),
+		FailoverThreshold:   threshold,
+		FailoverPeriodHours: intOr(r.cfg.FailoverPeriodHours, DefaultFailoverPeriodHours),
+		Resources:           []ClusterResourceView{},
+		FailNext:            r.failNext,
+		LastError:           r.lastError,
+		Events:              slices.Clone(r.events),
+	}
+	if rv.Events == nil {
+		rv.Events = []ClusterEvent{}
+	}
+	if r.owner != nil {
+		rv.OwnerNode, rv.OwnerHost = r.owner.name(), r.owner.host.cfg.Name
+	}
+	if r.action != nil {
+		rv.Action = r.action.kind
+	}
+	for _, res := range r.res {
+		rv.Resources = append(rv.Resources, ClusterResourceView{Name: res.name, Type: res.typ, State: res.state,
+			PossibleOwners: c.nodeNames(res.owners), PendingTimeoutMS: int(r.pending / time.Millisecond)})
+	}
+	return rv
+}
+
+// RoleView returns one role (by group, instance or virtual name).
+func (c *Cluster) RoleView(role string) (ClusterRoleView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.roleLocked(role)
+	if err != nil {
+		return ClusterRoleView{}, err
+	}
+	return c.roleViewLocked(r), nil
+}
+
+// NodeName is the cluster's name of a host that is its node ("" if it is not).
+func (c *Cluster) NodeName(host string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nodeLocked(host); n != nil {
+		return n.name()
+	}
+	return ""
+}
+
+// WaitRole waits until cond holds for the role's view, or ctx ends.
+func (c *Cluster) WaitRole(ctx context.Context, role string, cond func(ClusterRoleView) bool) (ClusterRoleView, error) {
+	for {
+		c.mu.Lock()
+		r, err := c.roleLocked(role)
+		var v ClusterRoleView
+		if err == nil {
+			v = c.roleViewLocked(r)
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		if err != nil {
+			return v, err
+		}
+		if cond(v) {
+			return v, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return v, fmt.Errorf("cluster %s: role %s is %s on %s: %w", c.name, v.Name, v.State, v.OwnerNode, ctx.Err())
+		}
+	}
+}
+
+// ---- actions
+
+// begin registers an action on the role, or answers that another one runs.
+func (c *Cluster) beginLocked(r *clusterRole, kind, from, to string) (*clusterAction, *ClusterError) {
+	if c.closed {
+		return nil, errInvalidState("the cluster service is stopping")
+	}
+	if r.action != nil {
+		return nil, errInvalidState(fmt.Sprintf("role %s is busy: a %s is in progress", r.name, r.action.kind))
+	}
+	a := &clusterAction{kind: kind, from: from, to: to, done: make(chan struct{})}
+	r.action = a
+	c.notifyLocked()
+	return a, nil
+}
+
+// run runs fn as the cluster service does, in its own goroutine under the
+// cluster's lifetime, and ends the role's action with its error.
+func (c *Cluster) run(r *clusterRole, a *clusterAction, fn func() *ClusterError) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := fn()
+		c.mu.Lock()
+		a.err = err
+		r.action = nil
+		ev := ClusterEvent{Time: c.now().UTC(), Kind: a.kind, From: a.from, To: a.to}
+		if r.owner != nil {
+			ev.Outcome = r.groupStateLocked() + " on " + r.owner.name()
+		}
+		if err != nil {
+			ev.Error = err.Error()
+			r.lastError = err.Error()
+		} else {
+			r.lastError = ""
+		}
+		r.events = append(r.events, ev)
+		if len(r.events) > 100 {
+			r.events = r.events[len(r.events)-100:]
+		}
+		c.notifyLocked()
+		c.mu.Unlock()
+		close(a.done)
+		c.syncVNN(r)
+	}()
+}
+
+// ActionOutcome is what a caller of a cluster action learns: the owner before and
+// after, and the cluster's error. Finished is false when the caller stopped waiting
+// before the cluster service finished.
+type ActionOutcome struct {
+	OwnerBefore string
+	Finished    bool
+	Err         *ClusterError
+}
+
+// wait waits for an action until it ends, d passes or ctx ends.
+func (c *Cluster) wait(ctx context.Context, a *clusterAction, d time.Duration) (bool, *ClusterError) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-a.done:
+		return true, a.err
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false, nil
+}
+
+func (c *Cluster) setState(r *clusterRole, res *clusterResource, state string) {
+	c.mu.Lock()
+	res.state = state
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.syncVNN(r)
+}
+
+// takeOffline takes the role's resources of the given types offline on node n,
+// in that order; a service resource's stop is bounded by the pending timeout.
+func (c *Cluster) takeOffline(r *clusterRole, n *clusterNode, types ...string) *ClusterError {
+	engine, agent := c.services(r, n)
+	for _, typ := range types {
+		res := r.resource(typ)
+		if res.name == "" {
+			continue
+		}
+		c.mu.Lock()
+		state := res.state
+		c.mu.Unlock()
+		if state == ResourceOffline {
+			continue
+		}
+		svc := ""
+		switch typ {
+		case ResourceTypeSQLServer:
+			svc = engine
+		case ResourceTypeAgent:
+			svc = agent
+		}
+		if svc == "" {
+			c.setState(r, res, ResourceOffline)
+			continue
+		}
+		c.setState(r, res, ResourceOfflinePending)
+		if err := n.host.StopService(svc, true); err != nil {
+			c.setState(r, res, ResourceFailed)
+			return &ClusterError{5038, fmt.Sprintf("The resource %s failed to go offline on %s: %v", res.name, n.name(), err)}
+		}
+		ctx, cancel := context.WithTimeout(c.life, r.pending)
+		err := n.host.WaitServiceState(ctx, svc, contract.StateStopped)
+		cancel()
+		if err != nil {
+			c.setState(r, res, ResourceFailed)
+			return &ClusterError{5038, fmt.Sprintf("The resource %s did not go offline on %s within its pending timeout of %s: %v", res.name, n.name(), r.pending, err)}
+		}
+		c.setState(r, res, ResourceOffline)
+	}
+	return nil
+}
+
+// bringOnline brings the role's resources of the given types online on node n, in
+// that order; a service resource's start is bounded by the pending timeout.
+// In a move (move true) the fault FailMoveFailBack applies; FailMoveOffline applies
+// to any start of SQL Server.
+func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types ...string) *ClusterError {
+	engine, agent := c.services(r, n)
+	for _, typ := range types {
+		res := r.resource(typ)
+		if res.name == "" {
+			continue
+		}
+		c.mu.Lock()
+		state := res.state
+		mayHost := slices.Contains(res.owners, n)
+		fail := ""
+		if typ == ResourceTypeSQLServer && (r.failNext == FailMoveOffline || move && r.failNext == FailMoveFailBack) {
+			fail, r.failNext = r.failNext, ""
+		}
+		c.mu.Unlock()
+		if state == ResourceOnline {
+			continue
+		}
+		if !mayHost {
+			c.setState(r, res, ResourceFailed)
+			return errCantHost(n.name(), res.name)
+		}
+		svc := ""
+		switch typ {
+		case ResourceTypeSQLServer:
+			svc = engine
+		case ResourceTypeAgent:
+			svc = agent
+		}
+		if svc == "" {
+			c.setState(r, res, ResourceOnline)
+			continue
+		}
+		if fail != "" {
+			// The injected fault: this start fails in the node's SCM, as a start that
+			// cannot open its databases does.
+			_ = n.host.FailStarts(svc, 0, 1)
+		}
+		c.setState(r, res, ResourceOnlinePending)
+		err := n.host.StartService(svc)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(c.life, r.pending)
+			if typ == ResourceTypeSQLServer {
+				err = n.host.WaitEngineReady(ctx, r.instance)
+			} else {
+				err = n.host.WaitServiceState(ctx, svc, contract.StateRunning)
+			}
+			timedOut := ctx.Err() != nil
+			cancel()
+			if timedOut && err != nil {
+				c.setState(r, res, ResourceFailed)
+				return &ClusterError{5038, fmt.Sprintf("The resource %s did not come online on %s within its pending timeout of %s: %v", res.name, n.name(), r.pending, err)}
+			}
+		}
+		if err != nil {
+			c.setState(r, res, ResourceFailed)
+			ce := &ClusterError{5038, fmt.Sprintf("The resource %s failed to come online on %s: %v", res.name, n.name(), err)}
+			if fail == FailMoveOffline {
+				ce.Message += " (the resource will not come online)"
+			}
+			return ce
+		}
+		c.setState(r, res, ResourceOnline)
+	}
+	return nil
+}
+
+func offlineOrder(r *clusterRole) []string {
+	var out []string
+	for i := len(r.res) - 1; i >= 0; i-- {
+		out = append(out, r.res[i].typ)
+	}
+	return out
+}
+
+func onlineOrder(r *clusterRole) []string {
+	var out []string
+	for _, res := range r.res {
+		out = append(out, res.typ)
+	}
+	return out
+}
+
+// checkTargetLocked says whether node n may own the role now.
+func (c *Cluster) checkTargetLocked(r *clusterRole, n *clusterNode) *ClusterError {
+	switch n.state {
+	case NodePaused:
+		return errNodePaused(n.name())
+	case NodeDown:
+		return errNodeDown(n.name())
+	}
+	for _, res := range r.res {
+		if !slices.Contains(res.owners, n) {
+			return errCantHost(n.name(), res.name)
+		}
+	}
+	return nil
+}
+
+// Move moves the role to the target node (MSCluster_ResourceGroup.MoveToNewNode),
+// kind "move" (the provider's request) or "failover" (from outside). The cluster
+// checks the target and accepts or refuses at once; an accepted move runs to its
+// end in the cluster service whatever happens to the caller, who waits at most
+// wait. A move whose SQL Server cannot start on the target fails back to the node it
+// came from (with FailMoveOffline injected it stays Failed on the target).
+func (c *Cluster) Move(ctx context.Context, role, target, kind string, wait time.Duration) (ActionOutcome, error) {
+	c.mu.Lock()
+	r, err := c.roleLocked(role)
+	if err != nil {
+		c.mu.Unlock()
+		return ActionOutcome{}, err
+	}
+	out := ActionOutcome{}
+	if r.owner != nil {
+		out.OwnerBefore = r.owner.name()
+	}
+	t := c.nodeLocked(target)
+	if t == nil {
+		c.mu.Unlock()
+		out.Finished, out.Err = true, errNoNode(target)
+		return out, nil
+	}
+	if ce := c.checkTargetLocked(r, t); ce != nil {
+		c.mu.Unlock()
+		out.Finished, out.Err = true, ce
+		return out, nil
+	}
+	from := r.owner
+	if from == t && r.groupStateLocked() == GroupOnline {
+		c.mu.Unlock()
+		out.Finished = true // already there: nothing to do
+		return out, nil
+	}
+	a, ce := c.beginLocked(r, kind, out.OwnerBefore, t.name())
+	c.mu.Unlock()
+	if ce != nil {
+		out.Finished, out.Err = true, ce
+		return out, nil
+	}
+	c.run(r, a, func() *ClusterError { return c.moveSteps(r, from, t) })
+	out.Finished, out.Err = c.wait(ctx, a, wait)
+	return out, nil
+}
+
+// moveSteps takes the group offline on from, brings it online on to, and fails
+// back to from when SQL Server cannot come online on to.
+func (c *Cluster) moveSteps(r *clusterRole, from, to *clusterNode) *ClusterError {
+	if from != nil && from.state != NodeDown {
+		if ce := c.takeOffline(r, from, offlineOrder(r)...); ce != nil {
+			return ce
+		}
+	}
+	c.mu.Lock()
+	r.owner = to
+	fault := r.failNext
+	c.notifyLocked()
+	c.mu.Unlock()
+	ce := c.bringOnline(r, to, true, onlineOrder(r)...)
+	if ce == nil || fault == FailMoveOffline || from == nil || from == to {
+		return ce
+	}
+	c.mu.Lock()
+	back := c.checkTargetLocked(r, from) == nil
+	c.mu.Unlock()
+	if !back {
+		return ce
+	}
+	// The cluster fails the role back to the node it came from.
+	c.logf("cluster %s: role %s failed to come online on %s; failing back to %s", c.name, r.name, to.name(), from.name())
+	_ = c.takeOffline(r, to, offlineOrder(r)...)
+	c.mu.Lock()
+	r.owner = from
+	for _, res := range r.res {
+		if res.state == ResourceFailed {
+			res.state = ResourceOffline
+		}
+	}
+	c.notifyLocked()
+	c.mu.Unlock()
+	if ce2 := c.bringOnline(r, from, true, onlineOrder(r)...); ce2 != nil {
+		return &ClusterError{ce.Code, ce.Message + "; failing back to " + from.name() + " failed too: " + ce2.Message}
+	}
+	ce.Message += "; the cluster failed the role back to " + from.name()
+	return ce
+}
+
+// RestartSQL is what cluster_restart asks of the cluster: take the SQL Server
+// resource offline on its owner (SQL Server Agent, which depends on it, goes
+// offline first), then bring the whole group online
+// (MSCluster_ResourceGroup.BringOnline), which brings Agent back. Each call waits
+// at most wait; an offline still under way when the group is asked online makes
+// the cluster refuse the online (the role stays offline).
+func (c *Cluster) RestartSQL(ctx context.Context, role string, wait time.Duration) (ActionOutcome, error) {
+	off, err := c.TakeResourceOffline(ctx, role, ResourceTypeSQLServer, wait)
+	if err != nil {
+		return off, err
+	}
+	on, err := c.BringGroupOnline(ctx, role, wait)
+	if err != nil {
+		return on, err
+	}
+	on.OwnerBefore = off.OwnerBefore
+	switch {
+	case off.Err != nil && on.Err != nil:
+		on.Err = &ClusterError{off.Err.Code, "TakeOffline: " + off.Err.Error() + "; BringOnline: " + on.Err.Error()}
+	case off.Err != nil:
+		on.Err = &ClusterError{off.Err.Code, "TakeOffline: " + off.Err.Message}
+	case on.Err != nil:
+		on.Err = &ClusterError{on.Err.Code, "BringOnline: " + on.Err.Message}
+	}
+	return on, nil
+}
+
+// TakeResourceOffline takes one resource (by type) of the role offline on its
+// owner, the resources that depend on it first (MSCluster_Resource.TakeOffline:
+// SQL Server takes SQL Server Agent with it). The caller waits at most wait.
+func (c *Cluster) TakeResourceOffline(ctx context.Context, role, typ string, wait time.Duration) (ActionOutcome, error) {
+	return c.ownerAction(ctx, role, "resource_offline", wait, func(r *clusterRole, n *clusterNode) *ClusterError {
+		types := []string{typ}
+		if typ == ResourceTypeSQLServer {
+			types = []string{ResourceTypeAgent, ResourceTypeSQLServer}
+		}
+		return c.takeOffline(r, n, types...)
+	})
+}
+
+// BringResourceOnline brings one resource (by type) of the role online on its
+// owner with the resources it depends on, not the ones that depend on it
+// (MSCluster_Resource.BringOnline): SQL Server alone leaves Agent offline.
+func (c *Cluster) BringResourceOnline(ctx context.Context, role, typ string, wait time.Duration) (ActionOutcome, error) {
+	return c.ownerAction(ctx, role, "resource_online", wait, func(r *clusterRole, n *clusterNode) *ClusterError {
+		var types []string
+		for _, res := range r.res {
+			types = append(types, res.typ)
+			if res.typ == typ {
+				break
+			}
+		}
+		return c.bringOnline(r, n, false, types...)
+	})
+}
+
+// BringGroupOnline brings every resource of the role online on its owner
+// (MSCluster_ResourceGroup.BringOnline).
+func (c *Cluster) BringGroupOnline(ctx context.Context, role string, wait time.Duration) (ActionOutcome, error) {
+	return c.ownerAction(ctx, role, "group_online", wait, func(r *clusterRole, n *clusterNode) *ClusterError {
+		return c.bringOnline(r, n, false, onlineOrder(r)...)
+	})
+}
+
+// ownerAction runs fn on the role's owner as the cluster service does; the
+// caller waits at most wait.
+func (c *Cluster) ownerAction(ctx context.Context, role, kind string, wait time.Duration, fn func(*clusterRole, *clusterNode) *ClusterError) (ActionOutcome, error) {
+	c.mu.Lock()
+	r, err := c.roleLocked(role)
+	if err != nil {
+		c.mu.Unlock()
+		return ActionOutcome{}, err
+	}
+	out := ActionOutcome{}
+	owner := r.owner
+	if owner != nil {
+		out.OwnerBefore = owner.name()
+	}
+	if owner == nil || owner.state == NodeDown {
+		c.mu.Unlock()
+		out.Finished, out.Err = true, errInvalidState("role "+r.name+" has no node running it")
+		return out, nil
+	}
+	a, ce := c.beginLocked(r, kind, out.OwnerBefore, out.OwnerBefore)
+	c.mu.Unlock()
+	if ce != nil {
+		out.Finished, out.Err = true, ce
+		return out, nil
+	}
+	c.run(r, a, func() *ClusterError { return fn(r, owner) })
+	out.Finished, out.Err = c.wait(ctx, a, wait)
+	return out, nil
+}
+
+// FailNextMove injects a fault into the role's next move (FailMoveFailBack) or the
+// next time its SQL Server resource is brought online (FailMoveOffline); "" clears it.
+func (c *Cluster) FailNextMove(role, mode string) error {
+	switch mode {
+	case FailMoveFailBack, FailMoveOffline, "":
+	default:
+		return fmt.Errorf("fail_move: mode %q is neither %q nor %q", mode, FailMoveFailBack, FailMoveOffline)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := c.roleLocked(role)
+	if err != nil {
+		return err
+	}
+	r.failNext = mode
+	c.notifyLocked()
+	return nil
+}
+
+// bestTargetLocked is where the cluster fails a role over to: its preferred
+// owners in order, then the other nodes in order, among the up possible owners
+// other than except.
+func (c *Cluster) bestTargetLocked(r *clusterRole, except *clusterNode) *clusterNode {
+	order := slices.Clone(r.preferred)
+	for _, n := range c.nodes {
+		if !slices.Contains(order, n) {
+			order = append(order, n)
+		}
+	}
+	for _, n := range order {
+		if n != nil && n != except && slices.Contains(c.nodes, n) && c.checkTargetLocked(r, n) == nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// SetNodeState sets a node up, paused or down. A down node's WinRM refuses
+// connections and its services stop (the node failed); the roles it owned fail
+// over to the best other node. A paused node keeps its roles but may not take
+// new ones. A node that comes back up takes back, when the role allows failback
+// (auto_failback_type 1, within the failback window), the roles that prefer it first.
+func (c *Cluster) SetNodeState(host, state string) error {
+	switch state {
+	case NodeUp, NodePaused, NodeDown:
+	default:
+		return fmt.Errorf("node_state: state %q is not %q, %q or %q", state, NodeUp, NodePaused, NodeDown)
+	}
+	c.mu.Lock()
+	n := c.nodeLocked(host)
+	if n == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q is not a node of cluster %s", ErrNoSuchClusterObject, host, c.name)
+	}
+	was := n.state
+	n.state = state
+	hook := c.nodeHook
+	c.notifyLocked()
+	var owned []*clusterRole
+	for _, r := range c.roles {
+		if r.owner == n {
+			owned = append(owned, r)
+		}
+	}
+	c.mu.Unlock()
+	if hook != nil && (state == NodeDown) != (was == NodeDown) {
+		hook(n.host.cfg.Name, state == NodeDown)
+	}
+	switch {
+	case state == NodeDown && was != NodeDown:
+		c.nodeFailed(n, owned)
+	case state == NodeUp && was == NodeDown:
+		c.failbackTo(n)
+	}
+	return nil
+}
+
+// nodeFailed: every service of the node ends, and the roles it owned fail over.
+func (c *Cluster) nodeFailed(n *clusterNode, owned []*clusterRole) {
+	for _, inst := range n.host.Instances() {
+		_ = n.host.StopService(inst.ServiceName(), true)
+	}
+	for _, r := range owned {
+		c.syncVNN(r)
+		c.mu.Lock()
+		for _, res := range r.res {
+			res.state = ResourceOffline
+		}
+		target := c.bestTargetLocked(r, n)
+		c.notifyLocked()
+		if target == nil {
+			for _, res := range r.res {
+				res.state = ResourceFailed
+			}
+			r.lastError = fmt.Sprintf("node %s failed and no other possible owner of role %s is up", n.name(), r.name)
+			c.mu.Unlock()
+			continue
+		}
+		a, ce := c.beginLocked(r, "node_down_failover", n.name(), target.name())
+		c.mu.Unlock()
+		if ce != nil {
+			continue
+		}
+		c.run(r, a, func() *ClusterError { return c.moveSteps(r, nil, target) })
+	}
+}
+
+// failbackTo moves back to n the roles that allow failback and prefer n first.
+func (c *Cluster) failbackTo(n *clusterNode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hour := c.now().Hour()
+	for _, r := range c.roles {
+		if r.cfg.AutoFailbackType != 1 || len(r.preferred) == 0 || r.preferred[0] != n || r.owner == n || r.action != nil {
+			continue
+		}
+		start, end := intOr(r.cfg.FailbackWindowStart, -1), intOr(r.cfg.FailbackWindowEnd, -1)
+		if start >= 0 && !inWindow(hour, start, end) {
+			continue
+		}
+		if c.checkTargetLocked(r, n) != nil {
+			continue
+		}
+		from := r.owner
+		a, ce := c.beginLocked(r, "failback", from.name(), n.name())
+		if ce != nil {
+			continue
+		}
+		c.run(r, a, func() *ClusterError { return c.moveSteps(r, from, n) })
+	}
+}
+
+func inWindow(hour, start, end int) bool {
+	if start <= end {
+		return hour >= start && hour <= end
+	}
+	return hour >= start || hour <= end
+}
+
+// EvictNode removes a node from the cluster (Remove-ClusterNode): the roles it owns
+// fail over first; it leaves every possible and preferred owner list. Its host keeps
+// the instance, as Setup's Remove Node has not run.
+func (c *Cluster) EvictNode(ctx context.Context, host string) error {
+	c.mu.Lock()
+	n := c.nodeLocked(host)
+	if n == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q is not a node of cluster %s", ErrNoSuchClusterObject, host, c.name)
+	}
+	if len(c.nodes) == 1 {
+		c.mu.Unlock()
+		return fmt.Errorf("cluster %s: %s is its last node; a cluster cannot evict its last node (destroy the cluster instead)", c.name, n.name())
+	}
+	var owned []*clusterRole
+	for _, r := range c.roles {
+		if r.owner == n {
+			owned = append(owned, r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range owned {
+		c.mu.Lock()
+		target := c.bestTargetLocked(r, n)
+		c.mu.Unlock()
+		if target == nil {
+			return fmt.Errorf("cluster %s: role %s runs on %s and no other possible owner can take it: move it first", c.name, r.name, n.name())
+		}
+		out, err := c.Move(ctx, r.name, target.name(), "move", 10*time.Minute)
+		if err != nil {
+			return err
+		}
+		if out.Err != nil {
+			return fmt.Errorf("cluster %s: moving role %s off %s before the eviction: %w", c.name, r.name, n.name(), out.Err)
+		}
+	}
+	c.mu.Lock()
+	c.nodes = slices.DeleteFunc(c.nodes, func(x *clusterNode) bool { return x == n })
+	for _, r := range c.roles {
+		r.preferred = slices.DeleteFunc(r.preferred, func(x *clusterNode) bool { return x == n })
+		for _, res := range r.res {
+			res.owners = slices.DeleteFunc(res.owners, func(x *clusterNode) bool { return x == n })
+		}
+	}
+	hook := c.nodeHook
+	c.notifyLocked()
+	c.mu.Unlock()
+	n.host.mu.Lock()
+	n.host.cluster = nil
+	n.host.notifyLocked()
+	n.host.mu.Unlock()
+	if n.state == NodeDown && hook != nil {
+		hook(n.host.cfg.Name, false)
+	}
+	return nil
+}
+
+// AddNode joins a host to the cluster as an up node (Add-ClusterNode, then SQL
+// Server Setup's Add Node): every role's instance must be installed on it and
+// stopped; it becomes a possible owner of every resource of every role, not a
+// preferred owner, and nothing is granted on it. port is each role's virtual
+// listener's port, by role name.
+func (c *Cluster) AddNode(h *Host, port func(role string) int) error {
+	h.mu.Lock()
+	other := h.cluster
+	h.mu.Unlock()
+	if other != nil {
+		return fmt.Errorf("host %s is already a node of cluster %s", h.cfg.Name, other.name)
+	}
+	c.mu.Lock()
+	roles := slices.Clone(c.roles)
+	c.mu.Unlock()
+	for _, r := range roles {
+		inst, ok := h.Instance(r.instance)
+		if !ok {
+			return fmt.Errorf("%w: host %s has no instance %s: install it with SQL Server Setup's Add Node first (the host's \"instances\")", ErrNoSuchInstance, h.cfg.Name, r.instance)
+		}
+		if st, _ := h.ServiceState(inst.ServiceName()); st != contract.StateStopped {
+			return fmt.Errorf("host %s: instance %s is %s; a node that joins runs no FCI instance: stop it first", h.cfg.Name, r.instance, st)
+		}
+	}
+	n := &clusterNode{host: h, state: NodeUp}
+	c.mu.Lock()
+	c.nodes = append(c.nodes, n)
+	for _, r := range c.roles {
+		for _, res := range r.res {
+			res.owners = append(res.owners, n)
+		}
+		inst, _ := h.Instance(r.instance)
+		inst.virtualName.Store(r.vname)
+		h.mu.Lock()
+		inst.clustered = true
+		if port != nil {
+			inst.port = port(r.name)
+		}
+		h.mu.Unlock()
+	}
+	c.notifyLocked()
+	c.mu.Unlock()
+	h.mu.Lock()
+	h.cluster = c
+	h.notifyLocked()
+	h.mu.Unlock()
+	return nil
+}
+
+// HasNode reports whether the host is a node of the cluster now.
+func (c *Cluster) HasNode(host string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodeLocked(host) != nil
+}

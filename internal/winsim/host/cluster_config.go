@@ -1,0 +1,324 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// ClusterConfig is one Windows Server failover cluster whose nodes are simulated
+// hosts ("clusters" in the simulator's configuration; internal/winsim/README.md).
+type ClusterConfig struct {
+	// Name is the cluster's name (MSCluster_Cluster.Name), e.g. "CLU1".
+	Name string `json:"name"`
+	// Nodes are the hosts (their simulator names) that are nodes of the cluster.
+	// The cluster reports each by its computer name.
+	Nodes []string `json:"nodes"`
+	// Roles are the cluster's SQL Server failover cluster instances.
+	Roles []ClusterRoleConfig `json:"roles,omitempty"`
+}
+
+// ClusterRoleConfig is one FCI's role (cluster group): the instance installed on
+// every node, its virtual network name, its owners and its failover settings.
+type ClusterRoleConfig struct {
+	// Name is the group's name. Default "SQL Server (<instance>)", as Setup names it.
+	Name string `json:"name,omitempty"`
+	// Instance is the SQL Server instance (installed on every node with the same name).
+	Instance string `json:"instance"`
+	// VirtualName is the SQL network name (NetBIOS, at most 15 characters).
+	VirtualName string `json:"virtual_name"`
+	// VirtualAddress is the role's IP address (loopback, not a host's address).
+	VirtualAddress string `json:"virtual_address"`
+	// VirtualPort is the TDS port on VirtualAddress; 0 picks a free one.
+	VirtualPort int `json:"virtual_port,omitempty"`
+	// Owner is the node (host name) the role runs on at start. Default: the first
+	// preferred owner, else the first node.
+	Owner string `json:"owner,omitempty"`
+	// PreferredOwners are the group's preferred owners (host names), in order.
+	PreferredOwners []string `json:"preferred_owners,omitempty"`
+	// PossibleOwners restricts a resource's possible owners: resource name or type
+	// ("SQL Server", "Physical Disk", ...) → host names. Default: every node.
+	PossibleOwners map[string][]string `json:"possible_owners,omitempty"`
+	// AutoFailbackType: 0 prevent failback (Windows' default), 1 allow.
+	AutoFailbackType int `json:"auto_failback_type,omitempty"`
+	// FailbackWindowStart and FailbackWindowEnd are hours 0-23, -1 any time (default).
+	FailbackWindowStart *int `json:"failback_window_start,omitempty"`
+	FailbackWindowEnd   *int `json:"failback_window_end,omitempty"`
+	// FailoverThreshold is the most failovers in FailoverPeriodHours. Default
+	// 4294967295, what Windows stores for "the cluster decides" (n-1 nodes).
+	FailoverThreshold *int64 `json:"failover_threshold,omitempty"`
+	// FailoverPeriodHours: default 6, Windows' default.
+	FailoverPeriodHours *int `json:"failover_period_hours,omitempty"`
+	// PendingTimeoutMS bounds each resource's Online Pending and Offline Pending.
+	// Default 180000 (3 minutes), Windows' default.
+	PendingTimeoutMS int `json:"pending_timeout_ms,omitempty"`
+}
+
+// Defaults of a role's settings, as Windows Server sets them for a new group and
+// resource (FIDELITY.md, "Failover cluster instances").
+const (
+	DefaultPendingTimeoutMS    = 180000
+	DefaultFailoverPeriodHours = 6
+	DefaultFailoverThreshold   = int64(4294967295)
+)
+
+// GroupName is the role's group name, Setup's "SQL Server (<instance>)" by default.
+func (rc ClusterRoleConfig) GroupName() string {
+	if strings.TrimSpace(rc.Name) != "" {
+		return rc.Name
+	}
+	return "SQL Server (" + strings.ToUpper(strings.TrimSpace(rc.Instance)) + ")"
+}
+
+// OwnerHost is the host the role runs on at start: "owner", else its first
+// preferred owner, else the cluster's first node.
+func (rc ClusterRoleConfig) OwnerHost(nodes []string) string {
+	switch {
+	case strings.TrimSpace(rc.Owner) != "":
+		return strings.TrimSpace(rc.Owner)
+	case len(rc.PreferredOwners) > 0:
+		return rc.PreferredOwners[0]
+	case len(nodes) > 0:
+		return nodes[0]
+	}
+	return ""
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// ValidateClusters checks the clusters against the fleet's hosts and reports every
+// problem: known distinct nodes (a host is a node of at most one cluster), roles
+// whose instance is installed on every node, virtual names and addresses of their
+// own, owners that are nodes, and settings in Windows' ranges.
+func ValidateClusters(clusters []ClusterConfig, hosts []HostConfig) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	byName := map[string]HostConfig{}
+	hostAddrs := map[string]string{}
+	for _, hc := range hosts {
+		byName[strings.ToLower(strings.TrimSpace(hc.Name))] = hc
+		if ip := net.ParseIP(strings.TrimSpace(hc.Address)); ip != nil {
+			hostAddrs[ip.String()] = hc.Name
+		}
+	}
+	nodeOf := map[string]string{} // host → cluster
+	clusterNames := map[string]bool{}
+	vnames := map[string]string{}
+	vaddrs := map[string]string{}
+	for ci, c := range clusters {
+		where := fmt.Sprintf("clusters[%d]", ci)
+		if strings.TrimSpace(c.Name) == "" {
+			bad(`%s: "name" is empty: give the cluster a name such as "CLU1"`, where)
+		} else {
+			where = fmt.Sprintf("cluster %q (clusters[%d])", c.Name, ci)
+			if clusterNames[strings.ToLower(c.Name)] {
+				bad(`%s: the name is used by another cluster; cluster names must be unique`, where)
+			}
+			clusterNames[strings.ToLower(c.Name)] = true
+		}
+		if len(c.Nodes) == 0 {
+			bad(`%s: "nodes" is empty: list the hosts that are its nodes`, where)
+		}
+		nodes := map[string]bool{}
+		for _, n := range c.Nodes {
+			key := strings.ToLower(strings.TrimSpace(n))
+			if _, ok := byName[key]; !ok {
+				bad(`%s: node %q is not a host of "hosts": a node is an ordinary simulated host`, where, n)
+				continue
+			}
+			if nodes[key] {
+				bad(`%s: node %q is listed twice`, where, n)
+				continue
+			}
+			if other, dup := nodeOf[key]; dup {
+				bad(`%s: host %q is already a node of cluster %q: a host is a node of one cluster at most`, where, n, other)
+			}
+			nodeOf[key] = c.Name
+			nodes[key] = true
+		}
+		isNode := func(field, n string) bool {
+			if !nodes[strings.ToLower(strings.TrimSpace(n))] {
+				bad(`%s: %s names %q, which is not one of the cluster's nodes (%s)`, where, field, n, strings.Join(c.Nodes, ", "))
+				return false
+			}
+			return true
+		}
+		instances := map[string]bool{}
+		groups := map[string]bool{}
+		for ri, rc := range c.Roles {
+			rwhere := fmt.Sprintf("%s roles[%d]", where, ri)
+			inst := strings.ToUpper(strings.TrimSpace(rc.Instance))
+			if !contract.InstanceNameSyntaxValid(inst) {
+				bad(`%s: "instance" %q is not a SQL Server instance name`, rwhere, rc.Instance)
+				continue
+			}
+			rwhere = fmt.Sprintf("%s (instance %s)", rwhere, inst)
+			if instances[inst] {
+				bad(`%s: the instance already has a role in this cluster`, rwhere)
+			}
+			instances[inst] = true
+			if g := strings.ToLower(rc.GroupName()); groups[g] {
+				bad(`%s: the group name %q is used by another role`, rwhere, rc.GroupName())
+			} else {
+				groups[g] = true
+			}
+			for _, n := range c.Nodes {
+				hc, ok := byName[strings.ToLower(strings.TrimSpace(n))]
+				if !ok {
+					continue
+				}
+				ic, installed := findInstanceConfig(hc, inst)
+				switch {
+				case !installed:
+					bad(`%s: node %q has no instance %s in its "instances": SQL Server Setup installs an FCI on every node (add it there)`, rwhere, n, inst)
+				case ic.Stopped:
+					bad(`%s: node %q: "stopped" is set on the instance, but the cluster decides where an FCI runs (the role's "owner"): remove it`, rwhere, n)
+				}
+			}
+			vn := strings.TrimSpace(rc.VirtualName)
+			switch {
+			case vn == "":
+				bad(`%s: "virtual_name" is empty: give the SQL network name, e.g. "SQLFCI1"`, rwhere)
+			case len(vn) > 15 || !validNetBIOS(vn):
+				bad(`%s: "virtual_name" %q is not a NetBIOS name (at most 15 letters, digits or hyphens)`, rwhere, vn)
+			default:
+				if other, dup := vnames[strings.ToUpper(vn)]; dup {
+					bad(`%s: "virtual_name" %q is also %s's`, rwhere, vn, other)
+				}
+				vnames[strings.ToUpper(vn)] = rwhere
+			}
+			ip := net.ParseIP(strings.TrimSpace(rc.VirtualAddress))
+			switch {
+			case ip == nil || ip.To4() == nil || !ip.IsLoopback():
+				bad(`%s: "virtual_address" %q is not an IPv4 address in 127.0.0.0/8 (the simulator binds only loopback), e.g. "127.0.0.20"`, rwhere, rc.VirtualAddress)
+			default:
+				key := ip.To4().String()
+				if h, taken := hostAddrs[key]; taken {
+					bad(`%s: "virtual_address" %s is host %q's address: the role needs an address of its own`, rwhere, key, h)
+				} else if other, dup := vaddrs[key]; dup {
+					bad(`%s: "virtual_address" %s is also %s's`, rwhere, key, other)
+				}
+				vaddrs[key] = rwhere
+			}
+			if rc.VirtualPort < 0 || rc.VirtualPort > 65535 {
+				bad(`%s: "virtual_port" %d is outside 0-65535`, rwhere, rc.VirtualPort)
+			}
+			for _, p := range rc.PreferredOwners {
+				isNode("preferred_owners", p)
+			}
+			seenRes := map[string]bool{}
+			for res, owners := range rc.PossibleOwners {
+				if !slices.ContainsFunc(roleResourceSpecs(rc, true), func(s resourceSpec) bool { return s.matches(res) }) {
+					bad(`%s: possible_owners names %q, which is neither a resource nor a resource type of the role (%s)`, rwhere, res, strings.Join(resourceNames(rc), ", "))
+				}
+				if seenRes[strings.ToLower(res)] {
+					bad(`%s: possible_owners names %q twice`, rwhere, res)
+				}
+				seenRes[strings.ToLower(res)] = true
+				if len(owners) == 0 {
+					bad(`%s: possible_owners[%q] is empty: a resource needs at least one possible owner`, rwhere, res)
+				}
+				for _, o := range owners {
+					isNode(fmt.Sprintf("possible_owners[%q]", res), o)
+				}
+			}
+			if rc.Owner != "" && isNode("owner", rc.Owner) {
+				for res, owners := range rc.PossibleOwners {
+					if !slices.ContainsFunc(owners, func(o string) bool { return strings.EqualFold(o, rc.Owner) }) {
+						bad(`%s: the owner %q is not a possible owner of %q`, rwhere, rc.Owner, res)
+					}
+				}
+			}
+			if rc.AutoFailbackType != 0 && rc.AutoFailbackType != 1 {
+				bad(`%s: "auto_failback_type" %d is neither 0 (prevent) nor 1 (allow)`, rwhere, rc.AutoFailbackType)
+			}
+			for field, v := range map[string]*int{"failback_window_start": rc.FailbackWindowStart, "failback_window_end": rc.FailbackWindowEnd} {
+				if v != nil && (*v < -1 || *v > 23) {
+					bad(`%s: %q %d is neither an hour 0-23 nor -1 (any time)`, rwhere, field, *v)
+				}
+			}
+			if (intOr(rc.FailbackWindowStart, -1) == -1) != (intOr(rc.FailbackWindowEnd, -1) == -1) {
+				bad(`%s: set both "failback_window_start" and "failback_window_end", or neither`, rwhere)
+			}
+			if rc.FailoverThreshold != nil && (*rc.FailoverThreshold < 0 || *rc.FailoverThreshold > DefaultFailoverThreshold) {
+				bad(`%s: "failover_threshold" %d is outside 0-4294967295`, rwhere, *rc.FailoverThreshold)
+			}
+			if rc.FailoverPeriodHours != nil && (*rc.FailoverPeriodHours < 1 || *rc.FailoverPeriodHours > 1193) {
+				bad(`%s: "failover_period_hours" %d is outside 1-1193`, rwhere, *rc.FailoverPeriodHours)
+			}
+			if rc.PendingTimeoutMS < 0 {
+				bad(`%s: "pending_timeout_ms" %d is negative (0: Windows' default, 180000)`, rwhere, rc.PendingTimeoutMS)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func findInstanceConfig(hc HostConfig, name string) (InstanceConfig, bool) {
+	for _, ic := range hc.Instances {
+		if strings.EqualFold(strings.TrimSpace(ic.Name), name) {
+			return ic, true
+		}
+	}
+	return InstanceConfig{}, false
+}
+
+func validNetBIOS(s string) bool {
+	for _, r := range s {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return s != "" && s[0] != '-'
+}
+
+// Cluster resource types, as MSCluster_Resource.Type names them.
+const (
+	ResourceTypeSQLServer   = "SQL Server"
+	ResourceTypeAgent       = "SQL Server Agent"
+	ResourceTypeNetworkName = "Network Name"
+	ResourceTypeIPAddress   = "IP Address"
+	ResourceTypeDisk        = "Physical Disk"
+)
+
+// resourceSpec is one resource of an FCI role as Setup creates it.
+type resourceSpec struct{ name, typ string }
+
+func (s resourceSpec) matches(key string) bool {
+	return strings.EqualFold(key, s.name) || strings.EqualFold(key, s.typ)
+}
+
+// roleResourceSpecs lists the role's resources in the order they come online:
+// the disk, the IP address, the network name, SQL Server, SQL Server Agent (when
+// the instance has Agent: withAgent).
+func roleResourceSpecs(rc ClusterRoleConfig, withAgent bool) []resourceSpec {
+	inst := strings.ToUpper(strings.TrimSpace(rc.Instance))
+	vn := strings.TrimSpace(rc.VirtualName)
+	out := []resourceSpec{
+		{"Cluster Disk (" + vn + ")", ResourceTypeDisk},
+		{"SQL IP Address 1 (" + vn + ")", ResourceTypeIPAddress},
+		{"SQL Network Name (" + vn + ")", ResourceTypeNetworkName},
+		{"SQL Server (" + inst + ")", ResourceTypeSQLServer},
+	}
+	if withAgent {
+		out = append(out, resourceSpec{"SQL Server Agent (" + inst + ")", ResourceTypeAgent})
+	}
+	return out
+}
+
+func resourceNames(rc ClusterRoleConfig) []string {
+	var out []string
+	for _, s := range roleResourceSpecs(rc, true) {
+		out = append(out, s.name+" ["+s.typ+"]")
+	}
+	return out
+}

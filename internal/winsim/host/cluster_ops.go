@@ -1,0 +1,299 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// The cluster operations (internal/contract/cluster.go), answered from the
+// cluster model as the scripts read_cluster.ps1, cluster_move.ps1 and
+// cluster_restart.ps1 (with cluster_common.ps1) print them.
+
+// clusterNodeNamePattern is cluster_common.ps1's Test-ClusterNodeName.
+var clusterNodeNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+
+// clusterOf is the cluster the host is a node of, nil when none.
+func (h *Host) clusterOf() *Cluster {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cluster
+}
+
+// Cluster is the failover cluster the host is a node of, nil when none.
+func (h *Host) Cluster() *Cluster { return h.clusterOf() }
+
+// findSQLRole is Find-SqlRole: the role whose SQL Server resource serves the
+// instance. When it fails the script error is written and ok is false.
+func (h *Host) findSQLRole(instance string, admin bool, stdout io.Writer, entry *AuditEntry) (*Cluster, ClusterRoleView, int, bool) {
+	c := h.clusterOf()
+	switch {
+	case c == nil:
+		return nil, ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
+			fmt.Sprintf(`root\MSCluster does not answer on %s, so it is not a failover cluster node: Invalid namespace `, h.computer)), false
+	case !admin:
+		// The cluster's WMI provider admits the cluster's administrators only.
+		return nil, ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
+			fmt.Sprintf(`root\MSCluster does not answer on %s, so it is not a failover cluster node: Access denied `, h.computer)), false
+	}
+	v, err := c.RoleView(instance)
+	if err != nil || !strings.EqualFold(v.Instance, instance) {
+		return nil, ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
+			fmt.Sprintf("No 'SQL Server' cluster resource serves instance %s on %s's cluster: it is not a failover cluster instance.", instance, h.computer)), false
+	}
+	return c, v, 0, true
+}
+
+// scriptInt is PowerShell's [int] cast of a uint32 WMI property: a value above
+// Int32's range makes the script fail.
+func scriptInt(stderr io.Writer, entry *AuditEntry, v int64) (int, int, bool) {
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		return 0, psFailure(stderr, entry, fmt.Sprintf(`Cannot convert value "%d" to type "System.Int32". Error: "Value was either too large or too small for an Int32."`, v),
+			"InvalidArgument: (:) [], RuntimeException", "InvalidCastIConvertible"), false
+	}
+	return int(v), 0, true
+}
+
+func contractResources(v ClusterRoleView) []contract.ClusterResource {
+	out := make([]contract.ClusterResource, 0, len(v.Resources))
+	for _, r := range v.Resources {
+		out = append(out, contract.ClusterResource{Name: r.Name, Type: r.Type, State: r.State,
+			PossibleOwners: slices.Clone(r.PossibleOwners), PendingTimeoutMS: r.PendingTimeoutMS})
+	}
+	return out
+}
+
+func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
+		return code
+	}
+	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	if !ok {
+		return code
+	}
+	threshold, code, ok := scriptInt(stderr, entry, v.FailoverThreshold)
+	if !ok {
+		return code
+	}
+	cv := c.View()
+	res := contract.ReadClusterResult{
+		Cluster: cv.Name, Node: h.computer, Nodes: []contract.ClusterNode{},
+		Group: contract.ClusterGroup{
+			Name: v.Name, OwnerNode: v.OwnerNode, State: v.State, PreferredOwners: slices.Clone(v.PreferredOwners),
+			AutoFailbackType: v.AutoFailbackType, FailbackWindowStart: v.FailbackWindowStart, FailbackWindowEnd: v.FailbackWindowEnd,
+			FailoverThreshold: threshold, FailoverPeriodHours: v.FailoverPeriodHours,
+		},
+		Resources:      contractResources(v),
+		PossibleOwners: slices.Clone(v.PossibleOwners),
+		VirtualName:    v.VirtualName,
+	}
+	for _, n := range cv.Nodes {
+		res.Nodes = append(res.Nodes, contract.ClusterNode{Name: n.Name, State: n.State})
+	}
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
+
+// checkClusterTimeout is Test-ClusterTimeout.
+func (h *Host) checkClusterTimeout(t int, stdout io.Writer, entry *AuditEntry) (int, bool) {
+	if t < 1 || t > contract.MaxClusterSeconds {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "timeout_s must be a whole number of seconds between 1 and 3600."), false
+	}
+	return 0, true
+}
+
+// errCallPending is the error a cluster method's call answers when its TimeOut
+// passes before the cluster finished (ERROR_IO_PENDING; the action goes on).
+const errCallPending = "Overlapped I/O operation is in progress. (error 997)"
+
+// waitRoleSettled is Wait-RoleSettled: re-read the role until its group is Online
+// with every resource of a type in want Online, or Failed, or until passes.
+func (h *Host) waitRoleSettled(ctx context.Context, c *Cluster, group, before, callError string, until time.Time, want ...string) (*contract.ClusterActionResult, error) {
+	wctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	v, err := c.WaitRole(wctx, group, func(v ClusterRoleView) bool {
+		if v.State == GroupFailed {
+			return true
+		}
+		if v.State != GroupOnline || v.Action != "" {
+			return false
+		}
+		for _, r := range v.Resources {
+			if slices.Contains(want, r.Type) && r.State != ResourceOnline {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		// The deadline passed: the script reports the role as it is.
+		if v, err = c.RoleView(group); err != nil {
+			return nil, err
+		}
+	}
+	return &contract.ClusterActionResult{Group: group, OwnerBefore: before, OwnerAfter: v.OwnerNode, State: v.State,
+		Resources: contractResources(v), Error: callError}, nil
+}
+
+func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
+		return code
+	}
+	if !clusterNodeNamePattern.MatchString(p.TargetNode) {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a cluster node name.", p.TargetNode))
+	}
+	if code, ok := h.checkClusterTimeout(p.TimeoutS, stdout, entry); !ok {
+		return code
+	}
+	timeout := time.Duration(p.TimeoutS) * time.Second
+	until := time.Now().Add(timeout)
+	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	if !ok {
+		return code
+	}
+	before := v.OwnerNode
+	refusal := ""
+	switch {
+	case v.Name != p.Group:
+		refusal = fmt.Sprintf("instance %s's role is '%s', not '%s'", p.Instance, v.Name, p.Group)
+	case strings.EqualFold(p.TargetNode, before):
+		refusal = fmt.Sprintf("the role '%s' is already on %s", p.Group, p.TargetNode)
+	case v.State != GroupOnline:
+		refusal = fmt.Sprintf("the role '%s' is %s, not Online", p.Group, v.State)
+	default:
+		for _, r := range v.Resources {
+			if !slices.ContainsFunc(r.PossibleOwners, func(o string) bool { return strings.EqualFold(o, p.TargetNode) }) {
+				refusal = fmt.Sprintf("%s is not a possible owner of every resource of '%s'", p.TargetNode, p.Group)
+			}
+		}
+	}
+	if refusal != "" {
+		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
+			fmt.Sprintf("The cluster move was refused on %s: %s. Nothing was moved.", h.computer, refusal))
+	}
+	// MoveToNewNode: the cluster service runs the move; this call waits at most
+	// timeout_s for it, and losing it stops only the wait.
+	out, err := c.Move(ctx, v.Name, p.TargetNode, "move", timeout)
+	if err != nil {
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeMoveFailed,
+			fmt.Sprintf("The move of '%s' to %s could not be followed on %s: %v", p.Group, p.TargetNode, h.computer, err))
+	}
+	if ctx.Err() != nil {
+		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+	}
+	callError := ""
+	switch {
+	case out.Err != nil:
+		callError = out.Err.Error()
+	case !out.Finished:
+		callError = errCallPending
+	}
+	res, err := h.waitRoleSettled(ctx, c, v.Name, before, callError, until)
+	if err != nil {
+		if ctx.Err() != nil {
+			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+		}
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeMoveFailed,
+			fmt.Sprintf("The move of '%s' to %s (%s) could not be followed on %s: %v", p.Group, p.TargetNode, callError, h.computer, err))
+	}
+	if res.Error == "" && !strings.EqualFold(res.OwnerAfter, p.TargetNode) {
+		res.Error = fmt.Sprintf("the cluster left the role on %s, not on %s", res.OwnerAfter, p.TargetNode)
+	}
+	if res.Error == "" && res.State != GroupOnline {
+		res.Error = fmt.Sprintf("the role is %s on %s after %d s", res.State, res.OwnerAfter, p.TimeoutS)
+	}
+	if res.Error != "" {
+		entry.Error = "cluster_move: " + res.Error
+	}
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
+
+func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
+		return code
+	}
+	if code, ok := h.checkClusterTimeout(p.TimeoutS, stdout, entry); !ok {
+		return code
+	}
+	timeout := time.Duration(p.TimeoutS) * time.Second
+	until := time.Now().Add(timeout)
+	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	if !ok {
+		return code
+	}
+	owner := v.OwnerNode
+	if v.State != GroupOnline {
+		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
+			fmt.Sprintf("The role '%s' is %s on %s, not Online; nothing was taken offline.", v.Name, v.State, owner))
+	}
+	var errs []string
+	// TakeOffline on the SQL Server resource, waiting at most timeout_s.
+	off, err := c.TakeResourceOffline(ctx, v.Name, ResourceTypeSQLServer, timeout)
+	if err == nil && ctx.Err() == nil {
+		switch {
+		case off.Err != nil:
+			errs = append(errs, "TakeOffline: "+off.Err.Error())
+		case !off.Finished:
+			errs = append(errs, "TakeOffline: "+errCallPending)
+		}
+		// Online again whatever the offline did.
+		left := time.Until(until)
+		if left < time.Second {
+			left = time.Second
+		}
+		var on ActionOutcome
+		on, err = c.BringGroupOnline(ctx, v.Name, left)
+		if err == nil {
+			switch {
+			case on.Err != nil:
+				errs = append(errs, "BringOnline: "+on.Err.Error())
+			case !on.Finished:
+				errs = append(errs, "BringOnline: "+errCallPending)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+	}
+	callError := strings.Join(errs, "; ")
+	if err != nil {
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeMoveFailed,
+			fmt.Sprintf("The restart of '%s' (%s) could not be followed on %s: %v", v.Name, callError, h.computer, err))
+	}
+	res, err := h.waitRoleSettled(ctx, c, v.Name, owner, callError, until, ResourceTypeSQLServer, ResourceTypeAgent)
+	if err != nil {
+		if ctx.Err() != nil {
+			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+		}
+		return h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeMoveFailed,
+			fmt.Sprintf("The restart of '%s' (%s) could not be followed on %s: %v", v.Name, callError, h.computer, err))
+	}
+	var down []string
+	for _, r := range res.Resources {
+		if (r.Type == ResourceTypeSQLServer || r.Type == ResourceTypeAgent) && r.State != ResourceOnline {
+			down = append(down, r.Name+" is "+r.State)
+		}
+	}
+	if res.Error == "" && (res.State != GroupOnline || len(down) > 0) {
+		res.Error = fmt.Sprintf("after %d s the role is %s on %s", p.TimeoutS, res.State, res.OwnerAfter)
+		if len(down) > 0 {
+			res.Error += ": " + strings.Join(down, ", ")
+		}
+	}
+	if res.Error != "" {
+		entry.Error = "cluster_restart: " + res.Error
+	}
+	writeJSON(stdout, res)
+	return contract.ExitOK
+}
