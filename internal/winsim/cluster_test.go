@@ -510,3 +510,37 @@ func TestDemoFleetHasAnFCI(t *testing.T) {
 		t.Errorf("demo/fleet.json clusters: %+v; want one two-node cluster with one role", cfg.Clusters)
 	}
 }
+
+// Windows' default FailoverThreshold (0xFFFFFFFF) does not fit read_cluster.ps1's
+// [int] cast: the script fails as PowerShell would. A start slower than the
+// resource's PendingTimeout leaves SQL Server Failed.
+func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
+	t.Parallel()
+	raw := strings.Replace(clusterFleet, `"failover_threshold": 1, "pending_timeout_ms": 20000`, `"pending_timeout_ms": 300`, 1)
+	cfg, err := winsim.ParseConfig([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hosts[1].Instances[0].StartMS = 2000 // node2's Engine starts slower than the pending timeout
+	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	_, err = nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err == nil || !strings.Contains(err.Error(), "too large or too small for an Int32") {
+		t.Errorf("read_cluster with FailoverThreshold 4294967295 = %v; want PowerShell's conversion error", err)
+	}
+	c, _ := sim.Cluster("CLU1")
+	out, err := c.Move(opCtx(t), fciGroup, "node2", "move", time.Minute)
+	if err != nil || out.Err == nil || !strings.Contains(out.Err.Error(), "pending timeout") {
+		t.Fatalf("Move to a node whose start outlasts the pending timeout = %+v, %v; want the cluster's timeout error", out, err)
+	}
+	if v, _ := c.RoleView(fciGroup); v.OwnerNode != "NODE1" || v.State != host.GroupOnline {
+		t.Errorf("after the timed-out move: %s on %s; want the role failed back Online on NODE1", v.State, v.OwnerNode)
+	}
+	m2, _ := sim.Host("node2")
+	if st, _ := m2.ServiceState("MSSQLSERVER"); st != contract.StateStopped {
+		t.Errorf("node2's Engine is %s after its start outlasted the pending timeout; want it ended (Stopped)", st)
+	}
+}

@@ -769,6 +769,8 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 			timedOut := ctx.Err() != nil
 			cancel()
 			if timedOut && err != nil {
+				// The resource host ends a resource whose start outlasted its pending timeout.
+				_ = n.host.TerminateProcess(svc)
 				c.setState(r, res, ResourceFailed)
 				return &ClusterError{5038, fmt.Sprintf("The resource %s did not come online on %s within its pending timeout of %s: %v", res.name, n.name(), r.pending, err)}
 			}
@@ -1079,7 +1081,7 @@ func (c *Cluster) SetNodeState(host, state string) error {
 // nodeFailed: every service of the node ends, and the roles it owned fail over.
 func (c *Cluster) nodeFailed(n *clusterNode, owned []*clusterRole) {
 	for _, inst := range n.host.Instances() {
-		_ = n.host.StopService(inst.ServiceName(), true)
+		_ = n.host.TerminateProcess(inst.ServiceName())
 	}
 	for _, r := range owned {
 		c.syncVNN(r)

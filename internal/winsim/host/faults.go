@@ -65,3 +65,38 @@ func (h *Host) EndStopNow(name string) error {
 	s.timer.Reset(0)
 	return nil
 }
+
+// TerminateProcess ends a service's process at once, as TerminateProcess does (a
+// node that fails, the cluster's resource host ending a resource whose start
+// outlasted its pending timeout): Stopped without Stop Pending, exit code 1067.
+// The running services that depend on it end with it.
+func (h *Host) TerminateProcess(name string) error {
+	return h.serviceOp(name, func(s *service) error {
+		for _, d := range append(allDependents(s), s) {
+			h.terminateLocked(d)
+		}
+		return nil
+	})
+}
+
+func (h *Host) terminateLocked(s *service) {
+	if s.state == contract.StateStopped {
+		s.pending = ""
+		return
+	}
+	wasRunning := s.state == contract.StateRunning || s.state == contract.StatePaused
+	s.cancelTimer()
+	s.pending = ""
+	s.state = contract.StateStopped
+	s.pid = 0
+	s.exitCode = 1067
+	s.lastError = "The process terminated unexpectedly (1067)"
+	h.recordLocked(s)
+	if s.inst != nil {
+		s.inst.processEndedLocked(false)
+		if wasRunning && !s.down {
+			s.down = true
+			h.opts.Down.add(1)
+		}
+	}
+}
