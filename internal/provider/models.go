@@ -23,6 +23,7 @@ type ifiResourceModel struct {
 	Grantee  types.String   `tfsdk:"grantee"`
 	Restart  types.String   `tfsdk:"restart"`
 	Nodes    types.Map      `tfsdk:"nodes"`
+	SQLHost  types.String   `tfsdk:"sql_host"`
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
 	// PlannedAction is what the plan said the apply does (ifi.Action).
 	PlannedAction types.String `tfsdk:"planned_action"`
@@ -38,6 +39,7 @@ type ifiDataSourceModel struct {
 	SQLPort  types.Int64  `tfsdk:"sql_port"`
 	Grantee  types.String `tfsdk:"grantee"`
 	Nodes    types.Map    `tfsdk:"nodes"`
+	SQLHost  types.String `tfsdk:"sql_host"`
 	computedModel
 }
 

@@ -105,6 +105,10 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it at plan time failed")})
 		return
 	}
+	if out.Read != nil && out.Read.Clustered {
+		r.predictCluster(ctx, plan, d, plan.target(), false, false, resp)
+		return
+	}
 	addWarnings(&resp.Diagnostics, out.Warnings) // what the apply would say of the instance
 	r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
 }
@@ -116,7 +120,8 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	t := state.target()
 	m, ds := getMemo(ctx, req.Private, t)
 	resp.Diagnostics.Append(ds...)
-	if m.Read == nil || m.Verification == nil || m.Verification.Source == "" {
+	clustered := state.Clustered.ValueBool()
+	if !clustered && (m.Read == nil || m.Verification == nil || m.Verification.Source == "") {
 		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance,
 			"the state holds no read of it (a plan with refresh records one)")})
@@ -127,7 +132,12 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	d.IneffectiveRestart = m.IneffectiveRestart
 	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
-	r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
+	if clustered {
+		// An FCI: from this run's refresh of every node, else a read now.
+		r.predictCluster(ctx, plan, d, t, drift, false, resp)
+	} else {
+		r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
+	}
 	var act types.String
 	resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("planned_action"), &act)...)
 	if unchanged && act.Equal(types.StringValue(string(ifi.ActionNone))) {
