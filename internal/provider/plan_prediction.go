@@ -32,7 +32,8 @@ func plannedActionAttribute() schema.StringAttribute {
 		Computed: true,
 		MarkdownDescription: "What the apply will do on the instance, known at plan time: one of " + strings.Join(names, ", ") + ". " +
 			"`grant`/`revoke` change the right without restarting SQL Server; `*_and_restart` and `restart` restart the Database Engine " +
-			"(and its running dependent services); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
+			"(and its running dependent services; on a failover cluster instance, the failover or cluster restart `restart` asks for, " +
+			"and `grant`/`revoke` cover every possible owner); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
 			"`verify`: the last apply failed part-way, and the apply verifies and finishes it (it may restart). Unknown at plan time " +
 			"(the provider configuration or the host is not known yet, or the host could not be read) means the apply **may restart**. " +
 			"The apply stores the planned value; a refresh sets it to `none`. A `lifecycle { postcondition }` on it fails the plan " +
