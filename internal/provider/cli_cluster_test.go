@@ -84,8 +84,8 @@ func startFCI(t *testing.T, mod func(*host.ClusterConfig, []host.HostConfig)) *f
 func (e *fciEnv) nodeName(i int) string { return strings.ToUpper(e.nodes[i].name) }
 
 // config is the provider block and one resource for the FCI, addressed by node 0,
-// with every node's address in nodes and extra lines.
-func (e *fciEnv) config(restart, extra string) string {
+// with every node's address in nodes.
+func (e *fciEnv) config(restart string) string {
 	var nodes []string
 	for i, n := range e.nodes {
 		nodes = append(nodes, fmt.Sprintf("    %s = %q", e.nodeName(i), n.addr))
@@ -102,9 +102,8 @@ resource "mssqlifi_instant_file_initialization" "this" {
     create = "1m"
     update = "1m"
   }
-%s
 }
-`, e.nodes[0].addr, e.vaddr, restart, strings.Join(nodes, "\n"), extra)
+`, e.nodes[0].addr, e.vaddr, restart, strings.Join(nodes, "\n"))
 }
 
 // view is the role as the cluster sees it.
@@ -151,7 +150,7 @@ func TestCLI_fciSecondNodeLacksTheRight(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startFCI(t, nil)
-	w.write(e.config("if_needed", ""))
+	w.write(e.config("if_needed"))
 	p := w.plan()
 	p.wantPlanExit(t, 2)
 	second := regexp.QuoteMeta(e.nodeName(1))
@@ -188,7 +187,7 @@ func TestCLI_fciFailoverFromOutsideThenRestartFailover(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startFCI(t, nil)
-	w.write(e.config("never", ""))
+	w.write(e.config("never"))
 	w.mustApply()
 	// Someone revokes the grant on the second node and fails the role over there.
 	if err := e.sim.Do(e.nodes[1].name, winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID}); err != nil {
@@ -213,7 +212,7 @@ func TestCLI_fciFailoverFromOutsideThenRestartFailover(t *testing.T) {
 	p.wantPlanExit(t, 2)
 	p.wantDiag(t, "warning", `grants the right on `+second, second)
 
-	w.write(e.config("failover", ""))
+	w.write(e.config("failover"))
 	p = w.plan()
 	p.wantDiag(t, "warning", `grants the right on `+second+`, then moves the role from `+second+` to `+regexp.QuoteMeta(e.nodeName(0))+`$`,
 		`about a restart's downtime`)
@@ -241,7 +240,7 @@ func TestCLI_fciClusterRestart(t *testing.T) {
 		hcs[0].Rights = nil // the owner lacks it too: its running Engine has no IFI
 	})
 	before := e.nodes[0].engineStart()
-	w.write(e.config("cluster_restart", ""))
+	w.write(e.config("cluster_restart"))
 	p := w.plan()
 	p.wantDiag(t, "warning", `restarts the role on `+regexp.QuoteMeta(e.nodeName(0))+` through the cluster$`, `SQL Server Agent`)
 	w.mustApply()
@@ -272,7 +271,7 @@ func TestCLI_fciUnreachableNode(t *testing.T) {
 	e := startFCI(t, nil)
 	good := e.nodes[1].addr
 	e.nodes[1].addr = unusedLoopback(t)
-	w.write(e.config("never", ""))
+	w.write(e.config("never"))
 	ap := w.apply()
 	if ap.Exit == 0 {
 		t.Fatalf("the apply succeeded with a node unreachable:\n%s", ap.describe())
@@ -289,7 +288,7 @@ func TestCLI_fciUnreachableNode(t *testing.T) {
 		t.Errorf("the resource is in the state although nothing was changed: %v", a)
 	}
 	e.nodes[1].addr = good
-	w.write(e.config("never", ""))
+	w.write(e.config("never"))
 	w.mustApply()
 	if !e.nodes[1].holds(defaultSvcSID) {
 		t.Errorf("the apply did not grant the right on %s", e.nodeName(1))
@@ -319,7 +318,7 @@ func TestCLI_fciAGPrimaryIsRefused(t *testing.T) {
 			hcs[i].Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: host.AGRolePrimary}
 		}
 	})
-	w.write(e.config("failover", ""))
+	w.write(e.config("failover"))
 	ap := w.apply()
 	if ap.Exit == 0 {
 		t.Fatalf("the apply restarted an availability group primary:\n%s", ap.describe())
@@ -338,9 +337,11 @@ func TestCLI_fciTwoResourcesForOneRoleAreRefused(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startFCI(t, nil)
-	cfg := e.config("never", "")
+	cfg := e.config("never")
+	const res = `resource "mssqlifi_instant_file_initialization" "this" {`
+	_, body, _ := strings.Cut(cfg, res)
 	cfg += strings.NewReplacer(`"this"`, `"other"`, fmt.Sprintf("host     = %q", e.nodes[0].addr), fmt.Sprintf("host     = %q", e.nodes[1].addr)).
-		Replace(cfg[strings.Index(cfg, `resource "mssqlifi_instant_file_initialization"`):])
+		Replace(res + body)
 	w.write(cfg)
 	p := w.plan()
 	if p.Exit != 1 {

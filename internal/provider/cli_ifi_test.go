@@ -205,7 +205,7 @@ func TestCLI_clusteredInstance(t *testing.T) {
 	w := newCLI(t)
 	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
 	before := e.nodes[0].engineStart()
-	w.write(e.config("if_needed", ""))
+	w.write(e.config("if_needed"))
 	r := w.apply()
 	if r.Exit == 0 {
 		t.Fatalf("the apply restarted a clustered instance:\n%s", r.describe())
@@ -219,7 +219,7 @@ func TestCLI_clusteredInstance(t *testing.T) {
 		}
 	}
 
-	w.write(e.config("never", ""))
+	w.write(e.config("never"))
 	w.mustApply()
 	for i, n := range e.nodes {
 		if !n.holds(defaultSvcSID) {

@@ -53,11 +53,11 @@ func TestCLI_faultMatrixCluster(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
 			e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
-			w.write(e.config("never", ""))
+			w.write(e.config("never"))
 			w.mustApply()
 			r.fault(e)
 			moves := len(e.view().Events)
-			w.write(e.config("failover", ""))
+			w.write(e.config("failover"))
 			ap := w.apply()
 			if ap.Duration > timeout+30*time.Second {
 				t.Errorf("the apply took %s, more than its timeout + 30 s", ap.Duration.Round(time.Second))
@@ -109,7 +109,7 @@ func TestCLI_fciHalfDoneGrantsAreRecorded(t *testing.T) {
 		WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Operation: string(contract.OpSetRight), Count: -1}}); err != nil {
 		t.Fatal(err)
 	}
-	w.write(e.config("never", ""))
+	w.write(e.config("never"))
 	ap := w.apply()
 	if ap.Exit == 0 {
 		t.Fatalf("the apply succeeded although the second node's grant failed:\n%s", ap.describe())
