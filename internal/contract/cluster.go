@@ -93,6 +93,8 @@ type ClusterGroup struct {
 	// FailbackWindowStart/End: hours 0-23 of the cluster's local time; -1 any time.
 	FailbackWindowStart int `json:"failback_window_start"`
 	FailbackWindowEnd   int `json:"failback_window_end"`
+	// FailoverThreshold: -1 (0xFFFFFFFF, the default) lets the cluster decide (one
+	// fewer than its nodes). The script reads every DWORD as a signed number.
 	FailoverThreshold   int `json:"failover_threshold"`
 	FailoverPeriodHours int `json:"failover_period_hours"`
 }

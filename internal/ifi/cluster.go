@@ -632,9 +632,8 @@ func (ca *ClusterAssessment) prediction(d Desired, o ClusterObserved, p *Cluster
 			detail += ", and "
 		}
 		g := o.Cluster.Group
-		detail += fmt.Sprintf("moves the role %q from %s to %s (%s): SQL Server stops on %s and starts on %s, about a restart's downtime. "+
-			"The cluster allows %d failovers in %d hours before it leaves the role failed.",
-			safetext.Escape(ca.Group), safetext.Escape(ca.Owner), target, p.RestartReason, safetext.Escape(ca.Owner), target, g.FailoverThreshold, g.FailoverPeriodHours)
+		detail += fmt.Sprintf("moves the role %q from %s to %s (%s): SQL Server stops on %s and starts on %s, about a restart's downtime. %s",
+			safetext.Escape(ca.Group), safetext.Escape(ca.Owner), target, p.RestartReason, safetext.Escape(ca.Owner), target, thresholdPhrase(g))
 	case p.Restart:
 		summary = append(summary, "restarts the role on "+safetext.Escape(ca.Owner)+" through the cluster")
 		if len(did) > 0 {
@@ -682,4 +681,14 @@ func nodesWith(p *ClusterPlan, grant bool) []string {
 		}
 	}
 	return out
+}
+
+// thresholdPhrase says how many failovers the cluster allows before it leaves the
+// role failed (FailoverThreshold in FailoverPeriod hours; -1, 0xFFFFFFFF, lets the
+// cluster decide: one fewer than its nodes).
+func thresholdPhrase(g contract.ClusterGroup) string {
+	if g.FailoverThreshold < 0 {
+		return fmt.Sprintf("The cluster allows one failover fewer than it has nodes in %d hours (its default threshold) before it leaves the role failed.", g.FailoverPeriodHours)
+	}
+	return fmt.Sprintf("The cluster allows %d failovers in %d hours before it leaves the role failed.", g.FailoverThreshold, g.FailoverPeriodHours)
 }

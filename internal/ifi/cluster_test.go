@@ -340,6 +340,10 @@ func TestPredictCluster(t *testing.T) {
 		!strings.Contains(pr.Warning.Detail, "2 failovers in 6 hours") {
 		t.Errorf("failover prediction %s %+v", pr.Action, pr.Warning)
 	}
+	f.cluster.Group.FailoverThreshold = -1 // 0xFFFFFFFF: the cluster decides
+	if pr, _ = PredictCluster(withRestart(enable, RestartFailover), f.observed(), false); !strings.Contains(pr.Warning.Detail, "one failover fewer than it has nodes in 6 hours") {
+		t.Errorf("default threshold: %s", pr.Warning.Detail)
+	}
 	pr, err = PredictCluster(withRestart(enable, RestartClusterRestart), f.observed(), true)
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,21 @@
 # installed. Names from the parameters are compared as data, never put into a WQL
 # filter.
 
+# ConvertTo-Int32: a cluster DWORD as a signed number. The classes declare some
+# values uint32 whose "none" is -1 (0xFFFFFFFF: FailbackWindowStart/End,
+# FailoverThreshold, State -1 Unknown), which [int] alone refuses.
+function ConvertTo-Int32 {
+    param($Value)
+    if ($null -eq $Value) { return 0 }
+    $n = [long]$Value
+    if ($n -gt [int]::MaxValue) { $n = $n - 4294967296 }
+    return [int]$n
+}
+
 # MSCluster_Node.State: 0 Up, 1 Down, 2 Paused, 3 Joining, -1 Unknown.
 function ConvertTo-NodeState {
     param($State)
-    switch ([int]$State) {
+    switch (ConvertTo-Int32 -Value $State) {
         0 { return 'up' }
         1 { return 'down' }
         2 { return 'paused' }
@@ -19,7 +30,7 @@ function ConvertTo-NodeState {
 # MSCluster_ResourceGroup.State: 0 Online, 1 Offline, 2 Failed, 3 PartialOnline, 4 Pending.
 function ConvertTo-GroupState {
     param($State)
-    switch ([int]$State) {
+    switch (ConvertTo-Int32 -Value $State) {
         0 { return 'Online' }
         1 { return 'Offline' }
         2 { return 'Failed' }
@@ -33,7 +44,7 @@ function ConvertTo-GroupState {
 # 129 OnlinePending, 130 OfflinePending.
 function ConvertTo-ResourceState {
     param($State)
-    switch ([int]$State) {
+    switch (ConvertTo-Int32 -Value $State) {
         1 { return 'Pending' }
         2 { return 'Online' }
         3 { return 'Offline' }
@@ -90,7 +101,7 @@ function Get-RoleResource {
                 type               = [string]$resource.Type
                 state              = ConvertTo-ResourceState -State $resource.State
                 possible_owners    = Get-AssociatedName -InputObject $resource -Association 'MSCluster_ResourceToPossibleOwner'
-                pending_timeout_ms = [int]$resource.PendingTimeout
+                pending_timeout_ms = ConvertTo-Int32 -Value $resource.PendingTimeout
                 object             = $resource
             })
     }
@@ -130,8 +141,16 @@ function Wait-RoleSettled {
     }
 }
 
-function Test-ClusterTimeout {
-    param($Value)
+# Assert-ClusterRequest: the instance name and timeout_s of cluster_move and
+# cluster_restart, or the script ends with invalid_parameters. Returns the timeout.
+function Assert-ClusterRequest {
+    param([string] $InstanceName, $Timeout)
+    if (-not (Test-SqlInstanceName -Name $InstanceName)) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$InstanceName' is not a SQL Server instance name."
+    }
     $seconds = 0
-    return ([int]::TryParse([string]$Value, [ref]$seconds) -and $seconds -ge 1 -and $seconds -le 3600)
+    if (-not ([int]::TryParse([string]$Timeout, [ref]$seconds) -and $seconds -ge 1 -and $seconds -le 3600)) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'timeout_s must be a whole number of seconds between 1 and 3600.'
+    }
+    return $seconds
 }

@@ -37,11 +37,11 @@ Write-Result -Value ([ordered]@{
             owner_node            = [string]$group.OwnerNode
             state                 = ConvertTo-GroupState -State $group.State
             preferred_owners      = Get-AssociatedName -InputObject $group -Association 'MSCluster_ResourceGroupToPreferredNode'
-            auto_failback_type    = [int]$group.AutoFailbackType
-            failback_window_start = [int]$group.FailbackWindowStart
-            failback_window_end   = [int]$group.FailbackWindowEnd
-            failover_threshold    = [int]$group.FailoverThreshold
-            failover_period_hours = [int]$group.FailoverPeriod
+            auto_failback_type    = (ConvertTo-Int32 -Value $group.AutoFailbackType)
+            failback_window_start = (ConvertTo-Int32 -Value $group.FailbackWindowStart)
+            failback_window_end   = (ConvertTo-Int32 -Value $group.FailbackWindowEnd)
+            failover_threshold    = (ConvertTo-Int32 -Value $group.FailoverThreshold)
+            failover_period_hours = (ConvertTo-Int32 -Value $group.FailoverPeriod)
         }
         resources       = $resources.ToArray()
         possible_owners = [string[]]@($possible)

@@ -651,6 +651,13 @@ type ActionOutcome struct {
 	Err         *ClusterError
 }
 
+// refused is the outcome of an action the cluster refused before it began: the
+// cluster's error is the answer, not a failure of the call.
+func refused(out ActionOutcome, ce *ClusterError) (ActionOutcome, error) {
+	out.Finished, out.Err = true, ce
+	return out, nil
+}
+
 // wait waits for an action until it ends, d passes or ctx ends.
 func (c *Cluster) wait(ctx context.Context, a *clusterAction, d time.Duration) (bool, *ClusterError) {
 	t := time.NewTimer(d)
@@ -845,8 +852,7 @@ func (c *Cluster) Move(ctx context.Context, role, target, kind string, wait time
 	}
 	if ce := c.checkTargetLocked(r, t); ce != nil {
 		c.mu.Unlock()
-		out.Finished, out.Err = true, ce
-		return out, nil
+		return refused(out, ce)
 	}
 	from := r.owner
 	if from == t && r.groupStateLocked() == GroupOnline {
@@ -857,8 +863,7 @@ func (c *Cluster) Move(ctx context.Context, role, target, kind string, wait time
 	a, ce := c.beginLocked(r, kind, out.OwnerBefore, t.name())
 	c.mu.Unlock()
 	if ce != nil {
-		out.Finished, out.Err = true, ce
-		return out, nil
+		return refused(out, ce)
 	}
 	c.run(r, a, func() *ClusterError { return c.moveSteps(r, from, t) })
 	out.Finished, out.Err = c.wait(ctx, a, wait)
@@ -993,8 +998,7 @@ func (c *Cluster) ownerAction(ctx context.Context, role, kind string, wait time.
 	a, ce := c.beginLocked(r, kind, out.OwnerBefore, out.OwnerBefore)
 	c.mu.Unlock()
 	if ce != nil {
-		out.Finished, out.Err = true, ce
-		return out, nil
+		return refused(out, ce)
 	}
 	c.run(r, a, func() *ClusterError { return fn(r, owner) })
 	out.Finished, out.Err = c.wait(ctx, a, wait)

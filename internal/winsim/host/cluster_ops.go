@@ -145,7 +145,7 @@ func (h *Host) waitRoleSettled(ctx context.Context, c *Cluster, group, before, c
 		Resources: contractResources(v), Error: callError}, nil
 }
 
-func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}
@@ -219,7 +219,7 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 	return contract.ExitOK
 }
 
-func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}

@@ -216,9 +216,9 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 	case *contract.ReadClusterParams:
 		return h.opReadCluster(p, admin, stdout, stderr, entry)
 	case *contract.ClusterMoveParams:
-		return h.opClusterMove(ctx, p, admin, stdout, stderr, entry)
+		return h.opClusterMove(ctx, p, admin, stdout, entry)
 	case *contract.ClusterRestartParams:
-		return h.opClusterRestart(ctx, p, admin, stdout, stderr, entry)
+		return h.opClusterRestart(ctx, p, admin, stdout, entry)
 	}
 	return psFailure(stderr, entry, "winsim does not model operation "+string(op), "NotImplemented: (:) [], RuntimeException", "WinsimUnmodelledOperation")
 }
