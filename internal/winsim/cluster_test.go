@@ -56,16 +56,7 @@ func startCluster(t *testing.T) *winsim.Sim {
 	if err != nil {
 		t.Fatalf("ParseConfig: %v", err)
 	}
-	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return sim
+	return startSim(t, cfg)
 }
 
 // nodeHost is the provider's runner (internal/remote, masterzen/winrm) on a node's
@@ -194,6 +185,9 @@ func TestClusterMoveFollowsTargetLSA(t *testing.T) {
 	}
 	if node, ifi, _ := physicalNode(t, db); node != "NODE2" || ifi != "N" {
 		t.Errorf("after the move to node2 (no grant): node %q IFI %q; want NODE2, N", node, ifi)
+	}
+	if d := sim.EnginesDown(); d.Now != 0 || d.Max != 1 {
+		t.Errorf("engines_down after the move = %+v; want 0 now (the FCI runs on node2), 1 at most", d)
 	}
 	for n, want := range map[string]string{"node1": contract.StateStopped, "node2": contract.StateRunning} {
 		m, _ := sim.Host(n)
@@ -511,9 +505,9 @@ func TestDemoFleetHasAnFCI(t *testing.T) {
 	}
 }
 
-// Windows' default FailoverThreshold (0xFFFFFFFF) does not fit read_cluster.ps1's
-// [int] cast: the script fails as PowerShell would. A start slower than the
-// resource's PendingTimeout leaves SQL Server Failed.
+// Windows' default FailoverThreshold (0xFFFFFFFF) reads as -1 (read_cluster reads
+// cluster DWORDs as signed). A start slower than the resource's PendingTimeout
+// leaves SQL Server Failed.
 func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 	t.Parallel()
 	raw := strings.Replace(clusterFleet, `"failover_threshold": 1, "pending_timeout_ms": 20000`, `"pending_timeout_ms": 300`, 1)
@@ -522,14 +516,10 @@ func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Hosts[1].Instances[0].StartMS = 2000 // node2's Engine starts slower than the pending timeout
-	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	_, err = nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
-	if err == nil || !strings.Contains(err.Error(), "too large or too small for an Int32") {
-		t.Errorf("read_cluster with FailoverThreshold 4294967295 = %v; want PowerShell's conversion error", err)
+	sim := startSim(t, cfg)
+	r, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Group.FailoverThreshold != -1 {
+		t.Errorf("read_cluster with Windows' default FailoverThreshold 0xFFFFFFFF: %+v, %v; want the threshold read as signed, -1", r.Group, err)
 	}
 	c, _ := sim.Cluster("CLU1")
 	out, err := c.Move(opCtx(t), fciGroup, "node2", "move", time.Minute)
@@ -542,5 +532,38 @@ func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 	m2, _ := sim.Host("node2")
 	if st, _ := m2.ServiceState("MSSQLSERVER"); st != contract.StateStopped {
 		t.Errorf("node2's Engine is %s after its start outlasted the pending timeout; want it ended (Stopped)", st)
+	}
+}
+
+// The WinRM connection is lost while cluster_move waits: the caller gets an error,
+// and the cluster finishes the move it accepted.
+func TestClusterMoveSurvivesALostConnection(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	m1, _ := sim.Host("node1")
+	if err := m1.SetStopDuration("MSSQLSERVER", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Do("node1", winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{
+		Fault: winsim.FaultReset, Request: "Receive", Operation: string(contract.OpClusterMove), Count: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
+	if err == nil {
+		t.Fatal("cluster_move answered although every Receive was reset")
+	}
+	t.Logf("cluster_move over a lost connection: %v", err)
+	c, _ := sim.Cluster("CLU1")
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool {
+		return v.State == host.GroupOnline && v.Action == "" && v.OwnerNode == "NODE2"
+	})
+	if err != nil {
+		t.Fatalf("the move the cluster accepted did not finish on NODE2 after the connection was lost: %+v, %v", v, err)
+	}
+	r, err := nodeHost(t, sim, "node2").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Group.OwnerNode != "NODE2" || r.Group.State != "Online" {
+		t.Errorf("read_cluster after the lost connection: %+v, %v", r, err)
 	}
 }

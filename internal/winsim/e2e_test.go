@@ -51,6 +51,12 @@ func startFleet(t *testing.T) *winsim.Sim {
 			cfg.Hosts[i].Instances[j].SQLPort = 0
 		}
 	}
+	return startSim(t, cfg)
+}
+
+// startSim starts a simulator in-process, closed when the test ends.
+func startSim(t *testing.T, cfg *winsim.Config) *winsim.Sim {
+	t.Helper()
 	sim, err := winsim.Start(cfg, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("Start: %v", err)

@@ -671,12 +671,16 @@ func (c *Cluster) wait(ctx context.Context, a *clusterAction, d time.Duration) (
 	return false, nil
 }
 
+// setState changes a resource's state; the virtual name's listener follows before
+// waiters see the change.
 func (c *Cluster) setState(r *clusterRole, res *clusterResource, state string) {
 	c.mu.Lock()
 	res.state = state
-	c.notifyLocked()
 	c.mu.Unlock()
 	c.syncVNN(r)
+	c.mu.Lock()
+	c.notifyLocked()
+	c.mu.Unlock()
 }
 
 // takeOffline takes the role's resources of the given types offline on node n,
@@ -694,13 +698,7 @@ func (c *Cluster) takeOffline(r *clusterRole, n *clusterNode, types ...string) *
 		if state == ResourceOffline {
 			continue
 		}
-		svc := ""
-		switch typ {
-		case ResourceTypeSQLServer:
-			svc = engine
-		case ResourceTypeAgent:
-			svc = agent
-		}
+		svc := serviceOf(typ, engine, agent)
 		if svc == "" {
 			c.setState(r, res, ResourceOffline)
 			continue
@@ -748,13 +746,7 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 			c.setState(r, res, ResourceFailed)
 			return errCantHost(n.name(), res.name)
 		}
-		svc := ""
-		switch typ {
-		case ResourceTypeSQLServer:
-			svc = engine
-		case ResourceTypeAgent:
-			svc = agent
-		}
+		svc := serviceOf(typ, engine, agent)
 		if svc == "" {
 			c.setState(r, res, ResourceOnline)
 			continue
@@ -793,6 +785,18 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 		c.setState(r, res, ResourceOnline)
 	}
 	return nil
+}
+
+// serviceOf is the service a resource type starts and stops ("" for the
+// resources the model brings online and offline at once).
+func serviceOf(typ, engine, agent string) string {
+	switch typ {
+	case ResourceTypeSQLServer:
+		return engine
+	case ResourceTypeAgent:
+		return agent
+	}
+	return ""
 }
 
 func offlineOrder(r *clusterRole) []string {
@@ -884,6 +888,9 @@ func (c *Cluster) moveSteps(r *clusterRole, from, to *clusterNode) *ClusterError
 	c.notifyLocked()
 	c.mu.Unlock()
 	ce := c.bringOnline(r, to, true, onlineOrder(r)...)
+	if ce == nil {
+		c.backOn(r, to)
+	}
 	if ce == nil || fault == FailMoveOffline || from == nil || from == to {
 		return ce
 	}
@@ -910,6 +917,19 @@ func (c *Cluster) moveSteps(r *clusterRole, from, to *clusterNode) *ClusterError
 	}
 	ce.Message += "; the cluster failed the role back to " + from.name()
 	return ce
+}
+
+// backOn: the role's Engine runs on n; the nodes it left are no longer counted
+// as down (Options.Down counts instances, not nodes).
+func (c *Cluster) backOn(r *clusterRole, n *clusterNode) {
+	c.mu.Lock()
+	nodes := slices.Clone(c.nodes)
+	c.mu.Unlock()
+	for _, o := range nodes {
+		if o != n {
+			o.host.EngineBackElsewhere(r.instance)
+		}
+	}
 }
 
 // RestartSQL is what cluster_restart asks of the cluster: take the SQL Server

@@ -51,14 +51,13 @@ func (h *Host) findSQLRole(instance string, admin bool, stdout io.Writer, entry 
 	return c, v, 0, true
 }
 
-// scriptInt is PowerShell's [int] cast of a uint32 WMI property: a value above
-// Int32's range makes the script fail.
-func scriptInt(stderr io.Writer, entry *AuditEntry, v int64) (int, int, bool) {
-	if v > math.MaxInt32 || v < math.MinInt32 {
-		return 0, psFailure(stderr, entry, fmt.Sprintf(`Cannot convert value "%d" to type "System.Int32". Error: "Value was either too large or too small for an Int32."`, v),
-			"InvalidArgument: (:) [], RuntimeException", "InvalidCastIConvertible"), false
+// scriptInt is cluster_common.ps1's ConvertTo-Int32: a cluster DWORD read as a
+// signed number, so 0xFFFFFFFF (FailoverThreshold's default) is -1.
+func scriptInt(v int64) int {
+	if v > math.MaxInt32 {
+		v -= 1 << 32
 	}
-	return int(v), 0, true
+	return int(v)
 }
 
 func contractResources(v ClusterRoleView) []contract.ClusterResource {
@@ -70,7 +69,7 @@ func contractResources(v ClusterRoleView) []contract.ClusterResource {
 	return out
 }
 
-func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}
@@ -78,10 +77,7 @@ func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout, 
 	if !ok {
 		return code
 	}
-	threshold, code, ok := scriptInt(stderr, entry, v.FailoverThreshold)
-	if !ok {
-		return code
-	}
+	threshold := scriptInt(v.FailoverThreshold)
 	cv := c.View()
 	res := contract.ReadClusterResult{
 		Cluster: cv.Name, Node: h.computer, Nodes: []contract.ClusterNode{},
@@ -101,12 +97,21 @@ func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout, 
 	return contract.ExitOK
 }
 
-// checkClusterTimeout is Test-ClusterTimeout.
-func (h *Host) checkClusterTimeout(t int, stdout io.Writer, entry *AuditEntry) (int, bool) {
-	if t < 1 || t > contract.MaxClusterSeconds {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "timeout_s must be a whole number of seconds between 1 and 3600."), false
+// beginClusterAction is the common start of cluster_move and cluster_restart:
+// the instance's name (Test-SqlInstanceName), timeout_s (Test-ClusterTimeout),
+// then Find-SqlRole. The deadline runs from here, as the scripts' $until does.
+func (h *Host) beginClusterAction(instance string, timeoutS int, admin bool, stdout io.Writer, entry *AuditEntry) (*Cluster, ClusterRoleView, time.Duration, time.Time, int, bool) {
+	if code, ok := h.checkInstanceParam(instance, stdout, entry); !ok {
+		return nil, ClusterRoleView{}, 0, time.Time{}, code, false
 	}
-	return 0, true
+	if timeoutS < 1 || timeoutS > contract.MaxClusterSeconds {
+		return nil, ClusterRoleView{}, 0, time.Time{}, h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+			"timeout_s must be a whole number of seconds between 1 and 3600."), false
+	}
+	timeout := time.Duration(timeoutS) * time.Second
+	until := time.Now().Add(timeout)
+	c, v, code, ok := h.findSQLRole(instance, admin, stdout, entry)
+	return c, v, timeout, until, code, ok
 }
 
 // errCallPending is the error a cluster method's call answers when its TimeOut
@@ -146,18 +151,11 @@ func (h *Host) waitRoleSettled(ctx context.Context, c *Cluster, group, before, c
 }
 
 func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
-		return code
-	}
-	if !clusterNodeNamePattern.MatchString(p.TargetNode) {
+	// The script checks the instance's name, then the target's, then timeout_s.
+	if !clusterNodeNamePattern.MatchString(p.TargetNode) && contract.InstanceNameSyntaxValid(p.Instance) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a cluster node name.", p.TargetNode))
 	}
-	if code, ok := h.checkClusterTimeout(p.TimeoutS, stdout, entry); !ok {
-		return code
-	}
-	timeout := time.Duration(p.TimeoutS) * time.Second
-	until := time.Now().Add(timeout)
-	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	c, v, timeout, until, code, ok := h.beginClusterAction(p.Instance, p.TimeoutS, admin, stdout, entry)
 	if !ok {
 		return code
 	}
@@ -220,15 +218,7 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 }
 
 func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
-		return code
-	}
-	if code, ok := h.checkClusterTimeout(p.TimeoutS, stdout, entry); !ok {
-		return code
-	}
-	timeout := time.Duration(p.TimeoutS) * time.Second
-	until := time.Now().Add(timeout)
-	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
+	c, v, timeout, until, code, ok := h.beginClusterAction(p.Instance, p.TimeoutS, admin, stdout, entry)
 	if !ok {
 		return code
 	}

@@ -214,7 +214,7 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 	case *contract.RestartStatusParams:
 		return h.opRestartStatus(ctx, p, admin, stdout, stderr, entry)
 	case *contract.ReadClusterParams:
-		return h.opReadCluster(p, admin, stdout, stderr, entry)
+		return h.opReadCluster(p, admin, stdout, entry)
 	case *contract.ClusterMoveParams:
 		return h.opClusterMove(ctx, p, admin, stdout, entry)
 	case *contract.ClusterRestartParams:

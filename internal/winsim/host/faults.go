@@ -100,3 +100,17 @@ func (h *Host) terminateLocked(s *service) {
 		}
 	}
 }
+
+// EngineBackElsewhere tells the down gauge (Options.Down) that a failover cluster
+// instance's Engine that left Running on this node runs again on another node:
+// the instance is no longer down, though this node's process stays stopped.
+func (h *Host) EngineBackElsewhere(instance string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	inst, ok := h.instanceLocked(instance)
+	if !ok || !inst.engine.down {
+		return
+	}
+	inst.engine.down = false
+	h.opts.Down.add(-1)
+}
