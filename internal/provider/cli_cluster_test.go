@@ -354,3 +354,37 @@ func TestCLI_fciTwoResourcesForOneRoleAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// The data source reads an FCI as the resource does, without changing anything:
+// every node, and whether IFI survives a failover.
+func TestCLI_fciDataSource(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startFCI(t, nil)
+	w.write(e.nodes[0].providerConfig(true) + fmt.Sprintf(`
+data "mssqlifi_instant_file_initialization" "fci" {
+  host     = %q
+  sql_host = %q
+  nodes    = { %s = %q }
+}
+
+output "fci" {
+  value = {
+    ifi_enabled           = data.mssqlifi_instant_file_initialization.fci.ifi_enabled
+    ifi_survives_failover = data.mssqlifi_instant_file_initialization.fci.ifi_survives_failover
+    lacking               = [for n in data.mssqlifi_instant_file_initialization.fci.cluster_nodes : n.name if n.possible_owner && n.privilege_granted != true]
+  }
+}
+`, e.nodes[0].addr, e.vaddr, e.nodeName(1), e.nodes[1].addr))
+	w.mustApply()
+	out := w.run("output", "-json", "fci")
+	want := fmt.Sprintf(`{"ifi_enabled":true,"ifi_survives_failover":false,"lacking":[%q]}`, e.nodeName(1))
+	if got := strings.Join(strings.Fields(out.Stdout), ""); got != want {
+		t.Errorf("output fci = %s, want %s", got, want)
+	}
+	for i, n := range e.nodes {
+		if countOp(n.operations(), contract.OpSetRight) != 0 {
+			t.Errorf("the data source changed node %s: %v", e.nodeName(i), n.operations())
+		}
+	}
+}
