@@ -4,6 +4,7 @@
   fleetctl.py control   WINSIM_JSON              print the control plane's address
   fleetctl.py listeners WINSIM_JSON              print each host's listeners
   fleetctl.py tfvars    WINSIM_JSON FLEET_JSON   print terraform.tfvars.json for demo/main.tf
+                                                 (hosts' instances, and each failover cluster instance)
   fleetctl.py credentials FLEET_JSON             print shell assignments of the MSSQLIFI_* credentials
   fleetctl.py first-key TFVARS_JSON              print the first HOST/INSTANCE key
   fleetctl.py show      CONTROL                  print every instance as the simulator sees it
@@ -62,7 +63,23 @@ def cmd_tfvars(info_path, fleet_path):
             "winrm_port": port_of(h["winrm"]),
             "instances": [i["name"] for i in h["instances"]],
         }
-    json.dump({"ca_cert_file": info["ca_cert"], "hosts": hosts}, sys.stdout, indent=2)
+    # Each failover cluster instance: one resource, addressed by its first node, with
+    # every node's address by the cluster's name of it (the computer name) and the
+    # virtual name's address, where SQL Server answers.
+    fleet = load(fleet_path)
+    computer = {h["name"]: h.get("computer_name") or h["name"].upper() for h in fleet["hosts"]}
+    fcis = {}
+    for c in info.get("clusters") or []:
+        for r in c["roles"]:
+            first = c["nodes"][0]
+            fcis[r["virtual_name"]] = {
+                "host": hosts[first]["address"],
+                "winrm_port": hosts[first]["winrm_port"],
+                "instance": r["instance"],
+                "sql_host": r["sql"].rsplit(":", 1)[0],
+                "nodes": {computer[n]: hosts[n]["address"] for n in c["nodes"]},
+            }
+    json.dump({"ca_cert_file": info["ca_cert"], "hosts": hosts, "fcis": fcis}, sys.stdout, indent=2)
     print()
 
 

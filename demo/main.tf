@@ -23,6 +23,18 @@ variable "hosts" {
   }))
 }
 
+variable "fcis" {
+  description = "Failover cluster instance (by virtual name) => the node it is addressed by, its instance, where SQL Server answers, and every node's address by its cluster name."
+  type = map(object({
+    host       = string
+    winrm_port = number
+    instance   = string
+    sql_host   = string
+    nodes      = map(string)
+  }))
+  default = {}
+}
+
 # The recommended configuration for domain hosts as `winrm quickconfig` leaves them:
 # the HTTP listener (5985 on a real host), Negotiate, every message encrypted by the
 # logon. The simulated domain has no KDC, so negotiate logs on with NTLM and the plan
@@ -63,6 +75,43 @@ resource "mssqlifi_instant_file_initialization" "fleet" {
   timeouts {
     create = "2m"
     update = "2m"
+  }
+}
+
+# One resource per failover cluster instance: it grants on every possible owner node
+# (WinRM to each node by its own address) and verifies through the virtual name.
+# restart = "failover" would move the role to a node that holds the right if the
+# running Engine lacked IFI; here the owner has it, so nothing restarts.
+resource "mssqlifi_instant_file_initialization" "fci" {
+  for_each = var.fcis
+
+  host     = each.value.host
+  port     = each.value.winrm_port
+  instance = each.value.instance
+  sql_host = each.value.sql_host
+  nodes    = each.value.nodes
+  restart  = "failover"
+
+  timeouts {
+    create = "2m"
+    update = "2m"
+  }
+}
+
+output "fci" {
+  description = "Each failover cluster instance: the running Engine's IFI, whether it survives a failover, and every node."
+  value = {
+    for k, r in mssqlifi_instant_file_initialization.fci : k => {
+      ifi_enabled           = r.ifi_enabled
+      ifi_survives_failover = r.ifi_survives_failover
+      nodes = {
+        for n in r.cluster_nodes : n.name => {
+          current_owner     = n.current_owner
+          possible_owner    = n.possible_owner
+          privilege_granted = n.privilege_granted
+        }
+      }
+    }
   }
 }
 

@@ -45,4 +45,5 @@ for d in "$work"/examples/resources/* "$work"/examples/data-sources/*; do
 	check "$d" "$root/examples/provider/provider.tf"
 done
 check "$work/examples/fleet"
+check "$work/examples/failover-cluster-instance"
 exit "$fail"

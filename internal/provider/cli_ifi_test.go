@@ -196,43 +196,67 @@ func TestCLI_groupPolicyWarnsAtPlanAndRefusesApply(t *testing.T) {
 	}
 }
 
-// A failover cluster instance: with if_needed a grant that needs a restart is
-// refused before any change; with never the grant is made and a restart is pending.
+// A failover cluster instance whose owner lacks the right: with if_needed the plan
+// says the apply will refuse and gives the choices, and the apply refuses before
+// any change on any node; with never every node is granted, a restart is pending,
+// nothing restarts, and the next plan is empty.
 func TestCLI_clusteredInstance(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].Clustered = true })
-	before := e.engineStart()
-	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed"`))
+	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
+	before := e.nodes[0].engineStart()
+	w.write(e.config("if_needed"))
 	r := w.apply()
 	if r.Exit == 0 {
 		t.Fatalf("the apply restarted a clustered instance:\n%s", r.describe())
 	}
-	r.wantDiag(t, "error", `Clustered`, `failover cluster instance(.|\n)*Nothing was changed(.|\n)*restart = "never"`)
-	ops := e.operations()
-	if countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
-		t.Errorf("the refused apply changed the host: %v", ops)
-	}
-	if e.holds(defaultSvcSID) {
-		t.Error("the refused apply granted the right")
+	r.wantDiag(t, "warning", `apply will refuse: Failover cluster instance: refusing to restart it through the service manager$`,
+		`restart = "failover"(.|\n)*restart = "cluster_restart"(.|\n)*restart = "never"`)
+	r.wantDiag(t, "error", `^Failover cluster instance: refusing to restart it through the service manager$`, `Nothing was changed on any node`)
+	for i, n := range e.nodes {
+		if ops := n.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
+			t.Errorf("the refused apply changed node %s: %v", e.nodeName(i), ops)
+		}
 	}
 
-	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+	w.write(e.config("never"))
 	w.mustApply()
-	if !e.holds(defaultSvcSID) {
-		t.Error("restart = never did not grant the right")
+	for i, n := range e.nodes {
+		if !n.holds(defaultSvcSID) {
+			t.Errorf("restart = never did not grant the right on %s", e.nodeName(i))
+		}
+		if ops := n.operations(); countOp(ops, contract.OpRestartInstance) != 0 || countOp(ops, contract.OpClusterMove) != 0 ||
+			countOp(ops, contract.OpClusterRestart) != 0 {
+			t.Errorf("a clustered instance was restarted on %s: %v", e.nodeName(i), ops)
+		}
 	}
 	a := w.attrs()
-	if a["restart_pending"] != true || a["clustered"] != true {
-		t.Errorf("state: restart_pending %v, clustered %v; want true, true", a["restart_pending"], a["clustered"])
+	if a["restart_pending"] != true || a["clustered"] != true || a["ifi_survives_failover"] != true {
+		t.Errorf("state: restart_pending %v, clustered %v, ifi_survives_failover %v; want true, true, true",
+			a["restart_pending"], a["clustered"], a["ifi_survives_failover"])
 	}
-	if ops := e.operations(); countOp(ops, contract.OpRestartInstance) != 0 {
-		t.Errorf("a clustered instance was restarted: %v", ops)
-	}
-	if s := e.engineStart(); !s.Equal(before) {
+	if s := e.nodes[0].engineStart(); !s.Equal(before) {
 		t.Errorf("the clustered Engine restarted: %v, was %v", s, before)
 	}
 	w.plan().wantPlanExit(t, 0)
+}
+
+// An instance whose Cluster registry key is set on a host where root\MSCluster
+// does not answer: the provider cannot read the cluster, says so, and changes
+// nothing (it never treats a clustered instance as a standalone one).
+func TestCLI_clusterKeyWithoutACluster(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].Clustered = true })
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+	r := w.apply()
+	if r.Exit == 0 {
+		t.Fatalf("the apply succeeded without reading the cluster:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^Cannot read the failover cluster of instance MSSQLSERVER on `, `(?s)root\\MSCluster.*Nothing was changed`)
+	if ops := e.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("the refused apply changed the host: %v", ops)
+	}
 }
 
 // The instance is uninstalled after an apply: the plan warns that it was removed

@@ -51,6 +51,9 @@ type clients struct {
 	// destroyed: the instances whose resource this run destroyed, each with what the
 	// host had before (for the create of a replace: plan_prediction.go).
 	destroyed map[instanceKey]*converge.Outcome
+	// clusterSeen: the last read of each failover cluster instance in this run
+	// (cluster.go).
+	clusterSeen map[instanceKey]*converge.ClusterOutcome
 }
 
 // rememberDestroyed records what the host had before this run destroyed the

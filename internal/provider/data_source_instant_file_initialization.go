@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
@@ -44,6 +45,9 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`."},
 		"sql_port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports."},
+		"nodes": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: nodesDescription,
+			Validators: []validator.Map{nodesValidator{}}},
+		"sql_host": schema.StringAttribute{Optional: true, MarkdownDescription: sqlHostDescription, Validators: []validator.String{hostValidator}},
 	}
 	for k, v := range computedDataSourceAttributes() {
 		attrs[k] = v
@@ -84,6 +88,19 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 	m.Grantee = types.StringValue(string(grantee))
 	m.ID = types.StringValue(importID(t.Host, t.Instance))
 	m.computedModel.set(out.Assessment)
-	addWarnings(&resp.Diagnostics, out.Warnings)
+	ws := out.Warnings
+	if out.Read != nil && out.Read.Clustered {
+		// A failover cluster instance: every node, as SQL Server Setup would have it.
+		ref := converge.SetupReference
+		ref.Grantee = grantee
+		cout, err := d.c.engine().ReadCluster(ctx, clusterTarget(t, m.Nodes, m.SQLHost), ref)
+		if err != nil {
+			addEngineError(&resp.Diagnostics, opRead, err, d.c.report())
+			return
+		}
+		m.computedModel.setCluster(cout.Cluster, cout.Observed.Cluster.Node)
+		ws = cout.Warnings
+	}
+	addWarnings(&resp.Diagnostics, ws)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

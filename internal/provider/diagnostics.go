@@ -134,6 +134,15 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 	case converge.KindRestartInProgress:
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host is restarting", t.Instance, t.Host),
 			detail(ce.Err)+" The next plan shows what is still to do for this instance.")
+	case converge.KindClusterReadFailed:
+		diags.AddError(fmt.Sprintf("Cannot read the failover cluster of %s", t),
+			detail(ce.Err)+" The instance is a failover cluster instance (its Cluster registry key is set), and the provider reads its "+
+				"nodes and role through root\\MSCluster on the node reached. Nothing was changed. Check that the Cluster service runs "+
+				"on that node, or point host at another node of the cluster.")
+	case converge.KindClusterActionFailed:
+		diags.AddError(fmt.Sprintf("The cluster did not restart SQL Server %s as asked", t.Instance),
+			ce.Error()+". The right was changed as asked on every possible owner. Run terraform plan to see where the role is "+
+				"and what each node holds (cluster_nodes), then apply again once the cause is fixed.")
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}

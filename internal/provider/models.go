@@ -22,6 +22,8 @@ type ifiResourceModel struct {
 	Enabled  types.Bool     `tfsdk:"enabled"`
 	Grantee  types.String   `tfsdk:"grantee"`
 	Restart  types.String   `tfsdk:"restart"`
+	Nodes    types.Map      `tfsdk:"nodes"`
+	SQLHost  types.String   `tfsdk:"sql_host"`
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
 	// PlannedAction is what the plan said the apply does (ifi.Action).
 	PlannedAction types.String `tfsdk:"planned_action"`
@@ -36,6 +38,8 @@ type ifiDataSourceModel struct {
 	Port     types.Int64  `tfsdk:"port"`
 	SQLPort  types.Int64  `tfsdk:"sql_port"`
 	Grantee  types.String `tfsdk:"grantee"`
+	Nodes    types.Map    `tfsdk:"nodes"`
+	SQLHost  types.String `tfsdk:"sql_host"`
 	computedModel
 }
 
@@ -56,6 +60,9 @@ type computedModel struct {
 	Clustered          types.Bool   `tfsdk:"clustered"`
 	AvailabilityGroup  types.String `tfsdk:"availability_group"`
 	AvailabilityRole   types.String `tfsdk:"availability_role"`
+	// ClusterNodes and IFISurvivesFailover: null on an instance that is not clustered.
+	ClusterNodes        types.List `tfsdk:"cluster_nodes"`
+	IFISurvivesFailover types.Bool `tfsdk:"ifi_survives_failover"`
 }
 
 func (m *computedModel) set(a *ifi.Assessment) {
@@ -82,6 +89,7 @@ func (m *computedModel) set(a *ifi.Assessment) {
 		m.TDEDatabases = types.ListValueMust(types.StringType, vals)
 	}
 	m.Clustered = types.BoolValue(a.Clustered)
+	m.ClusterNodes, m.IFISurvivesFailover = types.ListNull(clusterNodeType), types.BoolNull()
 	m.AvailabilityGroup, m.AvailabilityRole = types.StringNull(), types.StringNull()
 	if a.AG != nil && len(a.AG.Groups) > 0 {
 		m.AvailabilityGroup = types.StringValue(strings.Join(a.AG.Groups, ", "))
@@ -136,13 +144,17 @@ func (m *computedModel) nullUnknowns() {
 			*s = types.StringNull()
 		}
 	}
-	for _, b := range []*types.Bool{&m.PrivilegeGranted, &m.IFIEnabled, &m.RestartPending, &m.GroupPolicyManaged, &m.Clustered} {
+	for _, b := range []*types.Bool{&m.PrivilegeGranted, &m.IFIEnabled, &m.RestartPending, &m.GroupPolicyManaged, &m.Clustered,
+		&m.IFISurvivesFailover} {
 		if b.IsUnknown() {
 			*b = types.BoolNull()
 		}
 	}
 	if m.TDEDatabases.IsUnknown() || m.TDEDatabases.ElementType(context.Background()) == nil {
 		m.TDEDatabases = types.ListNull(types.StringType)
+	}
+	if m.ClusterNodes.IsUnknown() || m.ClusterNodes.ElementType(context.Background()) == nil {
+		m.ClusterNodes = types.ListNull(clusterNodeType)
 	}
 }
 
@@ -161,3 +173,17 @@ func (m *ifiDataSourceModel) target() converge.Target {
 
 // importID is the resource's ID and the import ID: HOST/INSTANCE.
 func importID(host, instance string) string { return host + "/" + instance }
+
+// nodeAddresses is the `nodes` argument n as node name → address; nil when unset.
+func nodeAddresses(n types.Map) map[string]string {
+	if n.IsNull() || n.IsUnknown() {
+		return nil
+	}
+	out := make(map[string]string, len(n.Elements()))
+	for name, v := range n.Elements() {
+		if s, ok := v.(types.String); ok && !s.IsNull() && !s.IsUnknown() {
+			out[name] = s.ValueString()
+		}
+	}
+	return out
+}

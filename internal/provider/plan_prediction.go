@@ -34,7 +34,8 @@ func plannedActionAttribute() schema.StringAttribute {
 		Computed: true,
 		MarkdownDescription: "What the apply will do on the instance, known at plan time: one of " + strings.Join(names, ", ") + ". " +
 			"`grant`/`revoke` change the right without restarting SQL Server; `*_and_restart` and `restart` restart the Database Engine " +
-			"(and its running dependent services); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
+			"(and its running dependent services; on a failover cluster instance, the failover or cluster restart `restart` asks for, " +
+			"and `grant`/`revoke` cover every possible owner); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
 			"`verify`: the last apply failed part-way, and the apply verifies and finishes it (it may restart). Unknown at plan time " +
 			"(the provider configuration or the host is not known yet, or the host could not be read) means the apply **may restart**. " +
 			"The apply stores the planned value; a refresh sets it to `none`. A `lifecycle { postcondition }` on it fails the plan " +
@@ -45,7 +46,7 @@ func plannedActionAttribute() schema.StringAttribute {
 // predictedAttributes are the computed attributes an apply that changes the instance
 // may change: unknown in such a plan.
 var predictedAttributes = []string{"grantee_sid", "privilege_granted", "ifi_enabled", "restart_pending", "verified_by", "sql_version",
-	"availability_group", "availability_role"}
+	"availability_group", "availability_role", "cluster_nodes", "ifi_survives_failover"}
 
 // setPlannedAction puts act (nil: unknown) into the plan, and when it may change the
 // instance, marks what the apply will read back unknown.
@@ -62,6 +63,8 @@ func setPlannedAction(ctx context.Context, plan *tfsdk.Plan, act *ifi.Action, di
 		switch computedAttributes[name].kind {
 		case computedBool:
 			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.BoolUnknown())...)
+		case computedNodeList:
+			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.ListUnknown(clusterNodeType))...)
 		default:
 			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.StringUnknown())...)
 		}
@@ -105,6 +108,10 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it at plan time failed")})
 		return
 	}
+	if out.Read != nil && out.Read.Clustered {
+		r.predictCluster(ctx, plan, d, plan.target(), false, false, resp)
+		return
+	}
 	addWarnings(&resp.Diagnostics, out.Warnings) // what the apply would say of the instance
 	pred := r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
 	if pred == nil {
@@ -130,7 +137,8 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	t := state.target()
 	m, ds := getMemo(ctx, req.Private, t)
 	resp.Diagnostics.Append(ds...)
-	if m.Read == nil || m.Verification == nil || m.Verification.Source == "" {
+	clustered := state.Clustered.ValueBool()
+	if !clustered && (m.Read == nil || m.Verification == nil || m.Verification.Source == "") {
 		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance,
 			"the state holds no read of it (a plan with refresh records one)")})
@@ -141,7 +149,12 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	d.IneffectiveRestart, d.LastRestart = m.IneffectiveRestart, m.LastRestart
 	drift := plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart)
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
-	r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
+	if clustered {
+		// An FCI: from this run's refresh of every node, else a read now.
+		r.predictCluster(ctx, plan, d, t, drift, false, resp)
+	} else {
+		r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
+	}
 	var act types.String
 	resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("planned_action"), &act)...)
 	if unchanged && act.Equal(types.StringValue(string(ifi.ActionNone))) {

@@ -114,16 +114,31 @@ func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceMode
 	if !plan.PlannedAction.IsUnknown() && (op != opCreate || r.c.destroyedBefore(t.Host, t.Instance) == nil) {
 		d.Planned = ifi.Action(plan.PlannedAction.ValueString())
 	}
-	out, err := r.c.engine().Apply(ctx, t, d)
+	clustered, err := r.c.clustered(ctx, &t, known.Clustered, d)
+	if err != nil {
+		addEngineError(diags, opApply, err, r.c.report()) // nothing was changed
+		return
+	}
+	var st *ifiResourceModel
+	var act ifi.Action
+	var ws []ifi.Warning
+	if clustered {
+		out, cerr := r.c.engine().ApplyCluster(ctx, clusterTarget(t, plan.Nodes, plan.SQLHost), d)
+		st, act, ws, err = plan.withClusterOutcome(out, known), out.Action, out.Warnings, cerr
+	} else {
+		out, aerr := r.c.engine().Apply(ctx, t, d)
+		st, act, ws, err = plan.withOutcome(out, known), out.Action, out.Warnings, aerr
+		m.Remember(out)
+	}
 	r.c.ntlmFallbackWarning(diags, t)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.report())
 	}
-	addWarnings(diags, out.Warnings)
-	if plan.PlannedAction.IsUnknown() { // the plan could not tell: the state says what was done
-		plan.PlannedAction = types.StringValue(string(cmp.Or(out.Action, ifi.ActionNone)))
-	}
-	if st := plan.withOutcome(out, known); st != nil {
+	addWarnings(diags, ws)
+	if st != nil {
+		if plan.PlannedAction.IsUnknown() { // the plan could not tell: the state says what was done
+			st.PlannedAction = types.StringValue(string(cmp.Or(act, ifi.ActionNone)))
+		}
 		mark := ""
 		if err != nil {
 			mark = op
@@ -131,7 +146,6 @@ func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceMode
 		diags.Append(setUnverified(ctx, private, mark, time.Now(), err)...)
 		diags.Append(state.Set(ctx, st)...)
 		diags.Append(setIdentity(ctx, identity, *st)...)
-		m.Remember(out)
 		m.Enabled = plan.Enabled.ValueBoolPointer()
 		diags.Append(setMemo(ctx, private, m)...)
 	}
@@ -164,7 +178,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	m.Prime(&t, &desired)
 	t.Read = nil // a refresh reads the host
-	out, err := r.c.engine().Read(ctx, t, desired)
+	st, a, ws, out, err := r.refresh(ctx, state, desired, t)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
@@ -178,8 +192,6 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return // the state stays as it was
 	}
-	a := out.Assessment
-	st := state.withOutcome(out, state.computedModel)
 	// enabled keeps what the user asked; the computed attributes say what the host
 	// has, and the plan's planned_action what the apply will do about it.
 	st.Enabled = types.BoolValue(desired.Enabled)
@@ -193,7 +205,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		st.ID = types.StringValue(importID(st.Host.ValueString(), st.Instance.ValueString()))
 		m.Enabled = &a.PrivilegeGranted
 	}
-	addWarnings(&resp.Diagnostics, out.Warnings)
+	addWarnings(&resp.Diagnostics, ws)
 	if u, ds := getUnverified(ctx, req.Private); u != nil && u.Op == opCreate {
 		resp.Diagnostics.AddWarning(replaceAdvice(t, u, a, desired.Enabled))
 	} else {
@@ -220,8 +232,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 
 	t := state.target()
 	dropPlanRecord(t.Host, t.Instance)
-	out, err := r.c.engine().Destroy(ctx, t, state.desired())
-	r.c.rememberDestroyed(t.Host, t.Instance, out)
+	ws, err := r.destroy(ctx, state, t)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")
@@ -232,7 +243,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 		return
 	}
 	// The stays-on warning was given by ModifyPlan when the destroy was planned.
-	addWarnings(&resp.Diagnostics, out.Warnings, ifi.WarnStaysOnDestroy)
+	addWarnings(&resp.Diagnostics, ws, ifi.WarnStaysOnDestroy)
 }
 
 // ModifyPlan says what the apply will do (planned_action and one warning per

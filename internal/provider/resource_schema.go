@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
@@ -74,11 +75,21 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 				"group, a replica whose role cannot be established, a replica of a group that is not healthy, or while a backup or restore runs: " +
 				"the apply then refuses before changing anything (see Restart safety; secondaries restart as usual). " +
 				"`if_needed_including_primary`: as `if_needed`, but also restart a primary replica or one whose role is unknown (its databases are " +
-				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning.",
-			Validators: []validator.String{stringvalidator.OneOf(string(ifi.RestartIfNeeded), string(ifi.RestartIfNeededIncludingPrimary),
-				string(ifi.RestartNever))},
+				"unavailable until it is back, unless the group fails over). `never`: change the right only; a pending restart is reported in `restart_pending` and a warning. " +
+				"On a failover cluster instance only, restarts go through the cluster, once every possible owner holds the right: " +
+				"`failover` moves the role to the best other possible owner (the first preferred owner, then the others, that is up, not paused " +
+				"and holds the right), follows it to Online and verifies IFI through the virtual name. A move stops SQL Server on one node and " +
+				"starts it on the other: **about a restart's downtime**, and the old node is then free to be patched. When the role allows " +
+				"failback (`AutoFailbackType`) and the target is not its first preferred owner, the cluster moves it back later, within its " +
+				"failback window: **a second outage** (the plan warns). `cluster_restart` takes the SQL Server resource offline and brings the " +
+				"role online again on the node it runs on (a restart's downtime, no move), SQL Server Agent included. Both count as restarts for " +
+				"`max_parallel_restarts`, and both are refused on an availability-group primary as `if_needed` is.",
+			Validators: []validator.String{stringvalidator.OneOf(restartPolicyNames()...)},
 		},
 	}
+	attrs["nodes"] = schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: nodesDescription,
+		Validators: []validator.Map{nodesValidator{}}}
+	attrs["sql_host"] = schema.StringAttribute{Optional: true, MarkdownDescription: sqlHostDescription, Validators: []validator.String{hostValidator}}
 	attrs["planned_action"] = plannedActionAttribute()
 	for k, v := range computedResourceAttributes() {
 		attrs[k] = v
@@ -93,4 +104,26 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true, Read: true}),
 		},
 	}
+}
+
+// nodesDescription is the `nodes` argument's, for the resource and the data source.
+const nodesDescription = "On a failover cluster instance (FCI), the addresses WinRM reaches the cluster's nodes at, by node name " +
+	"(`{ NODE1 = \"node1.contoso.com\", NODE2 = \"10.0.0.12\" }`), where the node names the cluster reports do not resolve from where " +
+	"Terraform runs. A node left out is reached by its name. `host` is one node's address; WinRM goes to each node directly, " +
+	"with the provider's settings (never to the virtual network name, never from one node to another). A node named here " +
+	"that is not a possible owner of the instance is an error naming it. Ignored on an instance that is not clustered."
+
+// sqlHostDescription is the `sql_host` argument's, for the resource and the data source.
+const sqlHostDescription = "On a failover cluster instance, where SQL Server answers: its virtual network name (DNS name or IP " +
+	"address) as reached from where Terraform runs. Default: the DNS name of the role's network name, as the cluster reports it. " +
+	"`ifi_enabled` is what the Engine running on the current owner reports there. Ignored on an instance that is not clustered " +
+	"(SQL Server is asked at `host`)."
+
+// restartPolicyNames are the values `restart` accepts (ifi.RestartPolicies).
+func restartPolicyNames() []string {
+	names := make([]string, len(ifi.RestartPolicies))
+	for i, p := range ifi.RestartPolicies {
+		names[i] = string(p)
+	}
+	return names
 }

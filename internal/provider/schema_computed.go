@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
@@ -30,6 +31,7 @@ const (
 	computedString computedKind = iota
 	computedBool
 	computedStringList
+	computedNodeList // cluster_nodes: a list of clusterNodeAttributes objects
 )
 
 var computedAttributes = map[string]computedAttr{
@@ -65,8 +67,42 @@ var computedAttributes = map[string]computedAttr{
 		description: "The instance's availability replica role: `primary`, `secondary` or `resolving` (`primary` when it is the primary of any " +
 			"group); null when it is in no group, or when SQL Server cannot be asked. With `restart = \"if_needed\"` a primary (or resolving) replica is never restarted."},
 	"clustered": {kind: computedBool, stable: true,
-		description: "The instance is a failover cluster instance; the resource never restarts it."},
+		description: "The instance is a failover cluster instance (FCI). It is never restarted through the service manager: " +
+			"see `restart` for the ways through the cluster."},
+	"cluster_nodes": {kind: computedNodeList,
+		description: "On a failover cluster instance, one object per node of the cluster, as the cluster (`root\\MSCluster`) and " +
+			"each node's own LSA report them; null on an instance that is not clustered. A node that is not a possible owner " +
+			"is listed but not read (`privilege_granted` and `policy_defines_right` null)."},
+	"ifi_survives_failover": {kind: computedBool,
+		description: "On a failover cluster instance, whether **every possible owner** grants the right to the grantee, so that " +
+			"the Engine has IFI on whichever node it runs after a failover; null on an instance that is not clustered, or when a " +
+			"possible owner could not be read."},
 }
+
+// clusterNodeAttributes are the attributes of one cluster_nodes object.
+var clusterNodeAttributes = []struct {
+	name, description string
+	kind              computedKind
+}{
+	{"name", "The node's name, as the cluster lists it.", computedString},
+	{"current_owner", "The instance's role runs on this node now.", computedBool},
+	{"possible_owner", "The node is a possible owner of the instance (of every resource of its role): the role may fail over to it.", computedBool},
+	{"privilege_granted", "The node's LSA grants the right to the grantee; null when the node was not read.", computedBool},
+	{"policy_defines_right", "A domain Group Policy defines who holds the right on this node (it would revert a local grant); " +
+		"null when the node was not read or cannot tell.", computedBool},
+}
+
+// clusterNodeType is the object type of one cluster_nodes element.
+var clusterNodeType = func() types.ObjectType {
+	at := map[string]attr.Type{}
+	for _, a := range clusterNodeAttributes {
+		at[a.name] = types.StringType
+		if a.kind == computedBool {
+			at[a.name] = types.BoolType
+		}
+	}
+	return types.ObjectType{AttrTypes: at}
+}()
 
 // computedResourceAttributes are the resource's computed attributes.
 func computedResourceAttributes() map[string]rschema.Attribute {
@@ -91,6 +127,16 @@ func computedResourceAttributes() map[string]rschema.Attribute {
 				l.PlanModifiers = []planmodifier.List{listplanmodifier.UseStateForUnknown()}
 			}
 			attrs[name] = l
+		case computedNodeList:
+			nested := map[string]rschema.Attribute{}
+			for _, n := range clusterNodeAttributes {
+				nested[n.name] = rschema.StringAttribute{Computed: true, MarkdownDescription: n.description}
+				if n.kind == computedBool {
+					nested[n.name] = rschema.BoolAttribute{Computed: true, MarkdownDescription: n.description}
+				}
+			}
+			attrs[name] = rschema.ListNestedAttribute{Computed: true, MarkdownDescription: a.description,
+				NestedObject: rschema.NestedAttributeObject{Attributes: nested}}
 		}
 	}
 	return attrs
@@ -111,6 +157,16 @@ func computedDataSourceAttributes() map[string]dschema.Attribute {
 			attrs[name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: desc}
 		case computedStringList:
 			attrs[name] = dschema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
+		case computedNodeList:
+			nested := map[string]dschema.Attribute{}
+			for _, n := range clusterNodeAttributes {
+				nested[n.name] = dschema.StringAttribute{Computed: true, MarkdownDescription: n.description}
+				if n.kind == computedBool {
+					nested[n.name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: n.description}
+				}
+			}
+			attrs[name] = dschema.ListNestedAttribute{Computed: true, MarkdownDescription: desc,
+				NestedObject: dschema.NestedAttributeObject{Attributes: nested}}
 		}
 	}
 	return attrs

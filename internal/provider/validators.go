@@ -5,13 +5,16 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
@@ -132,5 +135,64 @@ func (v stringCheck) ValidateString(_ context.Context, req validator.StringReque
 	}
 	if err := v.check(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid value", err.Error())
+	}
+}
+
+// checkNodeName accepts a cluster node's name as the cluster names it: a computer
+// name, one DNS label (letters, digits, "-"), without the domain. The address that
+// reaches the node goes in the value, not in the name.
+func checkNodeName(name string) error {
+	if strings.Contains(name, ".") {
+		return fmt.Errorf("%q is not a cluster node name: give the node's computer name as the cluster lists it (for example NODE1), "+
+			"and its DNS name or address as the value", name)
+	}
+	if err := checkHost(name); err != nil || net.ParseIP(name) != nil || strings.Contains(name, "_") {
+		return fmt.Errorf("%q is not a cluster node name: a computer name has 1 to 63 letters, digits and \"-\" (for example NODE1)", name)
+	}
+	return nil
+}
+
+// nodesValidator checks the `nodes` map: each key a node name (checkNodeName), no
+// two keys that differ only in case (Windows compares computer names without case),
+// each value a host (checkHost).
+type nodesValidator struct{}
+
+var _ validator.Map = nodesValidator{}
+
+func (nodesValidator) Description(context.Context) string {
+	return "keys must be cluster node names (computer names such as NODE1), each once; values DNS names or IP addresses"
+}
+
+func (v nodesValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (nodesValidator) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	seen := map[string]string{}
+	elems := req.ConfigValue.Elements()
+	for _, name := range slices.Sorted(maps.Keys(elems)) {
+		v := elems[name]
+		p := req.Path.AtMapKey(name)
+		if err := checkNodeName(name); err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Invalid node name", err.Error())
+			continue
+		}
+		if other, dup := seen[strings.ToUpper(name)]; dup {
+			resp.Diagnostics.AddAttributeError(p, "Node named twice",
+				fmt.Sprintf("%q and %q name the same node (Windows compares computer names without case): keep one of them.", other, name))
+		}
+		seen[strings.ToUpper(name)] = name
+		s, ok := v.(types.String)
+		if !ok || s.IsUnknown() {
+			continue
+		}
+		if s.IsNull() {
+			resp.Diagnostics.AddAttributeError(p, "Invalid node address", fmt.Sprintf("node %q has no address: give its DNS name or IP address, or leave it out of nodes.", name))
+			continue
+		}
+		if err := checkHost(s.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Invalid node address", fmt.Sprintf("node %q: %v", name, err))
+		}
 	}
 }

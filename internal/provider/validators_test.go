@@ -5,9 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 func TestCheckInstanceName(t *testing.T) {
@@ -246,5 +250,38 @@ func TestInstanceKey(t *testing.T) {
 	}
 	if other, ok := c.claim("::ffff:127.0.2.2", "mssqlserver", "second"); ok || other != "first" {
 		t.Errorf("second claim: ok %v, other %q; want refused, naming first", ok, other)
+	}
+}
+
+// The nodes map is refused at plan time when a key is not a node name (an FQDN, an
+// address), when two keys name one node, or when a value is not a host.
+func TestNodesValidator(t *testing.T) {
+	for _, tc := range []struct {
+		nodes map[string]attr.Value
+		want  []string // each the detail of one error; none: valid
+	}{
+		{nodes: map[string]attr.Value{"NODE1": types.StringValue("node1.contoso.com"), "node-2": types.StringValue("10.0.0.12")}},
+		{nodes: map[string]attr.Value{"NODE1": types.StringUnknown()}},
+		{nodes: map[string]attr.Value{"node1.contoso.com": types.StringValue("10.0.0.11")}, want: []string{"give the node's computer name"}},
+		{nodes: map[string]attr.Value{"10.0.0.11": types.StringValue("10.0.0.11")}, want: []string{"give the node's computer name"}},
+		{nodes: map[string]attr.Value{"NODE_1": types.StringValue("n1")}, want: []string{"letters, digits and"}},
+		{nodes: map[string]attr.Value{"NODE1": types.StringValue("n1"), "node1": types.StringValue("n1")},
+			want: []string{`"NODE1" and "node1" name the same node`}},
+		{nodes: map[string]attr.Value{"NODE1": types.StringValue("https://node1:5986")}, want: []string{`node "NODE1": `}},
+		{nodes: map[string]attr.Value{"NODE1": types.StringNull()}, want: []string{`node "NODE1" has no address`}},
+	} {
+		req := validator.MapRequest{Path: path.Root("nodes"), ConfigValue: types.MapValueMust(types.StringType, tc.nodes)}
+		var resp validator.MapResponse
+		nodesValidator{}.ValidateMap(context.Background(), req, &resp)
+		errs := resp.Diagnostics.Errors()
+		if len(errs) != len(tc.want) {
+			t.Errorf("%v: %d errors %v, want %d", tc.nodes, len(errs), errs, len(tc.want))
+			continue
+		}
+		for i, w := range tc.want {
+			if !strings.Contains(errs[i].Detail(), w) {
+				t.Errorf("%v: error %q, want it to contain %q", tc.nodes, errs[i].Detail(), w)
+			}
+		}
 	}
 }

@@ -1,0 +1,139 @@
+package provider
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// The fault matrix's rows about failover cluster instances (issue 18). Each row
+// starts a two-node FCI where neither node holds the right, creates the resource
+// with restart = "never" (both nodes granted, a restart pending), injects the
+// fault, then applies restart = "failover" and checks: the apply ends within its
+// timeout + 30 s with the diagnostic the row names; the role ends Online on the
+// node the row names, with SQL Server and Agent running there; the state says what
+// the owner holds and the next plan is empty or an update in place
+// (wantStateOfHostAndPlanInPlace); the cluster moved the role at most as the row allows.
+func TestCLI_faultMatrixCluster(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Minute
+	for _, r := range []struct {
+		name    string
+		fault   func(e *fciEnv)
+		wantErr string // regexp on the one error's summary and detail; "": the apply succeeds
+		want    string // a warning (summary regexp) the apply gives; "": none needed
+		ownerAt int    // the node the role ends on
+	}{
+		{name: "the connection is lost mid-move", ownerAt: 1,
+			fault: func(e *fciEnv) {
+				if err := e.sim.Do(e.nodes[0].name, winsim.Action{Action: winsim.ActionWinRMFault,
+					WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: string(contract.OpClusterMove)}}); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			want: `^The connection was lost during the cluster action; the role was followed to Online$`},
+		{name: "a move that fails back", ownerAt: 0,
+			fault: func(e *fciEnv) {
+				e.do(winsim.ClusterAction{Action: winsim.ActionFailMove, Role: e.role, Mode: "fail_back"})
+			},
+			wantErr: `(?s)^The cluster did not restart SQL Server MSSQLSERVER as asked: .*the cluster left the role "SQL Server \(MSSQLSERVER\)" Online on NODE0, not on NODE1 \(a fail back`},
+		{name: "a paused node", ownerAt: 0,
+			fault: func(e *fciEnv) {
+				e.do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: e.nodes[1].name, State: "paused"})
+			},
+			wantErr: `(?s)^No node to fail instance MSSQLSERVER .* over to: .*NODE1.*paused.*Nothing was changed on any node`},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			w := newCLI(t)
+			e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
+			w.write(e.config("never"))
+			w.mustApply()
+			r.fault(e)
+			moves := len(e.view().Events)
+			w.write(e.config("failover"))
+			ap := w.apply()
+			if ap.Duration > timeout+30*time.Second {
+				t.Errorf("the apply took %s, more than its timeout + 30 s", ap.Duration.Round(time.Second))
+			}
+			names := strings.NewReplacer("NODE0", regexp.QuoteMeta(e.nodeName(0)), "NODE1", regexp.QuoteMeta(e.nodeName(1)))
+			if r.wantErr == "" {
+				if ap.Exit != 0 {
+					t.Fatalf("the apply failed:\n%s", ap.describe())
+				}
+			} else {
+				re := regexp.MustCompile(names.Replace(r.wantErr))
+				if errs := ap.errors(); len(errs) != 1 || !re.MatchString(errs[0].Summary+": "+errs[0].Detail) {
+					t.Errorf("errors %v, want one matching %s", errs, re)
+				}
+			}
+			if r.want != "" && len(ap.find("warning", r.want, "")) == 0 {
+				t.Errorf("no warning matching %s:\n%s", r.want, ap.describe())
+			}
+			// The faults end (a paused node stays paused: that is the operator's).
+			if err := e.sim.Do(e.nodes[0].name, winsim.Action{Action: winsim.ActionClearFaults}); err != nil {
+				t.Fatal(err)
+			}
+			owner := e.nodes[r.ownerAt]
+			if v := e.view(); !strings.EqualFold(v.OwnerHost, owner.name) || v.State != host.GroupOnline {
+				t.Errorf("the role is %s on %s; want Online on %s", v.State, v.OwnerHost, owner.name)
+			} else if n := len(v.Events) - moves; n > 2 {
+				t.Errorf("the cluster acted %d times on the role (%v); want at most a move and its fail back", n, v.Events[moves:])
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for _, svc := range []string{"MSSQLSERVER", contract.DefaultAgentService} {
+				if err := owner.host().WaitServiceState(ctx, svc, contract.StateRunning); err != nil {
+					t.Errorf("%s is not Running on the owner %s at the end: %v", svc, owner.name, err)
+				}
+			}
+			wantStateOfHostAndPlanInPlace(t, w, owner, defaultSvcSID, "")
+		})
+	}
+}
+
+// A grant made on one node before the next node failed is recorded: the failed
+// create leaves the resource in the state with that node's grant in
+// cluster_nodes, and the next apply finishes on the other node.
+func TestCLI_fciHalfDoneGrantsAreRecorded(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
+	if err := e.sim.Do(e.nodes[1].name, winsim.Action{Action: winsim.ActionWinRMFault,
+		WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Operation: string(contract.OpSetRight), Count: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	w.write(e.config("never"))
+	ap := w.apply()
+	if ap.Exit == 0 {
+		t.Fatalf("the apply succeeded although the second node's grant failed:\n%s", ap.describe())
+	}
+	ap.wantDiag(t, "error", `^Cannot grant the right on `, `HTTP 500`)
+	if !e.nodes[0].holds(defaultSvcSID) || e.nodes[1].holds(defaultSvcSID) {
+		t.Fatalf("want the first node granted and the second not: %v, %v", e.nodes[0].holds(defaultSvcSID), e.nodes[1].holds(defaultSvcSID))
+	}
+	a := w.attrs()
+	if a == nil {
+		t.Fatal("the half-done create is not in the state")
+	}
+	if n := clusterNode(t, a, e.nodeName(0)); n["privilege_granted"] != true {
+		t.Errorf("cluster_nodes[%s] = %v; want the grant recorded", e.nodeName(0), n)
+	}
+	if n := clusterNode(t, a, e.nodeName(1)); n["privilege_granted"] != false {
+		t.Errorf("cluster_nodes[%s] = %v; want no grant", e.nodeName(1), n)
+	}
+	if err := e.sim.Do(e.nodes[1].name, winsim.Action{Action: winsim.ActionClearFaults}); err != nil {
+		t.Fatal(err)
+	}
+	w.mustApply()
+	if !e.nodes[1].holds(defaultSvcSID) {
+		t.Errorf("the next apply did not finish the grant on %s", e.nodeName(1))
+	}
+	w.plan().wantPlanExit(t, 0)
+}
