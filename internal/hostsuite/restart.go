@@ -32,7 +32,7 @@ func (s *Suite) planRestart() []string {
 func (s *Suite) cutHow() string {
 	switch {
 	case s.cfg.SimControl != "":
-		return "the simulator's control action restart_winrm (" + EnvSimControl + ")"
+		return fmt.Sprintf("the simulator's control action restart_winrm, the listeners refusing for %d ms (%s)", simWinRMGapMS, EnvSimControl)
 	case s.cfg.Local:
 		return "Restart-Service WinRM on this machine (" + EnvLocal + "=true: the suite runs on the host)"
 	}
@@ -208,9 +208,15 @@ func (s *Suite) cutDuringRestart(ctx context.Context, lastID string, done <-chan
 	}
 }
 
+// simWinRMGapMS is how long the simulated WinRM service refuses connections when
+// stage 4 cuts it.
+const simWinRMGapMS = 3000
+
 func (s *Suite) cutWinRM(ctx context.Context) error {
 	if s.cfg.SimControl != "" {
-		return s.simAction(ctx, map[string]any{"action": "restart_winrm"})
+		// The listeners refuse for 3 s: a WinRM service restart takes seconds on a
+		// real host (the simulator's default gap, 300 ms, is a guess at the quickest).
+		return s.simAction(ctx, map[string]any{"action": "restart_winrm", "duration_ms": simWinRMGapMS})
 	}
 	out, err := exec.CommandContext(ctx, "powershell.exe", "-NoProfile", "-NonInteractive", "-Command", "Restart-Service -Name WinRM -Force").CombinedOutput()
 	if err != nil {
