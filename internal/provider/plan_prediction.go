@@ -106,6 +106,9 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it at plan time failed")})
 		return
 	}
+	// clustered is known now (the state's value after the apply is the same
+	// assessment's), and the apply takes the same path without reading to know it.
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("clustered"), types.BoolValue(out.Assessment.Clustered))...)
 	if out.Read != nil && out.Read.Clustered {
 		r.predictCluster(ctx, plan, d, plan.target(), false, false, resp)
 		return
