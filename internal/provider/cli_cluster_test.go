@@ -392,3 +392,24 @@ output "fci" {
 		}
 	}
 }
+
+// A failover to a node that is not the first preferred owner of a role that
+// allows failback: the plan says a second outage follows.
+func TestCLI_fciFailbackIsAnnounced(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startFCI(t, func(c *host.ClusterConfig, hcs []host.HostConfig) {
+		hcs[0].Rights = nil
+		c.Roles[0].AutoFailbackType = 1
+	})
+	w.write(e.config("failover"))
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", `^A failback follows the failover of instance MSSQLSERVER .* to `+regexp.QuoteMeta(e.nodeName(1))+`: a second outage$`,
+		`AutoFailbackType 1`)
+	for i, n := range e.nodes {
+		if ops := n.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpClusterMove) != 0 {
+			t.Errorf("the plan changed node %s: %v", e.nodeName(i), ops)
+		}
+	}
+}
