@@ -106,10 +106,10 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it at plan time failed")})
 		return
 	}
-	// clustered is known now (the state's value after the apply is the same
-	// assessment's), and the apply takes the same path without reading to know it.
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("clustered"), types.BoolValue(out.Assessment.Clustered))...)
 	if out.Read != nil && out.Read.Clustered {
+		// An FCI: the apply takes the cluster path without reading again to know it
+		// (a standalone instance's apply reads it anyway).
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("clustered"), types.BoolValue(true))...)
 		r.predictCluster(ctx, plan, d, plan.target(), false, false, resp)
 		return
 	}
