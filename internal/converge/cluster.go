@@ -498,6 +498,8 @@ func (e *Engine) followCluster(ctx context.Context, ct ClusterTarget, obs *clust
 				return rc, nil
 			case g.State == contract.ClusterOnline && moving:
 				return rc, nil // it settled elsewhere: a fail back
+			case g.State == contract.ClusterOnline && e.startedSince(ctx, ct, obs, mv.From, g.OwnerNode):
+				return rc, nil // it restarted (or failed back) before we looked
 			case g.State == contract.ClusterFailed:
 				return rc, nil
 			case g.State != contract.ClusterOnline:
@@ -515,6 +517,31 @@ func (e *Engine) followCluster(ctx context.Context, ct ClusterTarget, obs *clust
 			return nil, lastErr
 		}
 	}
+}
+
+// startedSince reports whether SQL Server runs on node in a process that started
+// after the one that ran on from before the action: the role went through a stop
+// and a start even though no read saw it moving.
+func (e *Engine) startedSince(ctx context.Context, ct ClusterTarget, obs *clusterObservation, from, node string) bool {
+	var before *time.Time
+	addr := ct.address(node)
+	for name, n := range obs.Observed.Nodes {
+		if strings.EqualFold(name, from) && n.Instance != nil {
+			before = n.Instance.ProcessStartTime
+		}
+		if strings.EqualFold(name, node) && n.Address != "" {
+			addr = n.Address
+		}
+	}
+	h, err := e.host(ct.at(addr))
+	if err != nil {
+		return false
+	}
+	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: ct.Instance, Right: contract.RightManageVolume})
+	if err != nil || ri.ServiceState != contract.StateRunning || ri.ProcessStartTime == nil {
+		return false
+	}
+	return before == nil || ri.ProcessStartTime.After(*before)
 }
 
 // recoverCluster is the end of an apply whose step failed: once something changed,

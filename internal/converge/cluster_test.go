@@ -33,6 +33,7 @@ type fakeCluster struct {
 	failBack  bool // the next move ends Online on the old owner
 	moves     []contract.ClusterMoveParams
 	restarts  int
+	reads     int // read_cluster requests
 }
 
 type clusterNode struct {
@@ -105,6 +106,7 @@ func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterPar
 	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
+	n.c.reads++
 	return n.c.readLocked(n.name), nil
 }
 
@@ -404,6 +406,25 @@ func TestApplyClusterFailback(t *testing.T) {
 	}
 }
 
+// The connection is lost during a move that fails back: the role is followed and
+// reported where it ended, not waited on until the deadline.
+func TestApplyClusterFailbackLostConnection(t *testing.T) {
+	c := newFakeCluster()
+	c.failBack, c.cutAnswer = true, true
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || !ce.Move.Followed || ce.Move.To != "SQL01" ||
+		!strings.Contains(ce.Error(), "Online on SQL01, not on SQL02") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.reads > 4 {
+		t.Errorf("read_cluster %d times; want the fail back seen at the first follow", c.reads)
+	}
+}
+
 // restart = "cluster_restart": the role restarts on its owner through the cluster.
 func TestApplyClusterRestart(t *testing.T) {
 	c := newFakeCluster()
@@ -415,6 +436,26 @@ func TestApplyClusterRestart(t *testing.T) {
 	if c.restarts != 1 || len(c.moves) != 0 || out.Move.To != "SQL01" || !out.Restarted || !*out.Cluster.OwnerAssessment.RunningIFI {
 		t.Errorf("restarts %d, moves %d, move %+v", c.restarts, len(c.moves), out.Move)
 	}
+}
+
+// The connection is lost during a cluster restart that finished before the engine
+// looked again: the Engine's new start says so at the first read, no waiting for
+// the deadline.
+func TestApplyClusterRestartLostConnection(t *testing.T) {
+	c := newFakeCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two reads observe the cluster (before and after), one follows it.
+	if c.restarts != 1 || !out.Move.Followed || !out.Move.Ended() || c.reads != 3 {
+		t.Errorf("restarts %d, move %+v, read_cluster %d times; want the restart followed with one read", c.restarts, out.Move, c.reads)
+	}
+	wantWarning(t, out.Warnings, WarnRecovered)
 }
 
 // restart = "if_needed" on an FCI that needs a restart refuses before any change.

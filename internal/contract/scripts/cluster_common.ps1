@@ -141,8 +141,16 @@ function Wait-RoleSettled {
     }
 }
 
-function Test-ClusterTimeout {
-    param($Value)
+# Assert-ClusterRequest: the instance name and timeout_s of cluster_move and
+# cluster_restart, or the script ends with invalid_parameters. Returns the timeout.
+function Assert-ClusterRequest {
+    param([string] $InstanceName, $Timeout)
+    if (-not (Test-SqlInstanceName -Name $InstanceName)) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$InstanceName' is not a SQL Server instance name."
+    }
     $seconds = 0
-    return ([int]::TryParse([string]$Value, [ref]$seconds) -and $seconds -ge 1 -and $seconds -le 3600)
+    if (-not ([int]::TryParse([string]$Timeout, [ref]$seconds) -and $seconds -ge 1 -and $seconds -le 3600)) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'timeout_s must be a whole number of seconds between 1 and 3600.'
+    }
+    return $seconds
 }

@@ -6,16 +6,10 @@
 $instanceName = [string]$Params.instance
 $groupName = [string]$Params.group
 $target = [string]$Params.target_node
-if (-not (Test-SqlInstanceName -Name $instanceName)) {
-    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$instanceName' is not a SQL Server instance name."
-}
+$timeout = Assert-ClusterRequest -InstanceName $instanceName -Timeout $Params.timeout_s
 if (-not (Test-ClusterNodeName -Name $target)) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$target' is not a cluster node name."
 }
-if (-not (Test-ClusterTimeout -Value $Params.timeout_s)) {
-    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'timeout_s must be a whole number of seconds between 1 and 3600.'
-}
-$timeout = [int]$Params.timeout_s
 $until = [DateTime]::UtcNow.AddSeconds($timeout)
 $role = Find-SqlRole -InstanceName $instanceName
 $group = $role.Group

@@ -4,13 +4,7 @@
 # which brings Agent back too) and re-read it until the group and Agent are Online
 # or timeout_s has passed. Parameters: $Params.instance, $Params.timeout_s.
 $instanceName = [string]$Params.instance
-if (-not (Test-SqlInstanceName -Name $instanceName)) {
-    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "'$instanceName' is not a SQL Server instance name."
-}
-if (-not (Test-ClusterTimeout -Value $Params.timeout_s)) {
-    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'timeout_s must be a whole number of seconds between 1 and 3600.'
-}
-$timeout = [int]$Params.timeout_s
+$timeout = Assert-ClusterRequest -InstanceName $instanceName -Timeout $Params.timeout_s
 $until = [DateTime]::UtcNow.AddSeconds($timeout)
 $role = Find-SqlRole -InstanceName $instanceName
 $group = $role.Group
