@@ -137,11 +137,16 @@ func (c *clients) seenCluster(t converge.Target) *converge.ClusterOutcome {
 }
 
 // predictCluster predicts the apply of an FCI (ifi.PredictCluster) from this run's
-// refresh of it, else from a read now, and claims its cluster role for the
-// resource; drift as predict's.
-func (r *ifiResource) predictCluster(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, drift, read bool,
+// refresh of it when fromRefresh (the nodes are reached as the refresh reached
+// them), else from a read now, and claims its cluster role for the resource; drift
+// as predict's.
+func (r *ifiResource) predictCluster(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, drift, fromRefresh bool,
 	resp *resource.ModifyPlanResponse) {
-	out := r.c.seenCluster(t)
+	var out *converge.ClusterOutcome
+	if fromRefresh {
+		out = r.c.seenCluster(t)
+	}
+	read := false
 	if out == nil || out.Observed == nil {
 		var err error
 		rctx, cancel := context.WithTimeout(ctx, defaultReadTimeout)

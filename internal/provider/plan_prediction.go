@@ -138,7 +138,7 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
 	if clustered {
 		// An FCI: from this run's refresh of every node, else a read now.
-		r.predictCluster(ctx, plan, d, t, drift, false, resp)
+		r.predictCluster(ctx, plan, d, t, drift, plan.Nodes.Equal(state.Nodes) && plan.SQLHost.Equal(state.SQLHost), resp)
 	} else {
 		r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
 	}
