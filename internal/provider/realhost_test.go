@@ -21,13 +21,7 @@ import (
 // restart = "never" and destroys it: that grants and then revokes the right for the
 // service SID, so run it only on a test host.
 func TestAccRealHost(t *testing.T) {
-	h := os.Getenv("MSSQLIFI_ACC_HOST")
-	if h == "" {
-		t.Skip("set MSSQLIFI_ACC_HOST (and MSSQLIFI_WINRM_USERNAME, MSSQLIFI_WINRM_PASSWORD) to test against a real Windows host")
-	}
-	if os.Getenv(EnvWinRMUsername) == "" || os.Getenv(EnvWinRMPassword) == "" {
-		t.Fatalf("MSSQLIFI_ACC_HOST is set but %s / %s are not", EnvWinRMUsername, EnvWinRMPassword)
-	}
+	h := realHostEnv(t, "MSSQLIFI_ACC_HOST", "a real Windows host")
 	inst := os.Getenv("MSSQLIFI_ACC_INSTANCE")
 	if inst == "" {
 		inst = DefaultInstance
@@ -85,13 +79,7 @@ func realHostProvider() string {
 // possible owner without restarting anything, and destroys it (revokes on every
 // node): run it only on a test cluster.
 func TestAccRealCluster(t *testing.T) {
-	node := os.Getenv("MSSQLIFI_ACC_FCI_NODE")
-	if node == "" {
-		t.Skip("set MSSQLIFI_ACC_FCI_NODE to a node of a failover cluster instance (and the credentials of TestAccRealHost) to test against a real cluster")
-	}
-	if os.Getenv(EnvWinRMUsername) == "" || os.Getenv(EnvWinRMPassword) == "" {
-		t.Fatalf("MSSQLIFI_ACC_FCI_NODE is set but %s / %s are not", EnvWinRMUsername, EnvWinRMPassword)
-	}
+	node := realHostEnv(t, "MSSQLIFI_ACC_FCI_NODE", "a node of a real failover cluster instance")
 	args := fmt.Sprintf("  host     = %q\n  instance = %q\n", node, cmp.Or(os.Getenv("MSSQLIFI_ACC_FCI_INSTANCE"), DefaultInstance))
 	if sh := os.Getenv("MSSQLIFI_ACC_FCI_SQL_HOST"); sh != "" {
 		args += fmt.Sprintf("  sql_host = %q\n", sh)
@@ -112,4 +100,18 @@ func TestAccRealCluster(t *testing.T) {
 		})
 	}
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Factories, Steps: steps})
+}
+
+// realHostEnv is the host the environment variable name gives: the test skips
+// without it, and fails when the WinRM credentials are not set with it.
+func realHostEnv(t *testing.T, name, what string) string {
+	t.Helper()
+	h := os.Getenv(name)
+	if h == "" {
+		t.Skipf("set %s (and %s, %s) to test against %s", name, EnvWinRMUsername, EnvWinRMPassword, what)
+	}
+	if os.Getenv(EnvWinRMUsername) == "" || os.Getenv(EnvWinRMPassword) == "" {
+		t.Fatalf("%s is set but %s / %s are not", name, EnvWinRMUsername, EnvWinRMPassword)
+	}
+	return h
 }
