@@ -195,12 +195,19 @@ func TestCLI_fciFailoverFromOutsideThenRestartFailover(t *testing.T) {
 	}
 	e.do(winsim.ClusterAction{Action: winsim.ActionClusterFailover, Role: e.role, Node: e.nodes[1].name})
 
+	// The plan shows the drift, names the node, and grants there.
 	second := regexp.QuoteMeta(e.nodeName(1))
-	r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
-	if r.Exit != 0 {
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	if len(p.Drift) == 0 {
+		t.Errorf("the plan shows no drift after the failover:\n%s", p.describe())
+	}
+	p.wantDiag(t, "warning", `^IFI does not survive a failover of instance MSSQLSERVER .* to `+second+`$`, second)
+	p.wantDiag(t, "warning", `grants the right on `+second, second)
+	// What the refresh stores: IFI off, the role on the node without the right.
+	if r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color"); r.Exit != 0 {
 		t.Fatalf("refresh failed:\n%s", r.describe())
 	}
-	r.wantDiag(t, "warning", `^IFI does not survive a failover of instance MSSQLSERVER .* to `+second+`$`, second)
 	a := w.attrs()
 	if a["ifi_enabled"] != false || a["ifi_survives_failover"] != false {
 		t.Errorf("after the failover: ifi_enabled %v, ifi_survives_failover %v; want false, false", a["ifi_enabled"], a["ifi_survives_failover"])
@@ -208,9 +215,6 @@ func TestCLI_fciFailoverFromOutsideThenRestartFailover(t *testing.T) {
 	if n := clusterNode(t, a, e.nodeName(1)); n["current_owner"] != true || n["privilege_granted"] != false {
 		t.Errorf("cluster_nodes[%s] = %v; want the owner, without the right", e.nodeName(1), n)
 	}
-	p := w.plan()
-	p.wantPlanExit(t, 2)
-	p.wantDiag(t, "warning", `grants the right on `+second, second)
 
 	w.write(e.config("failover"))
 	p = w.plan()
@@ -385,6 +389,27 @@ output "fci" {
 	for i, n := range e.nodes {
 		if countOp(n.operations(), contract.OpSetRight) != 0 {
 			t.Errorf("the data source changed node %s: %v", e.nodeName(i), n.operations())
+		}
+	}
+}
+
+// A failover to a node that is not the first preferred owner of a role that
+// allows failback: the plan says a second outage follows.
+func TestCLI_fciFailbackIsAnnounced(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startFCI(t, func(c *host.ClusterConfig, hcs []host.HostConfig) {
+		hcs[0].Rights = nil
+		c.Roles[0].AutoFailbackType = 1
+	})
+	w.write(e.config("failover"))
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", `^A failback follows the failover of instance MSSQLSERVER .* to `+regexp.QuoteMeta(e.nodeName(1))+`: a second outage$`,
+		`AutoFailbackType 1`)
+	for i, n := range e.nodes {
+		if ops := n.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpClusterMove) != 0 {
+			t.Errorf("the plan changed node %s: %v", e.nodeName(i), ops)
 		}
 	}
 }

@@ -73,6 +73,10 @@ func TestCLI_restartNeverPendingWarning(t *testing.T) {
 		t.Errorf("state: restart_pending %v, ifi_enabled %v, privilege_granted %v, enabled %v; want true, false, true, true",
 			a["restart_pending"], a["ifi_enabled"], a["privilege_granted"], a["enabled"])
 	}
+	if a["clustered"] != false || a["cluster_nodes"] != nil || a["ifi_survives_failover"] != nil {
+		t.Errorf("a standalone instance: clustered %v, cluster_nodes %v, ifi_survives_failover %v; want false, null, null",
+			a["clustered"], a["cluster_nodes"], a["ifi_survives_failover"])
+	}
 	if s := e.engineStart(); !s.Equal(before) {
 		t.Errorf("restart = never restarted the Engine: started %v, was %v", s, before)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -106,6 +107,7 @@ func (m ifiResourceModel) withClusterOutcome(out *converge.ClusterOutcome, known
 		}
 		m.computedModel = known
 		m.computedModel.nullUnknowns()
+		m.computedModel.recordNodeResults(out.Nodes)
 		return &m
 	}
 	reached := ""
@@ -135,11 +137,16 @@ func (c *clients) seenCluster(t converge.Target) *converge.ClusterOutcome {
 }
 
 // predictCluster predicts the apply of an FCI (ifi.PredictCluster) from this run's
-// refresh of it, else from a read now, and claims its cluster role for the
-// resource; drift as predict's.
-func (r *ifiResource) predictCluster(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, drift, read bool,
+// refresh of it when fromRefresh (the nodes are reached as the refresh reached
+// them), else from a read now, and claims its cluster role for the resource; drift
+// as predict's.
+func (r *ifiResource) predictCluster(ctx context.Context, plan ifiResourceModel, d ifi.Desired, t converge.Target, drift, fromRefresh bool,
 	resp *resource.ModifyPlanResponse) {
-	out := r.c.seenCluster(t)
+	var out *converge.ClusterOutcome
+	if fromRefresh {
+		out = r.c.seenCluster(t)
+	}
+	read := false
 	if out == nil || out.Observed == nil {
 		var err error
 		rctx, cancel := context.WithTimeout(ctx, defaultReadTimeout)
@@ -233,4 +240,42 @@ func (r *ifiResource) destroy(ctx context.Context, state ifiResourceModel, t con
 		return nil, err
 	}
 	return out.Warnings, err
+}
+
+// recordNodeResults records in cluster_nodes what an apply that could not read the
+// nodes back did on each: privilege_granted is the last step the node confirmed
+// (a grant or a revoke). Nodes not in the known list are added with what else is
+// unknown left null; ifi_survives_failover becomes unknown (null).
+func (m *computedModel) recordNodeResults(results []converge.NodeResult) {
+	var nodes []attr.Value
+	if !m.ClusterNodes.IsNull() {
+		nodes = slices.Clone(m.ClusterNodes.Elements())
+	}
+	changed := false
+	for _, nr := range results {
+		if len(nr.Done) == 0 {
+			continue
+		}
+		changed = true
+		granted := types.BoolValue(nr.Done[len(nr.Done)-1].Grant)
+		i := slices.IndexFunc(nodes, func(v attr.Value) bool {
+			o, ok := v.(types.Object)
+			name, _ := o.Attributes()["name"].(types.String)
+			return ok && strings.EqualFold(name.ValueString(), nr.Node)
+		})
+		vals := map[string]attr.Value{"name": types.StringValue(nr.Node), "current_owner": types.BoolNull(), "possible_owner": types.BoolValue(true),
+			"privilege_granted": granted, "policy_defines_right": types.BoolNull()}
+		if i < 0 {
+			nodes = append(nodes, types.ObjectValueMust(clusterNodeType.AttrTypes, vals))
+			continue
+		}
+		prior, _ := nodes[i].(types.Object)
+		maps.Copy(vals, prior.Attributes())
+		vals["privilege_granted"] = granted
+		nodes[i] = types.ObjectValueMust(clusterNodeType.AttrTypes, vals)
+	}
+	if changed {
+		m.ClusterNodes = types.ListValueMust(clusterNodeType, nodes)
+		m.IFISurvivesFailover = types.BoolNull()
+	}
 }

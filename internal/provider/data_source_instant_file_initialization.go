@@ -42,7 +42,7 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 			MarkdownDescription: "Whose grant `privilege_granted` reports: `service_sid` (default, `NT SERVICE\\<service>`) or " +
 				"`service_account` (the service's start account), as the resource's `grantee`."},
 		"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
-			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`."},
+			MarkdownDescription: "WinRM port of this host (on a failover cluster instance, of every node), overriding the provider's `winrm.port`."},
 		"sql_port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports."},
 		"nodes": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: nodesDescription,

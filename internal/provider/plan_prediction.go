@@ -109,6 +109,9 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		return
 	}
 	if out.Read != nil && out.Read.Clustered {
+		// An FCI: the apply takes the cluster path without reading again to know it
+		// (a standalone instance's apply reads it anyway).
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("clustered"), types.BoolValue(true))...)
 		r.predictCluster(ctx, plan, d, plan.target(), false, false, resp)
 		return
 	}
@@ -151,7 +154,7 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 	unchanged := resp.Plan.Raw.Equal(req.State.Raw)
 	if clustered {
 		// An FCI: from this run's refresh of every node, else a read now.
-		r.predictCluster(ctx, plan, d, t, drift, false, resp)
+		r.predictCluster(ctx, plan, d, t, drift, plan.Nodes.Equal(state.Nodes) && plan.SQLHost.Equal(state.SQLHost), resp)
 	} else {
 		r.predict(ctx, d, t, m.Read, m.Verification, drift, resp)
 	}

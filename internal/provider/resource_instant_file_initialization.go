@@ -114,7 +114,11 @@ func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceMode
 	if !plan.PlannedAction.IsUnknown() && (op != opCreate || r.c.destroyedBefore(t.Host, t.Instance) == nil) {
 		d.Planned = ifi.Action(plan.PlannedAction.ValueString())
 	}
-	clustered, err := r.c.clustered(ctx, &t, known.Clustered, d)
+	hint := known.Clustered
+	if op == opCreate {
+		hint = plan.Clustered // the plan's read said it (predictCreate)
+	}
+	clustered, err := r.c.clustered(ctx, &t, hint, d)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.report()) // nothing was changed
 		return

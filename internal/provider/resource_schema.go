@@ -43,7 +43,7 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 		},
 		"port": schema.Int64Attribute{
 			Optional:            true,
-			MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`.",
+			MarkdownDescription: "WinRM port of this host (on a failover cluster instance, of every node), overriding the provider's `winrm.port`.",
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 		},
 		"sql_port": schema.Int64Attribute{

@@ -193,7 +193,8 @@ func TestSchemasValid(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"service_name", "service_account", "service_sid", "grantee_sid", "privilege_granted",
-		"ifi_enabled", "restart_pending", "verified_by", "sql_version", "group_policy_managed", "tde_databases", "clustered"} {
+		"ifi_enabled", "restart_pending", "verified_by", "sql_version", "group_policy_managed", "tde_databases", "clustered", "cluster_nodes",
+		"ifi_survives_failover", "nodes", "sql_host"} {
 		if _, ok := ds.Schema.Attributes[want]; !ok {
 			t.Errorf("data source lacks %s", want)
 		}

@@ -220,6 +220,11 @@ func TestClusterMoveFollowsTargetLSA(t *testing.T) {
 	if scriptCode(err) != contract.CodeClusterError {
 		t.Errorf("cluster_move to the owner = %v; want %s", err, contract.CodeClusterError)
 	}
+	// Assert-ClusterRequest checks timeout_s before the target's name.
+	_, err = n2.ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "not a node!", TimeoutS: 0})
+	if scriptCode(err) != "invalid_parameters" || !strings.Contains(err.Error(), "timeout_s") {
+		t.Errorf("cluster_move with a bad timeout and target = %v; want invalid_parameters about timeout_s", err)
+	}
 }
 
 // While SQL Server's resource goes offline for a move, the virtual name refuses

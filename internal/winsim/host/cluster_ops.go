@@ -97,21 +97,19 @@ func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout i
 	return contract.ExitOK
 }
 
-// beginClusterAction is the common start of cluster_move and cluster_restart:
-// the instance's name (Test-SqlInstanceName), timeout_s (Test-ClusterTimeout),
-// then Find-SqlRole. The deadline runs from here, as the scripts' $until does.
-func (h *Host) beginClusterAction(instance string, timeoutS int, admin bool, stdout io.Writer, entry *AuditEntry) (*Cluster, ClusterRoleView, time.Duration, time.Time, int, bool) {
+// assertClusterRequest is Assert-ClusterRequest (cluster_common.ps1), the common
+// start of cluster_move and cluster_restart: the instance's name, then timeout_s.
+// The deadline runs from here, as the scripts' $until does.
+func (h *Host) assertClusterRequest(instance string, timeoutS int, stdout io.Writer, entry *AuditEntry) (time.Duration, time.Time, int, bool) {
 	if code, ok := h.checkInstanceParam(instance, stdout, entry); !ok {
-		return nil, ClusterRoleView{}, 0, time.Time{}, code, false
+		return 0, time.Time{}, code, false
 	}
 	if timeoutS < 1 || timeoutS > contract.MaxClusterSeconds {
-		return nil, ClusterRoleView{}, 0, time.Time{}, h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
+		return 0, time.Time{}, h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			"timeout_s must be a whole number of seconds between 1 and 3600."), false
 	}
 	timeout := time.Duration(timeoutS) * time.Second
-	until := time.Now().Add(timeout)
-	c, v, code, ok := h.findSQLRole(instance, admin, stdout, entry)
-	return c, v, timeout, until, code, ok
+	return timeout, time.Now().Add(timeout), 0, true
 }
 
 // errCallPending is the error a cluster method's call answers when its TimeOut
@@ -151,11 +149,14 @@ func (h *Host) waitRoleSettled(ctx context.Context, c *Cluster, group, before, c
 }
 
 func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	// The script checks the instance's name, then the target's, then timeout_s.
-	if !clusterNodeNamePattern.MatchString(p.TargetNode) && contract.InstanceNameSyntaxValid(p.Instance) {
+	timeout, until, code, ok := h.assertClusterRequest(p.Instance, p.TimeoutS, stdout, entry)
+	if !ok {
+		return code
+	}
+	if !clusterNodeNamePattern.MatchString(p.TargetNode) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a cluster node name.", p.TargetNode))
 	}
-	c, v, timeout, until, code, ok := h.beginClusterAction(p.Instance, p.TimeoutS, admin, stdout, entry)
+	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
 	if !ok {
 		return code
 	}
@@ -218,7 +219,11 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 }
 
 func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	c, v, timeout, until, code, ok := h.beginClusterAction(p.Instance, p.TimeoutS, admin, stdout, entry)
+	timeout, until, code, ok := h.assertClusterRequest(p.Instance, p.TimeoutS, stdout, entry)
+	if !ok {
+		return code
+	}
+	c, v, code, ok := h.findSQLRole(p.Instance, admin, stdout, entry)
 	if !ok {
 		return code
 	}
