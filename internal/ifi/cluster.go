@@ -509,23 +509,26 @@ func (c *ClusterAssessment) failoverTarget(after map[string]bool, want bool) (st
 }
 
 // failbackWarning: with AutoFailbackType allow, a role moved away from its first
-// preferred owner is moved back when that node is up (within the failback window,
-// when one is set): a second outage.
+// preferred owner is moved back to that node when the node comes back up (within
+// the failback window, when one is set): a second outage. Whether the cluster also
+// fails back a role moved on purpose while that node stays up is unproven on a real
+// cluster (FIDELITY.md); the warning says "can" and names the moment it is sure of.
 func (c *ClusterAssessment) failbackWarning(target string) (Warning, bool) {
 	g := c.observed.Cluster.Group
 	if g.AutoFailbackType != contract.FailbackAllow || len(g.PreferredOwners) == 0 || strings.EqualFold(g.PreferredOwners[0], target) {
 		return Warning{}, false
 	}
-	when := "as soon as the move has finished"
+	first := safetext.Escape(g.PreferredOwners[0])
+	when := "as soon as " + first + " is up again (for example after it is patched and restarted)"
 	if g.FailbackWindowStart >= 0 && g.FailbackWindowEnd >= 0 {
-		when = fmt.Sprintf("between %02d:00 and %02d:00 (the cluster's local time, its failback window)", g.FailbackWindowStart, g.FailbackWindowEnd)
+		when = fmt.Sprintf("once %s is up again, between %02d:00 and %02d:00 (the cluster's local time, its failback window)", first, g.FailbackWindowStart, g.FailbackWindowEnd)
 	}
 	target = safetext.Escape(target)
-	return Warning{WarnFailback, fmt.Sprintf("A failback follows the failover of %s to %s: a second outage", c.where(), target),
-		fmt.Sprintf("The role %q allows failback (AutoFailbackType 1) to its first preferred owner %s, so after the move to %s the cluster moves it "+
+	return Warning{WarnFailback, fmt.Sprintf("A failback can follow the failover of %s to %s: a second outage", c.where(), target),
+		fmt.Sprintf("The role %q allows failback (AutoFailbackType 1) to its first preferred owner %s, so after the move to %s the cluster can move it "+
 			"back %s: SQL Server stops and starts once more. Set the role's failback to prevent (Failover Cluster Manager, the role's properties, "+
 			"Failover tab) or make %s the first preferred owner if that second outage is not wanted.",
-			safetext.Escape(c.Group), safetext.Escape(g.PreferredOwners[0]), target, when, target), nil}, true
+			safetext.Escape(c.Group), first, target, when, target), nil}, true
 }
 
 // clusterRestartSafety: an FCI that is also an availability group primary (or whose

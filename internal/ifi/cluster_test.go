@@ -290,7 +290,7 @@ func TestFailbackWarning(t *testing.T) {
 	f.cluster.Group.AutoFailbackType = contract.FailbackAllow
 	_, p = clusterPlan(t, failover, f)
 	w, ok := warningOf(p.Warnings, WarnFailback)
-	if !ok || !strings.Contains(w.Summary, "second outage") || !strings.Contains(w.Detail, "first preferred owner SQL01") || !strings.Contains(w.Detail, "as soon as") {
+	if !ok || !strings.Contains(w.Summary, "second outage") || !strings.Contains(w.Detail, "first preferred owner SQL01") || !strings.Contains(w.Detail, "as soon as SQL01 is up again") {
 		t.Errorf("warning %+v", w)
 	}
 	f.cluster.Group.FailbackWindowStart, f.cluster.Group.FailbackWindowEnd = 22, 23

@@ -405,7 +405,7 @@ func TestCLI_fciFailbackIsAnnounced(t *testing.T) {
 	w.write(e.config("failover"))
 	p := w.plan()
 	p.wantPlanExit(t, 2)
-	p.wantDiag(t, "warning", `^A failback follows the failover of instance MSSQLSERVER .* to `+regexp.QuoteMeta(e.nodeName(1))+`: a second outage$`,
+	p.wantDiag(t, "warning", `^A failback can follow the failover of instance MSSQLSERVER .* to `+regexp.QuoteMeta(e.nodeName(1))+`: a second outage$`,
 		`AutoFailbackType 1`)
 	for i, n := range e.nodes {
 		if ops := n.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpClusterMove) != 0 {
