@@ -73,23 +73,26 @@ func TestCompareClusterNodes(t *testing.T) {
 	node := func(name string, owner, possible bool, granted any) map[string]any {
 		return map[string]any{"name": name, "current_owner": owner, "possible_owner": possible, "privilege_granted": granted}
 	}
-	agree := func() map[string]any {
-		return map[string]any{"clustered": true, "ifi_survives_failover": false, "cluster_nodes": []any{
-			node("SQL01", true, true, true), node("SQL02", false, true, false), node("SQL03", false, false, nil)}}
+	agree := func(nodes []any) map[string]any {
+		return map[string]any{"clustered": true, "ifi_survives_failover": false, "cluster_nodes": nodes}
 	}
-	if msg := compareClusterNodes(agree(), ca); msg != "" {
+	nodes := func() []any {
+		return []any{node("SQL01", true, true, true), node("SQL02", false, true, false), node("SQL03", false, false, nil)}
+	}
+	if msg := compareClusterNodes(agree(nodes()), ca); msg != "" {
 		t.Fatalf("agreeing data source refused: %s", msg)
 	}
-	for name, edit := range map[string]func(d map[string]any){
-		"not clustered":     func(d map[string]any) { d["clustered"] = false },
-		"survives":          func(d map[string]any) { d["ifi_survives_failover"] = true },
-		"node missing":      func(d map[string]any) { d["cluster_nodes"] = d["cluster_nodes"].([]any)[:2] },
-		"grant differs":     func(d map[string]any) { d["cluster_nodes"].([]any)[1] = node("SQL02", false, true, true) },
-		"owner differs":     func(d map[string]any) { d["cluster_nodes"].([]any)[1] = node("SQL02", true, true, false) },
-		"other node's name": func(d map[string]any) { d["cluster_nodes"].([]any)[2] = node("SQL09", false, false, nil) },
+	for name, edit := range map[string]func(d map[string]any, n []any){
+		"not clustered":     func(d map[string]any, _ []any) { d["clustered"] = false },
+		"survives":          func(d map[string]any, _ []any) { d["ifi_survives_failover"] = true },
+		"node missing":      func(d map[string]any, n []any) { d["cluster_nodes"] = n[:2] },
+		"grant differs":     func(_ map[string]any, n []any) { n[1] = node("SQL02", false, true, true) },
+		"owner differs":     func(_ map[string]any, n []any) { n[1] = node("SQL02", true, true, false) },
+		"other node's name": func(_ map[string]any, n []any) { n[2] = node("SQL09", false, false, nil) },
 	} {
-		d := agree()
-		edit(d)
+		n := nodes()
+		d := agree(n)
+		edit(d, n)
 		if msg := compareClusterNodes(d, ca); msg == "" {
 			t.Errorf("%s: a data source that disagrees with the reads passed", name)
 		}
