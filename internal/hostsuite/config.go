@@ -9,7 +9,10 @@
 //     the plan;
 //  4. restart: grant with restart = "if_needed" on an instance named disposable,
 //     with WinRM cut while the restart runs; then destroy;
-//  5. seed: CREATE DATABASE timed with IFI off, then on.
+//  5. seed: CREATE DATABASE timed with IFI off, then on;
+//  6. cluster (optional): a node of a failover cluster instance, read, and with
+//     MSSQLIFI_ACC_FCI_CHANGE granted on every possible owner with restart =
+//     "never" and put back (cluster.go); never a failover nor a cluster restart.
 //
 // Each stage runs only when allowed (MSSQLIFI_ACC_STAGES) and every earlier stage
 // passed, and prints "about to: ..." before each action. The command
