@@ -8,8 +8,9 @@
 #   2. this script sets the suite's other variables (MSSQLIFI_ACC_*) from the
 #      simulator's listener line
 #   3. it runs the suite's dry run, then every stage (preflight, read, change,
-#      restart, seed), recorded, the WinRM cut of stage 4 played by the control
-#      action restart_winrm
+#      restart, seed, and the optional cluster stage against the two-node failover
+#      cluster instance of sim.json, with MSSQLIFI_ACC_FCI_CHANGE=true), recorded,
+#      the WinRM cut of stage 4 played by the control action restart_winrm
 #
 # Usage: scripts/testacc-host-sim.sh TERRAFORM_BINARY (make passes the CLI that
 # scripts/ensure-terraform.sh chose). Needs bin/ built (make build, make
@@ -25,8 +26,27 @@ if [[ "${1:-}" != --inside ]]; then
 	done
 	work="$(mktemp -d "${TMPDIR:-/tmp}/mssqlifi-hostsuite-sim.XXXXXX")"
 	trap 'rm -rf "$work"' EXIT
+	# Every host of the rehearsal listens for WinRM on one port, as real cluster
+	# nodes do (5985; the provider reaches each node at the resource's port): a
+	# free one, written into a copy of sim.json.
+	python3 - "$root/internal/hostsuite/testdata/sim.json" "$work/sim.json" <<'PY'
+import json, socket, sys
+cfg = json.load(open(sys.argv[1]))
+addrs = [h["address"] for h in cfg["hosts"]]
+for _ in range(20):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    try:
+        for a in addrs:
+            t = socket.socket(); t.bind((a, port)); t.close()
+        break
+    except OSError:
+        continue
+for h in cfg["hosts"]:
+    h.setdefault("winrm", {})["http_port"] = port
+json.dump(cfg, open(sys.argv[2], "w"), indent=1)
+PY
 	rc=0
-	MSSQLIFI_PROVIDER="" "$root/scripts/winsim-test-env.sh" -c "$root/internal/hostsuite/testdata/sim.json" -C "$work" \
+	MSSQLIFI_PROVIDER="" "$root/scripts/winsim-test-env.sh" -c "$work/sim.json" -C "$work" \
 		-- "$root/scripts/testacc-host-sim.sh" --inside "$tf" "$work" || rc=$?
 	exit "$rc"
 fi
@@ -35,8 +55,16 @@ fi
 tf="$2" work="$3"
 eval "$(python3 - "$WINSIM_VAR_FILE" <<'PY'
 import json, shlex, sys
-h = json.load(open(sys.argv[1]))["winsim"]["hosts"][0]
-for k, v in (("MSSQLIFI_ACC_HOST", h["address"]), ("MSSQLIFI_ACC_PORT", h["winrm"].rsplit(":", 1)[1])):
+w = json.load(open(sys.argv[1]))["winsim"]
+h = w["hosts"][0]
+# The cluster stage: the first node, every node's address by its cluster name (the
+# computer name), SQL Server on the role's virtual address.
+c = w["clusters"][0]
+addr = {x["name"]: x["address"] for x in w["hosts"]}
+for k, v in (("MSSQLIFI_ACC_HOST", h["address"]), ("MSSQLIFI_ACC_PORT", h["winrm"].rsplit(":", 1)[1]),
+             ("MSSQLIFI_ACC_FCI_NODE", addr[c["nodes"][0]]),
+             ("MSSQLIFI_ACC_FCI_NODES", ",".join("%s=%s" % (n.upper(), addr[n]) for n in c["nodes"])),
+             ("MSSQLIFI_ACC_FCI_SQL_HOST", c["roles"][0]["sql"].rsplit(":", 1)[0])):
     print("export %s=%s" % (k, shlex.quote(v)))
 PY
 )"
@@ -49,7 +77,9 @@ export MSSQLIFI_ACC_AUTH=ntlm
 export MSSQLIFI_ACC_HTTPS=false
 export MSSQLIFI_ACC_SEED_SQL_USERNAME=mssqlifi_seed
 export MSSQLIFI_ACC_SEED_SQL_PASSWORD='Rehearsal-Seed-Pa55!'
-export MSSQLIFI_ACC_STAGES=preflight,read,change,restart,seed
+export MSSQLIFI_ACC_STAGES=preflight,read,change,restart,seed,cluster
+export MSSQLIFI_ACC_FCI_INSTANCE=MSSQLSERVER
+export MSSQLIFI_ACC_FCI_CHANGE=true
 export MSSQLIFI_ACC_DISPOSABLE_INSTANCE=MSSQLSERVER
 unset MSSQLIFI_ACC_LOCAL MSSQLIFI_ACC_DRY_RUN
 args=(-terraform "$tf" -provider-dir "$root/bin" -step-timeout 2m)

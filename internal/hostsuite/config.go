@@ -9,7 +9,10 @@
 //     the plan;
 //  4. restart: grant with restart = "if_needed" on an instance named disposable,
 //     with WinRM cut while the restart runs; then destroy;
-//  5. seed: CREATE DATABASE timed with IFI off, then on.
+//  5. seed: CREATE DATABASE timed with IFI off, then on;
+//  6. cluster (optional): a node of a failover cluster instance, read, and with
+//     MSSQLIFI_ACC_FCI_CHANGE granted on every possible owner with restart =
+//     "never" and put back (cluster.go); never a failover nor a cluster restart.
 //
 // Each stage runs only when allowed (MSSQLIFI_ACC_STAGES) and every earlier stage
 // passed, and prints "about to: ..." before each action. The command
@@ -50,6 +53,11 @@ const (
 	EnvSeedPass    = "MSSQLIFI_ACC_SEED_SQL_PASSWORD"
 	EnvDryRun      = "MSSQLIFI_ACC_DRY_RUN"
 	EnvRecord      = "MSSQLIFI_ACC_RECORD"
+	EnvFCINode     = "MSSQLIFI_ACC_FCI_NODE"
+	EnvFCIInstance = "MSSQLIFI_ACC_FCI_INSTANCE"
+	EnvFCISQLHost  = "MSSQLIFI_ACC_FCI_SQL_HOST"
+	EnvFCINodes    = "MSSQLIFI_ACC_FCI_NODES"
+	EnvFCIChange   = "MSSQLIFI_ACC_FCI_CHANGE"
 	EnvWinRMUser   = "MSSQLIFI_WINRM_USERNAME"
 	EnvWinRMPass   = "MSSQLIFI_WINRM_PASSWORD"
 	EnvSQLUser     = "MSSQLIFI_SQL_USERNAME"
@@ -68,10 +76,13 @@ const (
 	StageChange    = "change"
 	StageRestart   = "restart"
 	StageSeed      = "seed"
+	// StageCluster is optional: a node of a failover cluster instance
+	// (MSSQLIFI_ACC_FCI_NODE); it runs after the other allowed stages passed.
+	StageCluster = "cluster"
 )
 
 // Stages lists the stages in the order they run.
-var Stages = []string{StagePreflight, StageRead, StageChange, StageRestart, StageSeed}
+var Stages = []string{StagePreflight, StageRead, StageChange, StageRestart, StageSeed, StageCluster}
 
 // Config is the suite's settings, from the environment.
 type Config struct {
@@ -99,6 +110,16 @@ type Config struct {
 	SeedPass   string
 	DryRun     bool
 	RecordDir  string
+
+	// The cluster stage's failover cluster instance: a node WinRM reaches (with the
+	// settings above), the instance, where SQL Server answers (the virtual name;
+	// "": as the cluster reports it), the nodes' addresses by node name, and the
+	// consent to grant on every possible owner.
+	FCINode     string
+	FCIInstance string
+	FCISQLHost  string
+	FCINodes    map[string]string
+	FCIChange   bool
 }
 
 // LoadConfig reads the suite's variables through getenv (os.Getenv in the command).
@@ -154,6 +175,28 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SeedPass:           getenv(EnvSeedPass),
 		DryRun:             boolVar(EnvDryRun, false),
 		RecordDir:          getenv(EnvRecord),
+		FCINode:            strings.TrimSpace(getenv(EnvFCINode)),
+		FCIInstance:        strings.TrimSpace(getenv(EnvFCIInstance)),
+		FCISQLHost:         strings.TrimSpace(getenv(EnvFCISQLHost)),
+		FCIChange:          boolVar(EnvFCIChange, false),
+	}
+	if c.FCIInstance == "" {
+		c.FCIInstance = contract.DefaultInstance
+	} else if err := contract.ValidateInstanceName(c.FCIInstance); err != nil {
+		bad("%s: %v", EnvFCIInstance, err)
+	}
+	c.FCINodes = map[string]string{}
+	for _, pair := range strings.Split(getenv(EnvFCINodes), ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		name, addr, ok := strings.Cut(pair, "=")
+		name, addr = strings.TrimSpace(name), strings.TrimSpace(addr)
+		if !ok || name == "" || addr == "" {
+			bad("%s has %q: write NODE=address pairs separated by commas (SQL03=10.0.0.13,SQL04=sql04.contoso.com)", EnvFCINodes, pair)
+			continue
+		}
+		c.FCINodes[name] = addr
 	}
 	if c.Host == "" {
 		bad("%s is not set: name the Windows host to test (DNS name or IP address)", EnvHost)

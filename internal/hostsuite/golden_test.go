@@ -55,6 +55,11 @@ func TestGoldenDryRun(t *testing.T) {
 			EnvLocal: "true", EnvSeedMB: "10240",
 		}},
 		{"dryrun-defaults", map[string]string{EnvHost: "sql01.invalid", EnvDryRun: "true"}},
+		// The optional cluster stage, with the consent to change the nodes.
+		{"dryrun-cluster", map[string]string{
+			EnvHost: "sql01.invalid", EnvDryRun: "true", EnvStages: "preflight,cluster", EnvFCINode: "sql03.invalid",
+			EnvFCINodes: "SQL03=sql03.invalid,SQL04=10.0.0.14", EnvFCISQLHost: "sqlfci1.invalid", EnvFCIChange: "true",
+		}},
 		// Restart and seed need the instance named disposable, and seed a dbcreator login.
 		{"dryrun-not-disposable", map[string]string{
 			EnvHost: "sql01.invalid", EnvDryRun: "true", EnvStages: "preflight,read,change,restart,seed", EnvDisposable: "OTHER",

@@ -26,7 +26,7 @@ func (s *Suite) read(ctx context.Context) {
 		return
 	}
 	s.p.about("terraform plan of %s and %s (restart = \"if_needed\"); nothing is applied", dataAddr, resAddr)
-	p, code, out, err := s.plan(ctx)
+	p, code, out, err := s.tf.plan(ctx)
 	if err != nil || p == nil {
 		s.p.fail("plan", "terraform plan %s", tfOutcome(code, err, out))
 		return

@@ -91,6 +91,7 @@ func Run(ctx context.Context, cfg Config, opt Options) Report {
 		{StageChange, s.change, s.planChange},
 		{StageRestart, s.restart, s.planRestart},
 		{StageSeed, s.seedStage, s.planSeed},
+		{StageCluster, s.cluster, s.planCluster},
 	}
 	earlierPassed := true
 	for i, st := range stages {
@@ -98,6 +99,9 @@ func Run(ctx context.Context, cfg Config, opt Options) Report {
 		s.p.line("")
 		s.p.line("== stage %d: %s ==", i+1, st.name)
 		why := s.notRunning(st.name, earlierPassed)
+		if st.name == StageCluster {
+			why = s.clusterNotRunning()
+		}
 		if cfg.DryRun {
 			s.dryRun(why, st.plan())
 			continue
@@ -201,12 +205,17 @@ func readPEM(env, path string) ([]byte, error) {
 	return pem, nil
 }
 
-// newHost connects a host for the suite's own operations (recorded when asked).
-func (s *Suite) newHost() (contract.Host, error) {
+// newHost connects the tested host for the suite's own operations (recorded when asked).
+func (s *Suite) newHost() (contract.Host, error) { return s.newHostAt(s.cfg.Host) }
+
+// newHostAt connects a host at address with the tested host's WinRM settings (the
+// cluster stage's nodes).
+func (s *Suite) newHostAt(address string) (contract.Host, error) {
 	rc, err := s.remoteConfig()
 	if err != nil {
 		return nil, err
 	}
+	rc.Host = address
 	if rec := s.opt.Recorder; rec != nil {
 		rc.Answer = func(op contract.Operation, params any, exitCode int, stdout, stderr []byte) {
 			rec.Operation(s.p.stage, string(op), params, exitCode, stdout, stderr)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -26,6 +27,13 @@ func (s *Suite) terraformCLI() (*terraform, error) {
 	if s.tf != nil {
 		return s.tf, nil
 	}
+	tf, err := s.newTerraform()
+	s.tf = tf
+	return tf, err
+}
+
+// newTerraform makes a terraform working directory of its own (its own state).
+func (s *Suite) newTerraform() (*terraform, error) {
 	bin := s.opt.Terraform
 	if bin == "" {
 		bin = "terraform"
@@ -61,8 +69,7 @@ func (s *Suite) terraformCLI() (*terraform, error) {
 		env = append(env, kv)
 	}
 	env = append(env, "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-	s.tf = &terraform{bin: path, dir: dir, env: env, timeout: s.opt.StepTimeout}
-	return s.tf, nil
+	return &terraform{bin: path, dir: dir, env: env, timeout: s.opt.StepTimeout}, nil
 }
 
 func (t *terraform) close() { os.RemoveAll(t.dir) }
@@ -121,8 +128,27 @@ type resourceSpec struct {
 	enabled bool
 }
 
+// target is what the data source and the resource address: the tested host, or a
+// node of a failover cluster instance.
+type target struct {
+	name     string // the blocks' name: "this", or "fci"
+	host     string
+	instance string
+	sqlPort  int
+	sqlHost  string
+	nodes    map[string]string
+}
+
+// mainTarget is the host and instance of stages 1 to 5.
+func (s *Suite) mainTarget() target {
+	return target{name: "this", host: s.cfg.Host, instance: s.cfg.Instance, sqlPort: s.cfg.SQLPort}
+}
+
 // config is the provider block, the data source and (unless res is nil) the resource.
-func (s *Suite) config(res *resourceSpec) string {
+func (s *Suite) config(res *resourceSpec) string { return s.configFor(s.mainTarget(), res) }
+
+// configFor is config for any target.
+func (s *Suite) configFor(t target, res *resourceSpec) string {
 	var b strings.Builder
 	b.WriteString("terraform {\n  required_providers {\n    mssqlifi = { source = \"mssqlifi/mssqlifi\" }\n  }\n}\n\n")
 	b.WriteString("provider \"mssqlifi\" {\n  winrm {\n")
@@ -151,13 +177,28 @@ func (s *Suite) config(res *resourceSpec) string {
 		b.WriteString("  }\n")
 	}
 	b.WriteString("}\n\n")
-	common := fmt.Sprintf("  host     = %q\n  instance = %q\n", s.cfg.Host, s.cfg.Instance)
-	if s.cfg.SQLPort != 0 {
-		common += fmt.Sprintf("  sql_port = %d\n", s.cfg.SQLPort)
+	common := fmt.Sprintf("  host     = %q\n  instance = %q\n", t.host, t.instance)
+	if t.sqlPort != 0 {
+		common += fmt.Sprintf("  sql_port = %d\n", t.sqlPort)
 	}
-	fmt.Fprintf(&b, "data \"mssqlifi_instant_file_initialization\" \"this\" {\n%s}\n", common)
+	if t.sqlHost != "" {
+		common += fmt.Sprintf("  sql_host = %q\n", t.sqlHost)
+	}
+	if len(t.nodes) > 0 {
+		names := make([]string, 0, len(t.nodes))
+		for n := range t.nodes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		common += "  nodes = {\n"
+		for _, n := range names {
+			common += fmt.Sprintf("    %q = %q\n", n, t.nodes[n])
+		}
+		common += "  }\n"
+	}
+	fmt.Fprintf(&b, "data \"mssqlifi_instant_file_initialization\" %q {\n%s}\n", t.name, common)
 	if res != nil {
-		fmt.Fprintf(&b, "\nresource \"mssqlifi_instant_file_initialization\" \"this\" {\n%s  restart  = %q\n  enabled  = %t\n", common, res.restart, res.enabled)
+		fmt.Fprintf(&b, "\nresource \"mssqlifi_instant_file_initialization\" %q {\n%s  restart  = %q\n  enabled  = %t\n", t.name, common, res.restart, res.enabled)
 		fmt.Fprintf(&b, "  timeouts {\n    create = %q\n    update = %q\n    delete = %q\n  }\n}\n", s.opt.StepTimeout, s.opt.StepTimeout, s.opt.StepTimeout)
 	}
 	return b.String()
@@ -185,18 +226,20 @@ type planJSON struct {
 }
 
 const (
-	dataAddr = "data.mssqlifi_instant_file_initialization.this"
-	resAddr  = "mssqlifi_instant_file_initialization.this"
+	dataAddr    = "data.mssqlifi_instant_file_initialization.this"
+	resAddr     = "mssqlifi_instant_file_initialization.this"
+	fciDataAddr = "data.mssqlifi_instant_file_initialization.fci"
+	fciResAddr  = "mssqlifi_instant_file_initialization.fci"
 )
 
 // plan runs terraform plan with -detailed-exitcode and reads the saved plan.
 // The exit code is 0 (no changes) or 2 (changes); 1 is an error.
-func (s *Suite) plan(ctx context.Context) (*planJSON, int, string, error) {
-	out, code, err := s.tf.run(ctx, "plan", "-no-color", "-input=false", "-detailed-exitcode", "-out=tfplan")
+func (t *terraform) plan(ctx context.Context) (*planJSON, int, string, error) {
+	out, code, err := t.run(ctx, "plan", "-no-color", "-input=false", "-detailed-exitcode", "-out=tfplan")
 	if err != nil || code == 1 {
 		return nil, code, out, err
 	}
-	js, code2, err := s.tf.run(ctx, "show", "-json", "-no-color", "tfplan")
+	js, code2, err := t.run(ctx, "show", "-json", "-no-color", "tfplan")
 	if err != nil || code2 != 0 {
 		return nil, code, out, fmt.Errorf("terraform show -json tfplan %s", tfOutcome(code2, err, js))
 	}
