@@ -1,0 +1,172 @@
+package ifi
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// ownedBy limits the role's possible owners (every resource's) to nodes.
+func (f *fci) ownedBy(nodes ...string) {
+	for i := range f.cluster.Resources {
+		f.cluster.Resources[i].PossibleOwners = nodes
+	}
+	f.cluster.PossibleOwners = nodes
+}
+
+// failoverRefusal is the refusal of restart = "failover" on f, whose Engine runs
+// without IFI (so a restart is needed).
+func failoverRefusal(t *testing.T, f *fci) *Refusal {
+	t.Helper()
+	f.v = dmv(false)
+	return clusterRefusal(t, withRestart(enable, RestartFailover), f)
+}
+
+// The refusal of a failover with no target says why each other possible owner was
+// passed over, in the cluster's order, and only those.
+func TestFailoverRefusalNamesEachSkippedNode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*fci)
+		why  string
+	}{
+		{"a preferred owner that is no possible owner is not named", func(f *fci) {
+			f.cluster.Group.PreferredOwners = []string{"SQL09", "SQL02"}
+			f.cluster.Nodes[1].State = contract.NodePaused
+			f.cluster.Nodes[2].State = contract.NodeDown
+		}, "take the role: SQL02 is paused; SQL03 is down. Nothing"},
+		{"a node lacking the right", func(f *fci) {
+			f.nodes["SQL02"].ServiceSIDType = 0
+			f.cluster.Nodes[2].State = contract.NodeDown
+		}, "take the role: SQL02 would start SQL Server with IFI off (it lacks the right, or its service's configuration keeps it off); SQL03 is down. Nothing"},
+		{"one other possible owner, paused", func(f *fci) {
+			f.ownedBy("SQL01", "SQL02")
+			f.cluster.Nodes[1].State = contract.NodePaused
+		}, "take the role: SQL02 is paused. Nothing"},
+		{"the owner is the only possible owner", func(f *fci) { f.ownedBy("SQL01") }, "take the role: the owner SQL01 is its only possible owner. Nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFCI()
+			tc.mod(f)
+			if r := failoverRefusal(t, f); !strings.Contains(r.Detail, tc.why) {
+				t.Errorf("refusal %s\nwant %q", r.Detail, tc.why)
+			}
+		})
+	}
+}
+
+// failbackOf is the failback warning of a failover of f, with AutoFailbackType allow.
+func failbackOf(t *testing.T, f *fci) (Warning, bool) {
+	t.Helper()
+	f.v = dmv(false)
+	f.cluster.Group.AutoFailbackType = contract.FailbackAllow
+	_, p := clusterPlan(t, withRestart(enable, RestartFailover), f)
+	return warningOf(p.Warnings, WarnFailback)
+}
+
+// A single preferred owner still fails the role back; the window is named only when
+// both of its ends are set, midnight included.
+func TestFailbackWarningWindowAndSinglePreferredOwner(t *testing.T) {
+	f := newFCI()
+	f.cluster.Group.PreferredOwners = []string{"SQL01"}
+	if w, ok := failbackOf(t, f); !ok || !strings.Contains(w.Summary, "to SQL02") || !strings.Contains(w.Detail, "first preferred owner SQL01") {
+		t.Errorf("one preferred owner: %v %+v; want the failback to SQL01 warned", ok, w)
+	}
+	for _, tc := range []struct {
+		start, end int
+		when       string
+	}{
+		{0, 6, "once SQL01 is up again, between 00:00 and 06:00"},
+		{22, -1, "as soon as SQL01 is up again"},
+		{-1, 23, "as soon as SQL01 is up again"},
+	} {
+		f := newFCI()
+		f.cluster.Group.FailbackWindowStart, f.cluster.Group.FailbackWindowEnd = tc.start, tc.end
+		if w, ok := failbackOf(t, f); !ok || !strings.Contains(w.Detail, tc.when) {
+			t.Errorf("window %d-%d: %+v; want %q", tc.start, tc.end, w, tc.when)
+		}
+	}
+}
+
+// A plan with no failback carries no empty warning.
+func TestFailoverPlanHasNoEmptyWarning(t *testing.T) {
+	f := newFCI()
+	f.v = dmv(false)
+	_, p := clusterPlan(t, withRestart(enable, RestartFailover), f)
+	for _, w := range p.Warnings {
+		if w.Code == "" || w.Summary == "" {
+			t.Errorf("empty warning in %+v", p.Warnings)
+		}
+	}
+}
+
+// rename gives the node SQL02 another name everywhere the cluster reports it.
+func (f *fci) rename(to string) {
+	for i := range f.cluster.Nodes {
+		if f.cluster.Nodes[i].Name == "SQL02" {
+			f.cluster.Nodes[i].Name = to
+		}
+	}
+	swap := func(ns []string) []string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = n
+			if n == "SQL02" {
+				out[i] = to
+			}
+		}
+		return out
+	}
+	for i := range f.cluster.Resources {
+		f.cluster.Resources[i].PossibleOwners = swap(f.cluster.Resources[i].PossibleOwners)
+	}
+	f.cluster.PossibleOwners = swap(f.cluster.PossibleOwners)
+	f.cluster.Group.PreferredOwners = swap(f.cluster.Group.PreferredOwners)
+	f.nodes[to] = f.nodes["SQL02"]
+	f.nodes[to].ComputerName = to
+	delete(f.nodes, "SQL02")
+}
+
+// The failback warning escapes the target's name as the cluster reports it.
+func TestFailbackWarningEscapesTheTarget(t *testing.T) {
+	f := newFCI()
+	f.rename("SQL\x1b[31m02")
+	f.cluster.Group.PreferredOwners = []string{"SQL01"}
+	w, ok := failbackOf(t, f)
+	if !ok {
+		t.Fatal("no failback warning")
+	}
+	if strings.ContainsRune(w.Summary+w.Detail, 0x1b) {
+		t.Errorf("unescaped control character in %q %q", w.Summary, w.Detail)
+	}
+}
+
+// The refusal of an FCI that is an AG primary says what the chosen restart does.
+func TestFCIPrimaryRefusalSaysHowItRestarts(t *testing.T) {
+	for rp, how := range map[RestartPolicy]string{RestartFailover: "moving the role would take", RestartClusterRestart: "taking SQL Server offline would take"} {
+		f := newFCI()
+		f.v = replica(RolePrimary)
+		if r := clusterRefusal(t, withRestart(enable, rp), f); !strings.Contains(r.Detail, how) {
+			t.Errorf("%s: %s; want %q", rp, r.Detail, how)
+		}
+	}
+}
+
+// The rest of the restart rule applies to a cluster restart: a running backup
+// refuses, and unchecked backups warn.
+func TestClusterRestartSafety(t *testing.T) {
+	for _, rp := range []RestartPolicy{RestartFailover, RestartClusterRestart} {
+		f := newFCI()
+		f.v = dmv(false)
+		f.v.RunningBackups = []string{"BACKUP DATABASE (db1)"}
+		if r := clusterRefusal(t, withRestart(enable, rp), f); !strings.Contains(r.Summary, "Backup or restore running") {
+			t.Errorf("%s, backup running: %+v", rp, r)
+		}
+		f.v.RunningBackups = nil
+		_, p := clusterPlan(t, withRestart(enable, rp), f)
+		if !HasWarning(p.Warnings, WarnBackupsUnchecked) {
+			t.Errorf("%s, backups unchecked: %+v", rp, p.Warnings)
+		}
+	}
+}
