@@ -170,3 +170,93 @@ func TestClusterRestartSafety(t *testing.T) {
 		}
 	}
 }
+
+// An error that is no refusal (a named node that is no possible owner) is returned
+// by the prediction as it is.
+func TestPredictClusterReturnsAnError(t *testing.T) {
+	f := newFCI()
+	f.named = []string{"SQL09"}
+	if _, err := PredictCluster(enable, f.observed(), false); err == nil || !strings.Contains(err.Error(), "SQL09") {
+		t.Fatalf("err = %v; want the unknown node SQL09 named", err)
+	}
+}
+
+// The prediction carries the owner's assessment, refused or not, and the plan's
+// warnings.
+func TestPredictClusterCarriesAssessmentAndPlanWarnings(t *testing.T) {
+	f := newFCI()
+	f.v = dmv(false)
+	pr, err := PredictCluster(enable, f.observed(), false) // if_needed: refused on an FCI
+	if err != nil || pr.Action != ActionRefuse {
+		t.Fatalf("%v %s; want a refusal", err, pr.Action)
+	}
+	if pr.Assessment == nil || pr.Assessment != pr.Cluster.OwnerAssessment || pr.Assessment.RunningIFI == nil || *pr.Assessment.RunningIFI {
+		t.Errorf("refused prediction's assessment %+v; want the owner's (running IFI off)", pr.Assessment)
+	}
+	f.cluster.Group.AutoFailbackType = contract.FailbackAllow
+	pr, err = PredictCluster(withRestart(enable, RestartFailover), f.observed(), false)
+	if err != nil || pr.Action != ActionGrantAndRestart {
+		t.Fatalf("%v %s; want a grant and a failover", err, pr.Action)
+	}
+	if pr.Assessment == nil || pr.Assessment != pr.Cluster.OwnerAssessment {
+		t.Errorf("prediction's assessment %+v; want the owner's", pr.Assessment)
+	}
+	if !HasWarning(pr.PlanWarnings, WarnFailback) {
+		t.Errorf("plan warnings %+v; want the failback", pr.PlanWarnings)
+	}
+}
+
+// enabled = false on every node: the prediction revokes, names each node, and says
+// why nothing restarts; it names no node as lacking the right.
+func TestPredictClusterRevokes(t *testing.T) {
+	f := newFCI()
+	f.nodes["SQL03"] = f.nodes["SQL02"]
+	pr, err := PredictCluster(withRestart(disable, RestartNever), f.observed(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, d := pr.Warning.Summary, pr.Warning.Detail
+	if !strings.HasSuffix(s, ": apply revokes the right on SQL01, SQL02, SQL03") || strings.Contains(s, "grants") {
+		t.Errorf("summary %q; want only the revokes, on the three nodes", s)
+	}
+	if !strings.HasPrefix(d, `The apply on SQL01 revokes "Perform volume maintenance tasks" from `) || !strings.Contains(d, ", with no restart: ") ||
+		strings.Contains(d, "lack the right") {
+		t.Errorf("detail %q", d)
+	}
+}
+
+// The detail joins the steps and the restart with ", and " only when there are
+// steps, and names no node as lacking when none does.
+func TestPredictClusterRestartDetail(t *testing.T) {
+	for _, tc := range []struct {
+		rp       RestartPolicy
+		withStep string
+		noStep   string
+	}{
+		{RestartFailover, "lacks the right), and moves the role", "The apply moves the role"},
+		{RestartClusterRestart, "lacks the right), and takes SQL Server offline", "The apply takes SQL Server offline"},
+	} {
+		f := newFCI()
+		f.v = dmv(false)
+		pr, err := PredictCluster(withRestart(enable, tc.rp), f.observed(), false) // one step: the grant on SQL03
+		if err != nil || !strings.Contains(pr.Warning.Detail, tc.withStep) {
+			t.Errorf("%s, one step: %v %q; want %q", tc.rp, err, pr.Warning.Detail, tc.withStep)
+		}
+		f.nodes["SQL03"] = f.nodes["SQL02"]
+		pr, err = PredictCluster(withRestart(enable, tc.rp), f.observed(), false) // only the restart
+		if err != nil || !strings.HasPrefix(pr.Warning.Detail, tc.noStep) {
+			t.Errorf("%s, no step: %v %q; want it to start %q", tc.rp, err, pr.Warning.Detail, tc.noStep)
+		}
+	}
+}
+
+// A threshold of 0 is the cluster's number, not its default.
+func TestThresholdZero(t *testing.T) {
+	f := newFCI()
+	f.v = dmv(false)
+	f.cluster.Group.FailoverThreshold = 0
+	pr, err := PredictCluster(withRestart(enable, RestartFailover), f.observed(), false)
+	if err != nil || !strings.Contains(pr.Warning.Detail, "The cluster allows 0 failovers in 6 hours") {
+		t.Errorf("%v %q", err, pr.Warning.Detail)
+	}
+}
