@@ -78,6 +78,7 @@ func TestFailbackWarningWindowAndSinglePreferredOwner(t *testing.T) {
 		when       string
 	}{
 		{0, 6, "once SQL01 is up again, between 00:00 and 06:00"},
+		{22, 0, "once SQL01 is up again, between 22:00 and 00:00"},
 		{22, -1, "as soon as SQL01 is up again"},
 		{-1, 23, "as soon as SQL01 is up again"},
 	} {
@@ -258,5 +259,25 @@ func TestThresholdZero(t *testing.T) {
 	pr, err := PredictCluster(withRestart(enable, RestartFailover), f.observed(), false)
 	if err != nil || !strings.Contains(pr.Warning.Detail, "The cluster allows 0 failovers in 6 hours") {
 		t.Errorf("%v %q", err, pr.Warning.Detail)
+	}
+}
+
+// The right's old holder, as the host spells it (in lower case here, the start
+// account's SID in either case), is revoked on every node: SQL Server would then
+// start without IFI, so the role restarts.
+func TestClusterRevokeOfPriorGranteeRestarts(t *testing.T) {
+	lower := strings.ToLower(acctSID)
+	for _, account := range []string{acctSID, lower} {
+		f := newFCI()
+		for _, ri := range f.nodes {
+			ri.RightHolders = []contract.Principal{{SID: lower}}
+			ri.StartAccountSID = account
+		}
+		d := withRestart(disable, RestartClusterRestart)
+		d.PriorGranteeSID = lower
+		_, p := clusterPlan(t, d, f)
+		if !p.Restart || p.Mode != RestartClusterRestart || len(p.Nodes) != 3 || len(p.Nodes[0].Steps) != 1 || p.Nodes[0].Steps[0].Grant {
+			t.Errorf("start account %s: plan %+v; want the old holder revoked on each node, then a restart of the role", account, p)
+		}
 	}
 }
