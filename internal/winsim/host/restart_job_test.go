@@ -117,6 +117,16 @@ func TestRestartSlowStop(t *testing.T) {
 	if err := h.WaitServiceState(ctx, "MSSQLSERVER", contract.StateRunning); err != nil {
 		t.Fatalf("the Engine was left down after a slow stop: %v", err)
 	}
+	// The Engine runs a moment before the guard records the end of its job: wait
+	// for the job's end (restart_status returns at once once an error is set).
+	h.mu.Lock()
+	j := h.restarts["MSSQLSERVER"]
+	h.mu.Unlock()
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		t.Fatal("the restart job never ended after the late start")
+	}
 	st := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartStatus, contract.RestartStatusParams{Instance: "MSSQLSERVER", WaitSeconds: 5}))
 	if !st.Finished || st.Error != contract.RestartStopTimeout || st.ServiceState != contract.StateRunning {
 		t.Fatalf("status after the late start: %+v", st)
