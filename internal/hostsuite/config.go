@@ -33,23 +33,17 @@ import (
 
 // The suite's environment variables (docs: README "Development", /work spec of issue 17).
 const (
-	EnvHost       = "MSSQLIFI_ACC_HOST"
-	EnvInstance   = "MSSQLIFI_ACC_INSTANCE"
-	EnvAuth       = "MSSQLIFI_ACC_AUTH"
-	EnvHTTPS      = "MSSQLIFI_ACC_HTTPS"
-	EnvPort       = "MSSQLIFI_ACC_PORT"
-	EnvInsecure   = "MSSQLIFI_ACC_INSECURE"
-	EnvCACert     = "MSSQLIFI_ACC_CA_CERT"
-	EnvSQLPort    = "MSSQLIFI_ACC_SQL_PORT"
-	EnvSQLEncrypt = "MSSQLIFI_ACC_SQL_ENCRYPT"
-	EnvSQLCACert  = "MSSQLIFI_ACC_SQL_CA_CERT"
-	EnvSQLTrust   = "MSSQLIFI_ACC_SQL_TRUST_SERVER_CERT"
-	// The SQL login's kind (sql, ntlm, kerberos; default from the user name, as
-	// the provider's sql.auth), and for kerberos the keytab and the SPN (default
-	// MSSQLSvc/<host>:<port>); krb5.conf is KRB5_CONFIG's, else /etc/krb5.conf.
-	EnvSQLAuth     = "MSSQLIFI_ACC_SQL_AUTH"
-	EnvSQLKeytab   = "MSSQLIFI_ACC_SQL_KEYTAB"
-	EnvSQLSPN      = "MSSQLIFI_ACC_SQL_SPN"
+	EnvHost        = "MSSQLIFI_ACC_HOST"
+	EnvInstance    = "MSSQLIFI_ACC_INSTANCE"
+	EnvAuth        = "MSSQLIFI_ACC_AUTH"
+	EnvHTTPS       = "MSSQLIFI_ACC_HTTPS"
+	EnvPort        = "MSSQLIFI_ACC_PORT"
+	EnvInsecure    = "MSSQLIFI_ACC_INSECURE"
+	EnvCACert      = "MSSQLIFI_ACC_CA_CERT"
+	EnvSQLPort     = "MSSQLIFI_ACC_SQL_PORT"
+	EnvSQLEncrypt  = "MSSQLIFI_ACC_SQL_ENCRYPT"
+	EnvSQLCACert   = "MSSQLIFI_ACC_SQL_CA_CERT"
+	EnvSQLTrust    = "MSSQLIFI_ACC_SQL_TRUST_SERVER_CERT"
 	EnvStages      = "MSSQLIFI_ACC_STAGES"
 	EnvDisposable  = "MSSQLIFI_ACC_DISPOSABLE_INSTANCE"
 	EnvLocal       = "MSSQLIFI_ACC_LOCAL"
@@ -73,6 +67,15 @@ const (
 	seedLogSizeMB  = 8
 	seedDatabase   = "mssqlifi_hostsuite_seed"
 	defaultAuthEnv = "negotiate"
+)
+
+// The SQL login's kind (sql, ntlm, kerberos; default from the user name, as the
+// provider's sql.auth), and for kerberos the keytab and the SPN (default
+// MSSQLSvc/<host>:<port>); krb5.conf is KRB5_CONFIG's, else /etc/krb5.conf.
+const (
+	EnvSQLAuth   = "MSSQLIFI_ACC_SQL_AUTH"
+	EnvSQLKeytab = "MSSQLIFI_ACC_SQL_KEYTAB"
+	EnvSQLSPN    = "MSSQLIFI_ACC_SQL_SPN"
 )
 
 // Stage names, in order.
