@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -175,5 +176,29 @@ func TestAccKerberos_validateSQLKerberos(t *testing.T) {
 		if r := w.run("validate", "-no-color"); r.Exit != 0 {
 			t.Errorf("terraform validate refused sql { %s }: exit %d\n%s\n%s", sql, r.Exit, r.Stdout, r.Stderr)
 		}
+	}
+}
+
+// What the SQL Kerberos login reads is checked at plan, naming the argument: a
+// keytab that is not there, a credential cache that is not there.
+func TestAccKerberos_sqlPlanErrors(t *testing.T) {
+	e, k, spn := sqlKrbEnv(t)
+	spnLine := fmt.Sprintf("    spn      = %q", spn)
+	missing := filepath.Join(t.TempDir(), "missing.keytab")
+	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-cache"))
+	for _, tc := range []struct{ name, logon, want string }{
+		{"missing keytab", fmt.Sprintf("    username = %q\n    keytab   = %q", accKrbUser+"@"+k.Realm, missing), `SQL keytab not usable[\s\S]*missing\.keytab`},
+		{"no credential cache", "", `No Kerberos credentials for the SQL login[\s\S]*no-cache`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6Factories,
+				Steps: []resource.TestStep{{
+					Config:      e.sqlKerberosConfig(k, tc.logon, spnLine) + resourceConfig(e.addr, ""),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(tc.want),
+				}},
+			})
+		})
 	}
 }
