@@ -85,7 +85,7 @@ func (e *accEnv) sqlKerberosLogons() int64 {
 }
 
 // IFI verified through SQL Server by a Kerberos login with a password, then with a
-// keytab: the state says the answer came from sys.dm_server_services, and the
+// keytab, then from the credential cache (where kinit is installed): the state says the answer came from sys.dm_server_services, and the
 // host's SQL Server saw Kerberos logons (it has no SQL login to accept any other).
 func TestAccKerberos_sqlCheck(t *testing.T) {
 	e, k, spn := sqlKrbEnv(t)
@@ -110,10 +110,15 @@ func TestAccKerberos_sqlCheck(t *testing.T) {
 			),
 		}
 	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: protoV6Factories,
-		Steps:                    []resource.TestStep{step(password), step(keytab)},
-	})
+	steps := []resource.TestStep{step(password), step(keytab)}
+	if kdc.KinitAvailable() == nil {
+		// The credential cache after kinit: no username, password or keytab.
+		t.Setenv("KRB5CCNAME", k.Kinit(t, accKrbUser, accKrbPass)) // the provider runs in this process
+		steps = append(steps, step(""))
+	} else {
+		t.Logf("the credential cache step is left out: %v", kdc.KinitAvailable())
+	}
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Factories, Steps: steps})
 }
 
 // A ticket SQL Server cannot accept, and an SPN the KDC does not know: IFI is not
