@@ -208,7 +208,8 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"username": schema.StringAttribute{
 						Optional:            true,
-						MarkdownDescription: "SQL login. Defaults to the environment variable `" + EnvSQLUsername + "`.",
+						MarkdownDescription: "SQL login; with `auth = \"ntlm\"` or `\"kerberos\"` the Windows account (`DOMAIN\\user`, or `user@REALM` for Kerberos), " +
+							"which Kerberos from the credential cache does not need. Defaults to the environment variable `" + EnvSQLUsername + "`.",
 					},
 					"password": schema.StringAttribute{
 						Optional:            true,
