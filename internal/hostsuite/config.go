@@ -69,6 +69,15 @@ const (
 	defaultAuthEnv = "negotiate"
 )
 
+// The SQL login's kind (sql, ntlm, kerberos; default from the user name, as the
+// provider's sql.auth), and for kerberos the keytab and the SPN (default
+// MSSQLSvc/<host>:<port>); krb5.conf is KRB5_CONFIG's, else /etc/krb5.conf.
+const (
+	EnvSQLAuth   = "MSSQLIFI_ACC_SQL_AUTH"
+	EnvSQLKeytab = "MSSQLIFI_ACC_SQL_KEYTAB"
+	EnvSQLSPN    = "MSSQLIFI_ACC_SQL_SPN"
+)
+
 // Stage names, in order.
 const (
 	StagePreflight = "preflight"
@@ -100,6 +109,10 @@ type Config struct {
 	SQLEncrypt               string
 	SQLCACertPath            string
 	SQLTrustServerCert       bool
+	// SQLAuth is the login kind ("": from the user name); with "kerberos" the
+	// login uses SQLPassword, else SQLKeytab, else the credential cache
+	// (KRB5CCNAME), for SQLSPN ("": MSSQLSvc/<host>:<port>).
+	SQLAuth, SQLKeytab, SQLSPN string
 
 	Allowed    map[string]bool
 	Disposable string
@@ -167,6 +180,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SQLEncrypt:         strings.ToLower(strings.TrimSpace(getenv(EnvSQLEncrypt))),
 		SQLCACertPath:      getenv(EnvSQLCACert),
 		SQLTrustServerCert: boolVar(EnvSQLTrust, false),
+		SQLAuth:            strings.ToLower(strings.TrimSpace(getenv(EnvSQLAuth))),
+		SQLKeytab:          getenv(EnvSQLKeytab),
+		SQLSPN:             strings.TrimSpace(getenv(EnvSQLSPN)),
 		Disposable:         strings.TrimSpace(getenv(EnvDisposable)),
 		Local:              boolVar(EnvLocal, false),
 		SimControl:         strings.TrimRight(strings.TrimSpace(getenv(EnvSimControl)), "/"),
@@ -221,8 +237,20 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if !c.DryRun && (c.WinRMUser == "" || c.WinRMPassword == "") {
 		bad("%s and %s must both be set: the WinRM account (a local administrator of the host)", EnvWinRMUser, EnvWinRMPass)
 	}
-	if (c.SQLUser == "") != (c.SQLPassword == "") {
-		bad("set both %s and %s (a login with VIEW SERVER STATE), or neither", EnvSQLUser, EnvSQLPass)
+	switch c.SQLAuth {
+	case "kerberos":
+		if c.SQLUser == "" && (c.SQLPassword != "" || c.SQLKeytab != "") {
+			bad("%s=kerberos with %s or %s needs %s: the Windows account (DOMAIN\\user or user@REALM) they belong to; with neither, the login uses the credential cache (kinit)", EnvSQLAuth, EnvSQLPass, EnvSQLKeytab, EnvSQLUser)
+		}
+	case "", "sql", "ntlm":
+		if (c.SQLUser == "") != (c.SQLPassword == "") {
+			bad("set both %s and %s (a login with VIEW SERVER STATE), or neither", EnvSQLUser, EnvSQLPass)
+		}
+		if c.SQLKeytab != "" || c.SQLSPN != "" {
+			bad("%s and %s are used only with %s=kerberos", EnvSQLKeytab, EnvSQLSPN, EnvSQLAuth)
+		}
+	default:
+		bad("%s=%q: use sql, ntlm or kerberos", EnvSQLAuth, c.SQLAuth)
 	}
 	if (c.SeedUser == "") != (c.SeedPass == "") {
 		bad("set both %s and %s (a login in dbcreator), or neither", EnvSeedUser, EnvSeedPass)
@@ -243,7 +271,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.Allowed[s] = true
 	}
-	for _, path := range []struct{ env, p string }{{EnvCACert, c.CACertPath}, {EnvSQLCACert, c.SQLCACertPath}} {
+	for _, path := range []struct{ env, p string }{{EnvCACert, c.CACertPath}, {EnvSQLCACert, c.SQLCACertPath}, {EnvSQLKeytab, c.SQLKeytab}} {
 		if path.p == "" || c.DryRun {
 			continue
 		}
@@ -267,3 +295,6 @@ func knownStage(s string) bool {
 func (c Config) disposable() bool {
 	return c.Disposable != "" && strings.EqualFold(c.Disposable, c.Instance)
 }
+
+// sqlKerberos: the SQL login logs on with Kerberos.
+func (c Config) sqlKerberos() bool { return c.SQLAuth == "kerberos" }

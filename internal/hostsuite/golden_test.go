@@ -55,6 +55,9 @@ func TestGoldenDryRun(t *testing.T) {
 			EnvLocal: "true", EnvSeedMB: "10240",
 		}},
 		{"dryrun-defaults", map[string]string{EnvHost: "sql01.invalid", EnvDryRun: "true"}},
+		// The SQL check by Kerberos from the credential cache, for a named SPN.
+		{"dryrun-sql-kerberos", map[string]string{EnvHost: "sql01.invalid", EnvDryRun: "true", EnvSQLAuth: "kerberos",
+			EnvSQLSPN: "MSSQLSvc/sql01.contoso.com:1433"}},
 		// The optional cluster stage, with the consent to change the nodes.
 		{"dryrun-cluster", map[string]string{
 			EnvHost: "sql01.invalid", EnvDryRun: "true", EnvStages: "preflight,cluster", EnvFCINode: "sql03.invalid",

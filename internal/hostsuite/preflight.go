@@ -16,7 +16,11 @@ import (
 
 func (s *Suite) planPreflight() []string {
 	sql := "check the SQL login (" + EnvSQLUser + "): VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it"
-	if s.cfg.SQLUser == "" {
+	switch {
+	case s.cfg.sqlKerberos():
+		sql = "check the SQL login by Kerberos (" + EnvSQLAuth + "=kerberos): krb5.conf, the credentials (" + kerberosSource(s.cfg) + "), a ticket for " +
+			spnText(s.cfg) + " and SQL Server accepting it; then VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it"
+	case s.cfg.SQLUser == "":
 		sql = "skip the SQL login's checks: " + EnvSQLUser + " is not set"
 	}
 	return []string{
@@ -32,7 +36,7 @@ func (s *Suite) planPreflight() []string {
 // preflight: read-only checks, each with what to do when it fails.
 func (s *Suite) preflight(ctx context.Context) {
 	var err error
-	if s.sqlCfg, err = s.sqlConfig(s.cfg.SQLUser, s.cfg.SQLPassword); err != nil {
+	if s.sqlCfg, err = s.checkSQLConfig(); err != nil {
 		s.p.fail("sql settings", "%v", err)
 		return
 	}
@@ -219,8 +223,19 @@ func (s *Suite) sqlChecks(ctx context.Context) {
 		s.p.skip("sql login", "%s is not set: the provider then verifies IFI through the error log only. Create a login with VIEW SERVER STATE (CREATE LOGIN ...; GRANT VIEW SERVER STATE TO ...) and set %s/%s", EnvSQLUser, EnvSQLUser, EnvSQLPass)
 		return
 	}
-	s.p.about("log in to SQL Server at %s:%d as %s and read sys.dm_server_services (reads only)", s.cfg.Host, s.sqlPort, s.cfg.SQLUser)
+	if s.cfg.sqlKerberos() {
+		if err := s.sqlCfg.CheckKerberos(); err != nil {
+			s.p.fail("sql kerberos", "%v. Fix krb5.conf (KRB5_CONFIG), %s or %s, or run kinit for the credential cache", err, EnvSQLKeytab, EnvSQLPass)
+			return
+		}
+		s.p.about("log in to SQL Server at %s:%d by Kerberos (%s) for %s and read sys.dm_server_services (reads only)", s.cfg.Host, s.sqlPort, kerberosSource(s.cfg), s.sqlCfg.SPNFor(s.sqlTarget()))
+	} else {
+		s.p.about("log in to SQL Server at %s:%d as %s and read sys.dm_server_services (reads only)", s.cfg.Host, s.sqlPort, s.cfg.SQLUser)
+	}
 	rep, err := sqlcheck.New(*s.sqlCfg).Check(ctx, s.sqlTarget())
+	if s.cfg.sqlKerberos() && err == nil {
+		s.p.pass("sql kerberos", "SQL Server accepted the Kerberos login (%s) for %s", kerberosSource(s.cfg), s.sqlCfg.SPNFor(s.sqlTarget()))
+	}
 	if s.opt.Recorder != nil {
 		// The transcript holds the provider's own queries' columns, types and rows.
 		for _, q := range []string{contract.QueryServerProperties, contract.QueryServerServices, contract.QueryHADREnabled} {
@@ -306,4 +321,23 @@ func (s *Suite) hadr(r *contract.ReadInstanceResult) {
 		sqlSays = fmt.Sprintf("SQL Server: IsHadrEnabled %s, this instance's replicas: %s", yesNo(rep.HADREnabled), strings.Join(local, "; "))
 	}
 	s.p.pass("hadr", "registry HADR_Enabled %s; failover cluster node: %s; groups whose primary this node holds: %s; %s", enabled, yesNo(h.ClusterKnown), owned, sqlSays)
+}
+
+// kerberosSource says where the SQL Kerberos login's credentials come from.
+func kerberosSource(c Config) string {
+	switch {
+	case c.SQLPassword != "":
+		return c.SQLUser + " with " + EnvSQLPass
+	case c.SQLKeytab != "":
+		return c.SQLUser + " with the keytab " + c.SQLKeytab
+	}
+	return "the credential cache of KRB5CCNAME"
+}
+
+// spnText is the SQL SPN the preflight asks a ticket for.
+func spnText(c Config) string {
+	if c.SQLSPN != "" {
+		return c.SQLSPN
+	}
+	return "MSSQLSvc/<host>:<port> (" + EnvSQLSPN + " to name another)"
 }

@@ -240,6 +240,27 @@ func (s *Suite) sqlConfig(user, pass string) (*sqlcheck.Config, error) {
 	if sqlcheck.WindowsLogon(user) {
 		c.Auth = sqlcheck.AuthNTLM
 	}
+	return s.withSQLTLS(c)
+}
+
+// checkSQLConfig is the SQL check's login (MSSQLIFI_SQL_USERNAME, or with
+// MSSQLIFI_ACC_SQL_AUTH=kerberos a Kerberos login, from the credential cache when
+// no user is set); nil when none is configured.
+func (s *Suite) checkSQLConfig() (*sqlcheck.Config, error) {
+	if !s.cfg.sqlKerberos() {
+		c, err := s.sqlConfig(s.cfg.SQLUser, s.cfg.SQLPassword)
+		if c != nil && s.cfg.SQLAuth != "" {
+			c.Auth = s.cfg.SQLAuth
+		}
+		return c, err
+	}
+	c := &sqlcheck.Config{Auth: sqlcheck.AuthKerberos, Username: s.cfg.SQLUser, Password: s.cfg.SQLPassword, Keytab: s.cfg.SQLKeytab,
+		SPN: s.cfg.SQLSPN, Encrypt: s.cfg.SQLEncrypt, TrustServerCertificate: s.cfg.SQLTrustServerCert, AppName: contract.UserAgent("hostsuite")}
+	return s.withSQLTLS(c)
+}
+
+// withSQLTLS adds the SQL CA certificate to c.
+func (s *Suite) withSQLTLS(c *sqlcheck.Config) (*sqlcheck.Config, error) {
 	pem, err := readPEM(EnvSQLCACert, s.cfg.SQLCACertPath)
 	if err != nil {
 		return nil, err

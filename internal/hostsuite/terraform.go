@@ -163,8 +163,17 @@ func (s *Suite) configFor(t target, res *resourceSpec) string {
 		fmt.Fprintf(&b, "    ca_cert = file(%q)\n", filepath.ToSlash(s.cfg.CACertPath))
 	}
 	b.WriteString("  }\n")
-	if s.cfg.SQLUser != "" {
+	if s.cfg.SQLUser != "" || s.cfg.sqlKerberos() {
 		b.WriteString("  sql {\n")
+		if s.cfg.SQLAuth != "" {
+			fmt.Fprintf(&b, "    auth = %q\n", s.cfg.SQLAuth)
+		}
+		if s.cfg.SQLKeytab != "" {
+			fmt.Fprintf(&b, "    keytab = %q\n", filepath.ToSlash(s.cfg.SQLKeytab))
+		}
+		if s.cfg.SQLSPN != "" {
+			fmt.Fprintf(&b, "    spn = %q\n", s.cfg.SQLSPN)
+		}
 		if s.cfg.SQLEncrypt != "" {
 			fmt.Fprintf(&b, "    encrypt = %q\n", s.cfg.SQLEncrypt)
 		}

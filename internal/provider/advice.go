@@ -166,6 +166,10 @@ func sqlErrorDetail(err error) string {
 		}
 	case sqlcheck.SettingPort:
 		adv = "If the host reports the wrong port, set the resource's sql_port to the instance's TCP port"
+	case sqlcheck.SettingSPN:
+		adv = "Set sql.spn (or " + EnvSQLSPN + ") to the SPN registered for SQL Server's service account, or reach the instance by the name in it"
+	case sqlcheck.SettingKeytab:
+		adv = "Set sql.keytab (or " + EnvSQLKeytab + ") to a keytab with the account's current keys, or set sql.password"
 	}
 	if se.Kind == sqlcheck.KindTimeout && se.Setting == sqlcheck.SettingNone {
 		adv = "Raise the resource's timeouts (the timeouts block) if recovery takes long"

@@ -97,7 +97,10 @@ func TestCLI_badSecurityInputRefusedAtPlan(t *testing.T) {
 			`^SQL login kind does not match the user name$`, `backslash(.|\n)*sql.auth = "ntlm"`},
 		{"SQL ntlm without a domain", "", "    auth = \"ntlm\"",
 			`^SQL login kind does not match the user name$`, `DOMAIN\\user`},
-		{"SQL kerberos", "", "    auth = \"kerberos\"", `^SQL Kerberos logon is not implemented yet$`, `sql.auth = "kerberos"`},
+		{"SQL keytab without kerberos", "", "    auth = \"ntlm\"\n    username = \"CONTOSO\\\\sqlcheck\"\n    keytab = \"/tmp/sqlcheck.keytab\"",
+			`^Kerberos setting without Kerberos$`, `sql.keytab is used only with sql.auth = "kerberos"`},
+		{"SQL kerberos with an SPN that is none", "", "    auth = \"kerberos\"\n    spn = \"sql01.mssqlifi.test\"",
+			`^Invalid SQL Server SPN$`, `MSSQLSvc/<fqdn>:<port>`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newCLI(t)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // Environment variables of the Kerberos settings of the winrm block.
@@ -19,6 +21,9 @@ const (
 	EnvWinRMKeytab   = "MSSQLIFI_WINRM_KEYTAB"
 	EnvWinRMKrb5Conf = "MSSQLIFI_WINRM_KRB5_CONF"
 	EnvWinRMRealm    = "MSSQLIFI_WINRM_REALM"
+	// The sql block's Kerberos settings (sql.auth = "kerberos").
+	EnvSQLKeytab = "MSSQLIFI_SQL_KEYTAB"
+	EnvSQLSPN    = "MSSQLIFI_SQL_SPN"
 )
 
 // kerberosModel is the winrm block's Kerberos part.
@@ -75,15 +80,16 @@ func applyKerberos(k kerberosModel, rc *remote.Config) {
 // what was set explicitly (a keytab, a krb5_conf, a realm), since negotiate uses NTLM
 // when Kerberos is not configured. Kerberos settings with "ntlm" or "basic" get a
 // warning, since they would be ignored.
-func validateKerberos(rc remote.Config) diag.Diagnostics {
+// sqlKerberos: the sql block logs on with Kerberos, which reads winrm.krb5_conf too.
+func validateKerberos(rc remote.Config, sqlKerberos bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	at := func(name string) path.Path { return path.Root("winrm").AtName(name) }
 	auth := rc.Auth // after SetDefaults
 	if auth != remote.AuthKerberos && auth != remote.AuthNegotiate {
 		for name, v := range map[string]string{"keytab": rc.Keytab, "krb5_conf": rc.Krb5Conf, "realm": rc.Realm} {
-			if v != "" {
+			if v != "" && !(sqlKerberos && name == "krb5_conf") {
 				diags.AddAttributeWarning(at(name), "Kerberos setting ignored",
-					fmt.Sprintf("winrm.%s is used only with auth = \"kerberos\" or \"negotiate\"; auth is %q.", name, auth))
+					fmt.Sprintf("winrm.%s is used only with auth = \"kerberos\" or \"negotiate\" (and krb5_conf with sql.auth = \"kerberos\"); auth is %q.", name, auth))
 			}
 		}
 		return diags
@@ -141,4 +147,64 @@ func validateKerberos(rc remote.Config) diag.Diagnostics {
 // errText is an error's message without the package prefix.
 func errText(err error) string {
 	return strings.TrimPrefix(err.Error(), "kerberos: ")
+}
+
+// The sql block's Kerberos part: the KDCs are the winrm block's krb5_conf (one
+// krb5.conf per run), the account, password and keytab the sql block's own.
+
+func sqlKeytabAttribute() schema.Attribute {
+	return schema.StringAttribute{
+		Optional: true,
+		MarkdownDescription: "Kerberos (`auth = \"kerberos\"`): path of a keytab holding the keys of `username`, used when no `password` is set. " +
+			"Without password and keytab the login uses the credential cache of `KRB5CCNAME` (run `kinit` first). Defaults to the environment variable `" + EnvSQLKeytab + "`.",
+	}
+}
+
+func sqlSPNAttribute() schema.Attribute {
+	return schema.StringAttribute{
+		Optional: true,
+		MarkdownDescription: "Kerberos (`auth = \"kerberos\"`): the service principal name to ask a ticket for. Default `MSSQLSvc/<host>:<port>` of each resource " +
+			"(its `host` and the instance's TCP port), the SPN SQL Server registers for its service account: set it when the resources name hosts by " +
+			"IP address or an alias. Defaults to the environment variable `" + EnvSQLSPN + "`.",
+	}
+}
+
+// applySQLKerberos copies the sql block's Kerberos settings, and the winrm block's
+// krb5.conf, into sc.
+func applySQLKerberos(q *sqlModel, w *winrmModel, sc *sqlcheck.Config) {
+	sc.Keytab = stringOrEnv(q.Keytab, EnvSQLKeytab)
+	sc.SPN = stringOrEnv(q.SPN, EnvSQLSPN)
+	sc.Krb5Conf = stringOrEnv(w.Krb5Conf, EnvWinRMKrb5Conf)
+}
+
+// sqlUsesKerberos: sql.auth (or its environment variable) is "kerberos".
+func sqlUsesKerberos(q *sqlModel) bool {
+	return strings.EqualFold(strings.TrimSpace(stringOrEnv(q.Auth, EnvSQLAuth)), sqlcheck.AuthKerberos)
+}
+
+// validateSQLKerberos checks at plan what the SQL Kerberos login reads (the
+// krb5.conf and a KDC for the realm, the keytab, the credential cache), at the
+// argument to change.
+func validateSQLKerberos(sc sqlcheck.Config) diag.Diagnostics {
+	var diags diag.Diagnostics
+	err := sc.CheckKerberos()
+	var ke *krb.Error
+	if err == nil || !errors.As(err, &ke) {
+		if err != nil {
+			diags.AddAttributeError(path.Root("sql").AtName("auth"), "SQL Kerberos login cannot be prepared", err.Error()+".")
+		}
+		return diags
+	}
+	msg := errText(err) + "."
+	switch ke.Part {
+	case krb.PartKeytab:
+		diags.AddAttributeError(path.Root("sql").AtName("keytab"), "SQL keytab not usable", msg+" Set sql.keytab (or "+EnvSQLKeytab+") to a readable keytab with the keys of sql.username, or set sql.password instead.")
+	case krb.PartKrb5Conf:
+		diags.AddAttributeError(path.Root("winrm").AtName("krb5_conf"), "Unreadable krb5.conf", msg+" The SQL Kerberos login reads winrm.krb5_conf (or "+EnvWinRMKrb5Conf+", or KRB5_CONFIG): give a readable krb5.conf that names the realm's KDCs.")
+	case krb.PartCCache:
+		diags.AddAttributeError(path.Root("sql").AtName("username"), "No Kerberos credentials for the SQL login", msg+" Or set sql.password or sql.keytab (with sql.username).")
+	default:
+		diags.AddAttributeError(path.Root("sql").AtName("username"), "SQL Kerberos login cannot be prepared", msg)
+	}
+	return diags
 }

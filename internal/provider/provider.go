@@ -87,6 +87,9 @@ type sqlModel struct {
 	Encrypt                types.String `tfsdk:"encrypt"`
 	CACert                 types.String `tfsdk:"ca_cert"`
 	TrustServerCertificate types.Bool   `tfsdk:"trust_server_certificate"`
+	// Keytab and SPN: Kerberos only (kerberos_config.go).
+	Keytab types.String `tfsdk:"keytab"`
+	SPN    types.String `tfsdk:"spn"`
 }
 
 // New returns the provider factory used by main and the tests.
@@ -197,14 +200,16 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 				Attributes: map[string]schema.Attribute{
 					"auth": schema.StringAttribute{
 						Optional: true,
-						MarkdownDescription: "Login kind: `" + sqlcheck.AuthSQL + "` (default; a SQL Server login) or `" + sqlcheck.AuthNTLM + "` (a Windows account, `DOMAIN\\user`). `kerberos` " +
-							"is reserved and refused until it works end to end. A user name with a backslash is a Windows logon, so it needs `ntlm`, and " +
-							"`ntlm` needs one: a mismatch is refused at plan. Defaults to the environment variable `" + EnvSQLAuth + "`.",
+						MarkdownDescription: "Login kind: `" + sqlcheck.AuthSQL + "` (default; a SQL Server login), `" + sqlcheck.AuthNTLM + "` (a Windows account, `DOMAIN\\user`) or `" +
+							sqlcheck.AuthKerberos + "` (a Windows account by Kerberos, for domains that restrict NTLM: `username` and `password`, `username` and `keytab`, or " +
+							"neither, the credential cache of `KRB5CCNAME`; see `spn`; the KDCs come from `winrm.krb5_conf`). A user name with a backslash is a Windows logon, " +
+							"so with `sql` it is refused at plan, and `ntlm` needs one. Defaults to the environment variable `" + EnvSQLAuth + "`.",
 						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.AuthSQL, sqlcheck.AuthNTLM, sqlcheck.AuthKerberos)},
 					},
 					"username": schema.StringAttribute{
 						Optional:            true,
-						MarkdownDescription: "SQL login. Defaults to the environment variable `" + EnvSQLUsername + "`.",
+						MarkdownDescription: "SQL login; with `auth = \"ntlm\"` or `\"kerberos\"` the Windows account (`DOMAIN\\user`, or `user@REALM` for Kerberos), " +
+							"which Kerberos from the credential cache does not need. Defaults to the environment variable `" + EnvSQLUsername + "`.",
 					},
 					"password": schema.StringAttribute{
 						Optional:            true,
@@ -226,6 +231,8 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						Optional:            true,
 						MarkdownDescription: "Accept any certificate from SQL Server. Default `false`.",
 					},
+					"keytab": sqlKeytabAttribute(),
+					"spn":    sqlSPNAttribute(),
 				},
 			},
 		},
@@ -268,7 +275,8 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		rc.Timeout = d
 	}
 	rc.SetDefaults()
-	resp.Diagnostics.Append(validateKerberos(rc)...)
+	q := cfg.sql()
+	resp.Diagnostics.Append(validateKerberos(rc, sqlUsesKerberos(q))...)
 	resp.Diagnostics.Append(winrmDiagnostics(rc, false)...)
 	if rc.AllowNTLMFallback != nil && !*rc.AllowNTLMFallback {
 		if why := remote.NegotiateUsesNTLM(rc); why != "" {
@@ -279,12 +287,14 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	}
 
 	var sc *sqlcheck.Config
-	q := cfg.sql()
-	if s := sqlConfig(q); s.Username != "" {
+	if s := sqlConfig(q, w); s.Username != "" || sqlUsesKerberos(q) {
 		for _, f := range s.Problems() {
 			resp.Diagnostics.Append(sqlDiagnostic(f, s, q, false))
 		}
 		s.SetDefaults()
+		if !resp.Diagnostics.HasError() {
+			resp.Diagnostics.Append(validateSQLKerberos(s)...)
+		}
 		sc = &s
 	} else if cfg.SQL != nil && (!q.Password.IsNull() || !q.Encrypt.IsNull()) {
 		resp.Diagnostics.AddAttributeError(path.Root("sql").AtName("username"), "Missing SQL username",

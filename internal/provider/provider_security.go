@@ -72,7 +72,7 @@ func winrmConfig(w *winrmModel) remote.Config {
 
 // sqlConfig is sqlcheck's Config from the sql block, else the environment (unset
 // values stay unset for sqlcheck's SetDefaults).
-func sqlConfig(q *sqlModel) sqlcheck.Config {
+func sqlConfig(q *sqlModel, w *winrmModel) sqlcheck.Config {
 	sc := sqlcheck.Config{
 		Username:               stringOrEnv(q.Username, EnvSQLUsername),
 		Password:               stringOrEnv(q.Password, EnvSQLPassword),
@@ -81,6 +81,7 @@ func sqlConfig(q *sqlModel) sqlcheck.Config {
 		CACert:                 []byte(q.CACert.ValueString()),
 		TrustServerCertificate: boolOr(q.TrustServerCertificate, false),
 	}
+	applySQLKerberos(q, w, &sc)
 	if len(sc.CACert) == 0 {
 		sc.CACert = nil
 	}
@@ -105,22 +106,27 @@ func planTimeDiagnostics(cfg providerModel) diag.Diagnostics {
 		d.Append(winrmDiagnostics(rc, true, remote.SettingAuth, remote.SettingAllowUnencrypted, remote.SettingInsecure)...)
 	}
 	q := cfg.sql()
-	if q.Auth.IsUnknown() || q.Encrypt.IsUnknown() || q.TrustServerCertificate.IsUnknown() {
+	if q.Auth.IsUnknown() || q.Encrypt.IsUnknown() || q.TrustServerCertificate.IsUnknown() || q.Keytab.IsUnknown() || q.SPN.IsUnknown() {
 		return d
 	}
-	sc := sqlConfig(q)
+	sc := sqlConfig(q, w)
 	userKnown := !q.Username.IsUnknown()
-	if userKnown && sc.Username == "" {
+	kerberos := sqlUsesKerberos(q)
+	if userKnown && sc.Username == "" && !kerberos {
 		// No SQL login (yet): only a login kind that can never work is an error now.
 		for _, f := range sc.Problems() {
-			if errors.Is(f, sqlcheck.ErrAuthNotImplemented) || errors.Is(f, sqlcheck.ErrUnsupportedAuth) {
+			if errors.Is(f, sqlcheck.ErrUnsupportedAuth) {
 				d.Append(sqlDiagnostic(f, sc, q, false))
 			}
 		}
 		return d
 	}
 	for _, f := range sc.Problems() {
-		if f.Setting == sqlcheck.SettingAuth && (userKnown || !errors.Is(f, sqlcheck.ErrAuthMismatch)) {
+		switch {
+		case f.Setting == sqlcheck.SettingAuth && (userKnown || !errors.Is(f, sqlcheck.ErrAuthMismatch)),
+			f.Setting == sqlcheck.SettingKeytab, f.Setting == sqlcheck.SettingSPN,
+			// Kerberos: a password or keytab needs the account they belong to.
+			kerberos && userKnown && !q.Password.IsUnknown() && errors.Is(f, sqlcheck.ErrNoUsername):
 			d.Append(sqlDiagnostic(f, sc, q, false))
 		}
 	}
@@ -235,6 +241,7 @@ func winrmDiagnostic(f *remote.ConfigError, rc remote.Config) diag.Diagnostic {
 var sqlAttribute = map[sqlcheck.Setting]string{
 	sqlcheck.SettingUsername: "username", sqlcheck.SettingPassword: "password", sqlcheck.SettingEncrypt: "encrypt",
 	sqlcheck.SettingCACert: "ca_cert", sqlcheck.SettingTrustServerCertificate: "trust_server_certificate", sqlcheck.SettingAuth: "auth",
+	sqlcheck.SettingKeytab: "keytab", sqlcheck.SettingSPN: "spn",
 }
 
 // sqlDiagnostic says one of sqlcheck's findings on sc in the provider's words, at
@@ -262,16 +269,25 @@ func sqlDiagnostic(f sqlcheck.Finding, sc sqlcheck.Config, q *sqlModel, warning 
 		return diag.NewAttributeErrorDiagnostic(at, summary, detail)
 	}
 	switch {
-	case errors.Is(f, sqlcheck.ErrAuthNotImplemented):
-		return e("SQL Kerberos logon is not implemented yet",
-			`sql.auth = "kerberos" is reserved until it works end to end. Use "sql" (a SQL Server login) or "ntlm" (DOMAIN\user).`)
 	case errors.Is(f, sqlcheck.ErrUnsupportedAuth):
 		return e("Unknown SQL login kind",
-			from+" is "+strconv.Quote(strings.ToLower(sc.Auth))+`: use "sql" (a SQL Server login) or "ntlm" (a Windows account, DOMAIN\user).`)
+			from+" is "+strconv.Quote(strings.ToLower(sc.Auth))+`: use "sql" (a SQL Server login), "ntlm" (a Windows account, DOMAIN\user) or "kerberos" (a Windows account by Kerberos).`)
+	case errors.Is(f, sqlcheck.ErrKerberosOnly):
+		return e("Kerberos setting without Kerberos",
+			"sql."+sqlAttribute[f.Setting]+" is used only with sql.auth = \"kerberos\", but "+from+" is "+strconv.Quote(sc.Auth)+
+				". Set sql.auth = \"kerberos\" for a Kerberos login, or remove sql."+sqlAttribute[f.Setting]+".")
+	case errors.Is(f, sqlcheck.ErrSPN):
+		return e("Invalid SQL Server SPN",
+			"sql.spn (or "+EnvSQLSPN+") is "+strconv.Quote(sc.SPN)+", which is not a service principal name: write the SPN SQL Server's service account "+
+				"registered, MSSQLSvc/<fqdn>:<port> (setspn -L <account> lists them), or remove sql.spn for MSSQLSvc/<host>:<port> of each resource.")
+	case errors.Is(f, sqlcheck.ErrNoUsername) && strings.EqualFold(sc.Auth, sqlcheck.AuthKerberos):
+		return e("Missing SQL Kerberos username",
+			"sql.auth = \"kerberos\" with a password or keytab needs the Windows account they belong to: set sql.username (or "+EnvSQLUsername+
+				") to DOMAIN\\user or user@REALM. Without password and keytab the login uses the credential cache of KRB5CCNAME (run kinit first).")
 	case errors.Is(f, sqlcheck.ErrAuthMismatch) && sqlcheck.WindowsLogon(sc.Username):
 		return e("SQL login kind does not match the user name",
 			"sql.username "+strconv.Quote(sc.Username)+" has a backslash, which makes the SQL client log on to Windows with NTLM, but "+
-				from+" is \"sql\" (a SQL Server login, the default). Set sql.auth = \"ntlm\" for a Windows account, or give a SQL login name.")
+				from+" is \"sql\" (a SQL Server login, the default). Set sql.auth = \"ntlm\" or \"kerberos\" for a Windows account, or give a SQL login name.")
 	case errors.Is(f, sqlcheck.ErrAuthMismatch):
 		return e("SQL login kind does not match the user name",
 			from+" = \"ntlm\" needs a Windows account written DOMAIN\\user (or HOST\\user for a local account), but sql.username is "+

@@ -69,9 +69,46 @@ func TestFindingsMapToArguments(t *testing.T) {
 		}
 	}
 	for _, s := range []sqlcheck.Setting{sqlcheck.SettingUsername, sqlcheck.SettingPassword, sqlcheck.SettingEncrypt,
-		sqlcheck.SettingCACert, sqlcheck.SettingTrustServerCertificate, sqlcheck.SettingAuth} {
+		sqlcheck.SettingCACert, sqlcheck.SettingTrustServerCertificate, sqlcheck.SettingAuth, sqlcheck.SettingKeytab, sqlcheck.SettingSPN} {
 		if name := sqlAttribute[s]; !sql[name] {
 			t.Errorf("sqlcheck setting %d maps to sql.%q, which the schema lacks", s, name)
 		}
+	}
+}
+
+// sql.auth = "kerberos" at plan: each credential kind's required arguments, and the
+// Kerberos arguments refused with another login kind.
+func TestSQLKerberosPlanRules(t *testing.T) {
+	for _, env := range []string{EnvSQLAuth, EnvSQLUsername, EnvSQLPassword, EnvSQLKeytab, EnvSQLSPN} {
+		t.Setenv(env, "")
+	}
+	str := types.StringValue
+	for _, tc := range []struct {
+		name string
+		sql  sqlModel
+		want string // "" none
+	}{
+		{"credential cache", sqlModel{Auth: str("kerberos")}, ""},
+		{"password", sqlModel{Auth: str("kerberos"), Username: str("dba@CONTOSO.COM"), Password: str("p")}, ""},
+		{"keytab", sqlModel{Auth: str("kerberos"), Username: str(`CONTOSO\dba`), Keytab: str("/k")}, ""},
+		{"password without user", sqlModel{Auth: str("kerberos"), Password: str("p")}, "Error: Missing SQL Kerberos username"},
+		{"keytab without user", sqlModel{Auth: str("kerberos"), Keytab: str("/k")}, "Error: Missing SQL Kerberos username"},
+		{"spn that is none", sqlModel{Auth: str("kerberos"), SPN: str("sql01")}, "Error: Invalid SQL Server SPN"},
+		{"keytab with ntlm", sqlModel{Auth: str("ntlm"), Username: str(`CONTOSO\dba`), Password: str("p"), Keytab: str("/k")}, "Error: Kerberos setting without Kerberos"},
+		{"spn with a SQL login", sqlModel{Username: str("check"), Password: str("p"), SPN: str("MSSQLSvc/x:1")}, "Error: Kerberos setting without Kerberos"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.sql
+			var got []string
+			for _, d := range planTimeDiagnostics(providerModel{SQL: &q}) {
+				if strings.Contains(d.Summary(), "WinRM") || strings.Contains(d.Summary(), "allow_unencrypted") {
+					continue
+				}
+				got = append(got, d.Severity().String()+": "+d.Summary())
+			}
+			if all := strings.Join(got, "; "); (tc.want == "" && all != "") || (tc.want != "" && !strings.Contains(all, tc.want)) {
+				t.Errorf("diagnostics %q, want %q", all, tc.want)
+			}
+		})
 	}
 }

@@ -60,9 +60,20 @@ func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, er
 		appName = contract.UserAgent("")
 	}
 	q.Set("app name", appName)
+	user := url.UserPassword(c.cfg.Username, c.cfg.Password)
+	if c.cfg.Auth == AuthKerberos {
+		l, err := c.cfg.kerberosLogon()
+		if err != nil {
+			if e := c.kerberosError(t, err); e != nil {
+				return nil, e
+			}
+			return nil, &Error{Target: t, Kind: KindConfig, Message: "Kerberos login: " + err.Error(), Err: err}
+		}
+		user = l.kerberosQuery(q, c.cfg.SPNFor(t), c.cfg.Password)
+	}
 	u := &url.URL{
 		Scheme:   "sqlserver",
-		User:     url.UserPassword(c.cfg.Username, c.cfg.Password),
+		User:     user,
 		Host:     net.JoinHostPort(t.Host, strconv.Itoa(port)),
 		RawQuery: q.Encode(),
 	}
@@ -111,8 +122,11 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 	start := time.Now()
 	r, err := c.check(ctx, t)
 	fields := map[string]any{
-		"host": t.Host, "port": t.Port, "instance": t.Instance, "user": c.cfg.Username,
+		"host": t.Host, "port": t.Port, "instance": t.Instance, "user": c.cfg.Username, "auth": c.cfg.Auth,
 		"encrypt": c.cfg.Encrypt, "duration_ms": time.Since(start).Milliseconds(),
+	}
+	if c.cfg.Auth == AuthKerberos {
+		fields["spn"] = c.cfg.SPNFor(t)
 	}
 	if err != nil {
 		fields["error"] = err.Error()

@@ -33,7 +33,7 @@ const (
 const (
 	AuthSQL      = "sql"      // a SQL Server login
 	AuthNTLM     = "ntlm"     // a Windows account, DOMAIN\user
-	AuthKerberos = "kerberos" // reserved: refused until it works end to end
+	AuthKerberos = "kerberos" // a Windows account by Kerberos: DOMAIN\user, user@REALM, or the credential cache's
 )
 
 // Sentinel errors of Problems and Warnings; each finding wraps one (errors.Is).
@@ -42,9 +42,12 @@ var (
 	ErrNoPassword      = errors.New("no SQL password given")
 	ErrEncrypt         = errors.New("encryption mode not supported")
 	ErrCACert          = errors.New("the CA certificate holds no PEM certificate")
-	ErrUnsupportedAuth = errors.New("the login kind is not one of sql, ntlm")
-	// ErrAuthNotImplemented: AuthKerberos is reserved.
-	ErrAuthNotImplemented = errors.New("Kerberos logon to SQL Server is not implemented yet")
+	ErrUnsupportedAuth = errors.New("the login kind is not one of sql, ntlm, kerberos")
+	// ErrKerberosOnly: Keytab or SPN set for a login kind other than AuthKerberos,
+	// which would ignore them.
+	ErrKerberosOnly = errors.New("used only with the login kind kerberos")
+	// ErrSPN: SPN is not of the form service/host[:port].
+	ErrSPN = errors.New("not a service principal name")
 	// ErrAuthMismatch: a backslash in the user name makes a Windows logon, which
 	// needs AuthNTLM, and AuthNTLM needs one.
 	ErrAuthMismatch = errors.New("the login kind does not match the user name")
@@ -88,7 +91,12 @@ func (c Config) Problems() []Finding {
 	bad := func(s Setting, sentinel error, format string, args ...any) {
 		out = append(out, Finding{Setting: s, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)})
 	}
-	if c.Username == "" {
+	kerberos := c.Auth == AuthKerberos
+	ccache := kerberos && c.Password == "" && c.Keytab == "" // the credential cache names the user
+	switch {
+	case c.Username == "" && kerberos && !ccache:
+		bad(SettingUsername, ErrNoUsername, "give the Windows account (DOMAIN\\user or user@REALM) whose password or keytab is set, with VIEW SERVER STATE")
+	case c.Username == "" && !kerberos:
 		bad(SettingUsername, ErrNoUsername, "give a login with VIEW SERVER STATE")
 	}
 	switch c.Encrypt {
@@ -110,11 +118,21 @@ func (c Config) Problems() []Finding {
 			bad(SettingAuth, ErrAuthMismatch, "%q is not a Windows account written DOMAIN\\user, but the kind is %q", c.Username, c.Auth)
 		}
 	case AuthKerberos:
-		bad(SettingAuth, ErrAuthNotImplemented, "use %q or %q", AuthSQL, AuthNTLM)
+		if c.SPN != "" && !validSPN(c.SPN) {
+			bad(SettingSPN, ErrSPN, "%q: write it MSSQLSvc/<fqdn>:<port> (or MSSQLSvc/<fqdn>:<instance name>)", c.SPN)
+		}
 	default:
 		bad(SettingAuth, ErrUnsupportedAuth, "%q", c.Auth)
 	}
-	if c.Password == "" {
+	if !kerberos {
+		if c.Keytab != "" {
+			bad(SettingKeytab, ErrKerberosOnly, "the login kind is %q", c.Auth)
+		}
+		if c.SPN != "" {
+			bad(SettingSPN, ErrKerberosOnly, "the login kind is %q", c.Auth)
+		}
+	}
+	if c.Password == "" && !kerberos {
 		bad(SettingPassword, ErrNoPassword, "give the password of %q", c.Username)
 	}
 	return out
@@ -148,4 +166,10 @@ func (c Config) Validate() error {
 	}
 	return &Error{Kind: KindConfig, Setting: problems[0].Setting, Encrypt: c.Encrypt, Message: "invalid SQL configuration: " + strings.Join(msgs, "; "),
 		Err: problems[0]}
+}
+
+// validSPN: service/host with both parts non-empty and no spaces.
+func validSPN(spn string) bool {
+	class, host, ok := strings.Cut(spn, "/")
+	return ok && class != "" && host != "" && !strings.ContainsAny(spn, " \t")
 }

@@ -41,8 +41,10 @@ const (
 	SettingEncrypt
 	SettingCACert
 	SettingTrustServerCertificate
-	SettingPort // Target.Port
-	SettingAuth // the login kind (Config.Auth)
+	SettingPort   // Target.Port
+	SettingAuth   // the login kind (Config.Auth)
+	SettingKeytab // Config.Keytab (Kerberos)
+	SettingSPN    // Config.SPN (Kerberos)
 )
 
 // Error is every error a Checker returns. It states facts and remedies on the SQL
@@ -110,14 +112,16 @@ func sqlMessage(err error) string {
 
 func (c *checker) classify(ctx context.Context, t Target, err error) *Error {
 	e := &Error{Target: t, Err: err, Number: sqlNumber(err), Encrypt: c.cfg.Encrypt}
+	if e.Number == 0 && c.cfg.Auth == AuthKerberos {
+		if ke := c.kerberosError(t, err); ke != nil {
+			return ke
+		}
+	}
 	switch e.Number {
 	case contract.SQLErrLoginFailed:
-		e.Kind = KindAuth
-		e.Message = fmt.Sprintf("login failed for %s (error 18456)", c.cfg.Username)
-		e.Setting = SettingPassword
-		e.Hint = "The login must be a SQL Server login (Windows logins are not supported) that is enabled, " +
-			"and the instance must allow SQL Server authentication (mixed mode)"
-		return e
+		return c.loginFailed(t, e)
+	case sqlErrUntrustedDomain:
+		return c.windowsLogonRefused(t, e)
 	case contract.SQLErrPermissionDenied:
 		e.Kind = KindPermission
 		e.Message = fmt.Sprintf("the login %s may not read sys.dm_server_services: %s", c.cfg.Username, sqlMessage(err))
@@ -185,6 +189,74 @@ func tlsError(e *Error, err error) *Error {
 	e.Hint = "Trust the CA that signed SQL Server's certificate, or (only for testing) trust the server's certificate without verification"
 	if e.Encrypt == "strict" {
 		e.Hint += "; with strict encryption (TDS 8.0) the certificate must name the host you connect to"
+	}
+	return e
+}
+
+// sqlErrUntrustedDomain is SQL Server's error 18452, "Login failed. The login is
+// from an untrusted domain and cannot be used with Windows authentication.": its
+// security package refused a Windows logon (SSPI), before any login was looked up.
+const sqlErrUntrustedDomain = 18452
+
+// account is the login's name as the user knows it: the user name, or for
+// Kerberos from the credential cache, the cache's principal.
+func (c *checker) account() string {
+	if c.cfg.Username != "" || c.cfg.Auth != AuthKerberos {
+		return c.cfg.Username
+	}
+	if l, err := c.cfg.kerberosLogon(); err == nil {
+		return l.principal
+	}
+	return "the credential cache's principal"
+}
+
+// loginFailed is error 18456 with what to check for the login kind: SQL Server
+// authenticated nobody (a SQL login), or a Windows account it has no login for.
+func (c *checker) loginFailed(t Target, e *Error) *Error {
+	e.Kind = KindAuth
+	who := c.account()
+	e.Message = fmt.Sprintf("login failed for %s (error 18456)", who)
+	switch c.cfg.Auth {
+	case AuthNTLM:
+		e.Setting = SettingUsername
+		e.Hint = fmt.Sprintf("Check that the account is written DOMAIN\\user (HOST\\user for a local account) with its password, and that "+
+			"a Windows login exists on the instance for it, and is enabled: CREATE LOGIN [%s] FROM WINDOWS, then GRANT VIEW SERVER STATE", who)
+	case AuthKerberos:
+		e.Setting = SettingUsername
+		e.Message = fmt.Sprintf("Kerberos authenticated %s for %s, but the login failed (error 18456)", who, c.cfg.SPNFor(t))
+		e.Hint = "SQL Server has no enabled Windows login for that account: create it with CREATE LOGIN [DOMAIN\\user] FROM WINDOWS " +
+			"(the domain's NetBIOS name) and GRANT VIEW SERVER STATE, or log on as an account that has one"
+	default:
+		e.Setting = SettingPassword
+		e.Hint = "Check that the SQL Server login exists and is enabled and that the password is right, and that the instance allows " +
+			"SQL Server authentication (mixed mode: \"SQL Server and Windows Authentication mode\"); a Windows account logs on with NTLM or Kerberos instead"
+	}
+	return e
+}
+
+// windowsLogonRefused is error 18452: SQL Server's security package refused the
+// Windows logon (SQL Server logs why, as error 17806, only in its error log).
+func (c *checker) windowsLogonRefused(t Target, e *Error) *Error {
+	e.Kind = KindAuth
+	who := c.account()
+	switch c.cfg.Auth {
+	case AuthKerberos:
+		spn := c.cfg.SPNFor(t)
+		e.Setting = SettingSPN
+		e.Message = fmt.Sprintf("SQL Server refused the Kerberos ticket of %s for %s (error 18452, the login is from an untrusted domain)", who, spn)
+		e.Hint = fmt.Sprintf("The ticket was issued for %s, so the KDC knows that SPN, but SQL Server could not accept it: the SPN is probably "+
+			"registered for another account than the SQL Server service's (setspn -Q %s names it; the service account must hold it, setspn -S), "+
+			"or the service's keys are stale, or the clocks of this machine, the KDC and the server differ by more than 5 minutes. "+
+			"The SQL Server error log names the cause (error 17806, SSPI handshake failed)", spn, spn)
+	case AuthNTLM:
+		e.Setting = SettingUsername
+		e.Message = fmt.Sprintf("SQL Server refused the NTLM logon of %s (error 18452, the login is from an untrusted domain)", who)
+		e.Hint = "Check the DOMAIN\\user form and the password, that the server's domain trusts the account's domain, and that the domain does not " +
+			"restrict NTLM (Network security: Restrict NTLM); where it does, use Kerberos. The SQL Server error log names the cause (error 17806)"
+	default:
+		e.Setting = SettingUsername
+		e.Message = fmt.Sprintf("SQL Server refused the login %s as a Windows logon (error 18452)", who)
+		e.Hint = "A SQL Server login logs on with its password; check the user name"
 	}
 	return e
 }

@@ -14,9 +14,16 @@ type Config struct {
 	Username string
 	Password string
 	Encrypt  string // EncryptStrict, EncryptTrue or EncryptDisable; "": DefaultEncrypt (SetDefaults)
-	// Auth is the login kind: AuthSQL or AuthNTLM (AuthKerberos is refused); "":
-	// DefaultAuth. It must agree with Username (Problems).
-	Auth                   string
+	// Auth is the login kind: AuthSQL, AuthNTLM or AuthKerberos; "": DefaultAuth.
+	// It must agree with Username (Problems).
+	Auth string
+	// Kerberos (AuthKerberos) logs on with Password, else the Keytab of Username's
+	// keys, else the credential cache (KRB5CCNAME, after kinit), for the SPN (""
+	// is DefaultSPN, MSSQLSvc/<host>:<port>), with the KDCs of Krb5Conf (""
+	// is KRB5_CONFIG, then /etc/krb5.conf).
+	Keytab                 string
+	SPN                    string
+	Krb5Conf               string
 	CACert                 []byte // PEM
 	TrustServerCertificate bool
 	TLSServerName          string // optional override of the name checked in the certificate

@@ -100,6 +100,8 @@ type HostStats struct {
 	PowerShellProcesses int64 `json:"powershell_processes"`
 	AddTypeCompilations int64 `json:"add_type_compilations"`
 	SQLConnections      int64 `json:"sql_connections"`
+	// SQLKerberosLogons are SQL Server logons by Kerberos (SSPI) accepted.
+	SQLKerberosLogons int64 `json:"sql_kerberos_logons"`
 }
 
 // Stats returns one host's counters.
@@ -122,6 +124,7 @@ func (s *Sim) Stats(hostName string) (HostStats, error) {
 		PowerShellProcesses: hs.PowerShellProcesses,
 		AddTypeCompilations: hs.AddTypeCompilations,
 		SQLConnections:      sh.sqlWire.conns.Load(),
+		SQLKerberosLogons:   sh.sqlKerberos.Load(),
 	}, nil
 }
 
@@ -141,6 +144,7 @@ func (s *Sim) TotalStats() HostStats {
 		t.PowerShellProcesses += st.PowerShellProcesses
 		t.AddTypeCompilations += st.AddTypeCompilations
 		t.SQLConnections += st.SQLConnections
+		t.SQLKerberosLogons += st.SQLKerberosLogons
 	}
 	return t
 }

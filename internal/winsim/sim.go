@@ -22,10 +22,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/ntlm"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsman"
 )
@@ -114,6 +116,9 @@ type simHost struct {
 	rtt       time.Duration // the cost model's round trip
 	winrmWire wireStats
 	sqlWire   wireStats
+
+	sspi        *hostSSPI    // SQL Server's integrated logons (sspi.go)
+	sqlKerberos atomic.Int64 // of which Kerberos
 }
 
 // sqlEndpoint is one instance's TDS listener. The host model opens and closes it as
@@ -366,6 +371,8 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		Executor:    model,
 		Logf:        s.logf,
 	})
+	sh.sspi = newHostSSPI(kerberos, hc.Domain, &ntlm.Server{ComputerName: computer, DomainName: hc.Domain, Lookup: model.Lookup,
+		TargetNames: append(append([]string{}, dnsNames...), address, strings.ToLower(computer)+dnsSuffix(hc.Domain))}, &sh.sqlKerberos)
 	if sh.httpAddr, err = s.serveWinRM(sh, "HTTP", hostHTTPPort(hc), "http_port", sh.wsman.Serve); err != nil {
 		return err
 	}
@@ -427,7 +434,7 @@ func (s *Sim) startSQLEndpoint(sh *simHost, inst *host.Instance, hc host.HostCon
 	ep := &sqlEndpoint{
 		instance: sh.name + `\` + name,
 		addr:     l.Addr().String(),
-		server:   tds.NewServer(inst.TDSHandler(), tds.Options{TLSConfig: srvTLS, Logf: s.logf}),
+		server:   tds.NewServer(inst.TDSHandler(), tds.Options{TLSConfig: srvTLS, Logf: s.logf, SSPI: sh.sspi}),
 		logf:     s.logf,
 		wg:       &s.wg,
 		changed:  make(chan struct{}),

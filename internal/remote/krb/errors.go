@@ -174,3 +174,30 @@ func classifyKDC(err error, principal, spn, realm string, kdcs []string, step st
 }
 
 const krbNetworking = "Networking_Error"
+
+// ClassifyInitiator turns the error of another Kerberos initiator built on gokrb5
+// (go-mssqldb's krb5 authenticator, for SQL Server) into an *Error naming the
+// principal, the SPN and the realm's KDCs, with this package's texts: the KDC's
+// refusal of the logon (AS exchange) or of the service ticket (TGS exchange).
+// It returns nil for an error that does not come from a KDC exchange.
+func ClassifyInitiator(err error, principal, spn, realm string, kdcs []string) *Error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	step := "logon"
+	switch {
+	case strings.Contains(msg, "TGS Exchange Error") || strings.Contains(msg, "TGS_REQ") || strings.Contains(msg, "requesting for"):
+		step = "service ticket"
+	case strings.Contains(msg, "AS Exchange Error") || strings.Contains(msg, "AS_REQ"):
+	default:
+		if krbCode(err) == 0 && !strings.Contains(msg, krbNetworking) && !strings.Contains(msg, "KDC_Error") {
+			return nil
+		}
+	}
+	e := classifyKDC(err, principal, spn, realm, kdcs, step)
+	if e.Kind == KindUnknown {
+		e.Message = fmt.Sprintf("the %s of %s for %s failed: %v", step, principal, spn, err)
+	}
+	return e
+}

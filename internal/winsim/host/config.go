@@ -316,10 +316,13 @@ func validateAG(ag AvailabilityGroupConfig) error {
 // HasAgent reports whether the instance has SQL Server Agent (default true).
 func (c InstanceConfig) HasAgent() bool { return c.Agent == nil || *c.Agent }
 
-// LoginConfig is one SQL login.
+// LoginConfig is one SQL login. A name with a backslash (DOMAIN\user) is a
+// Windows login (CREATE LOGIN ... FROM WINDOWS): it logs on only by integrated
+// authentication (Kerberos or NTLM, through the host's security package), and has
+// no password.
 type LoginConfig struct {
 	Name     string `json:"name"`
-	Password string `json:"password"`
+	Password string `json:"password,omitempty"`
 	// ViewServerState grants VIEW SERVER STATE (needed for the DMVs). Default true.
 	ViewServerState *bool `json:"view_server_state,omitempty"`
 	// ViewAnyDefinition grants VIEW ANY DEFINITION: without it (and without

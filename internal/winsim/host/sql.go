@@ -51,15 +51,29 @@ func (s sqlHandler) findLogin(user string) (LoginConfig, bool) {
 
 // Login checks a SQL login: an unknown login or a wrong password is error 18456,
 // class 14, with the message SQL Server sends the client (the reason goes only to
-// the server's log).
+// the server's log). An integrated logon (the host's security package accepted a
+// Windows account) needs a Windows login of that name: a login whose name has a
+// backslash, DOMAIN\user, without a password.
 func (s sqlHandler) Login(_ context.Context, l tds.Login) *tds.SQLError {
 	s.i.countConnection(l.AppName)
 	if !s.i.Ready() {
 		return &tds.SQLError{Number: 17187, State: 1, Class: 16, Message: "SQL Server is not ready to accept new client connections. Wait a few minutes before trying again."}
 	}
+	failed := &tds.SQLError{Number: contract.SQLErrLoginFailed, State: 1, Class: 14, Message: fmt.Sprintf("Login failed for user '%s'.", l.User)}
 	lc, ok := s.findLogin(l.User)
-	if !ok || lc.Password != l.Password {
-		return &tds.SQLError{Number: contract.SQLErrLoginFailed, State: 1, Class: 14, Message: fmt.Sprintf("Login failed for user '%s'.", l.User)}
+	windows := strings.Contains(lc.Name, `\`)
+	if l.Integrated {
+		// A Windows account Windows authenticated: it needs a Windows login
+		// (CREATE LOGIN [DOMAIN\user] FROM WINDOWS); none is 18456.
+		if !ok || !windows {
+			return failed
+		}
+		return nil
+	}
+	// SQL Server authentication: a SQL login and its password; a Windows login
+	// cannot log on with a password over TDS.
+	if !ok || windows || lc.Password != l.Password {
+		return failed
 	}
 	return nil
 }

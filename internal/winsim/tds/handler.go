@@ -2,6 +2,7 @@ package tds
 
 import (
 	"context"
+	"net"
 	"time"
 )
 
@@ -61,6 +62,32 @@ type Login struct {
 	// Encrypted is set by the endpoint when the connection runs over TLS
 	// (encrypt=strict, or encrypt=true negotiated in PRELOGIN).
 	Encrypted bool
+	// Integrated: a Windows logon (SSPI) that Options.SSPI accepted; User is then
+	// the Windows account, DOMAIN\user, and Password is empty. The Handler decides
+	// whether that account has a login.
+	Integrated bool
+	// Mechanism is how an integrated logon authenticated: "Kerberos" or "NTLM"
+	// (sys.dm_exec_connections.auth_scheme); "" for a SQL login.
+	Mechanism string
+}
+
+// SSPI is the host's security package behind integrated logons (LOGIN7 with
+// fIntSecurity): SQL Server hands the client's tokens to Windows' Negotiate
+// package and answers with what it returns, until the context is complete.
+type SSPI interface {
+	// NewContext starts the security context of one connection from client.
+	NewContext(client net.Addr) SSPIContext
+}
+
+// SSPIContext is one connection's security context.
+type SSPIContext interface {
+	// Accept consumes one client token (LOGIN7's SSPI field, then each SSPI
+	// message) and returns the token to send back (nil: none). When the context
+	// is complete, done is set and account is the Windows account (DOMAIN\user)
+	// and mechanism "Kerberos" or "NTLM". An error refuses the logon: the client
+	// gets error 18452, the reason goes only to the server's log, as SQL Server
+	// writes error 17806 ("SSPI handshake failed ...") to its error log.
+	Accept(token []byte) (reply []byte, account, mechanism string, done bool, err error)
 }
 
 // Handler is the SQL Server behind the endpoint. It is asked about every login and

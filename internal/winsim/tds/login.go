@@ -81,6 +81,8 @@ type login7 struct {
 	TDSVersion uint32
 	PacketSize uint32
 	SSPI       bool
+	// SSPIData is the first token of an integrated login (SPNEGO/Kerberos or NTLMSSP).
+	SSPIData []byte
 }
 
 // LOGIN7 fixed header offsets (MS-TDS 2.2.6.4).
@@ -92,6 +94,7 @@ const (
 	offAppName        = 48
 	offDatabase       = 68
 	offSSPI           = 78
+	offSSPILong       = 90 // cbSSPILong, when cbSSPI is 0xFFFF
 	optionFlags2Index = 25
 	fIntSecurity      = 0x80
 )
@@ -140,8 +143,16 @@ func parseLogin7(data []byte) (*login7, error) {
 	if l.Database, err = field(offDatabase, "Database", false); err != nil {
 		return nil, err
 	}
-	if binary.LittleEndian.Uint16(data[offSSPI+2:]) != 0 {
+	if n := int(binary.LittleEndian.Uint16(data[offSSPI+2:])); n != 0 {
 		l.SSPI = true
+		if n == 0xFFFF {
+			n = int(binary.LittleEndian.Uint32(data[offSSPILong:]))
+		}
+		off := int(binary.LittleEndian.Uint16(data[offSSPI:]))
+		if off+n > len(data) || off+n < off {
+			return nil, errors.New("LOGIN7 field SSPI points past the end of the record")
+		}
+		l.SSPIData = append([]byte(nil), data[off:off+n]...)
 	}
 	return l, nil
 }

@@ -5,8 +5,10 @@
 // What it does: PRELOGIN; clear text, TDS 7.x encryption negotiated in PRELOGIN
 // (TLS 1.2 inside PRELOGIN packets, then TLS on the socket) and TDS 8.0
 // (encrypt=strict: TLS 1.2+ from the first byte, ALPN "tds/8.0"), chosen per
-// connection by its first byte so one port serves all; LOGIN7 with SQL logins
-// (integrated authentication is refused with 18452); SQLBatch → result sets or an
+// connection by its first byte so one port serves all; LOGIN7 with SQL logins,
+// and integrated (SSPI) logons through Options.SSPI: the LOGIN7 SSPI field, SSPI
+// tokens (0xED) back and SSPI messages (0x11) on, a refused one answered with error
+// 18452; SQLBatch → result sets or an
 // error; ATTENTION cancels the running batch's context and is confirmed with
 // DONE_ATTN; RPC and transaction manager requests get clear errors.
 //
@@ -43,6 +45,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// LoginTimeout bounds PRELOGIN, TLS and LOGIN7 on a new connection; 0 means 30s.
 	LoginTimeout time.Duration
+	// SSPI accepts integrated (Windows) logons; nil refuses them with error 18452,
+	// as an instance that cannot validate Windows logons does.
+	SSPI SSPI
 }
 
 // Server is a TDS 7.4 endpoint in front of a Handler.
@@ -292,10 +297,24 @@ func (c *conn) doLogin(data []byte) error {
 	c.login = l.Login
 	server := c.s.h.ServerName()
 	if l.SSPI {
-		e := &SQLError{Number: 18452, State: 1, Class: 14,
-			Message: "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication."}
-		_ = c.pw.writeMessage(packReply, errorStream(e, server))
-		return errors.New("client asked for integrated (SSPI) authentication, which the simulator does not offer; use a SQL login")
+		account, mech, reply, err := c.integratedLogon(l.SSPIData, server)
+		if err != nil {
+			return err
+		}
+		l.User, l.Password, l.Integrated, l.Mechanism = account, "", true, mech
+		c.login = l.Login
+		if len(reply) > 0 {
+			// The context's last token (SPNEGO accept-completed, with the AP-REP
+			// when the client asked for mutual authentication) travels in a
+			// message of its own, ahead of the login's answer: go-mssqldb ends
+			// a response at an SSPI token, and sends nothing back when its
+			// security package has no more to say (FIDELITY.md).
+			var t tokenBuf
+			t.sspi(reply)
+			if err := c.pw.writeMessage(packReply, t.b); err != nil {
+				return err
+			}
+		}
 	}
 	if e := c.s.h.Login(c.ctx, l.Login); e != nil {
 		e = withDefaults(e, 18456, 14)
@@ -331,6 +350,61 @@ func (c *conn) doLogin(data []byte) error {
 		return io.EOF
 	}
 	return nil
+}
+
+// untrustedDomain is what SQL Server answers a Windows logon that its security
+// package refused (error 18452, class 14): the client learns nothing more; the
+// reason goes to the error log (17806, "SSPI handshake failed ...").
+func untrustedDomain() *SQLError {
+	return &SQLError{Number: 18452, State: 1, Class: 14,
+		Message: "Login failed. The login is from an untrusted domain and cannot be used with Windows authentication."}
+}
+
+// integratedLogon runs the SSPI exchange of an integrated login: first the LOGIN7
+// token, then one SSPI message per token the context answers with, until the
+// context is complete. It returns the Windows account, the mechanism and the last
+// token to send with the login's answer. A refused logon has been answered with
+// 18452 when it returns an error.
+func (c *conn) integratedLogon(first []byte, server string) (account, mech string, reply []byte, err error) {
+	refuse := func(why string) error {
+		_ = c.pw.writeMessage(packReply, errorStream(untrustedDomain(), server))
+		c.s.logf("tds: integrated login from %s refused (error 18452): %s", c.raw.RemoteAddr(), why)
+		return io.EOF // the connection closes after a failed login, as SQL Server does
+	}
+	if c.s.opts.SSPI == nil {
+		return "", "", nil, refuse("this instance accepts no Windows logons (no security package configured)")
+	}
+	if len(first) == 0 {
+		return "", "", nil, refuse("LOGIN7 asks for integrated authentication but carries no SSPI token")
+	}
+	sc := c.s.opts.SSPI.NewContext(c.raw.RemoteAddr())
+	token := first
+	const maxLegs = 4 // Kerberos takes one, NTLM two
+	for leg := 1; ; leg++ {
+		out, acct, m, done, err := sc.Accept(token)
+		if err != nil {
+			return "", "", nil, refuse(err.Error())
+		}
+		if done {
+			return acct, m, out, nil
+		}
+		if leg == maxLegs {
+			return "", "", nil, refuse(fmt.Sprintf("the security context is not complete after %d tokens", leg))
+		}
+		var t tokenBuf
+		t.sspi(out)
+		if err := c.pw.writeMessage(packReply, t.b); err != nil {
+			return "", "", nil, err
+		}
+		msg, err := readMessage(c.r)
+		if err != nil {
+			return "", "", nil, err
+		}
+		if msg.typ != packSSPI {
+			return "", "", nil, refuse(fmt.Sprintf("expected an SSPI message (0x11) to continue the logon, got packet type 0x%02X", msg.typ))
+		}
+		token = msg.data
+	}
 }
 
 // withDefaults fills an error's zero number/class/state the way SQL Server would.

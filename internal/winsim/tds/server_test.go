@@ -24,6 +24,8 @@ import (
 const (
 	testUser     = "provider"
 	testPassword = "S3cret!pässword"
+	// testWindowsUser is the Windows login the test handler has, for integrated logons.
+	testWindowsUser = `CONTOSO\alice`
 )
 
 // testHandler is a small SQL Server: one login and a few canned queries.
@@ -49,7 +51,10 @@ func (h *testHandler) Login(_ context.Context, l Login) *SQLError {
 	h.mu.Lock()
 	h.logins = append(h.logins, l)
 	h.mu.Unlock()
-	if strings.EqualFold(l.User, testUser) && l.Password == testPassword {
+	if strings.EqualFold(l.User, testUser) && l.Password == testPassword && !l.Integrated {
+		return nil
+	}
+	if l.Integrated && strings.EqualFold(l.User, testWindowsUser) {
 		return nil
 	}
 	return &SQLError{Number: 18456, State: 1, Class: 14, Message: fmt.Sprintf("Login failed for user '%s'.", l.User)}

@@ -18,6 +18,7 @@ const (
 	tokenRow         byte = 0xD1
 	tokenEnvChange   byte = 0xE3
 	tokenDone        byte = 0xFD
+	tokenSSPI        byte = 0xED // SSPI: a security package token during an integrated login (MS-TDS 2.2.7.22)
 )
 
 // DONE status bits.
@@ -130,6 +131,14 @@ func (t *tokenBuf) loginAck(progName string, major, minor uint8, build uint16) {
 		b.byte1(byte(build >> 8))
 		b.byte1(byte(build))
 	})
+}
+
+// sspi writes an SSPI token (0xED): USHORT length, then the security package's
+// bytes.
+func (t *tokenBuf) sspi(b []byte) {
+	t.byte1(tokenSSPI)
+	t.uint16le(uint16(len(b)))
+	t.b = append(t.b, b...)
 }
 
 // message writes an ERROR (0xAA) or INFO (0xAB) token.
