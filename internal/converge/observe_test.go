@@ -210,7 +210,9 @@ func (c *sleepClock) Sleep(ctx context.Context, d time.Duration) error {
 // refusedErr is a refused connection, as remote.Error reports it (Refused, Transient).
 type refusedErr struct{}
 
-func (refusedErr) Error() string   { return "cannot connect to the WinRM listener at sql01.example.com:5986: connection refused" }
+func (refusedErr) Error() string {
+	return "cannot connect to the WinRM listener at sql01.example.com:5986: connection refused"
+}
 func (refusedErr) Transient() bool { return true }
 func (refusedErr) Refused() bool   { return true }
 
