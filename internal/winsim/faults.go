@@ -87,9 +87,9 @@ type faultSet struct {
 	ops    map[string]string // CommandId or ShellId → operation
 	// refusals are "refuse" faults armed by an operation's command, not yet fired.
 	refusals []*WinRMFault
-	model  *host.Host
-	gates  []*gateListener // the host's WinRM listeners, for "refuse"
-	stop   chan struct{}   // closed by clear (and the simulator's Close): ends pending and current refusals
+	model    *host.Host
+	gates    []*gateListener // the host's WinRM listeners, for "refuse"
+	stop     chan struct{}   // closed by clear (and the simulator's Close): ends pending and current refusals
 }
 
 var (
