@@ -170,12 +170,13 @@ func (e *Engine) assessed(ctx context.Context, t Target, d ifi.Desired, obs *Obs
 	}, nil
 }
 
-// PlanRead is Read for the plan of a create, which has nothing else to predict
-// from: a refused connection is asked again within ctx's deadline (the resource's
-// read timeout), as every read of an apply is, so that a blip of the host's WinRM
-// makes the plan wait rather than turn its prediction unknown. A failure that
-// persists is the error (KindObserveFailed, naming the host and what to check).
-func (e *Engine) PlanRead(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
+// ReadRiding is Read, with a refused connection asked again within ctx's deadline,
+// as every read of an apply is: for the plan of a create, which has nothing else to
+// predict from (the resource's read timeout), so that a blip of the host's WinRM
+// makes the plan wait rather than turn its prediction unknown, and for an apply's
+// look before Apply (is the instance clustered?). A failure that persists is the
+// error (KindObserveFailed, naming the host and what to check).
+func (e *Engine) ReadRiding(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
 	readAt := e.clock().Now()
 	obs, err := e.foundWith(ctx, t, nil)
 	if err != nil {

@@ -247,7 +247,7 @@ func refused(err error) bool {
 // observeRiding is observe, asked again while the connection is refused, with the
 // restart's follow-up pauses (retryPause), for as long as ctx's deadline leaves
 // time for the pause: every read of an apply, and the read of a create's plan
-// (PlanRead), rides through a blip of the host's WinRM within its timeout. Without
+// (ReadRiding), rides through a blip of the host's WinRM within its timeout. Without
 // a deadline it asks once (every wait has a deadline). When the deadline comes, the
 // error is the last refusal's (which names the host and what to check), not the
 // deadline's.

@@ -276,8 +276,8 @@ func TestApplyDoesNotRideOtherFailures(t *testing.T) {
 }
 
 // The plan of a create rides through a refused connection within the read timeout
-// (PlanRead); the refresh's Read asks once.
-func TestPlanReadRidesThroughARefusal(t *testing.T) {
+// (ReadRiding); the refresh's Read asks once.
+func TestReadRidingRidesThroughARefusal(t *testing.T) {
 	w, ctx, _ := ridingWorld(t, time.Minute)
 	w.host.readErr = func(n int) error {
 		if n <= 2 {
@@ -288,8 +288,8 @@ func TestPlanReadRidesThroughARefusal(t *testing.T) {
 	if _, err := w.engine.Read(ctx, defaultTarget, enable); err == nil {
 		t.Fatalf("Read succeeded on a refused connection; want one attempt")
 	}
-	out, err := w.engine.PlanRead(ctx, defaultTarget, enable)
+	out, err := w.engine.ReadRiding(ctx, defaultTarget, enable)
 	if err != nil || out.Assessment == nil {
-		t.Fatalf("PlanRead: %v; want the read after the refusal", err)
+		t.Fatalf("ReadRiding: %v; want the read after the refusal", err)
 	}
 }

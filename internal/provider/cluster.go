@@ -56,7 +56,7 @@ func (c *clients) clustered(ctx context.Context, t *converge.Target, known types
 	case !known.IsNull() && !known.IsUnknown():
 		return known.ValueBool(), nil
 	}
-	out, err := c.engine().Read(ctx, *t, d)
+	out, err := c.engine().ReadRiding(ctx, *t, d) // part of an apply: it rides through a refused connection
 	if err != nil {
 		return false, err
 	}

@@ -145,7 +145,10 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 		launchpad int             // a dependent's stop, in ms; 0: no such dependent
 		actions   []winsim.Action // injected before the create
 		during    func(*accEnv) func(*exec.Cmd)
-		wantErr   string // regexp on an error diagnostic of the create; "": any outcome
+		// startAfter: the Engine stays stopped after the fault (it would not start);
+		// the DBA starts it once the cause is fixed, before the follow-up.
+		startAfter bool
+		wantErr    string // regexp on an error diagnostic of the create; "": any outcome
 	}{
 		{name: "SIGINT during the restart", stopMS: 3000,
 			during: func(e *accEnv) func(*exec.Cmd) { return signalAtStopPending(e.t, e, syscall.SIGINT) }},
@@ -154,7 +157,7 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 			wantErr: `(?s)was not seen to finish.*connection refused`},
 		{name: "the Engine fails to start",
 			actions: []winsim.Action{{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Code: 1067, Times: -1}},
-			wantErr: `(?s)did not start after 3 attempts.*Windows error 1067`},
+			wantErr: `(?s)did not start after 3 attempts.*Windows error 1067`, startAfter: true},
 		{name: "a dependent slower to stop (70 s) than create = 1m", launchpad: 70000,
 			wantErr: `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending`},
 	}
@@ -209,8 +212,20 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 			e.do(winsim.Action{Action: winsim.ActionClearFaults})
 			e.do(winsim.Action{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Times: 0})
 			h := e.host()
-			if r.during != nil { // the guard finishes the interrupted restart
-				waitEngineRunning(t, e)
+			if r.launchpad != 0 {
+				e.do(winsim.Action{Action: winsim.ActionSlowStop, Service: "MSSQLLaunchpad", StopMS: 100})
+			}
+			if r.startAfter {
+				e.do(winsim.Action{Action: winsim.ActionStartService, Service: "MSSQLSERVER"})
+				e.do(winsim.Action{Action: winsim.ActionStartService, Service: "SQLSERVERAGENT"})
+			}
+			// The guard finishes what the fault interrupted: the services run again.
+			wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer wcancel()
+			for _, s := range services {
+				if err := h.WaitServiceState(wctx, s, contract.StateRunning); err != nil {
+					t.Fatalf("%s is not Running after the fault: %v", s, err)
+				}
 			}
 			// The next plan: empty, an update in place, or the replace of the tainted create.
 			p := w.plan()

@@ -35,7 +35,8 @@ func plannedActionAttribute() schema.StringAttribute {
 			"(and its running dependent services; on a failover cluster instance, the failover or cluster restart `restart` asks for, " +
 			"and `grant`/`revoke` cover every possible owner); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
 			"`verify`: the last apply failed part-way, and the apply verifies and finishes it (it may restart). Unknown at plan time " +
-			"(the provider configuration or the host is not known yet, or the host could not be read) means the apply **may restart**. " +
+			"(the provider configuration, the host or an argument is not known yet) means the apply **may restart**; a host that " +
+			"cannot be read within the read timeout fails the plan. " +
 			"The apply stores the planned value; a refresh sets it to `none`. A `lifecycle { postcondition }` on it fails the plan " +
 			"itself, for example to forbid restarts of primary replicas or outside a maintenance window.",
 	}
@@ -98,7 +99,7 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		return
 	}
 	// The read rides through a refused connection within the read timeout
-	// (converge.PlanRead); a failure that persists is the plan's error, naming the
+	// (converge.ReadRiding); a failure that persists is the plan's error, naming the
 	// host and what to check. A known prediction never turns unknown on a failed
 	// read: Terraform plans a create again during the apply, and an unknown value
 	// where the plan knew one is its "inconsistent final plan".
@@ -107,7 +108,7 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		return
 	}
 	defer cancel()
-	out, err := r.c.engine().PlanRead(rctx, plan.target(), d)
+	out, err := r.c.engine().ReadRiding(rctx, plan.target(), d)
 	if err != nil {
 		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return
