@@ -44,16 +44,16 @@ func TestApplyRecordsWhenItRead(t *testing.T) {
 		name       string
 		granted    bool // nothing to do
 		planAge    time.Duration
-		noReadRiding bool
+		noPlanRead bool
 		noReadBack bool
 		wantReads  int
 		wantAt     time.Time
 	}{
 		{name: "nothing to do, plan read 5 s ago", granted: true, planAge: 5 * time.Second, wantReads: 0, wantAt: t0.Add(-5 * time.Second)},
 		{name: "nothing to do, plan read too old", granted: true, planAge: DefaultReadFreshness + time.Second, wantReads: 1, wantAt: t0},
-		{name: "nothing to do, no plan read", granted: true, noReadRiding: true, wantReads: 1, wantAt: t0},
-		{name: "restart, read back by the restart", noReadRiding: true, wantReads: 1, wantAt: t0},
-		{name: "restart, read after it", noReadRiding: true, noReadBack: true, wantReads: 2, wantAt: t0.Add(time.Minute)},
+		{name: "nothing to do, no plan read", granted: true, noPlanRead: true, wantReads: 1, wantAt: t0},
+		{name: "restart, read back by the restart", noPlanRead: true, wantReads: 1, wantAt: t0},
+		{name: "restart, read after it", noPlanRead: true, noReadBack: true, wantReads: 2, wantAt: t0.Add(time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newFakeHost()
@@ -64,7 +64,7 @@ func TestApplyRecordsWhenItRead(t *testing.T) {
 			clock := &movingClock{now: t0}
 			w.engine.Clock = clock
 			target := defaultTarget
-			if !tc.noReadRiding {
+			if !tc.noPlanRead {
 				plan, err := New(w.clients).Read(context.Background(), defaultTarget, enable)
 				if err != nil {
 					t.Fatal(err)
