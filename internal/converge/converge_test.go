@@ -809,7 +809,7 @@ func TestApplyChangesInOneOperation(t *testing.T) {
 // An apply right after the plan's refresh uses that refresh's read_instance instead
 // of reading the host again (SQL Server is still asked); an older read, one from the
 // future, or none, and the apply reads.
-func TestApplyUsesTheFreshReadRiding(t *testing.T) {
+func TestApplyUsesTheFreshPlanRead(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name      string

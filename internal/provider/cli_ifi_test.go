@@ -455,7 +455,7 @@ func TestCLI_nestedGroupKeepsIFIOnWithoutRestartLoop(t *testing.T) {
 // the plan's refresh moments before (converge.DefaultReadFreshness) and makes the
 // grant, the restart and the read-back in one restart_instance. The whole terraform
 // apply reads the host once.
-func TestCLI_enablingUpdateUsesTheReadRiding(t *testing.T) {
+func TestCLI_enablingUpdateUsesThePlanRead(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, nil)
