@@ -103,7 +103,6 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if out.Restarted {
 		if err := ifi.Check(a); err != nil {
-			out.Enabled = EnabledInState(d, a)
 			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
 			return out, ferr
 		}
@@ -146,6 +145,11 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 	if err != nil {
 		return &Outcome{}, err
 	}
+	return e.assessed(ctx, t, d, obs, readAt)
+}
+
+// assessed is the Outcome of a read: obs, made at readAt, assessed against d.
+func (e *Engine) assessed(ctx context.Context, t Target, d ifi.Desired, obs *Observation, readAt time.Time) (*Outcome, error) {
 	a, err := ifi.Assess(d, obs.Observed)
 	if err != nil {
 		return &Outcome{}, &Error{Kind: KindAssessFailed, Target: t, Err: err}
@@ -164,6 +168,21 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 		ReadAt:             readAt,
 		Verification:       obs.Observed.Verification,
 	}, nil
+}
+
+// ReadRiding is Read, with a refused connection asked again within ctx's deadline,
+// as every read of an apply is: for the plan of a create, which has nothing else to
+// predict from (the resource's read timeout), so that a blip of the host's WinRM
+// makes the plan wait rather than turn its prediction unknown, and for an apply's
+// look before Apply (is the instance clustered?). A failure that persists is the
+// error (KindObserveFailed, naming the host and what to check).
+func (e *Engine) ReadRiding(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
+	readAt := e.clock().Now()
+	obs, err := e.foundWith(ctx, t, nil)
+	if err != nil {
+		return &Outcome{}, err
+	}
+	return e.assessed(ctx, t, d, obs, readAt)
 }
 
 // SetupReference is what SQL Server Setup does when asked to grant IFI: the right to
@@ -195,7 +214,7 @@ func (e *Engine) Describe(ctx context.Context, t Target, grantee ifi.Grantee) (*
 // Warnings say what stays in effect.
 func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
 	out := &Outcome{}
-	obs, err := e.found(ctx, t)
+	obs, err := e.foundWith(ctx, t, nil)
 	if err != nil {
 		return out, err
 	}
@@ -271,7 +290,7 @@ func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget
 // The instance as the change's own process read it (known) saves a read_instance;
 // SQL Server is asked in any case.
 func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, known *contract.ReadInstanceResult, out *Outcome) (*Observation, *ifi.Assessment, error) {
-	obs, err := e.observe(ctx, t, known)
+	obs, err := e.observeRiding(ctx, t, known)
 	if err != nil {
 		return nil, nil, out.fail(&Error{Kind: KindReadBackFailed, Target: t, Err: err})
 	}
@@ -309,7 +328,7 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 	}
 	out.Assessment = a
 	out.SQLPort = obs.Instance.TCPPort
-	out.Enabled = EnabledInState(d, a)
+	out.Enabled = d.Enabled // the intent stays; the computed attributes say what the host has
 	if connectionFailure(err) && a.Converged && obs.Instance.ServiceState == contract.StateRunning &&
 		(!restartPlanned || a.RestartPending != nil && !*a.RestartPending) {
 		e.info(ctx, "the host converged despite the error", map[string]any{"host": t.Host, "instance": t.Instance, "error": err.Error()})

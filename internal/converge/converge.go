@@ -114,9 +114,12 @@ type Outcome struct {
 	// Assessment is what is true on the host now, for the computed attributes; nil
 	// when it is not known (the caller keeps its previous state).
 	Assessment *ifi.Assessment
-	// Enabled is the value the `enabled` argument should hold in the state: the
-	// asked value when the instance is as asked, else its opposite, so that drift
-	// shows as a diff.
+	// Enabled is the value the `enabled` argument should hold in the state. After
+	// an apply it is always the asked value, failed or not: the state keeps the
+	// configuration's intent, and the computed attributes (with the caller's
+	// unverified mark after a failure) say what the host has, so that a half-done
+	// change is finished in place rather than undone. After a read it is the asked
+	// value when the instance is as asked, else its opposite (EnabledInState).
 	Enabled bool
 	// Changed: the host was changed (a right was granted or revoked, or a restart
 	// was attempted). Restarted: the Engine was restarted.

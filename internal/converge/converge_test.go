@@ -252,7 +252,7 @@ func TestApplyFailsAfterAChange(t *testing.T) {
 		kind          Kind
 		wantRestarted bool
 		wantGranted   bool
-		wantEnabled   bool // the `enabled` the state then holds
+		wantEnabled   bool // the `enabled` the state then holds: the asked value, whatever failed
 		wantIFI       *bool
 	}{
 		{
@@ -267,7 +267,7 @@ func TestApplyFailsAfterAChange(t *testing.T) {
 				}
 			},
 			d:    ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded, PriorGranteeSID: acctSID},
-			kind: KindSetRightFailed, wantGranted: false, wantEnabled: false, wantIFI: ptr(true),
+			kind: KindSetRightFailed, wantGranted: false, wantEnabled: true, wantIFI: ptr(true),
 		},
 		{
 			name:  "the restart fails and leaves the service stopped",
@@ -285,7 +285,7 @@ func TestApplyFailsAfterAChange(t *testing.T) {
 			name:  "IFI is not as asked after the restart",
 			host:  newFakeHost,
 			setup: func(w *world) { w.host.restartNoEffect = true },
-			d:     enable, kind: KindCheckFailed, wantRestarted: true, wantGranted: true, wantEnabled: false, wantIFI: ptr(false),
+			d:     enable, kind: KindCheckFailed, wantRestarted: true, wantGranted: true, wantEnabled: true, wantIFI: ptr(false),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,8 +2,10 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
@@ -216,14 +218,70 @@ func (e *Engine) host(t Target) (Host, error) {
 	return h, nil
 }
 
-// found observes t and turns a missing instance into a KindNotFound error.
+// found observes t once and turns a missing instance into a KindNotFound error.
 func (e *Engine) found(ctx context.Context, t Target) (*Observation, error) {
-	return e.foundWith(ctx, t, nil)
+	o, err := e.observe(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Instance.Found {
+		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
+	}
+	return o, nil
 }
 
-// foundWith is found; a known read stands in for read_instance (observe).
+// RefusedFailure is implemented by host errors (remote.Error) that can say whether
+// the connection was refused, reset or closed without an answer (the host or its
+// WinRM service away for a while), as opposed to a name that does not resolve or
+// any answer of the host.
+type RefusedFailure interface {
+	Refused() bool
+}
+
+// refused reports whether err is such a failure.
+func refused(err error) bool {
+	var rf RefusedFailure
+	return errors.As(err, &rf) && rf.Refused()
+}
+
+// observeRiding is observe, asked again while the connection is refused, with the
+// restart's follow-up pauses (retryPause), for as long as ctx's deadline leaves
+// time for the pause: every read of an apply, and the read of a create's plan
+// (ReadRiding), rides through a blip of the host's WinRM within its timeout. Without
+// a deadline it asks once (every wait has a deadline). When the deadline comes, the
+// error is the last refusal's (which names the host and what to check), not the
+// deadline's.
+func (e *Engine) observeRiding(ctx context.Context, t Target, known *contract.ReadInstanceResult) (*Observation, error) {
+	var last error
+	for failures := 1; ; failures++ {
+		obs, err := e.observe(ctx, t, known)
+		switch {
+		case err == nil:
+			return obs, nil
+		case !refused(err):
+			if last != nil && ctx.Err() != nil {
+				return nil, last // the deadline ended an attempt: the refusal is the news
+			}
+			return nil, err
+		}
+		last = err
+		pause := retryPause(failures)
+		dl, ok := ctx.Deadline()
+		if !ok || !e.clock().Now().Add(pause).Before(dl) {
+			return nil, last
+		}
+		e.info(ctx, "the host refused the connection: asking again within the timeout", map[string]any{"host": t.Host,
+			"instance": t.Instance, "error": err.Error(), "attempt": failures, "left": dl.Sub(e.clock().Now()).Round(time.Second).String()})
+		if e.clock().Sleep(ctx, pause) != nil {
+			return nil, last
+		}
+	}
+}
+
+// foundWith is found, riding through refused connections (observeRiding); a known
+// read stands in for read_instance (observe).
 func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadInstanceResult) (*Observation, error) {
-	o, err := e.observe(ctx, t, known)
+	o, err := e.observeRiding(ctx, t, known)
 	if err != nil {
 		return nil, err
 	}

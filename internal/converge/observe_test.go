@@ -186,3 +186,110 @@ func ports(c *fakeChecker) []int {
 	}
 	return ps
 }
+
+// sleepClock is a clock whose Sleep moves it on at once (the engine's pauses take
+// no real time).
+type sleepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *sleepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *sleepClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// refusedErr is a refused connection, as remote.Error reports it (Refused, Transient).
+type refusedErr struct{}
+
+func (refusedErr) Error() string {
+	return "cannot connect to the WinRM listener at sql01.example.com:5986: connection refused"
+}
+func (refusedErr) Transient() bool { return true }
+func (refusedErr) Refused() bool   { return true }
+
+// ridingWorld is a world whose clock steps, and a context whose deadline is left
+// from that clock's now.
+func ridingWorld(t *testing.T, left time.Duration) (*world, context.Context, *sleepClock) {
+	w := newWorld(newFakeHost())
+	c := &sleepClock{now: time.Now()}
+	w.engine.Clock = c
+	ctx, cancel := context.WithDeadline(context.Background(), c.now.Add(left))
+	t.Cleanup(cancel)
+	return w, ctx, c
+}
+
+// Every read of an apply rides through a refused connection within its timeout:
+// the apply's first read_instance refused for a while, then answered.
+func TestApplyRidesThroughARefusedRead(t *testing.T) {
+	w, ctx, c := ridingWorld(t, time.Minute)
+	start := c.Now()
+	w.host.readErr = func(n int) error {
+		if c.Now().Sub(start) < 20*time.Second {
+			return refusedErr{}
+		}
+		return nil
+	}
+	out, err := w.engine.Apply(ctx, defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("the apply failed although the host answered again within its timeout: %v", err)
+	}
+	if !out.Assessment.PrivilegeGranted || w.host.reads < 3 {
+		t.Errorf("granted %v after %d reads; want the grant after the refusals", out.Assessment.PrivilegeGranted, w.host.reads)
+	}
+}
+
+// Refused for longer than the timeout: the refusal is the error (naming the host and
+// what to check), nothing is changed, and no pause outlasts the deadline.
+func TestApplyRefusedReadPastItsTimeout(t *testing.T) {
+	w, ctx, c := ridingWorld(t, 30*time.Second)
+	dl, _ := ctx.Deadline()
+	w.host.readErr = func(int) error { return refusedErr{} }
+	out, err := w.engine.Apply(ctx, defaultTarget, enable)
+	e := wantError(t, err, KindObserveFailed)
+	if !errors.As(e.Err, new(refusedErr)) || out.Changed {
+		t.Errorf("error %v (changed %v); want the refusal itself, nothing changed", e.Err, out.Changed)
+	}
+	if w.host.reads < 2 || c.Now().After(dl) {
+		t.Errorf("%d reads, clock %s past the deadline; want several reads, none after it", w.host.reads, c.Now().Sub(dl))
+	}
+}
+
+// What is not a refusal is not ridden: a failure the host answered (or a name that
+// does not resolve) fails the apply at once.
+func TestApplyDoesNotRideOtherFailures(t *testing.T) {
+	w, ctx, _ := ridingWorld(t, time.Minute)
+	w.host.readErr = func(int) error { return transientErr{} }
+	_, err := w.engine.Apply(ctx, defaultTarget, enable)
+	wantError(t, err, KindObserveFailed)
+	if w.host.reads != 1 {
+		t.Errorf("%d reads; want one (only a refused connection is asked again)", w.host.reads)
+	}
+}
+
+// The plan of a create rides through a refused connection within the read timeout
+// (ReadRiding); the refresh's Read asks once.
+func TestReadRidingRidesThroughARefusal(t *testing.T) {
+	w, ctx, _ := ridingWorld(t, time.Minute)
+	w.host.readErr = func(n int) error {
+		if n <= 2 {
+			return refusedErr{}
+		}
+		return nil
+	}
+	if _, err := w.engine.Read(ctx, defaultTarget, enable); err == nil {
+		t.Fatalf("Read succeeded on a refused connection; want one attempt")
+	}
+	out, err := w.engine.ReadRiding(ctx, defaultTarget, enable)
+	if err != nil || out.Assessment == nil {
+		t.Fatalf("ReadRiding: %v; want the read after the refusal", err)
+	}
+}

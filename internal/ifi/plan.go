@@ -131,6 +131,14 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 			fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\", so the provider leaves the grant "+
 				"in place (a revoke would be reverted when the policy is next applied, within "+gpoReapply+" at most). Change the GPO setting %s to remove it.",
 				a.where(), a.GranteeSID, GPOSetting), nil})
+	case a.PrivilegeGranted && d.Replacement.keeps(d, a):
+		// The first half of a replace whose create grants the same again: the grant
+		// stays, and the create adopts it (a half-done change is adopted, not undone).
+		w = append(w, Warning{WarnKeptForReplace, "Grant kept for the replacement",
+			fmt.Sprintf("On %s the resource is replaced by one that grants \"Perform volume maintenance tasks\" to the same grantee (%s), "+
+				"so its destroy leaves the grant in place instead of revoking it and granting it again; the create then adopts it and "+
+				"verifies the instance.", a.where(), a.GranteeSID), nil})
+		return a, p, w, nil
 	case a.PrivilegeGranted:
 		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
@@ -264,17 +263,4 @@ func PlanChanged(host, instance string, planned Action, now Prediction) *Refusal
 		Detail: fmt.Sprintf("The plan predicted planned_action = %q for %s, but the host now reads differently, and the apply would do %s. "+
 			"Nothing was changed on this instance. Run terraform plan again, review what it says, and apply that plan.",
 			planned, a.where(), what)}
-}
-
-// CreatePlanChanged is the error of a create whose host reads differently from when
-// the create was last planned (at plannedAt, on this machine) so that the apply
-// would do something else: Terraform plans a create again during its apply, and the
-// provider refuses before Terraform's own check would blame the provider. A new plan
-// that meets an older, unapplied one gives the same error once.
-func CreatePlanChanged(host, instance string, planned Action, plannedAt time.Time, now Prediction) *Refusal {
-	r := PlanChanged(host, instance, planned, now)
-	r.Detail = fmt.Sprintf("The create of %s was last planned at %s with planned_action = %q; ", (&Assessment{Host: host, Instance: instance}).where(),
-		plannedAt.UTC().Format(time.RFC3339), planned) + r.Detail +
-		" (A plan made while an older plan of this create was waiting to be applied says this once; the next plan shows what the apply does now.)"
-	return r
 }

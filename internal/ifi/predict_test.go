@@ -139,22 +139,3 @@ func TestMeasureRestart(t *testing.T) {
 		}
 	}
 }
-
-// The create's "changed since the plan" names the instance and both actions, says
-// that nothing was changed and what to do, and when the plan was made.
-func TestCreatePlanChanged(t *testing.T) {
-	now, err := Predict(enable, obs(dmv(false)), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := CreatePlanChanged("sql01.corp.example", "MSSQLSERVER", ActionGrant, time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC), now)
-	if want := "instance MSSQLSERVER on sql01.corp.example changed since the plan: apply would grant_and_restart, the plan said grant"; r.Summary != want {
-		t.Errorf("summary %q; want %q", r.Summary, want)
-	}
-	for _, want := range []string{`last planned at 2026-12-01T09:30:00Z with planned_action = "grant"`, "Nothing was changed on this instance",
-		"Run terraform plan again", "restarts the service MSSQLSERVER"} {
-		if !strings.Contains(r.Detail, want) {
-			t.Errorf("detail %q does not say %q", r.Detail, want)
-		}
-	}
-}

@@ -9,6 +9,7 @@ package ifi
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -99,6 +100,41 @@ type Desired struct {
 	// refuses to do anything else (PlanChanged). "" or ActionVerify: no
 	// expectation.
 	Planned Action
+	// Replacement, for a destroy, is the create that replaces the resource in the
+	// same apply, as its plan asked (nil: a destroy the user asked for, or a replace
+	// whose create is not known). PlanDestroy keeps a grant it would grant again.
+	Replacement *Replacement
+}
+
+// Replacement is the create that replaces a destroyed resource in the same apply
+// (a tainted resource, or an argument that forces replacement), as its plan asked:
+// the instance, whether it enables IFI, its grantee and, when the plan read the
+// host, the grantee's SID then.
+type Replacement struct {
+	Host, Instance string
+	Enabled        bool
+	Grantee        Grantee
+	GranteeSID     string // "" when the plan could not resolve it
+}
+
+// keeps reports whether the destroy of a (its host, instance and grantee SID, the
+// grant of d's grantee) is the first half of a replace whose create grants the same
+// right to the same grantee on the same instance: the destroy then keeps the grant
+// and the create adopts it. A revoke and a grant again would leave a window in which
+// a restart of the Engine (anyone's) loses IFI, and take away a right the host
+// already holds as configured (issue 24). Only the user's own destroy revokes.
+func (r *Replacement) keeps(d Desired, a *Assessment) bool {
+	if r == nil || !r.Enabled || r.Grantee != d.Grantee || !sameHost(r.Host, a.Host) || !strings.EqualFold(r.Instance, a.Instance) {
+		return false
+	}
+	return r.GranteeSID == "" || strings.EqualFold(r.GranteeSID, a.GranteeSID)
+}
+
+// sameHost reports whether two spellings of a host name are the same name (case, a
+// trailing dot and spaces aside).
+func sameHost(a, b string) bool {
+	norm := func(h string) string { return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".") }
+	return norm(a) == norm(b)
 }
 
 // Verification is what the running Engine says about itself.
@@ -179,6 +215,9 @@ const (
 	WarnHiddenMembership = "hidden_membership"
 	// WarnPlannedAction: what the apply will do on the instance (Predict).
 	WarnPlannedAction = "planned_action"
+	// WarnKeptForReplace: a destroy kept the grant for the create that replaces the
+	// resource (Replacement).
+	WarnKeptForReplace = "kept_for_replace"
 )
 
 // Assessment is the decision's view of one instance.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -140,4 +141,52 @@ func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 	}
 	p.wantDiag(t, "warning", fmt.Sprintf(`^Unverified change of instance MSSQLSERVER on %s: this update verifies it$`, e.addr), "update.*failed after its change was sent")
 	finishWithoutRestart(t, w, e)
+}
+
+// Every read of an apply rides through a refused connection within its timeout:
+// the host refuses connections from the create's own read_instance (its third: the
+// plan's and the final plan's come first). Refused for 8 s, the create waits and
+// succeeds; refused for longer than create = "1m", it fails with an error naming
+// the host, the instance and what to check, having changed nothing.
+func TestCLI_applyReadRidesThroughARefusal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		refuse   time.Duration
+		timeout  string
+		wantFail bool
+	}{
+		{name: "8 s, within the timeout", refuse: 8 * time.Second, timeout: "1m"},
+		{name: "100 s, past the timeout", refuse: 100 * time.Second, timeout: "1m", wantFail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newCLI(t)
+			e := startSim(t, nil)
+			e.do(winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultRefuse,
+				Operation: string(contract.OpReadInstance), After: 2, DurationMS: int(tc.refuse / time.Millisecond)}})
+			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n  }", tc.timeout)))
+			ap := w.apply()
+			t.Logf("host operations: %v", e.operations())
+			if !tc.wantFail {
+				if ap.Exit != 0 {
+					t.Fatalf("the create did not ride through the refusal:\n%s", ap.describe())
+				}
+				if !e.holds(defaultSvcSID) || w.attrs()["privilege_granted"] != true {
+					t.Errorf("after the create: host holds %v, state %v", e.holds(defaultSvcSID), w.attrs())
+				}
+				return
+			}
+			if ap.Exit == 0 {
+				t.Fatalf("the create succeeded although the host refused connections past its timeout:\n%s", ap.describe())
+			}
+			if limit := time.Minute + 30*time.Second; ap.Duration > limit {
+				t.Errorf("the create took %s, more than %s", ap.Duration.Round(time.Second), limit)
+			}
+			ap.wantDiag(t, "error", `^Cannot read SQL Server instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`$`, `(?s)connection refused.*firewall`)
+			if countOp(e.operations(), contract.OpSetRight) != 0 || countOp(e.operations(), contract.OpRestartInstance) != 0 || e.holds(defaultSvcSID) {
+				t.Errorf("the failed create changed the host: %v", e.operations())
+			}
+		})
+	}
 }

@@ -106,7 +106,7 @@ func newCLI(t *testing.T) *cliWork {
 		}
 		env = append(env, kv)
 	}
-	// The provider's plan records (plan_record.go) go to a cache of the test's own.
+	// A cache directory of the test's own: a run never touches the user's.
 	env = append(env, "TF_CLI_CONFIG_FILE="+conf, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_INPUT=0", "XDG_CACHE_HOME="+t.TempDir())
 	return &cliWork{t: t, dir: t.TempDir(), env: env, bin: bin}
 }

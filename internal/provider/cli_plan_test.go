@@ -2,8 +2,11 @@ package provider
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,13 +93,7 @@ func TestCLI_createPlanSaysWhatApplyDoes(t *testing.T) {
 	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
-	// The first plan since the change meets the record of the unapplied one
-	// (plan_record.go): it says what changed, once; the next plan predicts anew.
-	r = w.run("plan", "-json", "-no-color")
-	if r.Exit != 1 {
-		t.Fatalf("plan exit %d; want 1 (the host changed since the last plan):\n%s", r.Exit, r.describe())
-	}
-	r.wantDiag(t, "error", `^`+where+` changed since the plan: apply would grant, the plan said grant_and_restart$`, `says this once`)
+	// A new plan predicts from the host as it is now: nothing of the last plan is kept.
 	r, c = w.planOut("grant.tfplan")
 	wantPlanned(t, c, "grant")
 	r.wantDiag(t, "warning", `^`+where+`: apply grants the right, no restart$`, `running Engine already has IFI on`)
@@ -226,11 +223,11 @@ func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 	r.wantNoDiag(t, "warning", "Check block assertion failed")
 }
 
-// A create's saved plan whose host changed before the apply: the apply fails with
-// the provider's own error (what changed, on which instance, plan again), changing
-// nothing, never Terraform's "inconsistent final plan". Terraform plans a create
-// again during the apply with no trace of the plan (docs/design/plan.md), so the
-// provider recognises the change from its plan record.
+// A create's saved plan whose host changed before the apply: Terraform plans the
+// create again during the apply with nothing of the plan (docs/design/plan.md), so
+// its own consistency check stops the apply ("Provider produced inconsistent final
+// plan" for planned_action, which the resource page explains), and nothing is
+// changed. The next plan says what the apply now does.
 func TestCLI_savedCreatePlanHostChanged(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
@@ -240,9 +237,92 @@ func TestCLI_savedCreatePlanHostChanged(t *testing.T) {
 	e.do(winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
 	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
-	wantSavedGrantRefused(t, w, e, "create.tfplan")
-	// The next plan says what the apply now does.
+	_, c := w.planOut("create.tfplan")
+	wantPlanned(t, c, "grant")
+	// The running Engine loses IFI: the apply would now have to restart it.
+	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
+	stops, ops := e.stops("MSSQLSERVER"), len(e.operations())
+	r := w.run("apply", "-json", "-no-color", "create.tfplan")
+	if r.Exit == 0 {
+		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
+	}
+	r.wantDiag(t, "error", `^Provider produced inconsistent final plan$`, `planned_action`)
+	changed := slices.ContainsFunc(e.operations()[ops:], func(op string) bool {
+		return op == string(contract.OpSetRight) || op == string(contract.OpRestartInstance)
+	})
+	if changed || e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
+		t.Errorf("the stopped apply changed the host: operations %v, stops %d -> %d, holds %v", e.operations()[ops:], stops,
+			e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
+	}
 	p, c := w.planOut("again.tfplan")
 	p.wantPlanExit(t, 2)
 	wantPlanned(t, c, "grant_and_restart")
+}
+
+// No file is written outside the working directory during terraform plan: the
+// plan of a create decides from the configuration and the host, and keeps nothing
+// (HOME and the cache directory stay empty).
+func TestCLI_planWritesNoFileOutsideTheWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	home, cache := t.TempDir(), t.TempDir()
+	w.env = append(w.env, "HOME="+home, "XDG_CACHE_HOME="+cache, "TF_PLUGIN_CACHE_DIR=")
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.run("init", "-no-color") // the lock file and .terraform are the working directory's
+	for i := 0; i < 2; i++ {
+		r := w.plan()
+		r.wantPlanExit(t, 2)
+	}
+	for _, dir := range []string{home, cache} {
+		var found []string
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && p != dir {
+				found = append(found, p)
+			}
+			return nil
+		})
+		if len(found) != 0 {
+			t.Errorf("terraform plan wrote outside the working directory: %v", found)
+		}
+	}
+}
+
+// A blip between plan -out and apply of a create: the final plan's read rides
+// through a refusal shorter than the read timeout, and one longer ends with the
+// provider's own error naming the host and what to check, never Terraform's "bug in
+// the provider"; nothing is changed.
+func TestCLI_blipBetweenSavedCreatePlanAndApply(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "timeouts {\n    read = \"10s\"\n  }"))
+	_, c := w.planOut("create.tfplan")
+	wantPlanned(t, c, "grant_and_restart")
+	e.do(winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultRefuse, DurationMS: 60000}})
+	r := w.run("apply", "-no-color", "create.tfplan")
+	e.do(winsim.Action{Action: winsim.ActionClearFaults})
+	if r.Exit == 0 {
+		t.Fatalf("the apply succeeded while the host refused connections beyond the read timeout:\n%s", r.describe())
+	}
+	if !regexp.MustCompile(`Cannot read SQL Server instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)).MatchString(r.Stderr) ||
+		!strings.Contains(r.Stderr, "connection refused") || !strings.Contains(r.Stderr, "firewall") {
+		t.Errorf("stderr does not name the host, the refusal and what to check:\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "bug in the provider") || strings.Contains(r.Stderr, "inconsistent") {
+		t.Errorf("Terraform blamed the provider:\n%s", r.Stderr)
+	}
+	if e.holds(defaultSvcSID) || e.stops("MSSQLSERVER") != 0 {
+		t.Errorf("the failed apply changed the host: holds %v, stops %d", e.holds(defaultSvcSID), e.stops("MSSQLSERVER"))
+	}
+	// A refusal shorter than the read timeout: the same saved plan's apply waits and succeeds.
+	_, c = w.planOut("again.tfplan")
+	wantPlanned(t, c, "grant_and_restart")
+	e.do(winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultRefuse, DurationMS: 4000}})
+	if r := w.run("apply", "-json", "-no-color", "again.tfplan"); r.Exit != 0 {
+		t.Fatalf("the apply did not ride through a 4 s refusal:\n%s", r.describe())
+	}
+	if !e.holds(defaultSvcSID) {
+		t.Error("the apply did not grant the right")
+	}
 }

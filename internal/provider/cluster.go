@@ -56,7 +56,7 @@ func (c *clients) clustered(ctx context.Context, t *converge.Target, known types
 	case !known.IsNull() && !known.IsUnknown():
 		return known.ValueBool(), nil
 	}
-	out, err := c.engine().Read(ctx, *t, d)
+	out, err := c.engine().ReadRiding(ctx, *t, d) // part of an apply: it rides through a refused connection
 	if err != nil {
 		return false, err
 	}
@@ -229,12 +229,12 @@ func (r *ifiResource) refresh(ctx context.Context, state ifiResourceModel, d ifi
 
 // destroy revokes what the resource granted: on the instance, or on every possible
 // owner of a failover cluster instance. It returns the engine's warnings.
-func (r *ifiResource) destroy(ctx context.Context, state ifiResourceModel, t converge.Target) ([]ifi.Warning, error) {
+func (r *ifiResource) destroy(ctx context.Context, state ifiResourceModel, t converge.Target, d ifi.Desired) ([]ifi.Warning, error) {
 	if state.Clustered.ValueBool() {
-		out, err := r.c.engine().DestroyCluster(ctx, clusterTarget(t, state.Nodes, state.SQLHost), state.desired())
+		out, err := r.c.engine().DestroyCluster(ctx, clusterTarget(t, state.Nodes, state.SQLHost), d)
 		return out.Warnings, err
 	}
-	out, err := r.c.engine().Destroy(ctx, t, state.desired())
+	out, err := r.c.engine().Destroy(ctx, t, d)
 	r.c.rememberDestroyed(t.Host, t.Instance, out)
 	if out == nil {
 		return nil, err

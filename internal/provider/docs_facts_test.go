@@ -43,7 +43,7 @@ func TestDocsFiguresMatchTheConstants(t *testing.T) {
 		{"SQL port", readme, fmt.Sprintf("sql_port = %d", sqlcheck.DefaultPort)},
 		{"restart unavailability default", resource, fmt.Sprintf("unavailable for typically at least %d s", int(ifi.DefaultRestartUnavailable/time.Second))},
 		{"restart unavailability default (README)", readme, fmt.Sprintf("typically at least %d s until it has timed one", int(ifi.DefaultRestartUnavailable/time.Second))},
-		{"plan record age", resource, fmt.Sprintf("or more than %d days later", int(planRecordMaxAge/(24*time.Hour)))},
+		{"plan-time read timeout", resource, fmt.Sprintf("within the read timeout (`timeouts { read }`, default %d minutes)", int(defaultReadTimeout/time.Minute))},
 		{"GPO timing", readme, fmt.Sprintf("at least every %d hours", int(ifi.GPOSecurityReapply/time.Hour))},
 	}
 	pages := map[string]string{}

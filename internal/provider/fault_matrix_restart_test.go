@@ -1,9 +1,14 @@
 package provider
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"regexp"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,4 +125,173 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The fault matrix's rows of a create that restarts and fails part-way (issue 24):
+// a half-done change is adopted, not undone. Each row creates the resource with
+// restart = "if_needed" (grant and restart) under a fault, then clears the fault and
+// applies again. Besides the matrix's checks (the Engine and its dependents end
+// Running, the faulted apply ends within its timeout + 30 s, the state says what
+// the host has, the next plan's kind, nothing restarted twice), each checks that
+// the state keeps enabled = true as configured after the failure, and that no
+// follow-up revokes the right it then grants again (the audit of set_right and
+// restart_instance changes on the host).
+func TestCLI_faultMatrixRestartCreate(t *testing.T) {
+	t.Parallel()
+	const createTimeout = time.Minute
+	rows := []struct {
+		name      string
+		stopMS    int             // the Engine's stop (default 100 ms)
+		launchpad int             // a dependent's stop, in ms; 0: no such dependent
+		actions   []winsim.Action // injected before the create
+		during    func(*accEnv) func(*exec.Cmd)
+		// startAfter: the Engine stays stopped after the fault (it would not start);
+		// the DBA starts it once the cause is fixed, before the follow-up.
+		startAfter bool
+		wantErr    string // regexp on an error diagnostic of the create; "": any outcome
+	}{
+		{name: "SIGINT during the restart", stopMS: 3000,
+			during: func(e *accEnv) func(*exec.Cmd) { return signalAtStopPending(e.t, e, syscall.SIGINT) }},
+		{name: "connections refused for 100 s, create = 1m", stopMS: 1500,
+			actions: []winsim.Action{refuseFromStopPending(100 * time.Second)},
+			wantErr: `(?s)was not seen to finish.*connection refused`},
+		{name: "the Engine fails to start",
+			actions: []winsim.Action{{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Code: 1067, Times: -1}},
+			wantErr: `(?s)did not start after 3 attempts.*Windows error 1067`, startAfter: true},
+		{name: "a dependent slower to stop (70 s) than create = 1m", launchpad: 70000,
+			wantErr: `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending`},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			w := newCLI(t)
+			services := []string{"MSSQLSERVER", "SQLSERVERAGENT"}
+			e := startSim(t, func(hc *host.HostConfig) {
+				hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, cmp.Or(r.stopMS, 100)
+				if r.launchpad != 0 {
+					hc.Services = append(hc.Services, host.ServiceConfig{Name: "MSSQLLaunchpad", DependsOn: []string{"MSSQLSERVER"}, StopMS: r.launchpad})
+				}
+			})
+			if r.launchpad != 0 {
+				services = append(services, "MSSQLLaunchpad")
+			}
+			for _, a := range r.actions {
+				e.do(a)
+			}
+			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n  }", createTimeout)))
+			var during func(*exec.Cmd)
+			if r.during != nil {
+				during = r.during(e)
+			}
+			ap := w.runWhile(during, "apply", "-auto-approve", "-json", "-no-color")
+			if limit := createTimeout + 30*time.Second; ap.Duration > limit {
+				t.Errorf("the create took %s, more than %s", ap.Duration.Round(time.Second), limit)
+			}
+			if r.wantErr != "" {
+				re := regexp.MustCompile(r.wantErr)
+				found := false
+				for _, d := range ap.errors() {
+					found = found || re.MatchString(d.Summary+": "+d.Detail)
+				}
+				if ap.Exit == 0 || !found {
+					t.Errorf("want an error matching %s:\n%s", r.wantErr, ap.describe())
+				}
+			}
+			t.Logf("the faulted create:\n%s", ap.describe())
+			// The state keeps the configuration's intent, and records the change sent.
+			a := w.attrs()
+			if a == nil {
+				t.Fatalf("the resource is not in the state although the create sent its change (host holds the grant: %v)", e.holds(defaultSvcSID))
+			}
+			if a["enabled"] != true {
+				t.Errorf("after the failure the state says enabled = %v; want the configured true", a["enabled"])
+			}
+			if g, ok := a["privilege_granted"].(bool); ok && g != e.holds(defaultSvcSID) {
+				t.Errorf("state privilege_granted %v, the host holds the grant: %v", g, e.holds(defaultSvcSID))
+			}
+			e.do(winsim.Action{Action: winsim.ActionClearFaults})
+			e.do(winsim.Action{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Times: 0})
+			h := e.host()
+			if r.launchpad != 0 {
+				e.do(winsim.Action{Action: winsim.ActionSlowStop, Service: "MSSQLLaunchpad", StopMS: 100})
+			}
+			if r.startAfter {
+				e.do(winsim.Action{Action: winsim.ActionStartService, Service: "MSSQLSERVER"})
+				e.do(winsim.Action{Action: winsim.ActionStartService, Service: "SQLSERVERAGENT"})
+			}
+			// The guard finishes what the fault interrupted: the services run again.
+			wctx, wcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer wcancel()
+			for _, s := range services {
+				if err := h.WaitServiceState(wctx, s, contract.StateRunning); err != nil {
+					t.Fatalf("%s is not Running after the fault: %v", s, err)
+				}
+			}
+			// The next plan: empty, an update in place, or the replace of the tainted create.
+			p := w.plan()
+			if p.Exit == 1 {
+				t.Fatalf("the next plan failed:\n%s", p.describe())
+			}
+			t.Logf("the next plan: %v", p.Changes)
+			for _, c := range p.Changes {
+				if c.Action != "update" && c.Action != "replace" {
+					t.Errorf("the next plan would %s %s; want nothing, an update in place or a replace:\n%s", c.Action, c.Addr, p.describe())
+				}
+			}
+			// The follow-up takes away nothing it then grants again.
+			mark := len(h.Audit())
+			if ap := w.apply(); ap.Exit != 0 {
+				t.Errorf("the follow-up apply failed:\n%s", ap.describe())
+			}
+			if rv := revokesOf(h.Audit()[mark:], defaultSvcSID); len(rv) != 0 {
+				t.Errorf("the follow-up revoked the right it grants: %v", rv)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for _, s := range services {
+				if err := h.WaitServiceState(ctx, s, contract.StateRunning); err != nil {
+					t.Errorf("%s is not Running at the end: %v", s, err)
+				}
+			}
+			if !e.holds(defaultSvcSID) || w.attrs()["enabled"] != true || w.attrs()["privilege_granted"] != true {
+				t.Errorf("at the end: host holds %v, state %v; want the grant on both", e.holds(defaultSvcSID), w.attrs())
+			}
+			if p := w.plan(); p.Exit != 0 {
+				t.Errorf("the plan after the follow-up is not empty:\n%s", p.describe())
+			}
+			// Nothing restarted twice: the Engine stopped at most once in all.
+			if n := e.stops("MSSQLSERVER"); n > 1 {
+				t.Errorf("the Engine was stopped %d times; want at most one restart", n)
+			}
+		})
+	}
+}
+
+// revokesOf lists the host's operations in entries that took the right from sid
+// (a set_right revoke, or a revoke among restart_instance's changes).
+func revokesOf(entries []host.AuditEntry, sid string) []string {
+	var out []string
+	for _, a := range entries {
+		var p struct {
+			SID     string                 `json:"sid"`
+			Grant   *bool                  `json:"grant"`
+			Changes []contract.RightChange `json:"changes"`
+		}
+		if json.Unmarshal(a.Params, &p) != nil {
+			continue
+		}
+		switch contract.Operation(a.Operation) {
+		case contract.OpSetRight:
+			if p.Grant != nil && !*p.Grant && strings.EqualFold(p.SID, sid) {
+				out = append(out, fmt.Sprintf("set_right revoke %s at %s", p.SID, a.Time.Format(time.RFC3339)))
+			}
+		case contract.OpRestartInstance:
+			for _, c := range p.Changes {
+				if !c.Grant && strings.EqualFold(c.SID, sid) {
+					out = append(out, fmt.Sprintf("restart_instance revoke %s at %s", c.SID, a.Time.Format(time.RFC3339)))
+				}
+			}
+		}
+	}
+	return out
 }

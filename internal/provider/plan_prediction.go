@@ -2,9 +2,7 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -37,7 +35,8 @@ func plannedActionAttribute() schema.StringAttribute {
 			"(and its running dependent services; on a failover cluster instance, the failover or cluster restart `restart` asks for, " +
 			"and `grant`/`revoke` cover every possible owner); `refuse`: the apply refuses before changing anything (the plan's warning says why); " +
 			"`verify`: the last apply failed part-way, and the apply verifies and finishes it (it may restart). Unknown at plan time " +
-			"(the provider configuration or the host is not known yet, or the host could not be read) means the apply **may restart**. " +
+			"(the provider configuration, the host or an argument is not known yet) means the apply **may restart**; a host that " +
+			"cannot be read within the read timeout fails the plan. " +
 			"The apply stores the planned value; a refresh sets it to `none`. A `lifecycle { postcondition }` on it fails the plan " +
 			"itself, for example to forbid restarts of primary replicas or outside a maintenance window.",
 	}
@@ -99,13 +98,19 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, before.Read, &before.Verification, false, resp)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, defaultReadTimeout)
+	// The read rides through a refused connection within the read timeout
+	// (converge.ReadRiding); a failure that persists is the plan's error, naming the
+	// host and what to check. A known prediction never turns unknown on a failed
+	// read: Terraform plans a create again during the apply, and an unknown value
+	// where the plan knew one is its "inconsistent final plan".
+	rctx, cancel, ok := withTimeout(ctx, plan.Timeouts.Read, defaultReadTimeout, &resp.Diagnostics)
+	if !ok {
+		return
+	}
 	defer cancel()
-	out, err := r.c.engine().Read(ctx, plan.target(), d)
+	out, err := r.c.engine().ReadRiding(rctx, plan.target(), d)
 	if err != nil {
-		// The apply reads the host again and reports the failure with its advice.
-		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
-		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(host, instance, "reading it at plan time failed")})
+		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return
 	}
 	if out.Read != nil && out.Read.Clustered {
@@ -116,21 +121,19 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 		return
 	}
 	addWarnings(&resp.Diagnostics, out.Warnings) // what the apply would say of the instance
-	pred := r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
-	if pred == nil {
-		dropPlanRecord(host, instance)
-		return
+	// Should this create replace a resource (tainted after a failed create, or an
+	// argument that forces replacement), its destroy half keeps a grant this create
+	// grants again (private_state.go, privateReplacement).
+	rep := ifi.Replacement{Host: host, Instance: instance, Enabled: d.Enabled, Grantee: d.Grantee}
+	if out.Assessment != nil {
+		rep.GranteeSID = out.Assessment.GranteeSID
 	}
-	// Terraform plans a create again during its apply, without anything of this plan
-	// (plan_record.go): a prediction that differs from the last plan's is the
-	// provider's own error, before Terraform's check blames the provider.
-	args := fmt.Sprintf("enabled=%t grantee=%s restart=%s port=%s", d.Enabled, d.Grantee, d.Restart, plan.Port)
-	now := time.Now()
-	if rec := loadPlanRecord(host, instance, args, now); rec != nil && rec.Action != pred.Action {
-		ref := ifi.CreatePlanChanged(host, instance, rec.Action, rec.At, *pred)
-		resp.Diagnostics.AddError(ref.Summary, ref.Detail)
-	}
-	savePlanRecord(planRecord{Host: host, Instance: instance, Desired: args, Action: pred.Action, At: now.UTC()})
+	resp.Diagnostics.Append(setReplacement(ctx, resp.Private, rep)...)
+	// Terraform plans a create again during its apply, with nothing of this plan
+	// (docs/design/plan.md, "A create's final plan"): when the host reads
+	// differently then, Terraform's own consistency check stops the apply before
+	// anything is changed (the resource page says what that message means here).
+	r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)
 }
 
 // predictUpdate predicts the update of a resource in the state from the refresh's

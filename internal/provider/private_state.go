@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
 // privateSetter and privateGetter are the parts of the framework's private state
@@ -78,4 +79,34 @@ func getUnverified(ctx context.Context, p privateGetter) (*unverifiedPrivate, di
 		return nil, ds
 	}
 	return &u, ds
+}
+
+// privateReplacement is the planned-private-state key of a create's plan: what the
+// create will ask of the instance (ifi.Replacement). Terraform hands the planned
+// private state of a replace to its destroy half (Delete's request), and nothing
+// of the plan otherwise: a Delete that finds it is the first half of a replace, and
+// the engine keeps a grant the create grants again (ifi.PlanDestroy). Only a
+// create's plan writes it; Create starts from an empty private state and an
+// update's never has it, so it never reaches the state, nor a destroy the user
+// asked for (whose private state is the state's).
+const privateReplacement = "replacement"
+
+// setReplacement records, in a create's planned private state, what it will ask.
+func setReplacement(ctx context.Context, p privateSetter, r ifi.Replacement) diag.Diagnostics {
+	b, _ := json.Marshal(r)
+	return p.SetKey(ctx, privateReplacement, b)
+}
+
+// getReplacement is the replacement a Delete's private state names, nil when none
+// (a destroy the user asked for) or unreadable.
+func getReplacement(ctx context.Context, p privateGetter) *ifi.Replacement {
+	b, ds := p.GetKey(ctx, privateReplacement)
+	if ds.HasError() || len(b) == 0 {
+		return nil
+	}
+	var r ifi.Replacement
+	if json.Unmarshal(b, &r) != nil || r.Host == "" {
+		return nil
+	}
+	return &r
 }

@@ -63,7 +63,6 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	dropPlanRecord(plan.Host.ValueString(), plan.Instance.ValueString()) // the plan is applied now (plan_record.go)
 	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), converge.NewMemo(plan.target()), &resp.State, resp.Identity,
 		resp.Private, &resp.Diagnostics)
 }
@@ -235,8 +234,11 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	defer cancel()
 
 	t := state.target()
-	dropPlanRecord(t.Host, t.Instance)
-	ws, err := r.destroy(ctx, state, t)
+	d := state.desired()
+	// The destroy half of a replace: the replacing create's plan (its planned
+	// private state, which Terraform gives this request) says what it asks.
+	d.Replacement = getReplacement(ctx, req.Private)
+	ws, err := r.destroy(ctx, state, t, d)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")

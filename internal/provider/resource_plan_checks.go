@@ -43,13 +43,14 @@ func replaceAdvice(t converge.Target, u *unverifiedPrivate, a *ifi.Assessment, e
 	case a.RunningIFI != nil && *a.RunningIFI == enabled:
 		summary = fmt.Sprintf("Failed create of %s: its replace needs no restart", t)
 		need = fmt.Sprintf("it needs no restart: the running Engine already has IFI %s (verified by %s), so the replace "+
-			"revokes and grants the right again without restarting SQL Server", onOff(*a.RunningIFI), a.VerifiedBy)
+			"only verifies the instance", onOff(*a.RunningIFI), a.VerifiedBy)
 	case a.RunningIFI != nil:
 		summary = fmt.Sprintf("Failed create of %s: its replace restarts SQL Server", t)
 		need = "it needs a restart: the running Engine lacks what was asked"
 	}
 	detail = fmt.Sprintf("The create of %s at %s failed after its change was sent (%s), so Terraform marks the resource tainted and "+
-		"plans to replace it; %s. If you have checked the host yourself, run terraform untaint on the resource instead: "+
+		"plans to replace it; %s. The replace takes away nothing the host holds as configured: its destroy keeps a grant its create "+
+		"grants again, and the create adopts it. If you have checked the host yourself, run terraform untaint on the resource instead: "+
 		"the next plan is then an update that verifies the instance.", t, u.At.Format(time.RFC3339), safetext.Escape(u.Error), need)
 	return summary, detail
 }

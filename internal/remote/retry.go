@@ -48,6 +48,16 @@ func Transient(err error) bool {
 	return false
 }
 
+// Refused reports whether e is a connection that was refused, reset or closed
+// without an answer, or a host the network does not route to: the host, its WinRM
+// service or the link is away for a while, so that asking again within the
+// caller's deadline may cure it (converge rides every read of an apply through it).
+// Not a name that does not resolve (a typo waits for nothing), an HTTP answer, a
+// timeout, or a possible man-in-the-middle.
+func (e *Error) Refused() bool {
+	return e.Kind == KindUnreachable && e.Setting != SettingHost && !errors.Is(e, ErrUnverifiedAnswer)
+}
+
 // Transient is Transient(e), for callers that see the error through an interface
 // (converge.TransientFailure).
 func (e *Error) Transient() bool { return Transient(e) }

@@ -44,7 +44,13 @@ import (
 // once without a service), every WinRM listener of the host closes for duration_ms,
 // so connection attempts are refused (a TCP reset: ECONNREFUSED), and the
 // connections open at that moment are reset; then the listeners open again on the
-// same ports. It fires once; clear_faults ends a refusal under way.
+// same ports. It fires once; clear_faults ends a refusal under way. With operation
+// instead of service and state, a command of that operation arms it (its
+// after+1-th Send): the refusal starts delay_ms after that Send, and with no delay
+// the Send itself is lost (its connection reset), as when a host goes away while a
+// command is sent:
+//
+//	{"action":"winrm_fault","fault":"refuse","operation":"read_instance","after":2,"duration_ms":8000}
 type WinRMFault struct {
 	Fault     string `json:"fault"` // FaultReset, FaultHTTP500, FaultHTTP401, FaultHang, FaultSlow
 	Request   string `json:"request,omitempty"`
@@ -79,9 +85,11 @@ type faultSet struct {
 	mu     sync.Mutex
 	faults []*WinRMFault
 	ops    map[string]string // CommandId or ShellId → operation
-	model  *host.Host
-	gates  []*gateListener // the host's WinRM listeners, for "refuse"
-	stop   chan struct{}   // closed by clear (and the simulator's Close): ends pending and current refusals
+	// refusals are "refuse" faults armed by an operation's command, not yet fired.
+	refusals []*WinRMFault
+	model    *host.Host
+	gates    []*gateListener // the host's WinRM listeners, for "refuse"
+	stop     chan struct{}   // closed by clear (and the simulator's Close): ends pending and current refusals
 }
 
 var (
@@ -118,7 +126,7 @@ func (f *faultSet) add(w WinRMFault) error {
 
 func (f *faultSet) clear() {
 	f.mu.Lock()
-	f.faults = nil
+	f.faults, f.refusals = nil, nil
 	if f.stop != nil {
 		close(f.stop)
 		f.stop = nil
@@ -132,9 +140,17 @@ func (f *faultSet) addRefusal(w WinRMFault) error {
 	if w.DurationMS <= 0 {
 		return fmt.Errorf("%w: winrm_fault: %q needs duration_ms > 0", ErrBadAction, FaultRefuse)
 	}
-	if w.Request != "" || w.Operation != "" || (w.Service == "") != (w.State == "") {
-		return fmt.Errorf("%w: winrm_fault: %q is the host's, not a request's: give no request or operation, and service with state (or neither)",
+	if w.Request != "" || (w.Service == "") != (w.State == "") || w.Operation != "" && w.Service != "" {
+		return fmt.Errorf("%w: winrm_fault: %q is the host's, not a request's: give no request, and service with state, or an operation, or neither",
 			ErrBadAction, FaultRefuse)
+	}
+	if w.Operation != "" {
+		// Armed by a command of the operation (its After+1-th Send): the refusal
+		// starts delay_ms later, at once with the command's own connection reset.
+		f.mu.Lock()
+		f.refusals = append(f.refusals, &w)
+		f.mu.Unlock()
+		return nil
 	}
 	if w.Service != "" {
 		if _, err := f.model.ServiceState(w.Service); err != nil {
@@ -166,17 +182,61 @@ func (f *faultSet) addRefusal(w WinRMFault) error {
 				return // cleared, or the simulator stopped
 			}
 		}
-		var wg sync.WaitGroup
-		for _, g := range gates {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				g.refuse(time.Duration(w.DurationMS)*time.Millisecond, stop)
-			}()
-		}
-		wg.Wait()
+		refuseAll(gates, time.Duration(w.DurationMS)*time.Millisecond, stop)
 	}()
 	return nil
+}
+
+// refuseAll closes every listener of gates for d (or until stop is closed).
+func refuseAll(gates []*gateListener, d time.Duration, stop chan struct{}) {
+	var wg sync.WaitGroup
+	for _, g := range gates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.refuse(d, stop)
+		}()
+	}
+	wg.Wait()
+}
+
+// armedRefusal fires the "refuse" fault a Send of operation op arms, if any: the
+// refusal starts DelayMS later. It reports whether the Send itself is lost (no
+// delay: its connection is reset as the listeners close).
+func (f *faultSet) armedRefusal(op string) (lost bool) {
+	f.mu.Lock()
+	var w *WinRMFault
+	for i, r := range f.refusals {
+		if r.Operation != op {
+			continue
+		}
+		if r.seen++; r.seen <= r.After {
+			continue
+		}
+		w = r
+		f.refusals = slices.Delete(f.refusals, i, i+1)
+		break
+	}
+	if w == nil {
+		f.mu.Unlock()
+		return false
+	}
+	if f.stop == nil {
+		f.stop = make(chan struct{})
+	}
+	stop, gates := f.stop, slices.Clone(f.gates)
+	f.mu.Unlock()
+	go func() {
+		if w.DelayMS > 0 {
+			select {
+			case <-time.After(time.Duration(w.DelayMS) * time.Millisecond):
+			case <-stop:
+				return
+			}
+		}
+		refuseAll(gates, time.Duration(w.DurationMS)*time.Millisecond, stop)
+	}()
+	return w.DelayMS == 0
 }
 
 // requestInfo is what a request says of itself: its action and the key its
@@ -251,6 +311,15 @@ func (f *faultSet) wrap(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		action, cmdID := f.requestInfo(body)
+		if action == "Send" {
+			f.mu.Lock()
+			op := f.ops[cmdID]
+			f.mu.Unlock()
+			if op != "" && f.armedRefusal(op) {
+				f.inject(w, r, &WinRMFault{Fault: FaultReset}, nil)
+				return
+			}
+		}
 		if action == "Receive" {
 			// A Receive's fault replaces its answer, which is lost as a dropped
 			// connection loses it: the command has run (the exchange sent its stdin

@@ -117,3 +117,61 @@ func TestWinRMFaultRefuseClosesTheListenerForAWhile(t *testing.T) {
 		}
 	}
 }
+
+// A "refuse" fault armed by an operation fires at that operation's after+1-th
+// command, not before; with no delay that command's own Send is lost.
+func TestWinRMFaultRefuseArmedByAnOperation(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateListener(l)
+	defer g.Close()
+	go func() {
+		for {
+			c, err := g.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	f := &faultSet{ops: map[string]string{}, gates: []*gateListener{g}}
+	defer f.clear()
+	if err := f.add(WinRMFault{Fault: FaultRefuse, Operation: "read_instance", After: 1, DurationMS: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	if f.armedRefusal("set_right") || f.armedRefusal("read_instance") {
+		t.Fatal("the refusal fired before the second read_instance")
+	}
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatalf("a connection before the refusal fired: %v", err)
+	}
+	c.Close()
+	if !f.armedRefusal("read_instance") {
+		t.Fatal("the second read_instance's Send was not lost")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", g.addr)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			break
+		}
+		if err == nil {
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener still accepts after the refusal fired: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval while the refusal begins, with a deadline
+	}
+	if f.armedRefusal("read_instance") {
+		t.Error("the refusal fired twice; it fires once")
+	}
+	for _, w := range []WinRMFault{{Fault: FaultRefuse, DurationMS: 1, Operation: "read_instance", Service: "MSSQLSERVER", State: "Running"}} {
+		if err := f.add(w); !errors.Is(err, ErrBadAction) {
+			t.Errorf("add(%+v) = %v; want ErrBadAction", w, err)
+		}
+	}
+}
