@@ -39,9 +39,13 @@ func TestCLI_faultMatrix(t *testing.T) {
 		// untilDeadline: the fault may keep the apply until its deadline (it then ends
 		// within its timeout + 30 s); false: the apply ends before its timeout.
 		untilDeadline bool
-		gotApply      time.Duration
-		gotResult     string
-		gotPlan       string
+		// holdStop: this service's stops last until the apply has ended, when the
+		// row ends the stop (EndStopNow): a stop slower than any deadline by
+		// construction, where a timer would make the row wait its length.
+		holdStop  string
+		gotApply  time.Duration
+		gotResult string
+		gotPlan   string
 	}
 	rows := []*row{
 		{name: "the Engine will not start (1067)", engineUp: false,
@@ -97,8 +101,8 @@ func TestCLI_faultMatrix(t *testing.T) {
 			wantWarn: `The apply hit an error, but the host converged`},
 		{name: "slow replies (1 s each)", engineUp: true, untilDeadline: true,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
-		{name: "a stop slower than the restart's deadline", engineUp: true, untilDeadline: true,
-			actions: []winsim.Action{{Action: winsim.ActionSlowStop, Service: "MSSQLSERVER", StopMS: 40000}},
+		// The stop lasts until the apply ended (holdStop): longer than the restart's deadline (about 30 s).
+		{name: "a stop slower than the restart's deadline", engineUp: true, untilDeadline: true, holdStop: "MSSQLSERVER",
 			wantErr: `(?s)did not stop within \d+ seconds.*starts it again as soon as it has stopped`},
 	}
 	for _, r := range rows {
@@ -113,6 +117,11 @@ func TestCLI_faultMatrix(t *testing.T) {
 			for _, a := range r.actions {
 				if err := e.sim.Do(e.name, a); err != nil {
 					t.Fatalf("injecting %+v: %v", a, err)
+				}
+			}
+			if r.holdStop != "" {
+				if err := e.host().SetStopDuration(r.holdStop, time.Hour); err != nil {
+					t.Fatal(err)
 				}
 			}
 			timeout := createTimeout
@@ -130,6 +139,12 @@ func TestCLI_faultMatrix(t *testing.T) {
 			ap := w.apply()
 			r.gotApply = ap.Duration
 			wantApplyEnds(t, ap, timeout, r.untilDeadline)
+			if r.holdStop != "" {
+				// The apply ended while the stop was still pending; now it ends.
+				if err := e.host().EndStopNow(r.holdStop); err != nil {
+					t.Errorf("the held stop of %s: %v", r.holdStop, err)
+				}
+			}
 			if r.wantErr == "" {
 				r.gotResult = "applied"
 				if ap.Exit != 0 {

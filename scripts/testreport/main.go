@@ -351,10 +351,8 @@ func (r *report) summarize() {
 		sort.SliceStable(r.times, func(i, j int) bool { return r.times[i].elapsed > r.times[j].elapsed })
 		r.printf("\nslowest tests:\n")
 		n := 0
+		// Subtests too: a parent whose subtests run in parallel ends before they run.
 		for _, f := range r.times {
-			if strings.Contains(f.key.test, "/") {
-				continue // a subtest's time is in its parent's
-			}
 			r.printf("  %7.1fs  %s (%s)\n", f.elapsed, f.key.test, f.key.pkg)
 			if n++; n == r.slowest {
 				break
