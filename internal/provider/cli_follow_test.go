@@ -125,9 +125,7 @@ func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 	if ap.Exit == 0 {
 		t.Fatalf("the update succeeded although WinRM refused connections beyond its timeout:\n%s", ap.describe())
 	}
-	if ap.Duration > time.Minute+30*time.Second {
-		t.Errorf("the update took %s, more than its timeout and 30 s", ap.Duration.Round(time.Second))
-	}
+	wantApplyEnds(t, ap, time.Minute, true)
 	if a := w.attrs(); a["enabled"] != true {
 		t.Errorf("after the failed update the state says enabled = %v; want the new intent (true)", a["enabled"])
 	}

@@ -76,6 +76,11 @@ func terraformPath() string {
 	return "/usr/local/bin/terraform"
 }
 
+// cliRunLimit is how long one terraform command may run before the harness kills it
+// as hung: the longest timeout a test configures (3 minutes) and the half minute
+// after it, with room for a loaded machine.
+const cliRunLimit = 5 * time.Minute
+
 // cliWork is one terraform working directory.
 type cliWork struct {
 	t   *testing.T
@@ -179,7 +184,9 @@ func (w *cliWork) run(args ...string) *tfRun {
 // process (to signal it).
 func (w *cliWork) runWhile(during func(*exec.Cmd), args ...string) *tfRun {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// A hang guard, not a measure of speed: a run still going after cliRunLimit is
+	// killed and the test fails saying so.
+	ctx, cancel := context.WithTimeout(context.Background(), cliRunLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.bin, args...)
 	cmd.Dir = w.dir
@@ -196,6 +203,9 @@ func (w *cliWork) runWhile(during func(*exec.Cmd), args ...string) *tfRun {
 		err = cmd.Wait()
 	}
 	r := &tfRun{Args: args, Stdout: out.String(), Stderr: errb.String(), Duration: time.Since(start)}
+	if ctx.Err() != nil {
+		w.t.Errorf("terraform %s did not finish in %s: hang; it was killed", strings.Join(args, " "), cliRunLimit)
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -21,7 +21,7 @@ import (
 // The resource is first created with restart = "never" (the right granted, a restart
 // pending); then the fault is injected and an apply with restart = "if_needed" makes
 // the update that restarts. Each row checks that the Engine and its dependents end
-// Running, that the apply ends within its timeout + 30 s, that the state says what
+// Running, that the apply ends within its timeout + 30 s (wantApplyEnds), that the state says what
 // the host has, that the next plan is empty or an update in place, and that nothing
 // restarted twice.
 func TestCLI_faultMatrixRestart(t *testing.T) {
@@ -36,10 +36,13 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 		wantErr    string // regexp on an error diagnostic; "": the apply succeeds
 		wantStarts int    // Engine starts during the apply
 		byTask     int64  // guards started by a scheduled task
+		// holdStop: this service's stops last until the apply has ended, when the
+		// row ends the stop (EndStopNow): slower than any deadline by construction.
+		holdStop string
 	}{
-		{name: "a dependent slower to stop than the deadline", wantStarts: 0,
-			launchpad: host.ServiceConfig{StopMS: 40000}, // longer than the restart's deadline (about 30 s)
-			wantErr:   `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending.*Nothing more was stopped`},
+		// Launchpad's stop lasts until the apply ended: longer than the restart's deadline (about 30 s).
+		{name: "a dependent slower to stop than the deadline", wantStarts: 0, holdStop: "MSSQLLaunchpad",
+			wantErr: `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending.*Nothing more was stopped`},
 		{name: "a Paused dependent", wantStarts: 1,
 			actions: []winsim.Action{{Action: winsim.ActionPauseService, Service: "MSSQLLaunchpad"}}},
 		{name: "Defender's ASR rule blocks WMI process creation", wantStarts: 1, byTask: 1,
@@ -75,11 +78,20 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 				}
 			}
 			h := e.host()
+			if r.holdStop != "" {
+				if err := h.SetStopDuration(r.holdStop, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
 			starts0 := h.Transitions("MSSQLSERVER", contract.StateStartPending)
 			w.write(e.providerConfig(true) + resourceConfig(e.addr, extra("if_needed")))
 			ap := w.apply()
-			if limit := updateTimeout + 30*time.Second; ap.Duration > limit {
-				t.Errorf("the apply took %s, more than %s", ap.Duration.Round(time.Second), limit)
+			wantApplyEnds(t, ap, updateTimeout, true)
+			if r.holdStop != "" {
+				// The apply ended while the stop was still pending; now it ends.
+				if err := h.EndStopNow(r.holdStop); err != nil {
+					t.Errorf("the held stop of %s: %v", r.holdStop, err)
+				}
 			}
 			if r.wantErr == "" && ap.Exit != 0 {
 				t.Fatalf("the apply failed:\n%s", ap.describe())

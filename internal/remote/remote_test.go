@@ -340,8 +340,9 @@ func TestDeadline(t *testing.T) {
 	if e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error = %v (kind %d)", err, e.Kind)
 	}
-	if d := time.Since(begin); d > 10*time.Second {
-		t.Fatalf("the deadline was noticed after %v", d)
+	// A hang guard, not a measure of speed: the host's restart would run 600 s.
+	if d := time.Since(begin); d > time.Minute {
+		t.Fatalf("the 1.5 s deadline was noticed only after %v: hang", d)
 	}
 }
 

@@ -265,8 +265,9 @@ func TestExecuteRestartRefusalsAndTimeout(t *testing.T) {
 		!strings.Contains(strings.Join(broken.ErrorLogTail, "\n"), "17058") {
 		t.Fatalf("failed start: %+v", broken)
 	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Fatalf("a failed start was reported after %s, not when it happened", d)
+	// Before its 60 s deadline: an answer at the deadline would have taken it all.
+	if d := time.Since(start); d >= 60*time.Second {
+		t.Fatalf("a failed start was reported after %s, at its deadline, not when it happened", d)
 	}
 }
 
