@@ -158,6 +158,18 @@ type ReadInstanceResult struct {
 	// operation (5.1.x on Windows Server 2016 and later); "" from a host that does not
 	// report it. The real-host suite's preflight shows it.
 	PowerShellVersion string `json:"powershell_version,omitempty"`
+	// ExecutionPolicies is Get-ExecutionPolicy -List as the operation's process saw
+	// it, most binding scope first (MachinePolicy, UserPolicy, Process, CurrentUser,
+	// LocalMachine); nil from a host that does not report it. A Group Policy scope
+	// (MachinePolicy, UserPolicy) other than Undefined overrides -ExecutionPolicy
+	// Bypass for script files (-File). The real-host suite's preflight shows it.
+	ExecutionPolicies []ExecutionPolicyScope `json:"execution_policies,omitempty"`
+}
+
+// ExecutionPolicyScope is one row of Get-ExecutionPolicy -List.
+type ExecutionPolicyScope struct {
+	Scope  string `json:"scope"`
+	Policy string `json:"policy"`
 }
 
 // HADRInfo is what the registry and the failover cluster say about an instance's

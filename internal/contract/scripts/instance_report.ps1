@@ -275,6 +275,7 @@ function Get-InstanceReport {
         errorlog               = $errorLog
         dependents             = $dependents.ToArray()
         powershell_version     = [string]$PSVersionTable.PSVersion
+        execution_policies     = @(Get-ExecutionPolicy -List | ForEach-Object { [ordered]@{ scope = [string]$_.Scope; policy = [string]$_.ExecutionPolicy } })
         hadr                   = (Get-HadrReport -Root $root)
     }
 }

@@ -369,6 +369,17 @@ func (h *Host) checkRightParam(right string, stdout io.Writer, entry *AuditEntry
 // Server has 5.1; the build number follows the OS build).
 const PowerShellVersion = "5.1.20348.2849"
 
+// executionPolicies is Get-ExecutionPolicy -List in the provider's process: the
+// bootstrap's -ExecutionPolicy Bypass sets the Process scope; Windows Server's
+// default for LocalMachine is RemoteSigned; no Group Policy scope is set
+// (about_Execution_Policies).
+func executionPolicies() []contract.ExecutionPolicyScope {
+	return []contract.ExecutionPolicyScope{
+		{Scope: "MachinePolicy", Policy: "Undefined"}, {Scope: "UserPolicy", Policy: "Undefined"},
+		{Scope: "Process", Policy: "Bypass"}, {Scope: "CurrentUser", Policy: "Undefined"}, {Scope: "LocalMachine", Policy: "RemoteSigned"},
+	}
+}
+
 func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
@@ -431,6 +442,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		ErrorLog:              inst.findIFILineLocked(),
 		Dependents:            []contract.ServiceInfo{},
 		PowerShellVersion:     PowerShellVersion,
+		ExecutionPolicies:     executionPolicies(),
 	}
 	if e.pid != 0 {
 		t := e.started.UTC()
