@@ -186,8 +186,14 @@ type HADRInfo struct {
 	// ClusterKnown: root\MSCluster answered (the host is a failover cluster node).
 	ClusterKnown bool `json:"cluster_known"`
 	// OwnedGroups are the "SQL Server Availability Group" cluster resources whose
-	// owner node is this computer: it holds their primary replicas.
+	// owner node is this computer and that Windows ties to this instance (their
+	// dependency on its "SQL Server" resource, or it is the node's only instance):
+	// it holds their primary replicas.
 	OwnedGroups []string `json:"owned_groups"`
+	// UntiedGroups are such resources this node owns that Windows does not tie to
+	// any instance (a node with several instances: an availability group's own
+	// cluster group holds no SQL Server resource); nil from an older host.
+	UntiedGroups []string `json:"untied_groups,omitempty"`
 	// Detail says what could not be read, for messages.
 	Detail string `json:"detail,omitempty"`
 }
