@@ -498,6 +498,7 @@ func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, instance,
 		return nil, h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error",
 			fmt.Sprintf("Changing %s for %s on %s failed: %s", right, sid, h.computer, lsaAccessDenied)), false
 	}
+	h.registerEventSource() // Register-ChangeEventSource, before the change
 	var changed bool
 	if grant {
 		changed, err = h.GrantRight(right, sid)
@@ -562,7 +563,11 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
 	}
 	defer lease.release()
-	// The changes first (Set-ManageVolumeRight): one that fails stops nothing.
+	// The changes first (Set-ManageVolumeRight): one that fails stops nothing. The
+	// event source is registered before them (Register-ChangeEventSource).
+	if admin {
+		h.registerEventSource()
+	}
 	changed, eventWarning := false, ""
 	sids := make([]string, 0, len(p.Changes))
 	for _, c := range p.Changes {

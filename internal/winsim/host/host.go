@@ -74,6 +74,8 @@ type Host struct {
 	// eventSource says is registered (eventlog.go).
 	eventLog    []EventLogEntry
 	eventSource bool
+	// eventSourceAt is when the source was registered (eventlog.go).
+	eventSourceAt time.Time
 	auditLimit  int
 
 	// life ends when the host is closed: processes of the host's own (the restart
