@@ -76,7 +76,7 @@ type Host struct {
 	eventSource bool
 	// eventSourceAt is when the source was registered (eventlog.go).
 	eventSourceAt time.Time
-	auditLimit  int
+	auditLimit    int
 
 	// life ends when the host is closed: processes of the host's own (the restart
 	// workers, restart_job.go) run under it, not under a WinRM shell.
