@@ -80,7 +80,7 @@ export MSSQLIFI_ACC_SEED_SQL_PASSWORD='Rehearsal-Seed-Pa55!'
 export MSSQLIFI_ACC_STAGES=preflight,read,change,restart,seed,cluster
 export MSSQLIFI_ACC_FCI_INSTANCE=MSSQLSERVER
 export MSSQLIFI_ACC_FCI_CHANGE=true
-export MSSQLIFI_ACC_DISPOSABLE_INSTANCE=MSSQLSERVER
+export MSSQLIFI_ACC_DISPOSABLE_INSTANCE="$MSSQLIFI_ACC_HOST/MSSQLSERVER" # HOST/INSTANCE: both must match
 unset MSSQLIFI_ACC_LOCAL MSSQLIFI_ACC_DRY_RUN
 args=(-terraform "$tf" -provider-dir "$root/bin" -step-timeout 2m)
 

@@ -16,10 +16,18 @@ if ($Mode -eq 'Off') {
 }
 $active = 'false'
 $reason = ''
+$mode = 'unknown'
+$realTime = 'unknown'
 try {
     $status = Get-MpComputerStatus
+    $mode = [string]$status.AMRunningMode
+    $realTime = [string]$status.RealTimeProtectionEnabled
     if (-not $status.AMServiceEnabled) {
         $reason = 'the Defender antimalware service is not running on this image'
+    } elseif ($mode -and $mode -ne 'Normal') {
+        # Passive Mode, SxS Passive Mode, EDR Block Mode: Defender does not enforce
+        # ASR rules (Microsoft Learn, "Microsoft Defender Antivirus compatibility").
+        $reason = "Defender runs in $mode, which does not enforce ASR rules"
     } else {
         if (-not $status.RealTimeProtectionEnabled) {
             Set-MpPreference -DisableRealtimeMonitoring $false
@@ -31,6 +39,7 @@ try {
             Add-MpPreference -AttackSurfaceReductionRules_Ids $rule -AttackSurfaceReductionRules_Actions Enabled
             $preference = Get-MpPreference
             $index = [array]::IndexOf([string[]]@($preference.AttackSurfaceReductionRules_Ids), $rule)
+            $realTime = [string]$status.RealTimeProtectionEnabled
             if ($index -ge 0 -and [int]@($preference.AttackSurfaceReductionRules_Actions)[$index] -eq 1) {
                 $active = 'true'
                 $reason = 'rule in block mode, real-time protection on'
@@ -42,9 +51,16 @@ try {
 } catch {
     $reason = "Defender could not be queried or set: $($_.Exception.Message)"
 }
+Write-Host "Defender: AMRunningMode $mode, RealTimeProtectionEnabled $realTime"
 Write-Host "ASR rule $rule active: $active ($reason)"
 Set-StepOutput -Name 'active' -Value $active
 Set-StepOutput -Name 'reason' -Value $reason
-if ($active -ne 'true') {
-    Add-JobSummary -Lines @('### ASR rule', '', "Not proven on this image: $reason.", '')
+# The summary claims only what this step saw: the rule stored in block mode under an
+# active Defender is not yet proof that WMI was blocked (the suite's restart stage
+# names the guard's launcher).
+if ($active -eq 'true') {
+    $claim = 'set in block mode under an active Defender; whether it blocked WMI process creation: see the suite run under the rule (the guard''s launcher)'
+} else {
+    $claim = "not proven, $reason"
 }
+Add-JobSummary -Lines @('### ASR rule', '', "Defender: AMRunningMode ``$mode``, RealTimeProtectionEnabled ``$realTime``.", '', "ASR rule $rule in block mode: $claim.", '')

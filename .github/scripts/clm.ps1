@@ -7,10 +7,12 @@
 #   administrator, but not covered by an Allow rule there) runs ConstrainedLanguage
 #   while the runner's later steps keep FullLanguage. No Executable, Installer or DLL
 #   rules: nothing but scripts is enforced.
-# -Method Hook: the machine-wide environment variable __PSLockdownPolicy=4, a test hook
-#   of PowerShell, not a security boundary; a service's processes get the machine
-#   environment when the service starts, so WinRM is restarted for its plug-in host
-#   (and the PowerShell it starts) to see it.
+# -Method Hook: __PSLockdownPolicy=4, a test hook of PowerShell, not a security
+#   boundary, set only in the WinRM service's own environment (the REG_MULTI_SZ value
+#   Environment under HKLM\SYSTEM\CurrentControlSet\Services\WinRM, which the SCM
+#   adds to the service's process when it starts), and WinRM restarted. Never
+#   machine-wide: every new Windows PowerShell would start constrained, the runner's
+#   later `shell: powershell` steps (host evidence, this clean-up) with it.
 # -Action Enable writes MSSQLIFI_CLM_METHOD for later steps; -Action Disable undoes
 # the named method (or both).
 [CmdletBinding()]
@@ -26,6 +28,28 @@ function Set-LocalAppLockerPolicy {
     Set-Content -LiteralPath $file -Value $Xml -Encoding UTF8
     Set-AppLockerPolicy -XmlPolicy $file
     Remove-Item -LiteralPath $file -Force
+}
+
+$winrmKey = 'HKLM:\SYSTEM\CurrentControlSet\Services\WinRM'
+
+# The WinRM service's own environment entries (NAME=value), without the hook's.
+function Get-WinRMEnvironment {
+    $value = (Get-ItemProperty -LiteralPath $winrmKey -Name 'Environment' -ErrorAction SilentlyContinue).Environment
+    return @($value | Where-Object { $_ -and $_ -notlike '__PSLockdownPolicy=*' })
+}
+
+function Set-WinRMEnvironment {
+    param([AllowEmptyCollection()][string[]] $Entries)
+    if (@($Entries).Count -gt 0) {
+        New-ItemProperty -LiteralPath $winrmKey -Name 'Environment' -PropertyType MultiString -Value $Entries -Force | Out-Null
+    } else {
+        Remove-ItemProperty -LiteralPath $winrmKey -Name 'Environment' -ErrorAction SilentlyContinue
+    }
+}
+
+function Restart-WinRM {
+    Restart-Service -Name WinRM -Force
+    (Get-Service -Name WinRM).WaitForStatus('Running', (New-TimeSpan -Seconds 60))
 }
 
 function New-ScriptRule {
@@ -51,11 +75,10 @@ if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
     Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value 'AppLocker script rules'
     Write-Host 'AppLocker: Script rules enforced; the WinRM user is not allowed scripts in its %TEMP%'
 } elseif ($Action -eq 'Enable' -and $Method -eq 'Hook') {
-    [Environment]::SetEnvironmentVariable('__PSLockdownPolicy', '4', 'Machine')
-    Restart-Service -Name WinRM -Force
-    (Get-Service -Name WinRM).WaitForStatus('Running', (New-TimeSpan -Seconds 60))
-    Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value '__PSLockdownPolicy=4 (test hook; AppLocker did not take effect on this image)'
-    Write-Host '__PSLockdownPolicy=4 set machine-wide and WinRM restarted'
+    Set-WinRMEnvironment -Entries (@(Get-WinRMEnvironment) + '__PSLockdownPolicy=4')
+    Restart-WinRM
+    Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value "__PSLockdownPolicy=4 in the WinRM service's environment (test hook; AppLocker did not take effect on this image)"
+    Write-Host "__PSLockdownPolicy=4 set in the WinRM service's environment and WinRM restarted; this runner's own PowerShell is not affected"
 } else {
     if ($Method -eq 'AppLocker' -or $Method -eq 'Both') {
         # Only a policy this script set has Script rules to remove; on an image where
@@ -67,10 +90,15 @@ if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
         }
     }
     if ($Method -eq 'Hook' -or $Method -eq 'Both') {
-        if ([Environment]::GetEnvironmentVariable('__PSLockdownPolicy', 'Machine')) {
-            [Environment]::SetEnvironmentVariable('__PSLockdownPolicy', $null, 'Machine')
-            Restart-Service -Name WinRM -Force
-            (Get-Service -Name WinRM).WaitForStatus('Running', (New-TimeSpan -Seconds 60))
+        $entries = @((Get-ItemProperty -LiteralPath $winrmKey -Name 'Environment' -ErrorAction SilentlyContinue).Environment)
+        $machineWide = [Environment]::GetEnvironmentVariable('__PSLockdownPolicy', 'Machine')
+        if (@($entries | Where-Object { $_ -like '__PSLockdownPolicy=*' }).Count -gt 0 -or $machineWide) {
+            Set-WinRMEnvironment -Entries @(Get-WinRMEnvironment)
+            if ($machineWide) {
+                # Left by an older version of this script, which set it machine-wide.
+                [Environment]::SetEnvironmentVariable('__PSLockdownPolicy', $null, 'Machine')
+            }
+            Restart-WinRM
             Write-Host '__PSLockdownPolicy removed and WinRM restarted'
         }
     }

@@ -158,6 +158,18 @@ type ReadInstanceResult struct {
 	// operation (5.1.x on Windows Server 2016 and later); "" from a host that does not
 	// report it. The real-host suite's preflight shows it.
 	PowerShellVersion string `json:"powershell_version,omitempty"`
+	// ExecutionPolicies is Get-ExecutionPolicy -List as the operation's process saw
+	// it, most binding scope first (MachinePolicy, UserPolicy, Process, CurrentUser,
+	// LocalMachine); nil from a host that does not report it. A Group Policy scope
+	// (MachinePolicy, UserPolicy) other than Undefined overrides -ExecutionPolicy
+	// Bypass for script files (-File). The real-host suite's preflight shows it.
+	ExecutionPolicies []ExecutionPolicyScope `json:"execution_policies,omitempty"`
+}
+
+// ExecutionPolicyScope is one row of Get-ExecutionPolicy -List.
+type ExecutionPolicyScope struct {
+	Scope  string `json:"scope"`
+	Policy string `json:"policy"`
 }
 
 // HADRInfo is what the registry and the failover cluster say about an instance's
@@ -174,8 +186,14 @@ type HADRInfo struct {
 	// ClusterKnown: root\MSCluster answered (the host is a failover cluster node).
 	ClusterKnown bool `json:"cluster_known"`
 	// OwnedGroups are the "SQL Server Availability Group" cluster resources whose
-	// owner node is this computer: it holds their primary replicas.
+	// owner node is this computer and that Windows ties to this instance (their
+	// dependency on its "SQL Server" resource, or it is the node's only instance):
+	// it holds their primary replicas.
 	OwnedGroups []string `json:"owned_groups"`
+	// UntiedGroups are such resources this node owns that Windows does not tie to
+	// any instance (a node with several instances: an availability group's own
+	// cluster group holds no SQL Server resource); nil from an older host.
+	UntiedGroups []string `json:"untied_groups,omitempty"`
 	// Detail says what could not be read, for messages.
 	Detail string `json:"detail,omitempty"`
 }

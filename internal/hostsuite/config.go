@@ -271,6 +271,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.Allowed[s] = true
 	}
+	if c.Disposable != "" && !strings.Contains(c.Disposable, "/") {
+		bad("%s=%q names an instance only: name the host and the instance, %s (a consent left from another host's run must not allow restarts here)",
+			EnvDisposable, c.Disposable, c.consentTarget())
+	}
 	for _, path := range []struct{ env, p string }{{EnvCACert, c.CACertPath}, {EnvSQLCACert, c.SQLCACertPath}, {EnvSQLKeytab, c.SQLKeytab}} {
 		if path.p == "" || c.DryRun {
 			continue
@@ -291,9 +295,26 @@ func knownStage(s string) bool {
 	return false
 }
 
-// disposable reports whether the user named the tested instance disposable.
+// disposable reports whether the user named the tested host and instance disposable:
+// EnvDisposable is HOST/INSTANCE and names both (case-insensitive), so a value left
+// from another lab run does not consent to restarts on whatever host is tested now.
 func (c Config) disposable() bool {
-	return c.Disposable != "" && strings.EqualFold(c.Disposable, c.Instance)
+	host, instance, ok := strings.Cut(c.Disposable, "/")
+	return ok && strings.EqualFold(strings.TrimSpace(host), c.Host) && strings.EqualFold(strings.TrimSpace(instance), c.Instance)
+}
+
+// consentTarget is the HOST/INSTANCE value EnvDisposable must have for this run.
+func (c Config) consentTarget() string { return c.Host + "/" + c.Instance }
+
+// consent says what EnvDisposable allows on this run, for the dry run and the skips.
+func (c Config) consent() string {
+	switch {
+	case c.Disposable == "":
+		return fmt.Sprintf("%s is not set: the restart and seed stages do not run (set it to %s to allow them)", EnvDisposable, c.consentTarget())
+	case c.disposable():
+		return fmt.Sprintf("%s=%s names this host and instance: the restart and seed stages may run (each still needs %s to name it)", EnvDisposable, c.Disposable, EnvStages)
+	}
+	return fmt.Sprintf("%s=%s does not name this host and instance (%s): the restart and seed stages do not run", EnvDisposable, c.Disposable, c.consentTarget())
 }
 
 // sqlKerberos: the SQL login logs on with Kerberos.

@@ -51,7 +51,7 @@ func TestGoldenDryRun(t *testing.T) {
 	}{
 		{"dryrun-all", map[string]string{
 			EnvHost: "sql01.invalid", EnvDryRun: "true", EnvStages: "preflight,read,change,restart,seed",
-			EnvDisposable: "MSSQLSERVER", EnvSQLUser: "mssqlifi_verify", EnvSQLPass: "x", EnvSeedUser: "mssqlifi_seed", EnvSeedPass: "x",
+			EnvDisposable: "SQL01.invalid/mssqlserver", EnvSQLUser: "mssqlifi_verify", EnvSQLPass: "x", EnvSeedUser: "mssqlifi_seed", EnvSeedPass: "x",
 			EnvLocal: "true", EnvSeedMB: "10240",
 		}},
 		{"dryrun-defaults", map[string]string{EnvHost: "sql01.invalid", EnvDryRun: "true"}},
@@ -65,7 +65,7 @@ func TestGoldenDryRun(t *testing.T) {
 		}},
 		// Restart and seed need the instance named disposable, and seed a dbcreator login.
 		{"dryrun-not-disposable", map[string]string{
-			EnvHost: "sql01.invalid", EnvDryRun: "true", EnvStages: "preflight,read,change,restart,seed", EnvDisposable: "OTHER",
+			EnvHost: "sql01.invalid", EnvDryRun: "true", EnvStages: "preflight,read,change,restart,seed", EnvDisposable: "sql02.invalid/MSSQLSERVER",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,6 +252,39 @@ func TestRecordPreflight(t *testing.T) {
 	for _, secret := range []string{env[EnvWinRMPass], env[EnvSQLPass], env[EnvWinRMUser], "WINCI01"} {
 		if bytes.Contains(raw, []byte(secret)) {
 			t.Errorf("the transcript holds %q", secret)
+		}
+	}
+}
+
+// TestDisposableConsentNamesHostAndInstance: the restart consent names the host and
+// the instance (HOST/INSTANCE, either case); an instance name alone (a value left
+// from a lab run) is a configuration error, and another host's consent allows
+// nothing here.
+func TestDisposableConsentNamesHostAndInstance(t *testing.T) {
+	base := map[string]string{EnvHost: "sql01.contoso.com", EnvDryRun: "true", EnvStages: "preflight,read,change,restart"}
+	with := func(v string) map[string]string {
+		m := map[string]string{EnvDisposable: v}
+		for k, x := range base {
+			m[k] = x
+		}
+		return m
+	}
+	if _, err := LoadConfig(envMap(with("MSSQLSERVER"))); err == nil || !strings.Contains(err.Error(), "sql01.contoso.com/MSSQLSERVER") {
+		t.Errorf("an instance name alone: %v, want an error naming sql01.contoso.com/MSSQLSERVER", err)
+	}
+	for v, want := range map[string]bool{
+		"SQL01.contoso.com/mssqlserver": true,
+		"sql02.contoso.com/MSSQLSERVER": false,
+		"sql01.contoso.com/OTHER":       false,
+		"":                              false,
+	} {
+		cfg, err := LoadConfig(envMap(with(v)))
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		s := &Suite{cfg: cfg}
+		if runs := s.notRunning(StageRestart, true) == ""; runs != want {
+			t.Errorf("%s=%q: the restart stage runs %t, want %t (%s)", EnvDisposable, v, runs, want, cfg.consent())
 		}
 	}
 }

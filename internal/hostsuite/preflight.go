@@ -26,6 +26,7 @@ func (s *Suite) planPreflight() []string {
 	return []string{
 		"connect to WinRM and run read_instance (reads only): reachability, the logon mechanism used, message encryption",
 		"report Windows PowerShell's version and language mode (the bootstrap refuses anything but FullLanguage)",
+		"report Get-ExecutionPolicy -List (a Group Policy scope overrides -ExecutionPolicy Bypass for script files)",
 		"report the LSA read: the holders of " + contract.RightManageVolume + ", and whether the service SID is one",
 		"report UAC's remote restrictions (LocalAccountTokenFilterPolicy) for a local account other than the built-in Administrator",
 		sql,
@@ -82,6 +83,7 @@ func (s *Suite) preflight(ctx context.Context) {
 		ver = "not reported by this host"
 	}
 	s.p.pass("powershell", "Windows PowerShell %s in FullLanguage mode (the bootstrap refuses any other mode before it reads its input)", ver)
+	s.executionPolicy(r)
 	s.before, s.serviceSID = r, serviceSIDOf(r)
 	s.p.pass("lsa read", "%d holder(s) of %s; the service SID %s (NT SERVICE\\%s) holds it: %s; Engine %s is %s",
 		len(r.RightHolders), contract.RightManageVolume, s.serviceSID, r.ServiceName, yesNo(holds(r, s.serviceSID)), r.ServiceName, r.ServiceState)
@@ -340,4 +342,24 @@ func spnText(c Config) string {
 		return c.SQLSPN
 	}
 	return "MSSQLSvc/<host>:<port> (" + EnvSQLSPN + " to name another)"
+}
+
+// executionPolicy reports Get-ExecutionPolicy -List as read_instance's process saw
+// it. A Group Policy scope (MachinePolicy, UserPolicy) overrides -ExecutionPolicy
+// Bypass for script files (-File), not for -EncodedCommand: news for the restart's
+// guard, not a failure of the preflight.
+func (s *Suite) executionPolicy(r *contract.ReadInstanceResult) {
+	if r.ExecutionPolicies == nil {
+		s.p.pass("execution policy", "not reported by this host")
+		return
+	}
+	rows := make([]string, 0, len(r.ExecutionPolicies))
+	gpo := ""
+	for _, e := range r.ExecutionPolicies {
+		rows = append(rows, e.Scope+"="+e.Policy)
+		if (e.Scope == "MachinePolicy" || e.Scope == "UserPolicy") && e.Policy != "Undefined" && gpo == "" {
+			gpo = fmt.Sprintf("; Group Policy sets %s (%s): it overrides -ExecutionPolicy Bypass for script files (-File)", e.Policy, e.Scope)
+		}
+	}
+	s.p.pass("execution policy", "Get-ExecutionPolicy -List: %s%s", strings.Join(rows, ", "), gpo)
 }

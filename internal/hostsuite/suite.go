@@ -76,6 +76,9 @@ func Run(ctx context.Context, cfg Config, opt Options) Report {
 	s.p = printer{w: opt.Out, res: &s.rep.Results}
 	s.rep.Header = s.header()
 	s.p.line("%s", s.rep.Header)
+	if cfg.DryRun {
+		s.p.line("consent: %s", cfg.consent())
+	}
 	defer func() {
 		if s.tf != nil {
 			s.tf.close()
@@ -132,7 +135,7 @@ func (s *Suite) notRunning(stage string, earlierPassed bool) string {
 	case !earlierPassed && !s.cfg.DryRun:
 		return "an earlier stage did not pass, or did not run"
 	case (stage == StageRestart || stage == StageSeed) && !s.cfg.disposable():
-		return fmt.Sprintf("it restarts SQL Server: set %s=%s to name the instance disposable (a second, explicit consent)", EnvDisposable, s.cfg.Instance)
+		return fmt.Sprintf("it restarts SQL Server: set %s=%s to name the host and instance disposable (a second, explicit consent); now: %s", EnvDisposable, s.cfg.consentTarget(), s.cfg.consent())
 	case stage == StageSeed && s.cfg.SeedUser == "":
 		return fmt.Sprintf("no login that may CREATE DATABASE: set %s and %s (a login in dbcreator)", EnvSeedUser, EnvSeedPass)
 	}

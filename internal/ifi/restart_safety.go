@@ -50,6 +50,11 @@ func knowRole(ag *AGMembership, ri *contract.ReadInstanceResult) roleKnowledge {
 		return roleKnowledge{known: true, primary: true, role: RolePrimary, groups: hadr.OwnedGroups,
 			source: "the failover cluster (this node owns the availability group's cluster resource)"}
 	}
+	if len(hadr.UntiedGroups) > 0 && !hadrOffSinceStart(hadr, processStart) {
+		groups := safetext.Escape(strings.Join(hadr.UntiedGroups, ", "))
+		return roleKnowledge{why: fmt.Sprintf("%s, and Windows cannot tell which instance group %s belongs to: this node owns its cluster resource "+
+			"(it holds that group's primary replica), but no cluster dependency ties the resource to this instance and the node has more than one instance", noSQLAnswer, groups)}
+	}
 	var why string
 	switch {
 	case !hadr.KeyFound:
@@ -68,6 +73,14 @@ func knowRole(ag *AGMembership, ri *contract.ReadInstanceResult) roleKnowledge {
 		why += "; " + safetext.Escape(hadr.Detail)
 	}
 	return roleKnowledge{why: noSQLAnswer + ", and Windows cannot tell: " + why}
+}
+
+// hadrOffSinceStart: HADR_Enabled is 0 (or absent from an existing key) and was
+// written before the running Engine started, so Always On is off in it and it is a
+// replica of no group (the last case of knowRole's switch).
+func hadrOffSinceStart(hadr *contract.HADRInfo, processStart *time.Time) bool {
+	return hadr.KeyFound && (hadr.Enabled == nil || *hadr.Enabled == 0) && hadr.KeyWritten != nil && processStart != nil &&
+		hadr.KeyWritten.Before(*processStart)
 }
 
 // restartSafety refuses a restart the rule does not allow, and adds the warnings of

@@ -36,6 +36,15 @@ func clusterOwns(groups ...string) func(*contract.ReadInstanceResult) {
 	}
 }
 
+// clusterUntied: this node owns the groups' cluster resources, which Windows does not
+// tie to an instance (a node with several instances); HADR_Enabled as mod says.
+func clusterUntied(enabled *int, groups ...string) func(*contract.ReadInstanceResult) {
+	return func(r *contract.ReadInstanceResult) {
+		r.ProcessStartTime = &engineStart
+		r.HADR = &contract.HADRInfo{KeyFound: true, Enabled: enabled, KeyWritten: &beforeStart, ClusterKnown: true, UntiedGroups: groups}
+	}
+}
+
 // noSQL is what an observation without SQL Server has: the error log says IFI is off.
 func noSQL(mod ...func(*contract.ReadInstanceResult)) Observed {
 	return obs(Verification{Source: SourceErrorLog, Enabled: ptr(false)}, mod...)
@@ -71,6 +80,14 @@ func TestRestartSafety(t *testing.T) {
 		{name: "SQL Server: primary opted in", desired: optIn, observed: obs(replica(RolePrimary)), warnings: []string{WarnPrimaryRestart}},
 		{name: "no SQL, no registry report: unknown refused", desired: enable, observed: noSQL(),
 			refusal: "role unknown", detail: []string{"VIEW SERVER STATE", "sql block", `"if_needed_including_primary"`, "Nothing was changed"}},
+		// Two instances on one node, AG1's primary on the other one (issue 24): the
+		// cluster does not say which instance holds AG1. One with Always On off since
+		// its start is in no group and restarts; one with Always On on is refused, the
+		// refusal naming the group, not calling it AG1's primary.
+		{name: "no SQL, another instance's untied group, HADR off since the start", desired: enable, observed: noSQL(clusterUntied(intp(0), "AG1")),
+			warnings: []string{WarnBackupsUnchecked}},
+		{name: "no SQL, an untied group, HADR on: unknown refused", desired: enable, observed: noSQL(clusterUntied(intp(1), "AG1")),
+			refusal: "role unknown", detail: []string{"cannot tell which instance group AG1 belongs to", "sql block", "Nothing was changed"}},
 		{name: "no SQL, HADR_Enabled 0 since before the start", desired: enable, observed: noSQL(hadrOff),
 			warnings: []string{WarnBackupsUnchecked}},
 		{name: "no SQL, HADR_Enabled absent since before the start", desired: enable, observed: noSQL(hadrKey(nil, beforeStart)),

@@ -47,6 +47,21 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 			actions: []winsim.Action{{Action: winsim.ActionPauseService, Service: "MSSQLLaunchpad"}}},
 		{name: "Defender's ASR rule blocks WMI process creation", wantStarts: 1, byTask: 1,
 			actions: []winsim.Action{{Action: winsim.ActionSetASRRule, Rule: host.ASRRulePsExecWMI, RuleAction: host.ASRBlock}}},
+		// sc.exe races (issue 24): a dependent that stops by itself between the
+		// restart's read of it and its sc.exe stop (1062, ERROR_SERVICE_NOT_ACTIVE) is
+		// stopped as the restart wanted; one whose process ended and the SCM's recovery
+		// started again is Start Pending when the stop arrives (1061), and so is an
+		// Engine: the stop waits for it to settle and is sent again.
+		{name: "a dependent that stops by itself before its stop", wantStarts: 1,
+			actions: []winsim.Action{{Action: winsim.ActionRaceStop, Service: "MSSQLLaunchpad", Mode: host.RaceStopped}}},
+		{name: "a dependent Start Pending when its stop arrives", wantStarts: 1,
+			launchpad: host.ServiceConfig{StartMS: 1500},
+			actions:   []winsim.Action{{Action: winsim.ActionRaceStop, Service: "MSSQLLaunchpad", Mode: host.RaceRestarting}}},
+		// The Engine starts twice during this apply: once by the SCM's recovery (the
+		// race), once by the restart; the restart itself starts it once.
+		{name: "an Engine Start Pending when its stop arrives", wantStarts: 2,
+			mod:     func(hc *host.HostConfig) { hc.Instances[0].StartMS = 1500 },
+			actions: []winsim.Action{{Action: winsim.ActionRaceStop, Service: "MSSQLSERVER", Mode: host.RaceRestarting}}},
 		{name: "the ASR rule, and the Task Scheduler stopped", wantStarts: 0,
 			mod:     func(hc *host.HostConfig) { hc.TaskSchedulerStopped = true },
 			actions: []winsim.Action{{Action: winsim.ActionSetASRRule, Rule: host.ASRRulePsExecWMI, RuleAction: host.ASRBlock}},

@@ -46,6 +46,12 @@ import (
 //	{"action":"end_backups","instance":"MSSQLSERVER"}
 //	{"action":"set_hadr_registry","instance":"MSSQLSERVER","value":0}
 //	{"action":"restart_winrm","duration_ms":300}
+//	{"action":"race_stop","service":"MSSQLLaunchpad","mode":"stopped"}
+//
+// race_stop arms a race for the next SERVICE_CONTROL_STOP sent to the service
+// (sc.exe stop): just before it arrives, the service stops by itself (mode
+// "stopped": the control answers 1062) or its process ends and the SCM's recovery
+// starts it again (mode "restarting": Start Pending, the control answers 1061).
 //
 // restart_winrm plays Restart-Service WinRM (winrm_restart.go): every WinRS shell
 // and WinRM connection of the host ends, the listeners refuse connections for
@@ -116,6 +122,7 @@ const (
 	ActionEndBackups           = "end_backups"
 	ActionSetHADRRegistry      = "set_hadr_registry"
 	ActionRestartWinRM         = "restart_winrm"
+	ActionRaceStop             = "race_stop"
 	defaultActionWaitTimeout   = 60 * time.Second
 	maxControlRequestBodyBytes = 1 << 20
 )
@@ -261,6 +268,22 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		res.State = contract.StatePaused
 		return res, nil
 
+	case ActionRaceStop:
+		if err := need("service", a.Service); err != nil {
+			return res, err
+		}
+		if err := need("mode", a.Mode); err != nil {
+			return res, err
+		}
+		res.Service = a.Service
+		if err := h.RaceNextStop(a.Service, a.Mode); err != nil {
+			if errors.Is(err, host.ErrNoSuchService) {
+				return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+			}
+			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+		}
+		return res, nil
+
 	case ActionSetASRRule:
 		if err := need("rule", a.Rule); err != nil {
 			return res, err
@@ -389,7 +412,7 @@ var actionNames = []string{
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
 	ActionSetAGRole, ActionSetLanguageMode, ActionPauseService, ActionSetASRRule,
-	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionRestartWinRM,
+	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionRestartWinRM, ActionRaceStop,
 }
 
 // controlHandler serves the HTTP JSON control plane, behind sameSiteOnly.

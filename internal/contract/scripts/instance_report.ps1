@@ -19,10 +19,15 @@ function Get-RegistryKeyWriteTime {
 # Always On as Windows tells it without SQL Server (contract.HADRInfo): HADR_Enabled
 # under the instance's MSSQLServer\HADR key and when the key was last written (SQL
 # Server reads the value when it starts), and the "SQL Server Availability Group"
-# cluster resources whose owner node is this computer (it holds their primary).
+# cluster resources whose owner node is this computer (it holds their primary),
+# each tied to its instance where Windows says which: by the resource's dependency
+# on a "SQL Server" resource (MSCluster_ResourceToDependentResource; its private
+# property InstanceName), or because $InstanceName is the only instance installed on
+# this node. A resource tied to another instance is not this one's; one that cannot
+# be tied is reported in untied_groups, and the provider refuses to guess.
 function Get-HadrReport {
-    param([string] $Root)
-    $report = [ordered]@{ key_found = $false; cluster_known = $false; owned_groups = @(); detail = '' }
+    param([string] $Root, [string] $InstanceName, [int] $InstalledCount)
+    $report = [ordered]@{ key_found = $false; cluster_known = $false; owned_groups = @(); untied_groups = @(); detail = '' }
     $details = New-Object System.Collections.Generic.List[string]
     $keyPath = "$Root\MSSQLServer\HADR"
     try {
@@ -46,12 +51,36 @@ function Get-HadrReport {
         $resources = @(Get-CimInstance -Namespace 'root\MSCluster' -ClassName 'MSCluster_Resource' -Filter "Type = 'SQL Server Availability Group'")
         $report.cluster_known = $true
         $owned = New-Object System.Collections.Generic.List[string]
+        $untied = New-Object System.Collections.Generic.List[string]
         foreach ($resource in $resources) {
-            if ([string]$resource.OwnerNode -ieq $env:COMPUTERNAME) {
+            if ([string]$resource.OwnerNode -ine $env:COMPUTERNAME) {
+                continue
+            }
+            $tie = ''
+            try {
+                foreach ($other in @(Get-CimAssociatedInstance -InputObject $resource -Association 'MSCluster_ResourceToDependentResource')) {
+                    if ([string]$other.Type -eq 'SQL Server' -and $other.PrivateProperties) {
+                        $tie = [string]$other.PrivateProperties.InstanceName
+                    }
+                }
+            }
+            catch {
+                $details.Add("the dependencies of cluster resource $($resource.Name) could not be read: $($_.Exception.Message)")
+            }
+            if ($tie) {
+                if ($tie -ieq $InstanceName) {
+                    $owned.Add([string]$resource.Name)
+                }
+            }
+            elseif ($InstalledCount -eq 1) {
                 $owned.Add([string]$resource.Name)
+            }
+            else {
+                $untied.Add([string]$resource.Name)
             }
         }
         $report.owned_groups = $owned.ToArray()
+        $report.untied_groups = $untied.ToArray()
     }
     catch {
         $details.Add("root\MSCluster could not be read (not a failover cluster node?): $($_.Exception.Message)")
@@ -275,6 +304,7 @@ function Get-InstanceReport {
         errorlog               = $errorLog
         dependents             = $dependents.ToArray()
         powershell_version     = [string]$PSVersionTable.PSVersion
-        hadr                   = (Get-HadrReport -Root $root)
+        execution_policies     = @(Get-ExecutionPolicy -List | ForEach-Object { [ordered]@{ scope = [string]$_.Scope; policy = [string]$_.ExecutionPolicy } })
+        hadr                   = (Get-HadrReport -Root $root -InstanceName $instance.Name -InstalledCount @($instance.Installed).Count)
     }
 }

@@ -95,6 +95,8 @@ if ($join) {
 }
 
 # The changes first: one that fails ends this request before anything is stopped.
+# The event source is registered before them, so that their entries can be written.
+Register-ChangeEventSource
 $changed = $false
 foreach ($change in $changes) {
     if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant -Instance $instanceName).changed) {

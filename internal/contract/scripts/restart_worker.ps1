@@ -139,19 +139,6 @@ $RestartWorker = {
         Save-State
     }
 
-    # ControlService(SERVICE_CONTROL_STOP) for one service, through sc.exe, whose exit
-    # code is the Windows error (1051: dependents still run; 1061: the service cannot
-    # take the control now). Never ServiceController.Stop(): it first stops each
-    # dependent that is not Stopped itself, waits 30 s for each, and throws at once
-    # for one that is Stop Pending.
-    function Send-StopControl {
-        param([string] $Name)
-        $null = & sc.exe stop $Name
-        $code = $LASTEXITCODE
-        if ($code -ne 0) {
-            throw "sc.exe stop $Name failed with Windows error ${code}: $((New-Object System.ComponentModel.Win32Exception($code)).Message)"
-        }
-    }
     # Waits while a service is starting, pausing or continuing, at most until $Until.
     function Wait-Settled {
         param($Service, [datetime] $Until)
@@ -159,6 +146,39 @@ $RestartWorker = {
         while (@('StartPending', 'PausePending', 'ContinuePending') -contains [string]$Service.Status -and [DateTime]::UtcNow -lt $Until) {
             Start-Sleep -Milliseconds 250
             $Service.Refresh()
+        }
+    }
+    # ControlService(SERVICE_CONTROL_STOP) for one service, through sc.exe, whose exit
+    # code is the Windows error (1051: dependents still run; 1061: the service cannot
+    # take the control now; 1062: it is not started). Never ServiceController.Stop():
+    # it first stops each dependent that is not Stopped itself, waits 30 s for each,
+    # and throws at once for one that is Stop Pending.
+    # A service that stopped between its read and the control (1062,
+    # ERROR_SERVICE_NOT_ACTIVE) is what the stop wanted. One in a pending state (1061,
+    # ERROR_SERVICE_CANNOT_ACCEPT_CTRL: an Engine still Start Pending) is waited for
+    # until it settles, at most until $Until, and asked again once it is Running or
+    # Paused; one that settled Stopped or Stop Pending needs no control.
+    function Send-StopControl {
+        param($Service, [datetime] $Until)
+        $name = $Service.Name
+        while ($true) {
+            $null = & sc.exe stop $name
+            $code = $LASTEXITCODE
+            if ($code -eq 0 -or $code -eq 1062) {
+                return
+            }
+            if ($code -eq 1061 -and [DateTime]::UtcNow -lt $Until) {
+                Wait-Settled -Service $Service -Until $Until
+                if (@('Stopped', 'StopPending') -contains [string]$Service.Status) {
+                    return
+                }
+                if (@('Running', 'Paused') -contains [string]$Service.Status) {
+                    Start-Sleep -Milliseconds 250
+                    continue
+                }
+            }
+            $Service.Refresh()
+            throw "sc.exe stop $name failed with Windows error ${code}: $((New-Object System.ComponentModel.Win32Exception($code)).Message) (it is $(Get-StateName -Status $Service.Status))"
         }
     }
 
@@ -195,7 +215,7 @@ $RestartWorker = {
             foreach ($dependent in $running) {
                 $dependent.Refresh()
                 if ($dependent.Status -eq 'Running' -or $dependent.Status -eq 'Paused') {
-                    Send-StopControl -Name $dependent.Name
+                    Send-StopControl -Service $dependent -Until $deadline
                 }
                 if (-not (Wait-Status -Service $dependent -Status 'Stopped' -Until $deadline)) {
                     break
@@ -223,9 +243,11 @@ $RestartWorker = {
                 Save-State
             }
             else {
-                $engine.Refresh()
+                # An Engine starting (or pausing, continuing) cannot take the stop yet
+                # (1061): wait, bounded, for it to settle first.
+                Wait-Settled -Service $engine -Until $deadline
                 if ($engine.Status -ne 'Stopped' -and $engine.Status -ne 'StopPending') {
-                    Send-StopControl -Name $serviceName
+                    Send-StopControl -Service $engine -Until $deadline
                 }
                 if (-not (Wait-Status -Service $engine -Status 'Stopped' -Until $deadline)) {
                     $now = Get-StateName -Status $engine.Status

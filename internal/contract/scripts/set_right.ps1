@@ -15,6 +15,7 @@ if ($readBack -and -not (Test-SqlInstanceName -Name $readBack)) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "read_back '$readBack' is not a SQL Server instance name."
 }
 
+Register-ChangeEventSource # before the change, so that its entry can be written
 $result = Set-ManageVolumeRight -SidText $Params.sid -Grant $Params.grant -Instance $readBack
 if ($EventLogNotes.warning) { $result.event_log_warning = $EventLogNotes.warning }
 if ($readBack) {

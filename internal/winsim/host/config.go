@@ -50,6 +50,12 @@ type HostConfig struct {
 	// fails (a policy denies its registry key); changes then succeed without an
 	// entry, with a warning (eventlog.go).
 	EventSourceDenied bool `json:"event_source_denied,omitempty"`
+	// EventSourceRefreshMS is how long after CreateEventSource a write under the new
+	// source still fails, until the system has refreshed its list of sources (.NET
+	// EventLog.CreateEventSource: "the write operation will fail"). Microsoft gives
+	// no time; 0 means the default, 200 ms, so a write right after the registration
+	// fails as the documentation warns; -1: no delay.
+	EventSourceRefreshMS int `json:"event_source_refresh_ms,omitempty"`
 	// Defender is Microsoft Defender's configuration, as far as the restart's guard
 	// goes (restart_guard.ps1). Default: no attack surface reduction rule.
 	Defender DefenderConfig `json:"defender,omitempty"`

@@ -9,9 +9,11 @@ import (
 
 // The Application event log, as far as the provider writes to it: every grant,
 // revoke and restart leaves an entry (event_log.ps1, Write-ChangeEvent) under the
-// source contract.EventSource, which the first entry registers
-// ([System.Diagnostics.EventLog]::CreateEventSource: a key under
-// HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application, administrators only).
+// source contract.EventSource, which each changing operation registers before its
+// change when it is missing ([System.Diagnostics.EventLog]::CreateEventSource: a key
+// under HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application,
+// administrators only); a write within HostConfig.EventSourceRefreshMS of the
+// registration fails, and the script writes once more a second later.
 // A host where registering fails (HostConfig.EventSourceDenied) keeps the change and
 // answers with a warning, as the script does.
 
@@ -42,20 +44,59 @@ func (h *Host) EventSourceRegistered() bool {
 	return h.eventSource
 }
 
-// writeChangeEvent is Write-ChangeEvent: it registers the source on first use and
-// appends the entry, or returns the warning the script puts in its result.
-func (h *Host) writeChangeEvent(change, instance, sid, account, agent string) string {
+// registerEventSource is Register-ChangeEventSource, which the changing operations
+// run before their change: CreateEventSource when the source does not exist (a
+// host with EventSourceDenied refuses it; the write then fails).
+func (h *Host) registerEventSource() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.eventSource {
-		if h.cfg.EventSourceDenied {
-			return fmt.Sprintf("The %s was made, but it could not be written to the Application event log of %s (event source %s): "+
-				"Requested registry access is not allowed.", change, h.computer, contract.EventSource)
-		}
+	if !h.eventSource && !h.cfg.EventSourceDenied {
 		h.eventSource = true
+		h.eventSourceAt = h.now()
 	}
-	id := map[string]int{"grant": contract.EventGrant, "revoke": contract.EventRevoke, "restart": contract.EventRestart}[change]
-	h.eventLog = append(h.eventLog, EventLogEntry{Time: h.now().UTC(), Source: contract.EventSource, EventID: id, Change: change,
-		Instance: instance, SID: sid, Account: account, Agent: agent})
-	return ""
+}
+
+// eventSourceRefresh is how long a new source's writes fail (HostConfig.EventSourceRefreshMS).
+func (h *Host) eventSourceRefresh() time.Duration {
+	switch ms := h.cfg.EventSourceRefreshMS; {
+	case ms < 0:
+		return 0
+	case ms == 0:
+		return 200 * time.Millisecond
+	default:
+		return time.Duration(ms) * time.Millisecond
+	}
+}
+
+// eventWriteRetryPause is Write-ChangeEvent's pause before its second write (Start-Sleep 1).
+const eventWriteRetryPause = time.Second
+
+// writeChangeEvent is Write-ChangeEvent: it writes the entry, once more after a
+// pause when the first write fails, or returns the warning the script puts in its
+// result. A write fails while the source is not registered, or was registered less
+// than the refresh time ago.
+func (h *Host) writeChangeEvent(change, instance, sid, account, agent string) string {
+	why := ""
+	for attempt := 1; attempt <= 2; attempt++ {
+		if attempt == 2 {
+			time.Sleep(eventWriteRetryPause) // the script's Start-Sleep, outside the lock
+		}
+		h.mu.Lock()
+		switch {
+		case !h.eventSource && h.cfg.EventSourceDenied:
+			why = "the event source could not be registered: Requested registry access is not allowed.; " +
+				fmt.Sprintf("The source '%s' is not registered in log 'Application'.", contract.EventSource)
+		case !h.eventSource || h.now().Before(h.eventSourceAt.Add(h.eventSourceRefresh())):
+			why = fmt.Sprintf("The source '%s' is not registered in log 'Application'. (It will not write to the event log.)", contract.EventSource)
+		default:
+			id := map[string]int{"grant": contract.EventGrant, "revoke": contract.EventRevoke, "restart": contract.EventRestart}[change]
+			h.eventLog = append(h.eventLog, EventLogEntry{Time: h.now().UTC(), Source: contract.EventSource, EventID: id, Change: change,
+				Instance: instance, SID: sid, Account: account, Agent: agent})
+			h.mu.Unlock()
+			return ""
+		}
+		h.mu.Unlock()
+	}
+	return fmt.Sprintf("The %s was made, but it could not be written to the Application event log of %s (event source %s, tried twice): %s",
+		change, h.computer, contract.EventSource, why)
 }

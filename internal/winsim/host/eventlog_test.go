@@ -68,3 +68,31 @@ func TestEventLogSourceDeniedStillChanges(t *testing.T) {
 		t.Fatalf("entries were written without a source: %+v", h.EventLog())
 	}
 }
+
+// A write right after the source's registration fails until the system has
+// refreshed its list of sources (.NET EventLog.CreateEventSource): the source is
+// registered before the change and a failed write is tried once more a second
+// later, so a refresh shorter than that pause leaves the entry; a longer one leaves
+// the change standing with a warning that says the write was tried twice.
+func TestEventLogFirstWriteAfterRegistration(t *testing.T) {
+	grant := contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true, Agent: testAgent}
+	cfg := baseConfig()
+	cfg.EventSourceRefreshMS = 800
+	h := newHost(t, cfg)
+	if r := decode[contract.SetRightResult](t, execOp(t, h, "Administrator", contract.OpSetRight, grant)); !r.Changed || r.EventLogWarning != "" {
+		t.Fatalf("grant with the source refreshed before the second write: %+v", r)
+	}
+	if log := h.EventLog(); len(log) != 1 || log[0].Change != "grant" {
+		t.Fatalf("event log %+v; want the grant", log)
+	}
+	cfg = baseConfig()
+	cfg.EventSourceRefreshMS = 60000
+	h = newHost(t, cfg)
+	r := decode[contract.SetRightResult](t, execOp(t, h, "Administrator", contract.OpSetRight, grant))
+	if !r.Changed || !strings.Contains(r.EventLogWarning, "tried twice") || !strings.Contains(r.EventLogWarning, "The grant was made") {
+		t.Fatalf("grant with the source not yet refreshed: %+v; want the change with a warning", r)
+	}
+	if !h.EventSourceRegistered() || len(h.EventLog()) != 0 {
+		t.Fatalf("registered %t, log %+v; want registered, no entry", h.EventSourceRegistered(), h.EventLog())
+	}
+}

@@ -369,6 +369,17 @@ func (h *Host) checkRightParam(right string, stdout io.Writer, entry *AuditEntry
 // Server has 5.1; the build number follows the OS build).
 const PowerShellVersion = "5.1.20348.2849"
 
+// executionPolicies is Get-ExecutionPolicy -List in the provider's process: the
+// bootstrap's -ExecutionPolicy Bypass sets the Process scope; Windows Server's
+// default for LocalMachine is RemoteSigned; no Group Policy scope is set
+// (about_Execution_Policies).
+func executionPolicies() []contract.ExecutionPolicyScope {
+	return []contract.ExecutionPolicyScope{
+		{Scope: "MachinePolicy", Policy: "Undefined"}, {Scope: "UserPolicy", Policy: "Undefined"},
+		{Scope: "Process", Policy: "Bypass"}, {Scope: "CurrentUser", Policy: "Undefined"}, {Scope: "LocalMachine", Policy: "RemoteSigned"},
+	}
+}
+
 func (h *Host) opReadInstance(p *contract.ReadInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
@@ -431,6 +442,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		ErrorLog:              inst.findIFILineLocked(),
 		Dependents:            []contract.ServiceInfo{},
 		PowerShellVersion:     PowerShellVersion,
+		ExecutionPolicies:     executionPolicies(),
 	}
 	if e.pid != 0 {
 		t := e.started.UTC()
@@ -486,6 +498,7 @@ func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, instance,
 		return nil, h.scriptError(stdout, entry, contract.ExitFailure, "lsa_error",
 			fmt.Sprintf("Changing %s for %s on %s failed: %s", right, sid, h.computer, lsaAccessDenied)), false
 	}
+	h.registerEventSource() // Register-ChangeEventSource, before the change
 	var changed bool
 	if grant {
 		changed, err = h.GrantRight(right, sid)
@@ -550,7 +563,11 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
 	}
 	defer lease.release()
-	// The changes first (Set-ManageVolumeRight): one that fails stops nothing.
+	// The changes first (Set-ManageVolumeRight): one that fails stops nothing. The
+	// event source is registered before them (Register-ChangeEventSource).
+	if admin {
+		h.registerEventSource()
+	}
 	changed, eventWarning := false, ""
 	sids := make([]string, 0, len(p.Changes))
 	for _, c := range p.Changes {

@@ -114,3 +114,54 @@ func (h *Host) EngineBackElsewhere(instance string) {
 	inst.engine.down = false
 	h.opts.Down.add(-1)
 }
+
+// What another actor does to a service between a caller's read of it and the
+// SERVICE_CONTROL_STOP the caller then sends (RaceNextStop).
+const (
+	// RaceStopped: the service stopped by itself an instant before (another
+	// administrator's stop, or its own clean exit); ControlService answers 1062
+	// (ERROR_SERVICE_NOT_ACTIVE).
+	RaceStopped = "stopped"
+	// RaceRestarting: its process ended and the SCM's recovery action started it
+	// again; it is Start Pending for its start duration, and ControlService answers
+	// 1061 (ERROR_SERVICE_CANNOT_ACCEPT_CTRL) until it is Running.
+	RaceRestarting = "restarting"
+)
+
+// RaceNextStop arms a race for the next SERVICE_CONTROL_STOP sent to the service
+// (ControlStop, sc.exe stop): just before the control reaches it, the service is
+// changed as how says (RaceStopped, RaceRestarting); the control then gets the
+// answer the SCM gives a service in that state (ControlService's documented
+// errors). Once: the race is used up by that control. "" clears it.
+func (h *Host) RaceNextStop(name, how string) error {
+	if how != "" && how != RaceStopped && how != RaceRestarting {
+		return fmt.Errorf("race_stop: %q is not %q or %q", how, RaceStopped, RaceRestarting)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.service(name)
+	if err != nil {
+		return err
+	}
+	s.race = how
+	return nil
+}
+
+// raceLocked plays the race armed for s, if any, before a control reaches it.
+func (h *Host) raceLocked(s *service) {
+	how := s.race
+	s.race = ""
+	if s.state != contract.StateRunning && s.state != contract.StatePaused {
+		return // nothing to race: the caller would not have sent the stop
+	}
+	switch how {
+	case RaceStopped:
+		saved := s.stopDur
+		s.stopDur = 0
+		h.beginStopLocked(s) // Stop Pending, then Stopped at once
+		s.stopDur = saved
+	case RaceRestarting:
+		h.terminateLocked(s)
+		h.beginStartLocked(s)
+	}
+}

@@ -326,12 +326,23 @@ func (i *Instance) hadrInfoLocked() *contract.HADRInfo {
 		info.KeyWritten = &w
 	}
 	// The node is in a failover cluster when one of its instances is a replica of a
-	// WSFC group; it owns the group resources whose primary replica it holds.
+	// WSFC group; it owns the group resources whose primary replica it holds. An
+	// availability group's resource sits in the group's own cluster group, with no
+	// SQL Server resource to depend on (dependencies stay within one cluster group:
+	// CanResourceBeDependent), so Windows ties it to an instance only when the node
+	// has one instance; otherwise it is untied, whichever instance holds it.
+	single := len(i.h.installedNamesLocked()) == 1
 	for _, o := range i.h.instances {
 		if o.hadr && o.ag != nil && o.ag.clusterType() == ClusterTypeWSFC {
 			info.ClusterKnown = true
-			if o.ag.Role == AGRolePrimary && !slices.Contains(info.OwnedGroups, o.ag.Name) {
+			if o.ag.Role != AGRolePrimary {
+				continue
+			}
+			switch {
+			case single && !slices.Contains(info.OwnedGroups, o.ag.Name):
 				info.OwnedGroups = append(info.OwnedGroups, o.ag.Name)
+			case !single && !slices.Contains(info.UntiedGroups, o.ag.Name):
+				info.UntiedGroups = append(info.UntiedGroups, o.ag.Name)
 			}
 		}
 	}

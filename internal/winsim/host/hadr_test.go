@@ -122,8 +122,13 @@ func TestHADRRegistry(t *testing.T) {
 	h := sqlHost(t)
 	r := h.instanceReport("MSSQLSERVER", contract.RightManageVolume)
 	if r.HADR == nil || !r.HADR.KeyFound || r.HADR.Enabled == nil || *r.HADR.Enabled != 1 || !r.HADR.KeyWritten.Before(*r.ProcessStartTime) ||
-		!r.HADR.ClusterKnown || strings.Join(r.HADR.OwnedGroups, ",") != "AG1" {
-		t.Fatalf("HADR report %+v", r.HADR)
+		!r.HADR.ClusterKnown || len(r.HADR.OwnedGroups) != 0 || strings.Join(r.HADR.UntiedGroups, ",") != "AG1" {
+		t.Fatalf("HADR report %+v: want AG1 untied (the node has several instances; no cluster dependency ties it)", r.HADR)
+	}
+	// The other instance of the node is not reported as AG1's primary either: the
+	// cluster cannot tell which instance holds it.
+	if o := h.instanceReport("REPORTING", contract.RightManageVolume); len(o.HADR.OwnedGroups) != 0 || strings.Join(o.HADR.UntiedGroups, ",") != "AG1" {
+		t.Errorf("REPORTING's HADR report %+v: want AG1 untied, owned none", o.HADR)
 	}
 	if err := h.SetHADRRegistry("MSSQLSERVER", new(int)); err != nil {
 		t.Fatal(err)
@@ -142,7 +147,7 @@ func TestHADRRegistry(t *testing.T) {
 		t.Errorf("after the restart: group %q, Always On %v; want none, off", g, hadr)
 	}
 	r = h.instanceReport("MSSQLSERVER", contract.RightManageVolume)
-	if !r.HADR.KeyWritten.Before(*r.ProcessStartTime) || len(r.HADR.OwnedGroups) != 0 {
+	if !r.HADR.KeyWritten.Before(*r.ProcessStartTime) || len(r.HADR.OwnedGroups) != 0 || len(r.HADR.UntiedGroups) != 0 {
 		t.Errorf("after the restart: %+v", r.HADR)
 	}
 	if r := h.instanceReport("LEGACY", contract.RightManageVolume); r.HADR.KeyFound {

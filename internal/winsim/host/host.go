@@ -74,7 +74,9 @@ type Host struct {
 	// eventSource says is registered (eventlog.go).
 	eventLog    []EventLogEntry
 	eventSource bool
-	auditLimit  int
+	// eventSourceAt is when the source was registered (eventlog.go).
+	eventSourceAt time.Time
+	auditLimit    int
 
 	// life ends when the host is closed: processes of the host's own (the restart
 	// workers, restart_job.go) run under it, not under a WinRM shell.

@@ -265,3 +265,42 @@ func TestRestartFailureStartsAgainWhatItStopped(t *testing.T) {
 		}
 	}
 }
+
+// A race armed with RaceNextStop plays just before the next SERVICE_CONTROL_STOP:
+// a service that stopped by itself answers 1062, one that the SCM's recovery is
+// starting again answers 1061 while Start Pending; each race is used once.
+func TestRaceNextStop(t *testing.T) {
+	cfg := withLaunchpad(100)
+	cfg.Services[0].StartMS = 2000
+	h := newHost(t, cfg)
+	var ce *ControlError
+	if err := h.RaceNextStop("MSSQLLaunchpad", RaceStopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ControlStop("MSSQLLaunchpad"); !errors.As(err, &ce) || ce.Code != 1062 {
+		t.Fatalf("a service that stopped before its control: %v, want 1062", err)
+	}
+	if s, _ := h.ServiceState("MSSQLLaunchpad"); s != contract.StateStopped {
+		t.Fatalf("Launchpad is %s, want Stopped", s)
+	}
+	if err := h.StartService("MSSQLLaunchpad"); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, h, "MSSQLLaunchpad")
+	if err := h.RaceNextStop("MSSQLLaunchpad", RaceRestarting); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ControlStop("MSSQLLaunchpad"); !errors.As(err, &ce) || ce.Code != 1061 {
+		t.Fatalf("a service restarting before its control: %v, want 1061", err)
+	}
+	if s, _ := h.ServiceState("MSSQLLaunchpad"); s != contract.StateStartPending {
+		t.Fatalf("Launchpad is %s, want Start Pending", s)
+	}
+	waitRunning(t, h, "MSSQLLaunchpad")
+	if err := h.ControlStop("MSSQLLaunchpad"); err != nil {
+		t.Fatalf("the race is used once, but the next stop failed: %v", err)
+	}
+	if err := h.RaceNextStop("MSSQLLaunchpad", "crashed"); err == nil {
+		t.Fatal("an unknown race was accepted")
+	}
+}

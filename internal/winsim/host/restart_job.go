@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -249,8 +250,8 @@ func (h *Host) updateRestart(j *restartJob, f func(r *contract.RestartInstanceRe
 
 // runRestart is restart_worker.ps1, runner and guard together, step by step: the
 // dependents that are Running or Paused (the pending ones settle first) stopped one
-// at a time, each with ControlService (sc.exe stop) and a wait bounded by the
-// deadline; every dependent read again just before the Engine is sent its own
+// at a time, each with ControlService (sc.exe stop: 1062 counts as stopped, 1061
+// waits for a settled state and asks again) and a wait bounded by the deadline; every dependent read again just before the Engine is sent its own
 // ControlService stop, and one that is not Stopped ends the restart there with
 // stop_timeout, the dependents it stopped started again; then the Engine started
 // with retries, and the dependents started again. Any failure after the first stop
@@ -343,8 +344,38 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 		finish("", "") // a restart that stopped at a dependent keeps its stop_timeout
 	}
 
-	for _, d := range all { // Wait-Settled
-		_ = h.waitFor(deadline, func() (bool, error) { return d.state != contract.StateStartPending && d.pending != pendingStart, nil })
+	waitSettled := func(x *service) { // Wait-Settled
+		_ = h.waitFor(deadline, func() (bool, error) { return x.state != contract.StateStartPending && x.pending != pendingStart, nil })
+	}
+	// Send-StopControl: sc.exe stop; 1062 (it stopped between the read and the
+	// control) is what the stop wanted; 1061 (a pending state) waits until it settles,
+	// within the deadline, and asks again once it is Running or Paused.
+	sendStop := func(x *service) error {
+		for {
+			err := h.ControlStop(x.name)
+			var ce *ControlError
+			if err == nil || errors.As(err, &ce) && ce.Code == errServiceNotActive {
+				return nil
+			}
+			if !errors.As(err, &ce) || ce.Code != errServiceCannotAcceptCtrl || deadline.Err() != nil {
+				return fmt.Errorf("%w (it is %s)", err, state(x))
+			}
+			waitSettled(x)
+			switch state(x) {
+			case contract.StateStopped, contract.StateStopPending:
+				return nil
+			case contract.StateRunning, contract.StatePaused:
+				select {
+				case <-time.After(250 * time.Millisecond):
+				case <-deadline.Done():
+				}
+			default:
+				return fmt.Errorf("%w (it is %s)", err, state(x))
+			}
+		}
+	}
+	for _, d := range all {
+		waitSettled(d)
 	}
 	h.mu.Lock()
 	for _, d := range all {
@@ -355,7 +386,7 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	h.mu.Unlock()
 	for _, d := range running {
 		if st := state(d); st == contract.StateRunning || st == contract.StatePaused {
-			if err := h.ControlStop(d.name); err != nil {
+			if err := sendStop(d); err != nil {
 				fail(fmt.Errorf("sc.exe stop %s: %w", d.name, err))
 				return
 			}
@@ -388,8 +419,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 		startDependents()
 		return
 	}
+	waitSettled(s) // an Engine starting cannot take the stop yet (1061)
 	if st := state(s); st != contract.StateStopped && st != contract.StateStopPending {
-		if err := h.ControlStop(s.name); err != nil {
+		if err := sendStop(s); err != nil {
 			fail(fmt.Errorf("sc.exe stop %s: %w", s.name, err))
 			return
 		}

@@ -33,6 +33,9 @@ type service struct {
 	initiallyStopped bool
 	inst             *Instance // set for an Engine
 	deleted          bool      // removed from the SCM (UninstallInstance)
+	// race: what another actor does to the service just before the next
+	// SERVICE_CONTROL_STOP reaches it (RaceNextStop); "" none.
+	race string
 
 	state     string // contract.State*
 	pending   string // "start": waiting for its dependencies; "stop": waiting for its dependents
@@ -569,6 +572,7 @@ func (h *Host) controlStopLocked(s *service) error {
 	if h.closed {
 		return errors.New("the host model was closed")
 	}
+	h.raceLocked(s)
 	switch {
 	case s.state == contract.StateStopped && s.pending != pendingStart:
 		return &ControlError{s.name, errServiceNotActive, "The service has not been started."}
