@@ -147,11 +147,17 @@ func GuardArguments(guardFile, hash, token string, pid int) (string, error) {
 	if line == "" {
 		return "", fmt.Errorf("restart_instance.ps1 has no line %q composing the guard's arguments", prefix)
 	}
-	loader, err := GuardLoader(guardFile, hash, token, pid)
-	if err != nil {
-		return "", err
+	loader := ""
+	if strings.Contains(line, "$guardLoader") {
+		var err error
+		if loader, err = GuardLoader(guardFile, hash, token, pid); err != nil {
+			return "", err
+		}
 	}
-	return evalGuardArguments(line, map[string]string{"$guardLoader": EncodeCommand(loader)})
+	// The file, token and id too: a line that puts them on the command line itself
+	// (as before issue 24: -File) reads as the process would get it.
+	return evalGuardArguments(line, map[string]string{"$guardLoader": EncodeCommand(loader), "$guardFile": guardFile, "$guardPath": guardFile,
+		"$token": token, "[string][int]$PID": strconv.Itoa(pid)})
 }
 
 // evalGuardArguments evaluates the right-hand side of the `$guardArguments = ...`
