@@ -319,7 +319,7 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 func (h *Host) startClusterGuard(ctx context.Context, c *Cluster, instance, role string, stdout io.Writer, entry *AuditEntry) (chan struct{}, int, bool) {
 	guardFile, hash, err := h.prepareGuardFile()
 	if err != nil {
-		return nil, h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeClusterError,
+		return nil, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
 			fmt.Sprintf("The cluster action's guard cannot be prepared on %s: %v. Nothing was taken offline.", h.computer, err)), false
 	}
 	launch := h.launchGuard(ctx, "cluster_"+instance, newToken(), guardFile, hash)
@@ -328,7 +328,7 @@ func (h *Host) startClusterGuard(ctx context.Context, c *Cluster, instance, role
 		if launch.launcher != "" {
 			why = "the guard did not start"
 		}
-		return nil, h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeClusterError,
+		return nil, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
 			fmt.Sprintf("The cluster action's guard process could not be started on %s: %s. Nothing was taken offline.", h.computer, why)), false
 	}
 	done := make(chan struct{})
