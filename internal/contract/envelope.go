@@ -26,8 +26,8 @@ var scriptParts = map[Operation][]string{
 	OpRestartInstance: {"common.ps1", "lsa.ps1", "event_log.ps1", "right_change.ps1", "instance_report.ps1", "restart_common.ps1", "restart_worker.ps1", "restart_guard.ps1", "restart_instance.ps1"},
 	OpRestartStatus:   {"common.ps1", "restart_common.ps1", "restart_status.ps1"},
 	OpReadCluster:     {"common.ps1", "cluster_common.ps1", "read_cluster.ps1"},
-	OpClusterMove:     {"common.ps1", "cluster_common.ps1", "cluster_move.ps1"},
-	OpClusterRestart:  {"common.ps1", "cluster_common.ps1", "cluster_restart.ps1"},
+	OpClusterMove:     {"common.ps1", "cluster_common.ps1", "restart_guard.ps1", "cluster_guard.ps1", "cluster_move.ps1"},
+	OpClusterRestart:  {"common.ps1", "cluster_common.ps1", "restart_guard.ps1", "cluster_guard.ps1", "cluster_restart.ps1"},
 }
 
 const headerPrefix = "# mssqlifi-operation: "

@@ -2,8 +2,10 @@ package provider
 
 import (
 	"context"
+	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,4 +136,105 @@ func TestCLI_fciHalfDoneGrantsAreRecorded(t *testing.T) {
 		t.Errorf("the next apply did not finish the grant on %s", e.nodeName(1))
 	}
 	w.plan().wantPlanExit(t, 0)
+}
+
+// The cluster actions' guard (issue 23): a Ctrl-C (SIGINT to terraform), a SIGKILL
+// of terraform, or a lost connection (the WinRM service restarted on the owner, every
+// shell ended) once the cluster runs the action of `failover` or `cluster_restart`,
+// and an offline slower than the budget: each ends with the role Online on a node
+// with SQL Server and Agent running, the state saying what that node holds and the
+// next plan empty or an update in place (wantStateOfHostAndPlanInPlace), and the
+// cluster brought the role online at most once more than the action itself did.
+func TestCLI_faultMatrixClusterGuard(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Minute
+	type fault int
+	const (
+		sigint fault = iota
+		sigkill
+		lostShell
+		slowOffline
+	)
+	for _, r := range []struct {
+		name    string
+		restart string
+		fault   fault
+	}{
+		{name: "Ctrl-C during cluster_restart", restart: "cluster_restart", fault: sigint},
+		{name: "SIGKILL during cluster_restart", restart: "cluster_restart", fault: sigkill},
+		{name: "connection lost during cluster_restart", restart: "cluster_restart", fault: lostShell},
+		{name: "Ctrl-C during failover", restart: "failover", fault: sigint},
+		{name: "SIGKILL during failover", restart: "failover", fault: sigkill},
+		{name: "connection lost during failover", restart: "failover", fault: lostShell},
+		{name: "an offline slower than the budget (cluster_restart)", restart: "cluster_restart", fault: slowOffline},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			w := newCLI(t)
+			e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) {
+				hcs[0].Rights = nil
+				if r.fault == slowOffline {
+					hcs[0].Instances[0].StopMS = int((timeout + 10*time.Second) / time.Millisecond)
+				}
+			})
+			w.write(e.config("never"))
+			w.mustApply()
+			c, err := e.sim.Cluster(e.cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.write(e.config(r.restart))
+			during := func(cmd *exec.Cmd) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if _, err := c.WaitRole(ctx, e.role, func(v host.ClusterRoleView) bool { return v.Action != "" }); err != nil {
+					t.Errorf("the cluster was not seen acting on the role: %v", err)
+					return
+				}
+				switch r.fault {
+				case sigint:
+					err = syscall.Kill(cmd.Process.Pid, syscall.SIGINT)
+				case sigkill:
+					err = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				case lostShell:
+					err = e.sim.Do(e.nodes[0].name, winsim.Action{Action: winsim.ActionRestartWinRM})
+				}
+				if err != nil {
+					t.Errorf("injecting the fault: %v", err)
+				}
+			}
+			ap := w.runWhile(during, "apply", "-auto-approve", "-json", "-no-color")
+			if ap.Duration > timeout+30*time.Second {
+				t.Errorf("the apply took %s, more than its timeout + 30 s", ap.Duration.Round(time.Second))
+			}
+			t.Logf("the apply (exit %d):\n%s", ap.Exit, ap.describe())
+			// The role ends Online, whoever was left holding it.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			v, err := c.WaitRole(ctx, e.role, func(v host.ClusterRoleView) bool {
+				if v.Action != "" || v.State != host.GroupOnline {
+					return false
+				}
+				for _, res := range v.Resources {
+					if res.State != host.ResourceOnline {
+						return false
+					}
+				}
+				return true
+			})
+			if err != nil {
+				t.Fatalf("the role is not Online at the end: %+v: %v", v, err)
+			}
+			owner := e.nodes[0]
+			if strings.EqualFold(v.OwnerHost, e.nodes[1].name) {
+				owner = e.nodes[1]
+			}
+			for _, svc := range []string{"MSSQLSERVER", contract.DefaultAgentService} {
+				if err := owner.host().WaitServiceState(ctx, svc, contract.StateRunning); err != nil {
+					t.Errorf("%s is not Running on the owner %s at the end: %v", svc, owner.name, err)
+				}
+			}
+			wantStateOfHostAndPlanInPlace(t, w, owner, defaultSvcSID, "")
+		})
+	}
 }

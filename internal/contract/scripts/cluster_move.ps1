@@ -34,6 +34,9 @@ if ($refusal) {
     Exit-WithError -Code 3 -ErrorName 'cluster_error' -Message "The cluster move was refused on $($env:COMPUTERNAME): $refusal. Nothing was moved."
 }
 
+# The guard first (cluster_guard.ps1): should this process end before the role is
+# Online again, it brings the role online. Nothing is moved before it runs.
+Start-ClusterGuard -InstanceName $instanceName -GroupName $groupName
 $callError = ''
 try {
     $null = Invoke-CimMethod -InputObject $group -MethodName 'MoveToNewNode' -Arguments @{ NodeName = $target; TimeOut = [uint32]$timeout }

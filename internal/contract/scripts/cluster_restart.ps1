@@ -14,6 +14,9 @@ if ((ConvertTo-GroupState -State $group.State) -ne 'Online') {
     Exit-WithError -Code 3 -ErrorName 'cluster_error' -Message "The role '$groupName' is $(ConvertTo-GroupState -State $group.State) on $owner, not Online; nothing was taken offline."
 }
 
+# The guard first (cluster_guard.ps1): should this process end before the role is
+# Online again, it brings the role online. Nothing is taken offline before it runs.
+Start-ClusterGuard -InstanceName $instanceName -GroupName $groupName
 $callError = ''
 try {
     $null = Invoke-CimMethod -InputObject $role.Sql -MethodName 'TakeOffline' -Arguments @{ TimeOut = [uint32]$timeout }

@@ -1,15 +1,37 @@
 # The restart's guard (docs/design/restart.md): a powershell.exe outside the WinRM
 # shell's job object that completes a restart left half-way. Its script is never on
-# its command line and never in the registry: it runs from a file (-File) in a
-# directory only Administrators and SYSTEM can write, whose owner is checked first.
-# It is started through WMI (Win32_Process.Create) or, where Microsoft Defender's
-# attack surface reduction rule blocks processes created through WMI, as a one-time
-# scheduled task that runs as SYSTEM.
+# its command line and never in the registry: it is a file in a directory only
+# Administrators and SYSTEM can write, whose owner is checked first. The process is
+# started with a short -EncodedCommand loader ($RestartGuardLoader) that checks the
+# file's owner and its SHA-256 (computed when the file was written) and runs the
+# text it hashed as a script block: a Group Policy execution policy (AllSigned,
+# Restricted), which overrides -ExecutionPolicy Bypass for -File, does not apply to
+# it. It is started through WMI (Win32_Process.Create) or, where Microsoft Defender's
+# attack surface reduction rule blocks processes created through WMI (or the guard
+# WMI created never started), as a one-time scheduled task that runs as SYSTEM.
+# Nothing is stopped before the guard's own start record (GuardStart and
+# GuardProcessId in the marker, the guard's first write) is seen.
 $RestartGuardDirectory = Join-Path -Path $env:ProgramData -ChildPath 'mssqlifi'
 # "Block process creations originating from PSExec and WMI commands".
 $RestartAsrRuleId = 'd1e49aac-8f56-4280-b9ba-993a6d77406c'
 $RestartTaskPath = '\mssqlifi\'
 $RestartTrustedOwners = @('S-1-5-32-544', 'S-1-5-18') # BUILTIN\Administrators, SYSTEM
+# How long each launcher's guard has to write its start record.
+$RestartGuardStartSeconds = 30
+# The loader the guard's powershell.exe runs (-EncodedCommand): @FILE@, @HASH@,
+# @TOKEN@ and @RUNNER@ are the file's path, its SHA-256 (lowercase hex), the restart's
+# token and the runner's process id. The owner is read and the bytes hashed and run
+# are the same bytes: a file changed after the check is not run. Exit 3: an owner
+# other than Administrators or SYSTEM; 4: the content is not the one written.
+$RestartGuardLoader = @'
+$ErrorActionPreference = 'Stop'
+$f = '@FILE@'
+$o = [IO.File]::GetAccessControl($f).GetOwner([Security.Principal.SecurityIdentifier]).Value
+if (@('S-1-5-32-544', 'S-1-5-18') -notcontains $o) { exit 3 }
+$b = [IO.File]::ReadAllBytes($f)
+if ([BitConverter]::ToString([Security.Cryptography.SHA256]::Create().ComputeHash($b)).Replace('-', '').ToLowerInvariant() -cne '@HASH@') { exit 4 }
+& ([ScriptBlock]::Create([Text.Encoding]::UTF8.GetString($b).TrimStart([char]0xFEFF))) -Token '@TOKEN@' -RunnerId @RUNNER@
+'@
 
 function Test-TrustedOwner {
     param([string] $Path)
@@ -38,7 +60,7 @@ function New-GuardSecurity {
 }
 
 # Writes the guard's script (the worker's text after a param block) to its file and
-# returns the file's path; throws when the directory or the file has an owner other
+# returns @{ path; hash } (hash: the SHA-256 of its bytes, lowercase hex); throws when the directory or the file has an owner other
 # than Administrators or SYSTEM (someone else created it: its content cannot be trusted).
 function Write-RestartGuardFile {
     param([string] $WorkerText)
@@ -49,7 +71,8 @@ function Write-RestartGuardFile {
     "try { & `$RestartWorker }`r`n" +
     "finally { Get-ScheduledTask -TaskPath '$RestartTaskPath' -TaskName ('restart_guard_*_' + `$Token) -ErrorAction SilentlyContinue | Unregister-ScheduledTask -Confirm:`$false -ErrorAction SilentlyContinue }`r`n"
     $bytes = (New-Object System.Text.UTF8Encoding($true)).GetBytes($text)
-    $hash = [BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($bytes)).Replace('-', '').Substring(0, 16).ToLowerInvariant()
+    $sha256 = [BitConverter]::ToString([System.Security.Cryptography.SHA256]::Create().ComputeHash($bytes)).Replace('-', '').ToLowerInvariant()
+    $hash = $sha256.Substring(0, 16)
     $directory = $RestartGuardDirectory
     if (Test-Path -LiteralPath $directory) {
         if (-not (Test-TrustedOwner -Path $directory)) {
@@ -67,13 +90,53 @@ function Write-RestartGuardFile {
             throw "the file $path is owned by $((Get-Acl -LiteralPath $path).Owner), not by Administrators or SYSTEM. Check who created it, then delete it"
         }
         if ([System.IO.File]::ReadAllText($path) -ceq $text) {
-            return $path
+            return @{ path = $path; hash = $sha256 }
         }
     }
     [System.IO.File]::WriteAllBytes($path, $bytes)
     (Get-Item -LiteralPath $path).SetAccessControl((New-GuardSecurity -Directory $false))
-    return $path
+    return @{ path = $path; hash = $sha256 }
 }
+
+# The loader's -EncodedCommand (Base64 of its UTF-16LE text, as powershell.exe -?
+# describes it) for the guard's file, its hash, the restart's token and the runner.
+function New-RestartGuardLoader {
+    param([string] $File, [string] $Hash, [string] $Token, [int] $RunnerId)
+    $text = $RestartGuardLoader.Replace("`r`n", "`n").Replace('@FILE@', $File.Replace("'", "''")).Replace('@HASH@', $Hash).Replace('@TOKEN@', $Token).Replace('@RUNNER@', [string]$RunnerId)
+    return [Convert]::ToBase64String([Text.Encoding]::Unicode.GetBytes($text))
+}
+
+# Waits at most $RestartGuardStartSeconds for the guard's start record in the marker
+# (GuardStart and GuardProcessId, restart_worker.ps1) and returns the guard's process
+# id, 0 when it did not start in time. $ProcessId (a process WMI created) that ends
+# first ends the wait at once.
+function Wait-RestartGuardStart {
+    param([string] $Marker, [int] $ProcessId)
+    $until = [DateTime]::UtcNow.AddSeconds($RestartGuardStartSeconds)
+    while ($true) {
+        $key = Get-Item -LiteralPath $Marker
+        $guardId = [int]$key.GetValue('GuardProcessId', 0)
+        if ($guardId -gt 0 -and [string]$key.GetValue('GuardStart', '')) {
+            return $guardId
+        }
+        if ([DateTime]::UtcNow -ge $until) {
+            return 0
+        }
+        if ($ProcessId -gt 0 -and -not (Get-Process -Id $ProcessId -ErrorAction SilentlyContinue)) {
+            # Ended: one last look (it may have written its record, then ended).
+            $key = Get-Item -LiteralPath $Marker
+            if ([int]$key.GetValue('GuardProcessId', 0) -gt 0 -and [string]$key.GetValue('GuardStart', '')) {
+                return [int]$key.GetValue('GuardProcessId', 0)
+            }
+            return 0
+        }
+        Start-Sleep -Milliseconds 100
+    }
+}
+
+# What may have ended a guard that did not start: said in every such refusal.
+$RestartGuardBlockers = 'a Group Policy execution policy, AMSI or an endpoint-protection product may have ended it'
+
 
 # The mode Microsoft Defender applies the rule in, from its own settings
 # (Get-MpPreference): 0 not configured or disabled, 1 block, 2 audit, 6 warn; -1 when
@@ -105,11 +168,13 @@ function Get-ProcessCreateText {
     return [string]$Value
 }
 
-# Starts the guard: `powershell.exe <Arguments>`. Returns @{ launcher; process_id;
-# task; why }: launcher '' when no launcher could start it, and why says what each
-# one answered. The scheduled task is named after the instance and the restart's
-# token, so the next restart of the instance removes one left behind (value GuardTask
-# of the marker), and the guard removes its own when it ends.
+# Starts the guard: `powershell.exe <Arguments>`, and waits for its start record.
+# Returns @{ launcher; process_id; task; why }: launcher '' when no launcher's guard
+# started, and why says what each one answered. A guard WMI created that did not
+# start in time is ended (if it still runs) before the scheduled task is tried. The
+# scheduled task is named after the instance and the restart's token, so the next
+# restart of the instance removes one left behind (value GuardTask of the marker),
+# and the guard removes its own when it ends.
 function Start-RestartGuard {
     param([string] $Arguments, [string] $Instance, [string] $Token, [string] $Marker)
     $why = New-Object System.Collections.Generic.List[string]
@@ -131,9 +196,22 @@ function Start-RestartGuard {
             $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine }
         }
         if ($created.ReturnValue -eq 0) {
-            return @{ launcher = 'wmi'; process_id = [int]$created.ProcessId; task = ''; why = '' }
+            $createdId = [int]$created.ProcessId
+            $guardId = Wait-RestartGuardStart -Marker $Marker -ProcessId $createdId
+            if ($guardId -gt 0) {
+                return @{ launcher = 'wmi'; process_id = $guardId; task = ''; why = '' }
+            }
+            $left = 'ended'
+            $process = Get-Process -Id $createdId -ErrorAction SilentlyContinue
+            if ($process -and $process.ProcessName -eq 'powershell') {
+                $left = 'still ran and was ended'
+                Stop-Process -Id $createdId -Force -ErrorAction SilentlyContinue
+            }
+            $why.Add("the guard Win32_Process.Create started (process $createdId) did not start within $RestartGuardStartSeconds s: it $left without its start record ($RestartGuardBlockers)")
         }
-        $why.Add("Win32_Process.Create returned $(Get-ProcessCreateText -Value ([int]$created.ReturnValue))")
+        else {
+            $why.Add("Win32_Process.Create returned $(Get-ProcessCreateText -Value ([int]$created.ReturnValue))")
+        }
     }
     # A one-time task, started at once, that runs as SYSTEM (registering it needs an
     # administrator): Task Scheduler creates its process, outside the shell's job.
@@ -146,17 +224,13 @@ function Start-RestartGuard {
         Set-ItemProperty -LiteralPath $Marker -Name 'GuardTask' -Value $taskName
         $null = Register-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -Action $action -Principal $principal -Settings $settings -Force -ErrorAction Stop
         Start-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -ErrorAction Stop
-        # The guard writes its own process id into the marker when it runs.
-        $until = [DateTime]::UtcNow.AddSeconds(30)
-        while ([DateTime]::UtcNow -lt $until) {
-            $guardId = [int](Get-Item -LiteralPath $Marker).GetValue('GuardProcessId', 0)
-            if ($guardId -gt 0) {
-                return @{ launcher = 'scheduled_task'; process_id = $guardId; task = $taskName; why = '' }
-            }
-            Start-Sleep -Milliseconds 100
+        $guardId = Wait-RestartGuardStart -Marker $Marker -ProcessId 0
+        if ($guardId -gt 0) {
+            return @{ launcher = 'scheduled_task'; process_id = $guardId; task = $taskName; why = '' }
         }
         $info = Get-ScheduledTaskInfo -TaskName $taskName -TaskPath $RestartTaskPath -ErrorAction SilentlyContinue
-        $why.Add("the scheduled task $RestartTaskPath$taskName started no guard within 30 seconds (last result $($info.LastTaskResult))")
+        Stop-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -ErrorAction SilentlyContinue
+        $why.Add("the guard the scheduled task $RestartTaskPath$taskName started did not start within $RestartGuardStartSeconds s (last result $($info.LastTaskResult); $RestartGuardBlockers)")
     }
     catch {
         $why.Add("the scheduled task $RestartTaskPath$taskName could not be started: $($_.Exception.Message)")

@@ -68,6 +68,8 @@ if (-not $engine) {
 # restart before anything is written, changed or stopped.
 try {
     $guardFile = Write-RestartGuardFile -WorkerText $RestartWorker.ToString()
+    $guardPath = $guardFile.path
+    $guardHash = $guardFile.hash
 }
 catch {
     Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard cannot be prepared on ${computerName}: $($_.Exception.Message). Nothing was changed or stopped."
@@ -162,13 +164,15 @@ Set-ItemProperty -LiteralPath $markerPath -Name 'GuardTask' -Value ''
 Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
 $lock.Dispose() # the marker now holds the lease
 
-# The guard's command line: its file, the token this script made and this process's
-# id; no script text and no user input. Nothing is stopped before the guard exists.
-$guardArguments = '-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $guardFile + '" -Token ' + $token + ' -RunnerId ' + [string][int]$PID
+# The guard's command line: the loader (restart_guard.ps1) with its file, the file's
+# hash, the token this script made and this process's id; no script text and no user
+# input. Nothing is stopped before the guard's start record is seen.
+$guardLoader = New-RestartGuardLoader -File $guardPath -Hash $guardHash -Token $token -RunnerId $PID
+$guardArguments = '-NoProfile -NonInteractive -EncodedCommand ' + $guardLoader
 $guard = Start-RestartGuard -Arguments $guardArguments -Instance $instance.Name -Token $token -Marker $markerPath
 if (-not $guard.launcher) {
     Remove-Item -LiteralPath $markerPath -Recurse -Force
-    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped. Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again."
+    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped. Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing); where a guard was started but did not start, look at the host's Group Policy execution policy (Get-ExecutionPolicy -List), its AMSI provider and endpoint protection's log for powershell.exe; then apply again."
 }
 Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value $guard.process_id -Type DWord
 

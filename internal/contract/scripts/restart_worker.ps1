@@ -27,6 +27,14 @@ $RestartWorker = {
     if (-not $marker) {
         return
     }
+    if ($GuardProcessId -gt 0) {
+        # The guard's start record, its first write: restart_instance stops nothing
+        # before it sees it (Wait-RestartGuardStart). Its start time too: the lease
+        # (Read-RestartMarker) trusts an id only with it.
+        $ownStart = [string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks
+        Set-ItemProperty -LiteralPath $marker -Name 'GuardStart' -Value $ownStart
+        Set-ItemProperty -LiteralPath $marker -Name 'GuardProcessId' -Value $PID -Type DWord
+    }
     function Read-State {
         return (ConvertFrom-Json -InputObject ([string](Get-Item -LiteralPath $marker).GetValue('State')))
     }
@@ -39,11 +47,6 @@ $RestartWorker = {
     }
     $resume = $false
     if ($GuardProcessId -gt 0) {
-        # restart_instance waits for this when a scheduled task started the guard.
-        # Its start time too: the lease (Read-RestartMarker) trusts an id only with it.
-        $ownStart = [string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks
-        Set-ItemProperty -LiteralPath $marker -Name 'GuardStart' -Value $ownStart
-        Set-ItemProperty -LiteralPath $marker -Name 'GuardProcessId' -Value $PID -Type DWord
         # The guard: wait for the runner to finish the restart, or to end. A process
         # with the runner's id but another start time is not the runner (ids are
         # reused).

@@ -180,6 +180,12 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
 			fmt.Sprintf("The cluster move was refused on %s: %s. Nothing was moved.", h.computer, refusal))
 	}
+	// The cluster guard, confirmed before the move (startClusterGuard).
+	runnerDone, code, ok := h.startClusterGuard(ctx, c, p.Instance, v.Name, stdout, entry)
+	if !ok {
+		return code
+	}
+	defer close(runnerDone)
 	// MoveToNewNode: the cluster service runs the move; this call waits at most
 	// timeout_s for it, and losing it stops only the wait.
 	out, err := c.Move(ctx, v.Name, p.TargetNode, "move", timeout)
@@ -232,6 +238,13 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
 			fmt.Sprintf("The role '%s' is %s on %s, not Online; nothing was taken offline.", v.Name, v.State, owner))
 	}
+	// The cluster guard, started and confirmed before anything is taken offline: it
+	// outlives this process and brings the role online should it be left otherwise.
+	runnerDone, code, ok := h.startClusterGuard(ctx, c, p.Instance, v.Name, stdout, entry)
+	if !ok {
+		return code
+	}
+	defer close(runnerDone) // this process ends: the guard looks at the role
 	var errs []string
 	// TakeOffline on the SQL Server resource, waiting at most timeout_s.
 	off, err := c.TakeResourceOffline(ctx, v.Name, ResourceTypeSQLServer, timeout)
@@ -291,4 +304,102 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 	}
 	writeJSON(stdout, res)
 	return contract.ExitOK
+}
+
+// startClusterGuard is cluster_restart's and cluster_move's guard (restart_guard.ps1
+// in its cluster mode): started by the same launchers, with the same loader, and
+// confirmed by its start record before anything is taken offline; a guard that does
+// not start refuses the request with nothing taken offline. The guard runs under
+// the host's lifetime, not the shell's: once the script's process has ended (it
+// finished, or its shell ended: a Ctrl-C, a lost client) it waits until the cluster
+// runs no action on the role and, unless the role and its SQL Server and Agent
+// resources are Online, brings the group online, again each time the cluster is
+// done, for at most the late limit (2 h), and records the outcome (ClusterGuardOutcome).
+// The returned channel is closed when the script's process ends.
+func (h *Host) startClusterGuard(ctx context.Context, c *Cluster, instance, role string, stdout io.Writer, entry *AuditEntry) (chan struct{}, int, bool) {
+	guardFile, hash, err := h.prepareGuardFile()
+	if err != nil {
+		return nil, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
+			fmt.Sprintf("The cluster action's guard cannot be prepared on %s: %v. Nothing was taken offline.", h.computer, err)), false
+	}
+	launch := h.launchGuard(ctx, "cluster_"+instance, newToken(), guardFile, hash)
+	if !launch.guarded {
+		why := launch.why
+		if launch.launcher != "" {
+			why = "the guard did not start"
+		}
+		return nil, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
+			fmt.Sprintf("The cluster action's guard process could not be started on %s: %s. Nothing was taken offline.", h.computer, why)), false
+	}
+	done := make(chan struct{})
+	key := strings.ToUpper(instance)
+	h.mu.Lock()
+	h.clusterGuards[key] = &ClusterGuardOutcome{Role: role}
+	h.mu.Unlock()
+	go func() {
+		select {
+		case <-done:
+		case <-h.life.Done():
+			return
+		}
+		late, cancel := context.WithTimeout(h.life, restartLateLimit)
+		defer cancel()
+		out := ClusterGuardOutcome{Role: role}
+		for late.Err() == nil {
+			v, err := c.WaitRole(late, role, func(v ClusterRoleView) bool { return v.Action == "" })
+			if err != nil {
+				out.Error = err.Error()
+				break
+			}
+			if roleUp(v) {
+				out.State = GroupOnline
+				break
+			}
+			out.BroughtOnline++
+			if on, err := c.BringGroupOnline(late, role, time.Minute); err != nil || on.Err != nil {
+				out.Error = fmt.Sprint(err, on.Err)
+			}
+		}
+		h.mu.Lock()
+		h.removeTaskLocked(launch.task)
+		out.Finished = true
+		h.clusterGuards[key] = &out
+		h.notifyLocked()
+		h.mu.Unlock()
+	}()
+	return done, 0, true
+}
+
+// roleUp reports whether the role and its SQL Server and Agent resources are Online.
+func roleUp(v ClusterRoleView) bool {
+	if v.State != GroupOnline {
+		return false
+	}
+	for _, r := range v.Resources {
+		if (r.Type == ResourceTypeSQLServer || r.Type == ResourceTypeAgent) && r.State != ResourceOnline {
+			return false
+		}
+	}
+	return true
+}
+
+// ClusterGuardOutcome is what a cluster guard recorded: whether it finished, how
+// often it brought the group online, the role's state it saw last, an error.
+type ClusterGuardOutcome struct {
+	Role          string
+	Finished      bool
+	BroughtOnline int
+	State         string
+	Error         string
+}
+
+// ClusterGuard returns the outcome the last cluster guard for instance recorded.
+func (h *Host) ClusterGuard(instance string) (ClusterGuardOutcome, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g := h.clusterGuards[strings.ToUpper(instance)]
+	if g == nil {
+		return ClusterGuardOutcome{}, false
+	}
+	return *g, true
 }

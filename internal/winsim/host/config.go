@@ -62,6 +62,16 @@ type HostConfig struct {
 	// TaskSchedulerStopped: the Task Scheduler service does not run, so no scheduled
 	// task can be registered or started. Default false.
 	TaskSchedulerStopped bool `json:"task_scheduler_stopped,omitempty"`
+	// GroupPolicyExecutionPolicy is the PowerShell execution policy a Group Policy
+	// sets ("Turn on Script Execution"; Get-ExecutionPolicy -List's MachinePolicy):
+	// "" none (Undefined), "AllSigned", "Restricted", "RemoteSigned", "Unrestricted"
+	// or "Bypass". It overrides -ExecutionPolicy on powershell.exe's command line for
+	// -File, and does not apply to -EncodedCommand or a script block (guard.go,
+	// FIDELITY.md). Default "".
+	GroupPolicyExecutionPolicy string `json:"group_policy_execution_policy,omitempty"`
+	// EndpointProtection is an endpoint-protection (EDR) product's policy on
+	// powershell.exe processes. Default: none.
+	EndpointProtection EndpointProtectionConfig `json:"endpoint_protection,omitempty"`
 	// GuardDirectoryOwner is the owner (a SID or a name) of %ProgramData%\mssqlifi
 	// when the host is built, as when someone created that directory before the
 	// provider did (every user may create directories in ProgramData). Default "":
@@ -190,6 +200,15 @@ type DefenderConfig struct {
 	// (AttackSurfaceReductionRules_Ids and _Actions): 0 disabled, 1 block, 2 audit,
 	// 5 not configured, 6 warn. The control action set_asr_rule changes one.
 	ASRRules map[string]int `json:"asr_rules,omitempty"`
+}
+
+// EndpointProtectionConfig is what an endpoint-protection product does to a
+// powershell.exe that a restart's guard launcher starts.
+type EndpointProtectionConfig struct {
+	// KillsPowerShellFrom lists the launchers whose powershell.exe children it ends
+	// at their start, before they run a line: "wmi" (children of WmiPrvSE.exe,
+	// Win32_Process.Create) and "scheduled_task" (started by the Task Scheduler).
+	KillsPowerShellFrom []string `json:"kills_powershell_from,omitempty"`
 }
 
 // ServiceConfig is an extra Windows service.
@@ -583,6 +602,14 @@ func (c HostConfig) Validate() error {
 	}
 	if _, err := CanonicalLanguageMode(c.PowerShellLanguageMode); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := canonicalExecutionPolicy(c.GroupPolicyExecutionPolicy); err != nil {
+		errs = append(errs, fmt.Errorf("group_policy_execution_policy: %w", err))
+	}
+	for _, l := range c.EndpointProtection.KillsPowerShellFrom {
+		if l != LauncherWMI && l != LauncherTask {
+			errs = append(errs, fmt.Errorf("endpoint_protection.kills_powershell_from: %q is not %q or %q", l, LauncherWMI, LauncherTask))
+		}
 	}
 	for id, action := range c.Defender.ASRRules {
 		if err := validateASRRule(id, action); err != nil {

@@ -371,11 +371,16 @@ const PowerShellVersion = "5.1.20348.2849"
 
 // executionPolicies is Get-ExecutionPolicy -List in the provider's process: the
 // bootstrap's -ExecutionPolicy Bypass sets the Process scope; Windows Server's
-// default for LocalMachine is RemoteSigned; no Group Policy scope is set
-// (about_Execution_Policies).
-func executionPolicies() []contract.ExecutionPolicyScope {
+// default for LocalMachine is RemoteSigned; MachinePolicy is the Group Policy the
+// host is configured with (GroupPolicyExecutionPolicy, the one the guard's launch
+// obeys), Undefined by default (about_Execution_Policies).
+func (h *Host) executionPolicies() []contract.ExecutionPolicyScope {
+	gpo, _ := canonicalExecutionPolicy(h.cfg.GroupPolicyExecutionPolicy)
+	if gpo == "" {
+		gpo = "Undefined"
+	}
 	return []contract.ExecutionPolicyScope{
-		{Scope: "MachinePolicy", Policy: "Undefined"}, {Scope: "UserPolicy", Policy: "Undefined"},
+		{Scope: "MachinePolicy", Policy: gpo}, {Scope: "UserPolicy", Policy: "Undefined"},
 		{Scope: "Process", Policy: "Bypass"}, {Scope: "CurrentUser", Policy: "Undefined"}, {Scope: "LocalMachine", Policy: "RemoteSigned"},
 	}
 }
@@ -442,7 +447,7 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		ErrorLog:              inst.findIFILineLocked(),
 		Dependents:            []contract.ServiceInfo{},
 		PowerShellVersion:     PowerShellVersion,
-		ExecutionPolicies:     executionPolicies(),
+		ExecutionPolicies:     h.executionPolicies(),
 	}
 	if e.pid != 0 {
 		t := e.started.UTC()

@@ -94,6 +94,8 @@ type Host struct {
 	asrRules      map[string]int
 	guardDirOwner string
 	tasks         map[string]bool
+	// clusterGuards: the last cluster guard's outcome per instance (cluster_ops.go).
+	clusterGuards map[string]*ClusterGuardOutcome
 	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
 	// cluster is the failover cluster the host is a node of (cluster.go); nil when none.
 	cluster *Cluster
@@ -267,7 +269,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
 		h.langMode = m
 	}
-	h.asrRules, h.tasks = map[string]int{}, map[string]bool{}
+	h.asrRules, h.tasks, h.clusterGuards = map[string]int{}, map[string]bool{}, map[string]*ClusterGuardOutcome{}
 	for id, action := range cfg.Defender.ASRRules {
 		h.asrRules[strings.ToLower(id)] = action
 	}

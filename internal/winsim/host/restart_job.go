@@ -132,7 +132,7 @@ type restartLease struct {
 }
 
 func (h *Host) enterRestartLease(inst *Instance, id string) (*restartLease, error) {
-	if _, err := h.prepareGuardFile(); err != nil {
+	if _, _, err := h.prepareGuardFile(); err != nil {
 		return nil, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was changed or stopped.", h.computer, err)
 	}
 	h.restartLock.Lock()
@@ -180,7 +180,7 @@ func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, time
 	if l.join != nil {
 		return l.join, true, nil
 	}
-	guardFile, err := h.prepareGuardFile()
+	guardFile, hash, err := h.prepareGuardFile()
 	if err != nil {
 		return nil, false, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was stopped.", h.computer, err)
 	}
@@ -200,7 +200,7 @@ func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, time
 	h.restarts[key] = j // the marker, written before the guard starts; it holds the lease now
 	h.mu.Unlock()
 	l.release()
-	launch := h.launchGuard(ctx, inst.name, token, guardFile)
+	launch := h.launchGuard(ctx, inst.name, token, guardFile, hash)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if launch.launcher == "" {
@@ -211,7 +211,14 @@ func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, time
 			"Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again.", h.computer, launch.why)
 	}
 	j.task = launch.task
-	go h.runRestart(j, inst, timeout)
+	// A guard runs: the restart outlives the shell. None (a script that did not wait
+	// for its start record): the runner is restart_instance's process alone, and ends
+	// with the shell (its job object).
+	life := h.life
+	if !launch.guarded {
+		life = ctx
+	}
+	go h.runRestart(j, inst, timeout, life, launch.guarded)
 	return j, false, nil
 }
 
@@ -256,12 +263,43 @@ func (h *Host) updateRestart(j *restartJob, f func(r *contract.RestartInstanceRe
 // stop_timeout, the dependents it stopped started again; then the Engine started
 // with retries, and the dependents started again. Any failure after the first stop
 // starts again what was stopped before it is reported. It runs under the host's
-// lifetime, not a shell's.
-func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) {
-	ctx := h.life
+// lifetime, not a shell's, when a guard runs (guarded); without one it runs under
+// the shell's (life), and the shell's end ends it where it is: what it stopped stays
+// stopped, and the marker's processes are gone.
+func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, life context.Context, guarded bool) {
+	ctx := life
 	s := inst.engine
 	secs := int(timeout / time.Second)
+	// dead reports (and records) that the runner's process ended with its shell.
+	dead := func() bool {
+		if guarded || ctx.Err() == nil {
+			return false
+		}
+		h.mu.Lock()
+		if j.left == "" {
+			j.left = LeftProcessesGone
+			h.notifyLocked()
+		}
+		h.mu.Unlock()
+		return true
+	}
+	// runnerReturns is the runner's `if ($Inline) { return }`: without a guard, nobody
+	// goes on, and its process ends.
+	runnerReturns := func() bool {
+		h.handOver(j)
+		if guarded {
+			return false
+		}
+		h.mu.Lock()
+		j.left = LeftProcessesGone
+		h.notifyLocked()
+		h.mu.Unlock()
+		return true
+	}
 	finish := func(code, msg string) {
+		if dead() {
+			return
+		}
 		h.mu.Lock()
 		j.res.ServiceState = s.state
 		if code != "" {
@@ -290,6 +328,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	var running []*service // the dependents this restart stops and starts again
 	// fail is the worker's catch: what was stopped is started again, then reported.
 	fail := func(err error) {
+		if dead() {
+			return
+		}
 		msg := fmt.Sprintf("The restart of %s failed: %v", s.name, err)
 		var again error
 		if state(s) == contract.StateStopped {
@@ -317,8 +358,13 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	startDependents := func() {
 		for i := len(running) - 1; i >= 0; i-- {
 			d := running[i]
+			if dead() {
+				return
+			}
 			if state(d) == contract.StateStopPending {
-				h.handOver(j)
+				if runnerReturns() {
+					return
+				}
 				late, cancelLate := context.WithTimeout(ctx, restartLateLimit)
 				if h.WaitServiceState(late, d.name, contract.StateStopped) == nil {
 					renew()
@@ -385,6 +431,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 	}
 	h.mu.Unlock()
 	for _, d := range running {
+		if dead() {
+			return
+		}
 		if st := state(d); st == contract.StateRunning || st == contract.StatePaused {
 			if err := sendStop(d); err != nil {
 				fail(fmt.Errorf("sc.exe stop %s: %w", d.name, err))
@@ -410,6 +459,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 			blocker, blockerState = d, st
 		}
 	}
+	if dead() {
+		return
+	}
 	if blocker != nil {
 		msg := fmt.Sprintf("%s was not stopped: its dependent %s is %s when the Engine was to stop (the restart allows %d seconds). Nothing more was stopped; the dependents this restart stopped are started again. "+
 			"Look at why %s does not stop, then apply again.", s.name, blocker.name, blockerState, secs, blocker.name)
@@ -433,7 +485,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
 			r.Error, r.Message, r.ServiceState = contract.RestartStopTimeout, msg, st
 		})
-		h.handOver(j)
+		if runnerReturns() {
+			return
+		}
 		late, cancelLate := context.WithTimeout(ctx, restartLateLimit)
 		err := h.WaitServiceState(late, s.name, contract.StateStopped)
 		cancelLate()
@@ -452,6 +506,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 
 	var startErr error
 	for attempt := 1; attempt <= contract.RestartStartAttempts; attempt++ {
+		if dead() {
+			return
+		}
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.StartAttempts = attempt })
 		if state(s) == contract.StateStopped {
 			if err := h.StartService(s.name); err != nil {
@@ -468,6 +525,9 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration) 
 			case <-deadline.Done():
 			}
 		}
+	}
+	if dead() {
+		return
 	}
 	if startErr != nil {
 		h.mu.Lock()
