@@ -207,7 +207,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						Validators: []validator.String{stringvalidator.OneOf(sqlcheck.AuthSQL, sqlcheck.AuthNTLM, sqlcheck.AuthKerberos)},
 					},
 					"username": schema.StringAttribute{
-						Optional:            true,
+						Optional: true,
 						MarkdownDescription: "SQL login; with `auth = \"ntlm\"` or `\"kerberos\"` the Windows account (`DOMAIN\\user`, or `user@REALM` for Kerberos), " +
 							"which Kerberos from the credential cache does not need. Defaults to the environment variable `" + EnvSQLUsername + "`.",
 					},
