@@ -54,6 +54,10 @@ type SQLReport struct {
 	// Replicas are the availability replicas the instance can see: its own (Local)
 	// and, on a primary, the group's others.
 	Replicas []Replica
+	// Primaries names, for each group the instance has a replica of, the server
+	// instance hosting its primary replica (sys.dm_hadr_availability_group_states;
+	// "" when the cluster cannot tell); nil when Always On is off.
+	Primaries map[string]string
 	// Requests are the commands of the requests running now (sys.dm_exec_requests),
 	// each with its session; RunningBackups filters them.
 	Requests []Request

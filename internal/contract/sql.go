@@ -63,4 +63,4 @@ const (
 )
 
 // Queries lists every query above.
-var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryReplicaStates, QueryRequests}
+var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryReplicaStates, QueryGroupPrimaries, QueryRequests}

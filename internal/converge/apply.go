@@ -63,6 +63,12 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
+		// One replica of a group restarts at a time, across runs and states.
+		held, err := e.lockGroups(ctx, t, obs, p.RestartReason)
+		if err != nil {
+			release()
+			return out, err
+		}
 		requested := e.clock().Now()
 		back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
 		if err == nil {
@@ -70,7 +76,9 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		}
 		if err == nil {
 			out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
+			e.awaitHealthy(ctx, t, held, out)
 		}
+		held.release()
 		release()
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)

@@ -136,6 +136,9 @@ type clusterObservation struct {
 	Observed  ifi.ClusterObserved
 	SQLTarget *contract.SQLTarget
 	Warnings  []ifi.Warning
+	// groups: the availability groups SQL Server on the virtual name is a replica
+	// of, for the restart gate's lock (group_lock.go); nil when none.
+	groups *Observation
 }
 
 func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*clusterObservation, error) {
@@ -171,9 +174,9 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 			owner = n.Instance
 		}
 	}
-	v := ifi.Verification{Source: ifi.SourceNone}
-	var dmv *bool
 	checker, setupErr := e.Clients.SQLChecker()
+	v := ifi.Verification{Source: ifi.SourceNone, SQLConfigured: checker != nil || setupErr != nil}
+	var dmv *bool
 	if setupErr != nil {
 		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLSetup, Summary: "SQL verification is not available",
 			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the owner's error log.", t, setupErr), Err: setupErr})
@@ -198,6 +201,10 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 						t, safetext.Escape(sqlHost), port), Err: err})
 			} else {
 				dmv = fromReport(&v, rep)
+				if len(v.AG.Groups) > 0 {
+					o.groups = &Observation{Target: t, SQLTarget: o.SQLTarget}
+					e.askPrimaries(ctx, o.groups, checker, rep, v.AG)
+				}
 			}
 		}
 	} else if checker != nil {
@@ -315,6 +322,12 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 		if err != nil {
 			return e.recoverCluster(ctx, ct, d, out, err)
 		}
+		// One replica of a group restarts at a time (the restart gate's lock).
+		held, err := e.lockGroups(ctx, t, obs.groups, p.RestartReason)
+		if err != nil {
+			release()
+			return out, err
+		}
 		err = e.clusterRestart(ctx, ct, obs, ca, p, out)
 		if err == nil && obs.SQLTarget != nil {
 			if checker, _ := e.Clients.SQLChecker(); checker != nil {
@@ -323,6 +336,11 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 				}
 			}
 		}
+		if err == nil {
+			e.awaitHealthy(ctx, t, held, slotOut)
+			out.Warnings = append(out.Warnings, slotOut.Warnings...)
+		}
+		held.release()
 		release()
 		if err != nil {
 			return e.recoverCluster(ctx, ct, d, out, err)

@@ -58,6 +58,13 @@ type Target struct {
 	// Server is asked again in any case. nil: none.
 	Read   *contract.ReadInstanceResult
 	ReadAt time.Time
+	// ReplicaAddresses maps availability replica names (as SQL Server reports them,
+	// such as SQL01 or SQL01\INST; case-insensitive) to the address the provider
+	// reaches their SQL Server at, host or host:port, where those names do not
+	// resolve from where Terraform runs. A secondary's group health and restart
+	// lock are asked of its primary there. nil: none (a pointer, so that Target
+	// stays comparable).
+	ReplicaAddresses *ReplicaAddresses
 }
 
 // String names the target for messages, its user-supplied text escaped (safetext).

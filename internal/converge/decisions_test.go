@@ -353,7 +353,7 @@ func TestApplyRecoveredKeepsTheReadBacksWarnings(t *testing.T) {
 	})
 	t.Run("observation", func(t *testing.T) {
 		h := newFakeHost()
-		h.ri.TCPPort = 0 // SQL Server cannot be asked: the error log says
+		h.onRestart = func() { h.ri.TCPPort = 0 } // after the restart SQL Server cannot be asked: the error log says
 		off := false
 		h.ri.ErrorLog.Found, h.ri.ErrorLog.Enabled = true, &off
 		h.restartErr, h.restartErrAfterEffect = errBoom, true
@@ -482,6 +482,7 @@ func TestApplyDoesNotForgiveAnUnverifiedRestart(t *testing.T) {
 	d := enable
 	d.Restart = ifi.RestartIfNeededIncludingPrimary
 	w := newWorld(h)
+	w.clients.checker = nil // no sql block: the restart goes ahead without knowing
 	w.engine.Clock = fakeClock{now: time.Now()}
 	out, err := w.engine.Apply(context.Background(), defaultTarget, d)
 	_ = wantError(t, err, KindRestartFailed)
@@ -490,8 +491,9 @@ func TestApplyDoesNotForgiveAnUnverifiedRestart(t *testing.T) {
 	}
 }
 
-// A restart with SQL credentials but no known port does not wait for SQL Server.
-func TestRestartWithoutAPortDoesNotWaitForSQL(t *testing.T) {
+// A restart with SQL credentials but no known port cannot learn whether a backup
+// runs: the gate refuses it, and nothing is changed.
+func TestRestartWithoutAPortRefusesWithASQLBlock(t *testing.T) {
 	h := newFakeHost()
 	h.ri.TCPPort = 0
 	off := false
@@ -499,12 +501,13 @@ func TestRestartWithoutAPortDoesNotWaitForSQL(t *testing.T) {
 	d := enable
 	d.Restart = ifi.RestartIfNeededIncludingPrimary
 	w := newWorld(h)
-	w.checker.waitErr = errBoom
-	if _, err := w.engine.Apply(context.Background(), defaultTarget, d); err != nil {
-		t.Fatalf("Apply: %v", err)
+	_, err := w.engine.Apply(context.Background(), defaultTarget, d)
+	ce := wantError(t, err, KindRefused)
+	if ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "Running backups unknown") {
+		t.Errorf("refusal %+v, want one about running backups", ce.Refusal)
 	}
-	if h.restarts != 1 {
-		t.Errorf("restarts %d", h.restarts)
+	if h.restarts != 0 || h.setRights != 0 || w.checker.waits != 0 {
+		t.Errorf("restarts %d, set_right changes %d, waits %d: want nothing done", h.restarts, h.setRights, w.checker.waits)
 	}
 }
 

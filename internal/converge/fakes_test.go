@@ -271,6 +271,17 @@ type fakeChecker struct {
 	checks  int
 	waits   int
 	targets []contract.SQLTarget
+
+	// The group's primary (group_lock_fakes_test.go).
+	noPrimaryName bool                      // the replica names no primary
+	primarySees   func() []contract.Replica // nil: every replica HEALTHY
+	groupErr      error                     // asking the primary fails
+	lockedBy      string                    // another run restarts this replica
+	lockErr       error                     // the lock cannot be asked for
+	primaryAsks   []contract.SQLTarget
+	lockTargets   []contract.SQLTarget
+	locksHeld     int
+	healthPolls   int
 }
 
 func (c *fakeChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
@@ -290,7 +301,7 @@ func (c *fakeChecker) Check(ctx context.Context, t contract.SQLTarget) (*contrac
 	defer c.h.mu.Unlock()
 	on := c.h.runningIFI
 	return &contract.SQLReport{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
-		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas,
+		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas, Primaries: c.primaries(),
 		Requests: append([]contract.Request{}, c.requests...)}, nil
 }
 

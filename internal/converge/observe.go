@@ -32,6 +32,11 @@ type Observation struct {
 	SQLTarget *contract.SQLTarget
 	// Warnings say what could not be verified and why.
 	Warnings []ifi.Warning
+
+	// groups are the instance's availability groups and where each one's primary is
+	// asked (group_lock.go); replica is its own replica's server name.
+	groups  []replicaGroup
+	replica string
 }
 
 // Observe reads the instance and verifies IFI. Errors are *Error of kind
@@ -68,7 +73,9 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 	if !ri.Found {
 		return o, nil
 	}
-	v := ifi.Verification{Source: ifi.SourceNone}
+	// A configured sql block whose answer is missing leaves the gate's questions
+	// unknown, not unasked.
+	v := ifi.Verification{Source: ifi.SourceNone, SQLConfigured: checker != nil || setupErr != nil}
 	var dmv *bool // what sys.dm_server_services says, when SQL Server answered
 
 	if setupErr != nil {
@@ -99,6 +106,9 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 					Err:    err})
 			} else {
 				dmv = fromReport(&v, rep)
+				if len(v.AG.Groups) > 0 {
+					e.askPrimaries(ctx, o, checker, rep, v.AG)
+				}
 			}
 		}
 	}

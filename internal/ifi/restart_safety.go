@@ -119,30 +119,138 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 				capitalize(a.where()), rk.role, groups, rk.source, p.RestartReason, safetext.Escape(firstGroup(rk.groups)), RestartIfNeededIncludingPrimary),
 		}
 	}
-	if a.AG != nil && len(a.AG.Groups) > 0 && len(a.AG.Unhealthy) > 0 {
-		return &Refusal{
-			Summary: "Availability group not healthy: refusing to restart " + a.where(),
-			Detail: fmt.Sprintf("%s is a replica of the availability group %s and needs a restart (%s), but the group is not healthy as this "+
-				"replica sees it: %s. Restarting a replica while another is down or behind can leave the group without a synchronized "+
-				"secondary (and stall commits on the primary). Nothing was changed. Wait until every replica is HEALTHY and CONNECTED "+
-				"(sys.dm_hadr_availability_replica_states on the primary), then apply again.",
-				capitalize(a.where()), safetext.Escape(strings.Join(a.AG.Groups, ", ")), p.RestartReason, safetext.Escape(strings.Join(a.AG.Unhealthy, "; "))),
-		}
+	if r := a.groupHealth(p); r != nil {
+		return r
 	}
 	if len(v.RunningBackups) > 0 {
-		return &Refusal{
-			Summary: "Backup or restore running: refusing to restart " + a.where(),
-			Detail: fmt.Sprintf("%s needs a restart (%s), but SQL Server is running %s; a restart would end it. Nothing was changed. "+
-				"Apply again when it has finished, or set restart = \"never\" and restart in a maintenance window.",
-				capitalize(a.where()), p.RestartReason, safetext.Escape(strings.Join(v.RunningBackups, "; "))),
-		}
+		return refusal("Backup or restore running: refusing to restart "+a.where(),
+			fmt.Sprintf("%s needs a restart (%s)", capitalize(a.where()), p.RestartReason),
+			fmt.Sprintf("SQL Server is running %s, which a restart would end", safetext.Escape(strings.Join(v.RunningBackups, "; "))),
+			nothingChanged,
+			"apply again when it has finished",
+			`set restart = "never" and restart in a maintenance window`)
+	}
+	if v.RunningBackups == nil && v.SQLConfigured {
+		return refusal("Running backups unknown: refusing to restart "+a.where(),
+			fmt.Sprintf("%s needs a restart (%s)", capitalize(a.where()), p.RestartReason),
+			"SQL Server did not say whether a backup or restore is running although the provider's sql block is configured "+
+				"(sys.dm_exec_requests: the login lacks VIEW SERVER STATE, which shows other sessions' requests, or asking failed: see the other diagnostics), "+
+				"and a restart would end one",
+			nothingChanged,
+			"grant the sql login VIEW SERVER STATE (GRANT VIEW SERVER STATE TO [login]) or fix what the SQL diagnostic names, then apply again",
+			`set restart = "never" and restart in a maintenance window`)
 	}
 	if v.RunningBackups == nil {
 		p.Warnings = append(p.Warnings, Warning{WarnBackupsUnchecked, "Running backups not checked before restarting " + a.where(),
-			fmt.Sprintf("%s restarts (%s), but SQL Server did not say whether a backup or restore is running (sys.dm_exec_requests: no sql block, or asking it failed); "+
+			fmt.Sprintf("%s restarts (%s), but SQL Server was not asked whether a backup or restore is running (the provider has no sql block); "+
 				"a restart ends one.", capitalize(a.where()), p.RestartReason), nil})
 	}
 	return nil
+}
+
+// nothingChanged is a restart refusal's "what was left unchanged".
+const nothingChanged = "Nothing was changed on this instance."
+
+// refusal is the one grammar of a refusal: what was asked, why not, what was left
+// unchanged, and the ways out (each a clause, tried in order).
+func refusal(summary, asked, whyNot, unchanged string, waysOut ...string) *Refusal {
+	d := asked + ", but " + whyNot + ". " + unchanged
+	if len(waysOut) > 0 {
+		d += " To go on: " + strings.Join(waysOut, "; or ") + "."
+	}
+	return &Refusal{Summary: summary, Detail: d}
+}
+
+// groupHealth is the gate's question of the group's health, answered by someone
+// who can know: a primary sees every replica itself; a secondary's health comes
+// from its group's primary (GroupView). A secondary whose primary could not be
+// asked refuses.
+func (a *Assessment) groupHealth(p *Plan) *Refusal {
+	ag := a.AG
+	if ag == nil || len(ag.Groups) == 0 {
+		return nil
+	}
+	asked := fmt.Sprintf("%s is a replica of the availability group %s and needs a restart (%s)",
+		capitalize(a.where()), safetext.Escape(strings.Join(ag.Groups, ", ")), p.RestartReason)
+	wait := "wait until every replica is CONNECTED and HEALTHY (sys.dm_hadr_availability_replica_states on the primary), then apply again"
+	never := `set restart = "never" and restart in a maintenance window`
+	if ag.Role == RolePrimary {
+		if len(ag.Unhealthy) == 0 {
+			return nil
+		}
+		return refusal("Availability group not healthy: refusing to restart "+a.where(), asked,
+			"the group is not healthy as its primary sees it: "+safetext.Escape(strings.Join(ag.Unhealthy, "; "))+
+				". Restarting a replica while another is down or behind can leave the group without a synchronized secondary (and stall commits on the primary)",
+			nothingChanged, wait, never)
+	}
+	if len(ag.Unhealthy) > 0 {
+		// What this replica sees of itself suffices to refuse.
+		return refusal("Availability group not healthy: refusing to restart "+a.where(), asked,
+			"the group is not healthy as this replica sees it: "+safetext.Escape(strings.Join(ag.Unhealthy, "; ")),
+			nothingChanged, wait, never)
+	}
+	for _, g := range ag.Groups {
+		view, ok := viewOf(ag.FromPrimary, g)
+		switch {
+		case !ok || view.Err != "":
+			why := "the provider did not ask the group's primary"
+			if ok {
+				why = view.Err
+			}
+			return refusal("Availability group health unknown: refusing to restart "+a.where(), asked,
+				fmt.Sprintf("only the primary replica sees every replica's health (a secondary sees its own row), and it could not be asked: %s", safetext.Escape(why)),
+				nothingChanged,
+				"make the primary reachable with the provider's sql login (VIEW SERVER STATE), or, where the names SQL Server reports do not resolve from where Terraform runs, "+
+					"map each replica's name to its SQL address in availability_replica_addresses",
+				never)
+		case len(view.Unhealthy) > 0:
+			return refusal("Availability group not healthy: refusing to restart "+a.where(), asked,
+				fmt.Sprintf("the group is not healthy as its primary %s sees it: %s. Restarting a replica while another is down or behind can leave the group "+
+					"without a synchronized secondary (and stall commits on the primary)", safetext.Escape(view.Primary), safetext.Escape(strings.Join(view.Unhealthy, "; "))),
+				nothingChanged, wait, never)
+		}
+	}
+	return nil
+}
+
+func viewOf(views []GroupView, group string) (GroupView, bool) {
+	for _, v := range views {
+		if strings.EqualFold(v.Group, group) {
+			return v, true
+		}
+	}
+	return GroupView{}, false
+}
+
+// GroupLocked refuses a restart because another run holds the restart lock of the
+// instance's availability group: it is restarting replica ("" when it could not be
+// told).
+func GroupLocked(host, instance, reason, group, replica string) *Refusal {
+	where := fmt.Sprintf("instance %s on %s", safetext.Escape(instance), safetext.Escape(host))
+	who := "another of its replicas"
+	if replica != "" {
+		who = "its replica " + safetext.Escape(replica)
+	}
+	return refusal("Availability group "+safetext.Escape(group)+" is restarting another replica: refusing to restart "+where,
+		fmt.Sprintf("%s needs a restart (%s)", capitalize(where), reason),
+		fmt.Sprintf("another run (another working directory or state) holds the restart lock of the availability group %s on its primary and is restarting %s; "+
+			"one replica of a group restarts at a time", safetext.Escape(group), who),
+		"Nothing was stopped on this instance (a change of the right's holders made before the restart, if any, stays).",
+		"apply again once that run has finished and the group is HEALTHY (the lock is released when that run's restart is over, or when it dies)",
+		`set restart = "never" and restart in a maintenance window`)
+}
+
+// GroupLockUnavailable refuses a restart whose group's restart lock could not be
+// asked for on the primary (why).
+func GroupLockUnavailable(host, instance, reason, group, primary, why string) *Refusal {
+	where := fmt.Sprintf("instance %s on %s", safetext.Escape(instance), safetext.Escape(host))
+	return refusal("Availability group restart lock unavailable: refusing to restart "+where,
+		fmt.Sprintf("%s needs a restart (%s)", capitalize(where), reason),
+		fmt.Sprintf("the restart lock of the availability group %s, which every run takes on the primary %s so that one replica restarts at a time, could not be taken: %s",
+			safetext.Escape(group), safetext.Escape(primary), safetext.Escape(why)),
+		"Nothing was stopped on this instance (a change of the right's holders made before the restart, if any, stays).",
+		"make the primary reachable with the provider's sql login, or map its name to its SQL address in availability_replica_addresses, then apply again",
+		`set restart = "never" and restart in a maintenance window`)
 }
 
 // beforeAlwaysOn: the build (major.minor.build...) is older than SQL Server 2012

@@ -52,8 +52,28 @@ func noSQL(mod ...func(*contract.ReadInstanceResult)) Observed {
 
 func replica(role string, unhealthy ...string) Verification {
 	v := dmv(false)
+	v.SQLConfigured = true
 	v.AG = &AGMembership{Groups: []string{"AG1"}, Role: role, Unhealthy: unhealthy}
 	return v
+}
+
+// secondary is a secondary of AG1 whose primary SQL01 answered, seeing unhealthy.
+func secondary(unhealthy ...string) Verification {
+	v := replica(RoleSecondary)
+	v.AG.FromPrimary = []GroupView{{Group: "AG1", Primary: `SQL01`, Address: "sql01:1433", Unhealthy: unhealthy}}
+	return v
+}
+
+// withView is v whose group's primary answered view.
+func withView(v Verification, view GroupView) Verification {
+	v.AG.FromPrimary = []GroupView{view}
+	return v
+}
+
+// configured is v (SQL Server did not answer) from a provider with a sql block.
+func configured(o Observed) Observed {
+	o.Verification.SQLConfigured = true
+	return o
 }
 
 // Under if_needed an Engine restarts only when it is known not to be a primary
@@ -72,7 +92,23 @@ func TestRestartSafety(t *testing.T) {
 		warnings []string // the plan's warnings
 	}{
 		{name: "SQL Server: in no group", desired: enable, observed: obs(dmv(false))},
-		{name: "SQL Server: secondary", desired: enable, observed: obs(replica(RoleSecondary))},
+		{name: "SQL Server: a secondary whose primary sees every replica HEALTHY", desired: enable, observed: obs(secondary())},
+		{name: "SQL Server: a secondary whose primary was not asked", desired: enable, observed: obs(replica(RoleSecondary)),
+			refusal: "Availability group health unknown", detail: []string{"AG1", "only the primary replica sees", "availability_replica_addresses",
+				"Nothing was changed", `restart = "never"`}},
+		{name: "SQL Server: a secondary whose primary could not be asked", desired: enable,
+			observed: obs(withView(replica(RoleSecondary), GroupView{Group: "AG1", Primary: "SQL01", Address: "sql01:1433", Err: "login timed out at sql01:1433"})),
+			refusal:  "Availability group health unknown", detail: []string{"login timed out at sql01:1433"}},
+		{name: "SQL Server: a secondary whose primary sees another secondary down", desired: enable,
+			observed: obs(secondary("SQL03 of AG1: NOT_HEALTHY, DISCONNECTED")),
+			refusal:  "Availability group not healthy", detail: []string{"as its primary SQL01 sees it", "SQL03 of AG1: NOT_HEALTHY, DISCONNECTED"}},
+		{name: "SQL Server: a secondary of a group another view is of", desired: enable,
+			observed: obs(withView(replica(RoleSecondary), GroupView{Group: "AG2", Primary: "SQL09"})),
+			refusal:  "Availability group health unknown", detail: []string{"did not ask the group's primary"}},
+		{name: "a sql block whose answer is missing: backups unknown", desired: enable, observed: configured(noSQL(hadrOff)),
+			refusal: "Running backups unknown", detail: []string{"VIEW SERVER STATE", "sys.dm_exec_requests", "Nothing was changed", `restart = "never"`}},
+		{name: "a sql block whose answer is missing, opted in: backups unknown", desired: optIn, observed: configured(noSQL(hadrOff)),
+			refusal: "Running backups unknown"},
 		{name: "SQL Server: primary refused", desired: enable, observed: obs(replica(RolePrimary)),
 			refusal: "Primary availability replica", detail: []string{"primary replica", "AG1", "FAILOVER", `"if_needed_including_primary"`}},
 		{name: "SQL Server: resolving refused", desired: enable, observed: obs(replica(RoleResolving)),
@@ -108,7 +144,7 @@ func TestRestartSafety(t *testing.T) {
 		{name: "no SQL, unknown, opted in", desired: optIn, observed: noSQL(), warnings: []string{WarnAGUnknown, WarnBackupsUnchecked}},
 		{name: "SQL Server: a secondary that is not healthy", desired: enable,
 			observed: obs(replica(RoleSecondary, "SQL02 (this replica): NOT_HEALTHY, DISCONNECTED")),
-			refusal:  "not healthy", detail: []string{"SQL02 (this replica): NOT_HEALTHY", "AG1"}},
+			refusal:  "not healthy", detail: []string{"SQL02 (this replica): NOT_HEALTHY", "AG1", "as this replica sees it"}},
 		{name: "SQL Server: a primary whose secondary is down, opted in", desired: optIn,
 			observed: obs(replica(RolePrimary, "SQL02: NOT_HEALTHY, DISCONNECTED")), refusal: "not healthy"},
 		{name: "SQL Server: a backup running", desired: enable, observed: obs(withBackup),
@@ -146,5 +182,31 @@ func TestRestartSafety(t *testing.T) {
 				t.Errorf("plan warnings %+v, want %v", p.Warnings, tc.warnings)
 			}
 		})
+	}
+}
+
+// The group lock's refusals name the group and the replica being restarted, and
+// follow the one grammar: what was asked, why not, what was left, the ways out.
+func TestGroupLockRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		r    *Refusal
+		want []string
+	}{
+		{GroupLocked("sql02", "MSSQLSERVER", "IFI changed", "AG1", `SQL03`),
+			[]string{"Availability group AG1 is restarting another replica", "instance MSSQLSERVER on sql02", "IFI changed", "its replica SQL03",
+				"another run", "one replica of a group restarts at a time", "Nothing was stopped", "To go on: apply again", `restart = "never"`}},
+		{GroupLocked("sql02", "MSSQLSERVER", "IFI changed", "AG1", ""), []string{"another of its replicas"}},
+		{GroupLockUnavailable("sql02", "MSSQLSERVER", "IFI changed", "AG1", `SQL01`, "login failed"),
+			[]string{"restart lock unavailable", "primary SQL01", "login failed", "availability_replica_addresses", "Nothing was stopped"}},
+	} {
+		text := tc.r.Summary + ": " + tc.r.Detail
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%q lacks %q", text, w)
+			}
+		}
+		if !strings.Contains(tc.r.Detail, ", but ") {
+			t.Errorf("%q does not say why not", tc.r.Detail)
+		}
 	}
 }

@@ -153,6 +153,10 @@ type Verification struct {
 	// (sys.dm_exec_requests), each as "BACKUP DATABASE (session 57)"; empty when
 	// none, nil when SQL Server was not asked.
 	RunningBackups []string
+	// SQLConfigured: the provider has a sql block, so SQL Server was to be asked;
+	// when its answer is missing (no permission, a failed query, a dropped
+	// connection), what it would have said is unknown, not absent.
+	SQLConfigured bool `json:",omitempty"`
 }
 
 // AGMembership is what SQL Server says about the instance's availability groups.
@@ -168,6 +172,26 @@ type AGMembership struct {
 	// every replica) whose synchronization health is not HEALTHY or that is not
 	// connected; empty when all are.
 	Unhealthy []string
+	// FromPrimary is what the primary replica of each group this instance is a
+	// secondary of says of the group (a secondary sees only its own row), in the
+	// order of Groups; empty for a primary, which sees every replica itself.
+	FromPrimary []GroupView `json:",omitempty"`
+}
+
+// GroupView is an availability group as its primary replica sees it, asked for the
+// restart of one of its secondaries.
+type GroupView struct {
+	Group string
+	// Primary is the server instance hosting the primary replica, as this replica
+	// reports it ("" when it could not tell).
+	Primary string
+	// Address is where the primary was asked (host:port; "" when it was not).
+	Address string
+	// Unhealthy describes each replica the primary sees that is not CONNECTED and
+	// HEALTHY; empty when all are.
+	Unhealthy []string
+	// Err says why the primary could not be asked; "" when it answered.
+	Err string
 }
 
 // Availability group replica roles, as the computed attribute reports them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,13 @@ func TestCLI_faultMatrixAG(t *testing.T) {
 			before:   []winsim.Action{{Action: winsim.ActionStartBackup, Instance: "MSSQLSERVER"}},
 			planWarn: `^instance MSSQLSERVER on 127\.[0-9.]+: apply will refuse: Backup or restore running`,
 			wantErr:  `(?s)^Backup or restore running: refusing to restart instance MSSQLSERVER on .*BACKUP DATABASE \(session \d+\).*Nothing was changed`},
+		{name: "a backup the sql login cannot see", mod: func(hc *host.HostConfig) {
+			hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100
+			hc.Instances[0].Logins[0].ViewServerState = boolPtr(false)
+		}, withSQL: true, restart: "if_needed",
+			before:   []winsim.Action{{Action: winsim.ActionStartBackup, Instance: "MSSQLSERVER"}},
+			planWarn: `^instance MSSQLSERVER on 127\.[0-9.]+: apply will refuse: Running backups unknown`,
+			wantErr:  `(?s)^Running backups unknown: refusing to restart instance MSSQLSERVER on .*sql block is configured.*VIEW SERVER STATE.*Nothing was changed`},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -124,14 +132,14 @@ func TestCLI_faultMatrixAG_twoRunsOneGroup(t *testing.T) {
 	prim, sec := envs[0], envs[1]
 
 	wSec, wPrim := newCLI(t), newCLI(t)
-	wSec.write(prim.providerConfig(true) + agRowConfig(sec, "never", true))
+	wSec.write(prim.providerConfig(true) + withReplicaAddresses(agRowConfig(sec, "never", true), prim))
 	wSec.mustApply()
 	wPrim.write(prim.providerConfig(true) + agRowConfig(prim, "never", false))
 	wPrim.mustApply()
 
 	secBefore, secOps := sec.engineStart(), len(sec.operations())
 	primBefore, primOps := prim.engineStart(), len(prim.operations())
-	wSec.write(prim.providerConfig(true) + agRowConfig(sec, "if_needed", true))
+	wSec.write(prim.providerConfig(true) + withReplicaAddresses(agRowConfig(sec, "if_needed", true), prim))
 	first := make(chan *tfRun, 1)
 	go func() { first <- wSec.apply() }()
 
@@ -172,4 +180,117 @@ func startAGPair(t *testing.T) []*accEnv {
 		hcs = append(hcs, hc)
 	}
 	return startHosts(t, hcs)
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// withReplicaAddresses adds availability_replica_addresses to a resource block,
+// mapping each primary's replica name (its computer name: the default instance) to
+// the simulator's SQL address of it.
+func withReplicaAddresses(resourceBlock string, prims ...*accEnv) string {
+	var lines []string
+	for _, p := range prims {
+		for _, hi := range p.sim.Info().Hosts {
+			if strings.EqualFold(hi.Name, p.name) && len(hi.Instances) > 0 {
+				lines = append(lines, fmt.Sprintf("    %q = %q", hi.Name, hi.Instances[0].SQL))
+			}
+		}
+	}
+	attr := "  availability_replica_addresses = {\n" + strings.Join(lines, "\n") + "\n  }\n}"
+	i := strings.LastIndex(resourceBlock, "}")
+	return resourceBlock[:i] + attr + resourceBlock[i+1:]
+}
+
+// downIntervals are the spans in which the Engine of e was not Running, from its
+// service history (the simulator's own record, not the test's guess).
+func downIntervals(e *accEnv, after time.Time) [][2]time.Time {
+	var out [][2]time.Time
+	var since time.Time
+	for _, ev := range e.host().ServiceHistory("MSSQLSERVER") {
+		if ev.At.Before(after) {
+			continue
+		}
+		switch {
+		case ev.State != contract.StateRunning && since.IsZero():
+			since = ev.At
+		case ev.State == contract.StateRunning && !since.IsZero():
+			out = append(out, [2]time.Time{since, ev.At})
+			since = time.Time{}
+		}
+	}
+	if !since.IsZero() {
+		out = append(out, [2]time.Time{since, time.Now().Add(time.Hour)})
+	}
+	return out
+}
+
+// Two working directories (two states), each managing one secondary of the same
+// three-replica group, apply together: one restarts its secondary under the
+// group's lock on the primary, the other refuses naming the group and the replica
+// being restarted, and at no time are two replicas down.
+func TestCLI_faultMatrixAG_twoStatesOneGroup(t *testing.T) {
+	t.Parallel()
+	var hcs []host.HostConfig
+	for i, role := range []string{host.AGRolePrimary, host.AGRoleSecondary, host.AGRoleSecondary} {
+		n := nextAddr.Add(1)
+		hc := defaultHostConfig(fmt.Sprintf("sql%02d", n), fmt.Sprintf("127.0.0.%d", 10+n))
+		in := &hc.Instances[0]
+		in.StartMS, in.StopMS = 100, 100
+		if i > 0 {
+			in.StopMS, in.AGSyncMS = 1500, 1500 // a secondary catches up for a moment after its start
+		}
+		in.AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: role}
+		hcs = append(hcs, hc)
+	}
+	envs := startHosts(t, hcs)
+	prim, secs := envs[0], envs[1:]
+	var ws []*cliWork
+	for _, sec := range secs {
+		w := newCLI(t)
+		w.write(prim.providerConfig(true) + withReplicaAddresses(agRowConfig(sec, "never", true), prim))
+		w.mustApply()
+		ws = append(ws, w)
+	}
+	for i, sec := range secs {
+		ws[i].write(prim.providerConfig(true) + withReplicaAddresses(agRowConfig(sec, "if_needed", true), prim))
+	}
+	start := time.Now()
+	runs := make([]chan *tfRun, len(ws))
+	for i := range ws {
+		runs[i] = make(chan *tfRun, 1)
+		go func(i int) { runs[i] <- ws[i].apply() }(i)
+	}
+	var ok, refused []int
+	results := make([]*tfRun, len(ws))
+	for i := range ws {
+		results[i] = <-runs[i]
+		if results[i].Exit == 0 {
+			ok = append(ok, i)
+		} else {
+			refused = append(refused, i)
+		}
+	}
+	if len(ok) != 1 || len(refused) != 1 {
+		for _, r := range results {
+			t.Log(r.describe())
+		}
+		t.Fatalf("%d applies succeeded and %d refused, want one of each", len(ok), len(refused))
+	}
+	restarted, other := secs[ok[0]], results[refused[0]]
+	// The refusal names the group and the replica being restarted: the lock's
+	// refusal, or (when it came after the stop) the primary's view of that replica.
+	name := strings.ToUpper(restarted.name)
+	other.wantDiag(t, "error", `^Availability group (AG1 is restarting another replica|not healthy): refusing to restart instance MSSQLSERVER on `,
+		`(?is)(its replica `+name+`|`+name+` of AG1: NOT_HEALTHY).*Nothing was`)
+	a, b := downIntervals(secs[0], start), downIntervals(secs[1], start)
+	if len(a)+len(b) != 1 {
+		t.Errorf("down intervals %v and %v, want exactly one restart", a, b)
+	}
+	for _, x := range a {
+		for _, y := range b {
+			if x[0].Before(y[1]) && y[0].Before(x[1]) {
+				t.Errorf("two replicas were down at once: %v and %v", x, y)
+			}
+		}
+	}
 }

@@ -14,17 +14,19 @@ import (
 
 // ifiResourceModel is the mssqlifi_instant_file_initialization resource's data.
 type ifiResourceModel struct {
-	ID       types.String   `tfsdk:"id"`
-	Host     types.String   `tfsdk:"host"`
-	Instance types.String   `tfsdk:"instance"`
-	Port     types.Int64    `tfsdk:"port"`
-	SQLPort  types.Int64    `tfsdk:"sql_port"`
-	Enabled  types.Bool     `tfsdk:"enabled"`
-	Grantee  types.String   `tfsdk:"grantee"`
-	Restart  types.String   `tfsdk:"restart"`
-	Nodes    types.Map      `tfsdk:"nodes"`
-	SQLHost  types.String   `tfsdk:"sql_host"`
-	Timeouts timeouts.Value `tfsdk:"timeouts"`
+	ID       types.String `tfsdk:"id"`
+	Host     types.String `tfsdk:"host"`
+	Instance types.String `tfsdk:"instance"`
+	Port     types.Int64  `tfsdk:"port"`
+	SQLPort  types.Int64  `tfsdk:"sql_port"`
+	Enabled  types.Bool   `tfsdk:"enabled"`
+	Grantee  types.String `tfsdk:"grantee"`
+	Restart  types.String `tfsdk:"restart"`
+	Nodes    types.Map    `tfsdk:"nodes"`
+	SQLHost  types.String `tfsdk:"sql_host"`
+	// ReplicaAddresses maps availability replica names to host[:port].
+	ReplicaAddresses types.Map      `tfsdk:"availability_replica_addresses"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 	// PlannedAction is what the plan said the apply does (ifi.Action).
 	PlannedAction types.String `tfsdk:"planned_action"`
 	computedModel
@@ -99,11 +101,26 @@ func (m *computedModel) set(a *ifi.Assessment) {
 
 func (m *ifiResourceModel) target() converge.Target {
 	return converge.Target{
-		Host:     m.Host.ValueString(),
-		Instance: m.Instance.ValueString(),
-		Port:     int(m.Port.ValueInt64()),
-		SQLPort:  int(m.SQLPort.ValueInt64()),
+		Host:             m.Host.ValueString(),
+		Instance:         m.Instance.ValueString(),
+		Port:             int(m.Port.ValueInt64()),
+		SQLPort:          int(m.SQLPort.ValueInt64()),
+		ReplicaAddresses: converge.NewReplicaAddresses(stringMap(m.ReplicaAddresses)),
 	}
+}
+
+// stringMap is a map(string) attribute's known elements.
+func stringMap(v types.Map) map[string]string {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	out := map[string]string{}
+	for k, e := range v.Elements() {
+		if s, ok := e.(types.String); ok && !s.IsNull() && !s.IsUnknown() {
+			out[k] = s.ValueString()
+		}
+	}
+	return out
 }
 
 func (m *ifiResourceModel) desired() ifi.Desired {

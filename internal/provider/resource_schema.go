@@ -90,6 +90,8 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 	attrs["nodes"] = schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: nodesDescription,
 		Validators: []validator.Map{nodesValidator{}}}
 	attrs["sql_host"] = schema.StringAttribute{Optional: true, MarkdownDescription: sqlHostDescription, Validators: []validator.String{hostValidator}}
+	attrs["availability_replica_addresses"] = schema.MapAttribute{Optional: true, ElementType: types.StringType,
+		MarkdownDescription: replicaAddressesDescription, Validators: []validator.Map{replicaAddressesValidator{}}}
 	attrs["planned_action"] = plannedActionAttribute()
 	for k, v := range computedResourceAttributes() {
 		attrs[k] = v

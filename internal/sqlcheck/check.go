@@ -203,7 +203,7 @@ func (c *checker) replicas(ctx context.Context, t Target, conn *sql.Conn, r *Rep
 	if err := rows.Err(); err != nil {
 		return c.classify(ctx, t, err)
 	}
-	return nil
+	return c.primaries(ctx, t, conn, r)
 }
 
 // requests reads the requests running now (sys.dm_exec_requests).

@@ -34,6 +34,7 @@ type sqlServer struct {
 	replicas    [][]any // rows of the replica-state query: group, server, is_local, role, connected, health
 	requests    [][]any // rows of sys.dm_exec_requests: session_id, command
 	replicaErr  *tds.SQLError
+	primaries   [][]any // rows of the group-primaries query: group, primary_replica
 
 	mu      sync.Mutex
 	batches []string
@@ -100,6 +101,9 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 256, true), nv("replica_server_name", 256, true),
 			{Name: "is_local", Type: tds.TypeBit}, nv("role_desc", 60, true), nv("connected_state_desc", 60, true),
 			nv("synchronization_health_desc", 60, true)}, Rows: s.replicas}}, nil
+	case contract.QueryGroupPrimaries:
+		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 256, true), nv("primary_replica", 128, true)},
+			Rows: s.primaries}}, nil
 	case contract.QueryRequests:
 		return []tds.ResultSet{{Columns: []tds.Column{{Name: "session_id", Type: tds.TypeSmallInt}, nv("command", 32, false)},
 			Rows: s.requests}}, nil

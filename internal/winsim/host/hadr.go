@@ -357,3 +357,47 @@ func (i *Instance) hadrInfoLocked() *contract.HADRInfo {
 
 // hadrBuildTime is when the simulated Setup wrote the HADR key: before any start.
 func hadrBuildTime(now time.Time) time.Time { return now.Add(-24 * time.Hour) }
+
+// viewGroupStates is sys.dm_hadr_availability_group_states: one row per group the
+// instance has a replica of, with primary_replica, the name of the server instance
+// hosting the primary replica, on the primary and on a secondary alike (as the
+// cluster reports it; NULL when no replica of the group is primary). The
+// recovery-health columns are NULL on the side they do not describe.
+func (i *Instance) viewGroupStates() (sqlTable, bool) {
+	if i.ver.Major < 11 {
+		return sqlTable{}, false
+	}
+	t := sqlTable{name: "sys.dm_hadr_availability_group_states", serverState: true, cols: []tds.Column{
+		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
+		{Name: "primary_replica", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
+		{Name: "primary_recovery_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+		{Name: "secondary_recovery_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+		{Name: "synchronization_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
+	}}
+	if !i.hadr || i.ag == nil {
+		return t, true
+	}
+	var primary, precov, srecov any
+	if i.ag.Role == AGRolePrimary {
+		primary, precov = sqlHandler{i}.ServerName(), "ONLINE"
+	} else {
+		srecov = "ONLINE"
+		for _, p := range i.peersLocked() {
+			if p.role == AGRolePrimary {
+				primary = p.server
+			}
+		}
+	}
+	health := "HEALTHY"
+	if i.ag.Role == AGRolePrimary {
+		for _, p := range i.peersLocked() {
+			if _, h := p.health(i.h.now()); h != "HEALTHY" {
+				health = "PARTIALLY_HEALTHY"
+			}
+		}
+	} else if i.h.now().Before(i.syncedAt) {
+		health = "NOT_HEALTHY"
+	}
+	t.rows = append(t.rows, []any{nameGUID("ag", i.ag.Name), primary, precov, srecov, health})
+	return t, true
+}

@@ -41,6 +41,10 @@ type Instance struct {
 	hadrWritten time.Time
 	syncedAt    time.Time // a secondary is catching up until then after its start
 	backups     []string  // BACKUP / RESTORE commands running (sys.dm_exec_requests)
+	// applocks are the granted application locks (sqlapplock.go), by database and
+	// resource; the Engine's stop ends every session, and so every lock.
+	applocks     map[string][]*appLock
+	applockWaits int // sp_getapplock calls that waited (AppLockWaits)
 	// clustered: a failover cluster instance (the instance's Cluster registry key is
 	// set); virtualName is its role's network name, what SERVERPROPERTY('MachineName')
 	// and @@SERVERNAME report on every node (cluster.go).
@@ -448,7 +452,8 @@ func (i *Instance) engineStoppingLocked() {
 func (i *Instance) processEndedLocked(failed bool) {
 	i.proc = nil
 	i.ready = false
-	i.backups = nil // a stop ends them
+	i.backups = nil  // a stop ends them
+	i.applocks = nil // and every session, with its locks
 	if failed {
 		i.logLine(i.h.now(), "Server", "Error: 17058, Severity: 16, State: 1. SQL Server could not start (winsim: the instance is configured with fail_start).")
 	}

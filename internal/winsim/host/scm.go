@@ -670,3 +670,23 @@ func (h *Host) Transitions(name, state string) int {
 	}
 	return n
 }
+
+// ServiceEvent is one state a service entered, and when.
+type ServiceEvent struct {
+	At    time.Time
+	State string
+}
+
+// ServiceHistory lists the states the named service entered among the host's last
+// 1,000 service events, oldest first (for tests: when a service was down).
+func (h *Host) ServiceHistory(name string) []ServiceEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []ServiceEvent
+	for _, e := range h.events {
+		if strings.EqualFold(e.service, name) {
+			out = append(out, ServiceEvent{At: e.at, State: e.state})
+		}
+	}
+	return out
+}

@@ -93,12 +93,24 @@ func (s sqlHandler) Batch(ctx context.Context, l tds.Login, query string) ([]tds
 		return nil, err
 	}
 	var sets []tds.ResultSet
+	vars := batchVars{}
 	for _, st := range stmts {
 		var rs tds.ResultSet // no columns: a statement without a result set
 		var err *tds.SQLError
 		switch st := st.(type) {
 		case selectStmt:
-			rs, err = i.runSelect(lc, st)
+			rs, err = i.runSelect(lc, vars, st)
+		case declareStmt:
+			if _, dup := vars[st.name]; dup {
+				err = sqlErr(134, 15, 1, st.line, "The variable name '%s' has already been declared. Variable names must be unique within a query batch or stored procedure.", st.name)
+				break
+			}
+			vars[st.name] = &sqlVar{val: st.init}
+			continue // no result set
+		case execStmt:
+			if err = i.execProc(ctx, l, vars, st); err == nil {
+				continue // the return status travels as RETURNSTATUS, not a result set
+			}
 		case createDBStmt:
 			err = i.createDatabase(ctx, lc, st)
 		case alterFileStmt:

@@ -218,6 +218,12 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			{Name: "connected_state_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
 			{Name: "synchronization_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
 		},
+		contract.QueryGroupPrimaries: {
+			// SQL Server's primary_replica is varchar(128); winsim has no varchar type
+			// and sends nvarchar (FIDELITY.md).
+			{Name: "availability_group", Type: tds.TypeNVarChar, Size: 256, Nullable: true},
+			{Name: "primary_replica", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
+		},
 		contract.QueryRequests: {
 			{Name: "session_id", Type: tds.TypeSmallInt},
 			{Name: "command", Type: tds.TypeNVarChar, Size: 32},

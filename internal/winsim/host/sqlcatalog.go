@@ -32,6 +32,7 @@ var sysViews = map[string]func(i *Instance) (sqlTable, bool){
 	"databases":                                   (*Instance).viewDatabases,
 	"dm_hadr_availability_replica_states":         (*Instance).viewReplicaStates,
 	"dm_hadr_name_id_map":                         (*Instance).viewNameIDMap,
+	"dm_hadr_availability_group_states":           (*Instance).viewGroupStates,
 	"dm_hadr_availability_replica_cluster_states": (*Instance).viewReplicaClusterStates,
 	"dm_exec_requests":                            (*Instance).viewExecRequests,
 	"availability_replicas":                       (*Instance).viewAvailabilityReplicas,

@@ -62,7 +62,8 @@ type fileSpec struct {
 // statementStart reports whether t begins a statement the parser knows, so a
 // statement without a terminating ';' ends there.
 func statementStart(t sqlToken) bool {
-	return t.isKeyword("select") || t.isKeyword("create") || t.isKeyword("alter") || t.isKeyword("drop")
+	return t.isKeyword("select") || t.isKeyword("create") || t.isKeyword("alter") || t.isKeyword("drop") ||
+		t.isKeyword("declare") || t.isKeyword("exec") || t.isKeyword("execute")
 }
 
 // endOfStatement checks that nothing follows a statement but ';', the end of the

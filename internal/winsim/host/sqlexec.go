@@ -45,6 +45,7 @@ type bound struct {
 type binder struct {
 	inst    *Instance
 	login   LoginConfig
+	vars    batchVars // the batch's local variables
 	sources []source
 	// items are the select list's bound expressions, for ORDER BY aliases.
 	items   []bound
@@ -52,8 +53,8 @@ type binder struct {
 }
 
 // runSelect answers one statement.
-func (i *Instance) runSelect(login LoginConfig, s selectStmt) (tds.ResultSet, *tds.SQLError) {
-	b := &binder{inst: i, login: login}
+func (i *Instance) runSelect(login LoginConfig, vars batchVars, s selectStmt) (tds.ResultSet, *tds.SQLError) {
+	b := &binder{inst: i, login: login, vars: vars}
 	refs := []tableRef{}
 	if s.from != nil {
 		refs = append(refs, *s.from)
@@ -373,6 +374,8 @@ func (b *binder) bind(e sqlExpr) (bound, *tds.SQLError) {
 			return bound{col: tds.Column{Type: tds.TypeNVarChar, Size: 128, Nullable: true}, eval: constant(b.inst.engine.name)}, nil
 		}
 		return bound{}, unsupported(x.line, x.name)
+	case localVar:
+		return b.bindLocalVar(x)
 	case funcCall:
 		return b.bindCall(x)
 	case castExpr:

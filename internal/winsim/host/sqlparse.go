@@ -433,6 +433,10 @@ func parseBatch(q string) ([]sqlStmt, *tds.SQLError) {
 			s, err = p.parseAlter()
 		case t.isKeyword("drop"):
 			s, err = p.parseDrop()
+		case t.isKeyword("declare"):
+			s, err = p.parseDeclare()
+		case t.isKeyword("exec") || t.isKeyword("execute"):
+			s, err = p.parseExec()
 		case t.kind == tokIdent && !t.quoted && unsupportedKeywords[strings.ToLower(t.val)]:
 			return nil, unsupported(t.line, strings.ToUpper(t.val)+" statements")
 		default:
@@ -763,6 +767,10 @@ func (p *sqlParser) parseExpr() (sqlExpr, *tds.SQLError) {
 		}
 		if t.reservedWord() {
 			return nil, p.fail()
+		}
+		if isLocalVar(t) {
+			p.pos++
+			return localVar{name: strings.ToLower(t.val), text: t.val, line: t.line}, nil
 		}
 		p.pos++
 		if p.peek().isPunct("(") && !t.quoted {

@@ -69,6 +69,9 @@ type Login struct {
 	// Mechanism is how an integrated logon authenticated: "Kerberos" or "NTLM"
 	// (sys.dm_exec_connections.auth_scheme); "" for a SQL login.
 	Mechanism string
+	// Session is the connection's session id (@@SPID), set by the endpoint: one per
+	// connection, from 51 up, never reused while the endpoint runs.
+	Session int
 }
 
 // SSPI is the host's security package behind integrated logons (LOGIN7 with
@@ -88,6 +91,13 @@ type SSPIContext interface {
 	// gets error 18452, the reason goes only to the server's log, as SQL Server
 	// writes error 17806 ("SSPI handshake failed ...") to its error log.
 	Accept(token []byte) (reply []byte, account, mechanism string, done bool, err error)
+}
+
+// SessionEnder is a Handler that holds state per session (application locks owned
+// by the session): the endpoint tells it when a connection's session ends (the
+// client logged out, the connection dropped, or the endpoint closed it).
+type SessionEnder interface {
+	SessionEnded(session int)
 }
 
 // Handler is the SQL Server behind the endpoint. It is asked about every login and

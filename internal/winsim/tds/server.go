@@ -58,6 +58,7 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 	drops int // the next logins whose connection is dropped after the ack (-1: all)
+	spids int // the last session id given
 }
 
 // DropAfterLogin makes the next n connections close right after their login
@@ -125,6 +126,11 @@ func (s *Server) Serve(l net.Listener) error {
 		cn := &conn{s: s, raw: c, ctx: ctx, cancel: cancel}
 		s.mu.Lock()
 		s.conns[cn] = struct{}{}
+		if s.spids < 50 {
+			s.spids = 50 // user sessions start at 51, after the system's
+		}
+		s.spids++
+		cn.session = s.spids
 		s.mu.Unlock()
 		go cn.serve()
 	}
@@ -158,10 +164,11 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	r     io.Reader // where messages come from (raw, buffered, or TLS)
-	pw    *packetWriter
-	login Login
-	tls   bool
+	r       io.Reader // where messages come from (raw, buffered, or TLS)
+	pw      *packetWriter
+	login   Login
+	tls     bool
+	session int
 }
 
 func (c *conn) close() {
@@ -175,6 +182,9 @@ func (c *conn) serve() {
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
+		if se, ok := c.s.h.(SessionEnder); ok {
+			se.SessionEnded(c.session)
+		}
 	}()
 	defer func() {
 		if p := recover(); p != nil {
@@ -294,6 +304,7 @@ func (c *conn) doLogin(data []byte) error {
 		return err
 	}
 	l.Encrypted = c.tls
+	l.Session = c.session
 	c.login = l.Login
 	server := c.s.h.ServerName()
 	if l.SSPI {
