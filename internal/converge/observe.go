@@ -305,21 +305,8 @@ func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadIn
 // is the primary of any group, resolving when it is resolving in any other, else
 // secondary; and each replica it can see that is not connected and HEALTHY.
 func agMembership(rep *contract.SQLReport) *ifi.AGMembership {
-	m := &ifi.AGMembership{Groups: []string{}}
+	m := &ifi.AGMembership{Groups: []string{}, Unhealthy: unhealthyReplicas(rep.Replicas)}
 	for _, r := range rep.Replicas {
-		if !r.Healthy() {
-			who := r.Server
-			if who == "" {
-				who = "a replica"
-			}
-			if r.Local {
-				who += " (this replica)"
-			}
-			if r.Group != "" {
-				who += " of " + r.Group
-			}
-			m.Unhealthy = append(m.Unhealthy, fmt.Sprintf("%s: %s, %s", who, orUnknown(r.Health), orUnknown(r.Connected)))
-		}
 		if !r.Local {
 			continue
 		}
