@@ -264,7 +264,8 @@ func TestCLI_clusterKeyWithoutACluster(t *testing.T) {
 }
 
 // The instance is uninstalled after an apply: the plan warns that it was removed
-// from the state and plans to create it again; the refresh only read the host.
+// from the state, and its plan to create it again fails naming the instance (a
+// create's plan reads the host and does not guess); the plan only read the host.
 func TestCLI_instanceUninstalled(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
@@ -276,10 +277,11 @@ func TestCLI_instanceUninstalled(t *testing.T) {
 	}
 	n := len(e.operations())
 	p := w.plan()
-	p.wantPlanExit(t, 2)
+	p.wantPlanExit(t, 1)
 	p.wantDiag(t, "warning", `removed from the state`, `"MSSQLSERVER" is not installed`)
-	if !slices.Contains(p.Changes, tfChange{resName, "create"}) {
-		t.Errorf("the plan does not create %s again: changes %v", resName, p.Changes)
+	p.wantDiag(t, "error", `^SQL Server instance not found$`, `"MSSQLSERVER" is not installed on .*installed instances: none`)
+	if !slices.Contains(p.Drift, tfChange{resName, "delete"}) {
+		t.Errorf("the plan does not show %s deleted outside Terraform: drift %v", resName, p.Drift)
 	}
 	ops := e.opsSince(n)
 	if len(ops) == 0 {

@@ -185,7 +185,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
-			notFoundDetail(t, ce.Instance)+" Terraform will plan to create the resource again; remove it from the configuration if the instance was uninstalled.")
+			notFoundDetail(t, ce.Instance)+" Terraform then plans to create the resource again, and that plan fails while the instance is not installed: remove the resource from the configuration if the instance was uninstalled, or correct the instance argument.")
 		resp.State.RemoveResource(ctx)
 		// The framework wants an identity after every read, a removal included.
 		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, state)...)

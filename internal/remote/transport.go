@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -117,8 +118,16 @@ func newSecureTransport(cfg Config, auth string) *transport {
 }
 
 // DefaultSPN is the service principal name of a host's WinRM service as Windows
-// clients name it: HTTP/<host as given>.
-func DefaultSPN(host string) string { return "HTTP/" + host }
+// clients name it: HTTP/<host as given>, but for an IPv4-mapped IPv6 address
+// (::ffff:192.0.2.10), which names the host by its IPv4 address: the host knows
+// itself by that address, not by its IPv6 spelling, and would refuse an NTLM logon
+// naming the other (SPN target validation).
+func DefaultSPN(host string) string {
+	if a, err := netip.ParseAddr(host); err == nil && a.Is4In6() {
+		return "HTTP/" + a.Unmap().String()
+	}
+	return "HTTP/" + host
+}
 
 var _ winrm.Transporter = (*transport)(nil)
 

@@ -354,3 +354,18 @@ func TestTransportReauthenticatesOnce(t *testing.T) {
 		t.Fatalf("NEGOTIATE per connection %v on %d connections; want one more than connections (one re-authentication)", neg, w.dialed())
 	}
 }
+
+// The NTLM logon names the host as the host knows itself: an IPv4-mapped IPv6
+// address by its IPv4 address, every other spelling as given.
+func TestDefaultSPN(t *testing.T) {
+	for in, want := range map[string]string{
+		"sql01.contoso.com": "HTTP/sql01.contoso.com",
+		"192.0.2.10":        "HTTP/192.0.2.10",
+		"::ffff:192.0.2.10": "HTTP/192.0.2.10",
+		"2001:db8::10":      "HTTP/2001:db8::10",
+	} {
+		if got := DefaultSPN(in); got != want {
+			t.Errorf("DefaultSPN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
