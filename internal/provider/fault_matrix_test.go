@@ -27,15 +27,16 @@ func TestCLI_faultMatrix(t *testing.T) {
 	t.Parallel()
 	const createTimeout = time.Minute
 	type row struct {
-		name      string
-		actions   []winsim.Action
-		wantErr   string        // regexp on the error diagnostics; "" : the apply succeeds
-		wantWarn  string        // regexp on a warning the apply must give; "": none needed
-		stopMS    int           // the Engine's stop duration (default 100 ms)
-		wrongPort bool          // sql_port is a port where nothing listens
-		httpPort  bool          // sql_port is the host's WinRM HTTP port: it answers, but not with TDS
-		timeout   time.Duration // the create timeout; 0: createTimeout
-		engineUp  bool
+		name       string
+		actions    []winsim.Action
+		wantErr    string        // regexp on the error diagnostics; "" : the apply succeeds
+		wantWarn   string        // regexp on a warning's summary the apply must give; "": none needed
+		warnDetail string        // regexp on that warning's detail
+		stopMS     int           // the Engine's stop duration (default 100 ms)
+		wrongPort  bool          // sql_port is a port where nothing listens
+		httpPort   bool          // sql_port is the host's WinRM HTTP port: it answers, but not with TDS
+		timeout    time.Duration // the create timeout; 0: createTimeout
+		engineUp   bool
 		// untilDeadline: the fault may keep the apply until its deadline (it then ends
 		// within its timeout + 30 s); false: the apply ends before its timeout.
 		untilDeadline bool
@@ -89,13 +90,24 @@ func TestCLI_faultMatrix(t *testing.T) {
 		{name: "HTTP 500 on the Send of restart_instance", engineUp: true,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Operation: "restart_instance", Count: -1}}},
 			wantErr: `(?s)restart.*HTTP 500`},
+		// A configured sql block that cannot reach SQL Server cannot tell whether a
+		// backup runs: the restart is refused, nothing changes, and the warning names
+		// the port (the restart gate, issue 23). The next apply refuses again: the
+		// configuration is wrong, not the host.
 		{name: "a wrong sql_port (nothing listens there)", engineUp: true, untilDeadline: true, wrongPort: true,
-			wantErr: `(?s)did not accept connections.*nothing accepts connections on port \d+`},
+			wantErr:  `(?s)^Running backups unknown: refusing to restart.*sql block is configured.*Nothing was changed`,
+			wantWarn: `^IFI could not be verified through SQL Server$`, warnDetail: `(?s)at [0-9.]+:\d+ failed.*connection refused.*set the resource's sql_port`},
 		// The create's plan asks SQL Server too (ifi.Predict): about 10 s more against a port that never answers TDS.
 		{name: "a wrong sql_port that answers HTTP, not TDS", engineUp: true, httpPort: true, timeout: 3 * time.Minute,
-			wantErr: `(?s)did not accept connections.*port \d+ of .* gave no SQL Server \(TDS\) answer`},
+			wantErr:  `(?s)^Running backups unknown: refusing to restart.*Nothing was changed`,
+			wantWarn: `^IFI could not be verified through SQL Server$`, warnDetail: `(?s)at [0-9.]+:\d+ failed.*sql_port`},
+		// The plan's SQL check meets the three drops and predicts a refusal; the
+		// apply's reads SQL Server and would restart: it refuses to do what the plan
+		// did not say, and changes nothing. With the drops over, the next plan
+		// grants and restarts.
 		{name: "TDS connections dropped after login (3 times)", engineUp: true,
-			actions: []winsim.Action{{Action: winsim.ActionTDSDrop, Instance: "MSSQLSERVER", Times: 3}}},
+			actions: []winsim.Action{{Action: winsim.ActionTDSDrop, Instance: "MSSQLSERVER", Times: 3}},
+			wantErr: `(?s)changed since the plan: apply would grant_and_restart, the plan said refuse.*Nothing was changed`},
 		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500,
 			actions:  []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHang, Request: "Receive", Operation: "restart_instance"}}},
 			wantWarn: `The apply hit an error, but the host converged`},
@@ -169,8 +181,8 @@ func TestCLI_faultMatrix(t *testing.T) {
 				}
 			}
 			if r.wantWarn != "" {
-				if len(ap.find("warning", r.wantWarn, "")) == 0 {
-					t.Errorf("no warning matching %s:\n%s", r.wantWarn, ap.describe())
+				if len(ap.find("warning", r.wantWarn, r.warnDetail)) == 0 {
+					t.Errorf("no warning matching %s (detail %s):\n%s", r.wantWarn, r.warnDetail, ap.describe())
 				} else {
 					r.gotResult += " with a warning"
 				}
@@ -207,8 +219,16 @@ func TestCLI_faultMatrix(t *testing.T) {
 				t.Errorf("the next plan failed:\n%s", p.describe())
 			}
 			r.gotPlan = checkNextPlan(t, p, r.engineUp, a == nil && !e.holds(defaultSvcSID))
-			// The next apply finishes without a second restart, and leaves nothing to do.
-			if r.engineUp {
+			// The next apply finishes without a second restart, and leaves nothing to
+			// do; with a sql_port that stays wrong it refuses again, changing nothing.
+			if r.wrongPort || r.httpPort {
+				if ap := w.apply(); ap.Exit == 0 {
+					t.Errorf("the next apply with the wrong sql_port succeeded:\n%s", ap.describe())
+				}
+				if e.holds(defaultSvcSID) || e.stops("MSSQLSERVER") != 0 {
+					t.Errorf("the refused applies changed the host: grant held %v, Engine stops %d", e.holds(defaultSvcSID), e.stops("MSSQLSERVER"))
+				}
+			} else if r.engineUp {
 				if ap := w.apply(); ap.Exit != 0 {
 					t.Errorf("the next apply failed:\n%s", ap.describe())
 				}
