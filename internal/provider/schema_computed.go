@@ -60,8 +60,8 @@ var computedAttributes = map[string]computedAttr{
 			"Null when the host cannot tell (RSoP has no data or cannot be read), with a warning."},
 	"tde_databases": {kind: computedStringList, stable: true,
 		description: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
-	"availability_group": {kind: computedString,
-		description: "Always On availability group(s) the instance is a replica of, as SQL Server reports them (names joined by \", \"); " +
+	"availability_groups": {kind: computedStringList,
+		description: "Names of the Always On availability groups the instance is a replica of, as SQL Server reports them, sorted; " +
 			"null when it is in none, or when SQL Server cannot be asked (no `sql` block)."},
 	"availability_role": {kind: computedString,
 		description: "The instance's availability replica role: `primary`, `secondary` or `resolving` (`primary` when it is the primary of any " +
