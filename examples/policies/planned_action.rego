@@ -41,7 +41,7 @@ deny contains msg if {
 	rc.change.after.planned_action in restart_actions
 	rc.change.before.availability_role == "primary"
 	msg := sprintf("%s: planned_action = %q restarts the primary replica of %s on %s: fail the group over first",
-		[rc.address, rc.change.after.planned_action, rc.change.before.availability_group, rc.change.before.host])
+		[rc.address, rc.change.after.planned_action, concat(", ", rc.change.before.availability_groups), rc.change.before.host])
 }
 
 deny contains msg if {

@@ -21,9 +21,9 @@ plan(changes, window) := {
 	"resource_changes": changes,
 }
 
-secondary := {"host": "sql01", "availability_role": "secondary", "availability_group": "AG1"}
+secondary := {"host": "sql01", "availability_role": "secondary", "availability_groups": ["AG1"]}
 
-primary := {"host": "sql01", "availability_role": "primary", "availability_group": "AG1"}
+primary := {"host": "sql01", "availability_role": "primary", "availability_groups": ["AG1"]}
 
 test_restart_outside_the_window_denied if {
 	count(restarts.deny) == 1 with input as plan([change("grant_and_restart", secondary)], false)
@@ -44,6 +44,12 @@ test_grant_without_restart_allowed if {
 test_primary_restart_denied_inside_the_window if {
 	some msg in restarts.deny with input as plan([change("restart", primary)], true)
 	contains(msg, "restarts the primary replica of AG1 on sql01")
+}
+
+test_primary_of_two_groups_names_both if {
+	two := object.union(primary, {"availability_groups": ["AG1", "AG2"]})
+	some msg in restarts.deny with input as plan([change("restart", two)], true)
+	contains(msg, "restarts the primary replica of AG1, AG2 on sql01")
 }
 
 test_unknown_action_may_restart if {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,8 +77,62 @@ func TestCLI_primaryReplicaRestartsWhenOptedIn(t *testing.T) {
 	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 1 {
 		t.Errorf("operations %v, want one restart_instance", ops)
 	}
-	if a := w.attrs(); a["availability_role"] != "primary" || a["ifi_enabled"] != true {
-		t.Errorf("state: availability_role %v, ifi_enabled %v; want primary, true", a["availability_role"], a["ifi_enabled"])
+	if a := w.attrs(); a["availability_role"] != "primary" || a["ifi_enabled"] != true || fmt.Sprint(a["availability_groups"]) != "[AG1]" {
+		t.Errorf("state: availability_role %v, ifi_enabled %v, availability_groups %v; want primary, true, [AG1]",
+			a["availability_role"], a["ifi_enabled"], a["availability_groups"])
+	}
+}
+
+// A state an earlier build wrote holds `availability_group` (the names joined by
+// ", "), which issue 26 replaced with the list `availability_groups`, at the same
+// schema version: the framework's passthrough upgrade drops the attribute the
+// schema no longer has, so the plan and the refresh work, and the refresh fills in
+// the list.
+func TestCLI_stateWithRemovedAvailabilityGroupIsRead(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, agHost(host.AGRolePrimary))
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed_including_primary"`))
+	w.mustApply()
+
+	// Rewrite the state as the earlier build left it.
+	file := filepath.Join(w.dir, "terraform.tfstate")
+	var st map[string]any
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		t.Fatalf("state: %v", err)
+	}
+	inst := st["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
+	attrs := inst["attributes"].(map[string]any)
+	if fmt.Sprint(attrs["availability_groups"]) != "[AG1]" || inst["schema_version"] != float64(0) {
+		t.Fatalf("after the apply: availability_groups %v, schema_version %v; want [AG1], 0", attrs["availability_groups"], inst["schema_version"])
+	}
+	delete(attrs, "availability_groups")
+	attrs["availability_group"] = "AG1"
+	st["serial"] = st["serial"].(float64) + 1
+	if b, err = json.MarshalIndent(st, "", "  "); err == nil {
+		err = os.WriteFile(file, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if r := w.plan(); r.Exit != 0 || len(r.errors()) > 0 {
+		t.Fatalf("plan on the old state: exit %d (want 0, no changes)\n%s", r.Exit, r.describe())
+	}
+	if r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color"); r.Exit != 0 {
+		t.Fatalf("refresh of the old state failed (exit %d):\n%s", r.Exit, r.describe())
+	}
+	a := w.attrs()
+	if _, ok := a["availability_group"]; ok || fmt.Sprint(a["availability_groups"]) != "[AG1]" || a["availability_role"] != "primary" {
+		t.Errorf("refreshed state: availability_group %v (want none), availability_groups %v (want [AG1]), availability_role %v",
+			a["availability_group"], a["availability_groups"], a["availability_role"])
+	}
+	if b, err := os.ReadFile(file); err != nil || strings.Contains(string(b), `"availability_group"`) {
+		t.Errorf("the refreshed state file still holds availability_group (%v)", err)
 	}
 }
 

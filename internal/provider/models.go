@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -60,7 +59,7 @@ type computedModel struct {
 	GroupPolicyManaged types.Bool   `tfsdk:"group_policy_managed"`
 	TDEDatabases       types.List   `tfsdk:"tde_databases"`
 	Clustered          types.Bool   `tfsdk:"clustered"`
-	AvailabilityGroup  types.String `tfsdk:"availability_group"`
+	AvailabilityGroups types.List   `tfsdk:"availability_groups"`
 	AvailabilityRole   types.String `tfsdk:"availability_role"`
 	// ClusterNodes and IFISurvivesFailover: null on an instance that is not clustered.
 	ClusterNodes        types.List `tfsdk:"cluster_nodes"`
@@ -84,19 +83,24 @@ func (m *computedModel) set(a *ifi.Assessment) {
 	if a.TDEDatabases == nil {
 		m.TDEDatabases = types.ListNull(types.StringType)
 	} else {
-		vals := make([]attr.Value, len(a.TDEDatabases))
-		for i, d := range a.TDEDatabases {
-			vals[i] = types.StringValue(d)
-		}
-		m.TDEDatabases = types.ListValueMust(types.StringType, vals)
+		m.TDEDatabases = stringList(a.TDEDatabases)
 	}
 	m.Clustered = types.BoolValue(a.Clustered)
 	m.ClusterNodes, m.IFISurvivesFailover = types.ListNull(clusterNodeType), types.BoolNull()
-	m.AvailabilityGroup, m.AvailabilityRole = types.StringNull(), types.StringNull()
+	m.AvailabilityGroups, m.AvailabilityRole = types.ListNull(types.StringType), types.StringNull()
 	if a.AG != nil && len(a.AG.Groups) > 0 {
-		m.AvailabilityGroup = types.StringValue(strings.Join(a.AG.Groups, ", "))
+		m.AvailabilityGroups = stringList(a.AG.Groups) // sorted by the engine (converge.observe)
 		m.AvailabilityRole = types.StringValue(a.AG.Role)
 	}
+}
+
+// stringList is a list(string) value of ss, in their order.
+func stringList(ss []string) types.List {
+	vals := make([]attr.Value, len(ss))
+	for i, s := range ss {
+		vals[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, vals)
 }
 
 func (m *ifiResourceModel) target() converge.Target {
@@ -156,7 +160,7 @@ func (m ifiResourceModel) withOutcome(out *converge.Outcome, known computedModel
 // nullUnknowns stores null for what is not known: a state holds no unknown value.
 func (m *computedModel) nullUnknowns() {
 	for _, s := range []*types.String{&m.ServiceName, &m.ServiceAccount, &m.ServiceSID, &m.GranteeSID, &m.VerifiedBy,
-		&m.SQLVersion, &m.AvailabilityGroup, &m.AvailabilityRole} {
+		&m.SQLVersion, &m.AvailabilityRole} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
@@ -167,8 +171,10 @@ func (m *computedModel) nullUnknowns() {
 			*b = types.BoolNull()
 		}
 	}
-	if m.TDEDatabases.IsUnknown() || m.TDEDatabases.ElementType(context.Background()) == nil {
-		m.TDEDatabases = types.ListNull(types.StringType)
+	for _, l := range []*types.List{&m.TDEDatabases, &m.AvailabilityGroups} {
+		if l.IsUnknown() || l.ElementType(context.Background()) == nil {
+			*l = types.ListNull(types.StringType)
+		}
 	}
 	if m.ClusterNodes.IsUnknown() || m.ClusterNodes.ElementType(context.Background()) == nil {
 		m.ClusterNodes = types.ListNull(clusterNodeType)

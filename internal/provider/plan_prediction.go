@@ -45,7 +45,7 @@ func plannedActionAttribute() schema.StringAttribute {
 // predictedAttributes are the computed attributes an apply that changes the instance
 // may change: unknown in such a plan.
 var predictedAttributes = []string{"grantee_sid", "privilege_granted", "ifi_enabled", "restart_pending", "verified_by", "sql_version",
-	"availability_group", "availability_role", "cluster_nodes", "ifi_survives_failover"}
+	"availability_groups", "availability_role", "cluster_nodes", "ifi_survives_failover"}
 
 // setPlannedAction puts act (nil: unknown) into the plan, and when it may change the
 // instance, marks what the apply will read back unknown.
@@ -62,6 +62,8 @@ func setPlannedAction(ctx context.Context, plan *tfsdk.Plan, act *ifi.Action, di
 		switch computedAttributes[name].kind {
 		case computedBool:
 			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.BoolUnknown())...)
+		case computedStringList:
+			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.ListUnknown(types.StringType))...)
 		case computedNodeList:
 			diags.Append(plan.SetAttribute(ctx, path.Root(name), types.ListUnknown(clusterNodeType))...)
 		default:

@@ -17,7 +17,7 @@ type computedAttr struct {
 	kind        computedKind
 	description string
 	// dataSourceDescription replaces description where the data source's value
-	// means something else (it always assesses against SQL Server Setup's choice).
+	// is worded otherwise (it reports the grant of its `grantee`, changing nothing).
 	dataSourceDescription string
 	// stable: the value changes only when the instance is reinstalled or
 	// reconfigured, so the resource's plan keeps the state's value
@@ -42,11 +42,12 @@ var computedAttributes = map[string]computedAttr{
 	"service_sid": {kind: computedString, stable: true,
 		description: "Per-service SID of the Engine (`NT SERVICE\\<service>`), computed from the service name."},
 	"grantee_sid": {kind: computedString,
-		description:           "SID that receives the right, per `grantee`.",
-		dataSourceDescription: "SID SQL Server Setup grants the right to: the service SID."},
+		description: "SID that receives the right, per `grantee`.",
+		dataSourceDescription: "SID whose grant `privilege_granted` reports, per `grantee`: the service SID (the default, the one SQL Server " +
+			"Setup grants the right to) or the SID of the service's start account."},
 	"privilege_granted": {kind: computedBool,
 		description:           "The grantee directly holds *Perform volume maintenance tasks*.",
-		dataSourceDescription: "The service SID directly holds *Perform volume maintenance tasks*."},
+		dataSourceDescription: "The `grantee` (`grantee_sid`) directly holds *Perform volume maintenance tasks*."},
 	"ifi_enabled": {kind: computedBool,
 		description: "Whether the running Engine really has IFI, as SQL Server reports it; null when it cannot be verified."},
 	"restart_pending": {kind: computedBool,
@@ -60,8 +61,8 @@ var computedAttributes = map[string]computedAttr{
 			"Null when the host cannot tell (RSoP has no data or cannot be read), with a warning."},
 	"tde_databases": {kind: computedStringList, stable: true,
 		description: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
-	"availability_group": {kind: computedString,
-		description: "Always On availability group(s) the instance is a replica of, as SQL Server reports them (names joined by \", \"); " +
+	"availability_groups": {kind: computedStringList,
+		description: "Names of the Always On availability groups the instance is a replica of, as SQL Server reports them, sorted; " +
 			"null when it is in none, or when SQL Server cannot be asked (no `sql` block)."},
 	"availability_role": {kind: computedString,
 		description: "The instance's availability replica role: `primary`, `secondary` or `resolving` (`primary` when it is the primary of any " +
