@@ -24,7 +24,7 @@ var (
 	// inline matches ](target) and ](target "title"); the text before ] may sit on
 	// an earlier line, so only the closing half is matched.
 	inline = regexp.MustCompile(`\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)`)
-	// refDef matches a reference definition: [label]: target
+	// refDef matches a reference definition, "[label]: target".
 	refDef = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$`)
 	scheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 	code   = regexp.MustCompile("`+[^`]*`+")
