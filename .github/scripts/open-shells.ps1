@@ -1,6 +1,6 @@
 # Reports the WinRM shells the WinRM user still has open. The provider ends each
 # operation by deleting its shell, without the Signal that MS-WSMV 3.1.4.14 asks for
-# after a command's output was received (docs/design/winrm-stdin-and-cost-model.md,
+# after a command's output was received (design/winrm-stdin-and-cost-model.md,
 # "No Signal after Done"); if Windows did not end the command on Delete, shells would
 # pile up here until WinRM's IdleTimeout. Reported in the job's summary, not failed:
 # a shell can also be open because an operation is still running.

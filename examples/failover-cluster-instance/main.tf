@@ -2,9 +2,11 @@
 # addressed by one node and the instance name. WinRM goes to each node by its own
 # name; SQL Server is asked through the virtual network name.
 terraform {
+  required_version = ">= 1.5"
   required_providers {
     mssqlifi = {
-      source = "mssqlifi/mssqlifi"
+      source  = "mssqlifi/mssqlifi"
+      version = "~> 0.1"
     }
   }
 }

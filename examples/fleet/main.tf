@@ -1,8 +1,10 @@
 # A root module that turns IFI on across a fleet with the module in ../modules/fleet.
 terraform {
+  required_version = ">= 1.5"
   required_providers {
     mssqlifi = {
-      source = "mssqlifi/mssqlifi"
+      source  = "mssqlifi/mssqlifi"
+      version = "~> 0.1"
     }
   }
 }

@@ -1,7 +1,9 @@
 terraform {
+  required_version = ">= 1.5"
   required_providers {
     mssqlifi = {
-      source = "mssqlifi/mssqlifi"
+      source  = "mssqlifi/mssqlifi"
+      version = "~> 0.1"
     }
   }
 }

@@ -2,7 +2,8 @@ terraform {
   required_version = ">= 1.10"
   required_providers {
     mssqlifi = {
-      source = "mssqlifi/mssqlifi"
+      source  = "mssqlifi/mssqlifi"
+      version = "~> 0.1"
     }
   }
 }

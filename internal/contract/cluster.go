@@ -1,6 +1,6 @@
 package contract
 
-// Failover cluster instances (issue 18, docs/design/cluster.md). An FCI is one
+// Failover cluster instances (issue 18, design/cluster.md). An FCI is one
 // instance installed on several Windows nodes and running on one of them at a
 // time: its role (a cluster resource group) moves between the nodes. The operations
 // below read the cluster through the root\MSCluster WMI classes (never the

@@ -74,7 +74,7 @@ type ScriptError struct {
 
 // CodeRestartInProgress is restart_instance's answer (exit ExitRefused) when a
 // restart of another instance of the host is in progress: the host's restart lease
-// (docs/design/restart.md) lets one instance of a host restart at a time. Nothing
+// (design/restart.md) lets one instance of a host restart at a time. Nothing
 // was changed or stopped; the message names the instance, since when and what next.
 const CodeRestartInProgress = "restart_in_progress"
 
@@ -82,7 +82,7 @@ const CodeRestartInProgress = "restart_in_progress"
 // reads anything, when Windows PowerShell does not run in FullLanguage mode: an
 // AppLocker or App Control for Business policy that enforces script rules puts
 // commands in ConstrainedLanguage mode, where the operations cannot run
-// (docs/design/host-knowledge.md). The bootstrap builds its message as
+// (design/host-knowledge.md). The bootstrap builds its message as
 // ConstrainedLanguageMessage does; a test holds the two together.
 const CodeConstrainedLanguage = "constrained_language"
 
@@ -173,7 +173,7 @@ type ExecutionPolicyScope struct {
 }
 
 // HADRInfo is what the registry and the failover cluster say about an instance's
-// availability groups (docs/design/windows-behaviour.md, "Availability groups").
+// availability groups (design/windows-behaviour.md, "Availability groups").
 type HADRInfo struct {
 	// KeyFound: the instance's MSSQLServer\HADR registry key exists.
 	KeyFound bool `json:"key_found"`
@@ -275,7 +275,7 @@ const MaxRestartSeconds = 86400
 // runs the restart itself and, before it stops anything, starts a guard process
 // outside the WinRM shell's job object that completes the restart should the
 // script's process end half-way (the shell deleted, the connection lost), so the
-// restart completes whatever happens to the connection (docs/design/restart.md).
+// restart completes whatever happens to the connection (design/restart.md).
 type RestartInstanceParams struct {
 	Instance       string `json:"instance"`
 	TimeoutSeconds int    `json:"timeout_seconds"` // the restart's own deadline, 1..MaxRestartSeconds

@@ -112,7 +112,7 @@ func DecodeCommand(encoded string) (string, error) {
 // where it ends without waiting for an end-of-input: a line of base64 JSON
 // parameters, a line with the number of lines of the script, then the script (every
 // line ending in "\n"). A console-mode stdin on Windows never reports end-of-input
-// (docs/design/winrm-stdin-and-cost-model.md), so nothing may wait for one.
+// (design/winrm-stdin-and-cost-model.md), so nothing may wait for one.
 func EncodeInput(op Operation, params any) ([]byte, error) {
 	script, err := Script(op)
 	if err != nil {

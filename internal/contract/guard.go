@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The restart's guard (docs/design/restart.md, scripts/restart_guard.ps1) runs from a
+// The restart's guard (design/restart.md, scripts/restart_guard.ps1) runs from a
 // file, never from script text on its command line: its powershell.exe runs a short
 // -EncodedCommand loader ($RestartGuardLoader) that checks the file's owner and hash
 // and runs its text as a script block. restart_instance.ps1 composes the arguments

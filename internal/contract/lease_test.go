@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// restart_instance.ps1 takes the host's restart lease as docs/design/restart.md
+// restart_instance.ps1 takes the host's restart lease as design/restart.md
 // says: its refusal carries CodeRestartInProgress with ExitRefused; the lock is
 // taken after the guard's file and before the first change of the right's holders
 // (so a refused request changed nothing), and released once the marker is written;

@@ -13,7 +13,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
-// Failover cluster instances (docs/design/cluster.md). For the Terraform layer:
+// Failover cluster instances (design/cluster.md). For the Terraform layer:
 //
 //   - Use ReadCluster, ApplyCluster and DestroyCluster instead of Read, Apply and
 //     Destroy when the instance is clustered (ReadInstanceResult.Clustered, which

@@ -44,7 +44,7 @@ const (
 	// the RestartLimiter; the restart did not begin. MaxParallelRestarts is the limit.
 	KindRestartSlot
 	// KindRestartInProgress: the host refused the restart because another instance
-	// of it is restarting (the host's restart lease, docs/design/restart.md); Err is
+	// of it is restarting (the host's restart lease, design/restart.md); Err is
 	// the host's answer, naming that instance and since when. Nothing changed.
 	KindRestartInProgress
 	// KindClusterReadFailed: read_cluster failed on the node reached; Err is the

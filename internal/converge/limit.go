@@ -11,7 +11,7 @@ import (
 // run at once across every instance an Engine with it converges: a fleet apply then
 // rolls through its restarts while reads and grants stay parallel. Whatever the
 // limit, the instances of one host restart one at a time: the host's restart lease
-// (docs/design/restart.md) would refuse a second one, so within one run the second
+// (design/restart.md) would refuse a second one, so within one run the second
 // waits for the first instead. A nil *RestartLimiter is no limit at all.
 type RestartLimiter struct {
 	slots chan struct{} // nil: no limit on the number of hosts restarting

@@ -13,7 +13,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
-// The restart is the host's job (docs/design/restart.md): restart_instance makes the
+// The restart is the host's job (design/restart.md): restart_instance makes the
 // plan's changes of the right's holders, then runs the restart, watched by a guard
 // process outside the WinRM shell that completes it should the script's process
 // end; or it joins the restart in progress. It answers when the restart finished

@@ -11,7 +11,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
-// The rules of a failover cluster instance (FCI; docs/design/cluster.md). The right
+// The rules of a failover cluster instance (FCI; design/cluster.md). The right
 // is local to each node's LSA, so IFI survives a failover only if every possible
 // owner of the instance's role grants it; an FCI is never restarted through the
 // service manager, only through the cluster (restart = "failover" or

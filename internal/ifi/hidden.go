@@ -12,7 +12,7 @@ import (
 // IneffectiveRestart is what an apply learned when a restart it made to turn IFI off
 // left IFI on: the Engine's new token holds the right through something the host does
 // not report, most likely a domain or nested group in Administrators whose members
-// read_instance's local enumeration cannot expand (docs/design/host-knowledge.md).
+// read_instance's local enumeration cannot expand (design/host-knowledge.md).
 //
 // The provider keeps it in the resource's private state and passes it back in
 // Desired. While the start account, the right's holders and Administrators' direct

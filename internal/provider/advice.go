@@ -182,7 +182,7 @@ func sqlErrorDetail(err error) string {
 
 // constrainedLanguageAdvice says what an administrator of host can do when its
 // PowerShell runs the WinRM user's commands in ConstrainedLanguage mode (the script
-// error contract.CodeConstrainedLanguage); docs/design/host-knowledge.md has the sources.
+// error contract.CodeConstrainedLanguage); design/host-knowledge.md has the sources.
 func constrainedLanguageAdvice(host, user string) string {
 	return fmt.Sprintf("PowerShell on %s runs in Constrained Language Mode for %s (an AppLocker or App Control for Business (WDAC) "+
 		"policy that enforces script rules); the provider's scripts need FullLanguage for the WinRM user, and it sends them as "+

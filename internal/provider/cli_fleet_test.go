@@ -197,7 +197,7 @@ func withMaxParallelRestarts(providerBlock string, n int) string {
 // 1), all of them in the end; with 0 (no limit) the restarts overlap, which shows
 // the simulator's measure can see it. The fleet is one instance on each of n hosts:
 // instances of one host restart one at a time whatever the limit (the host's
-// restart lease, docs/design/restart.md).
+// restart lease, design/restart.md).
 func TestCLI_fleetRestartsRollOneAtATime(t *testing.T) {
 	t.Parallel()
 	const n = 4

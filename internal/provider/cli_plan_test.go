@@ -224,7 +224,7 @@ func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 }
 
 // A create's saved plan whose host changed before the apply: Terraform plans the
-// create again during the apply with nothing of the plan (docs/design/plan.md), so
+// create again during the apply with nothing of the plan (design/plan.md), so
 // its own consistency check stops the apply ("Provider produced inconsistent final
 // plan" for planned_action, which the resource page explains), and nothing is
 // changed. The next plan says what the apply now does.

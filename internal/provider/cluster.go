@@ -18,7 +18,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
-// Failover cluster instances (docs/design/cluster.md): the glue between the
+// Failover cluster instances (design/cluster.md): the glue between the
 // resource and the engine's cluster path (converge.ReadCluster, ApplyCluster,
 // DestroyCluster). What an FCI needs is decided in internal/ifi and done in
 // internal/converge; this file maps arguments in and outcomes out.

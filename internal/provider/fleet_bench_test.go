@@ -450,7 +450,7 @@ from one run on the build machine; compare ratios, not wall times.
 
 - The real terraform CLI runs against the simulator (internal/winsim) with its cost
   model on (internal/winsim/host/cost.go; sources in
-  docs/design/winrm-stdin-and-cost-model.md): ` + fmt.Sprint(benchRTTMS) + ` ms per network round trip
+  design/winrm-stdin-and-cost-model.md): ` + fmt.Sprint(benchRTTMS) + ` ms per network round trip
   (every turn of a WinRM or TDS connection, and each new connection), ` + fmt.Sprint(benchPSStartMS) + ` ms per
   powershell.exe start, ` + fmt.Sprint(host.DefaultAddTypeMS) + ` ms for an Add-Type compilation where a script still
   uses one (none does).
@@ -467,7 +467,7 @@ from one run on the build machine; compare ratios, not wall times.
   resumed, NTLM handshakes, powershell.exe processes, SQL connections). Over plain
   HTTP, where the bodies are encrypted, the NTLM AUTHENTICATE leg goes without a
   body and a refresh is 7 requests on one connection
-  (internal/remote/exchange_test.go; docs/design/winrm-stdin-and-cost-model.md).
+  (internal/remote/exchange_test.go; design/winrm-stdin-and-cost-model.md).
 - Provider peak RSS: the provider runs as its own process in debug mode and
   terraform reattaches to it (TF_REATTACH_PROVIDERS); VmHWM from /proc after the
   fleet plan.

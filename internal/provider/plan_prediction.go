@@ -132,7 +132,7 @@ func (r *ifiResource) predictCreate(ctx context.Context, plan ifiResourceModel, 
 	}
 	resp.Diagnostics.Append(setReplacement(ctx, resp.Private, rep)...)
 	// Terraform plans a create again during its apply, with nothing of this plan
-	// (docs/design/plan.md, "A create's final plan"): when the host reads
+	// (design/plan.md, "A create's final plan"): when the host reads
 	// differently then, Terraform's own consistency check stops the apply before
 	// anything is changed (the resource page says what that message means here).
 	r.predict(ctx, d, converge.Target{Host: host, Instance: instance}, out.Read, &out.Verification, false, resp)

@@ -16,7 +16,7 @@ import (
 )
 
 // The WinRS exchange of one operation, written for the fewest round trips on one
-// connection (docs/design/winrm-stdin-and-cost-model.md):
+// connection (design/winrm-stdin-and-cost-model.md):
 //
 //	Create (the NTLM or Kerberos handshake rides on it) → Command (WINRS_CONSOLEMODE_STDIN=FALSE)
 //	→ Send (all of stdin, End="true") → Receive until Done → Delete

@@ -28,7 +28,7 @@ import (
 )
 
 // transport is a winrm.Transporter that owns its TCP connections, so that NTLM works:
-// NTLM authenticates a connection, not a request (docs/design/windows-behaviour.md#ntlm-over-http). masterzen's
+// NTLM authenticates a connection, not a request (design/windows-behaviour.md#ntlm-over-http). masterzen's
 // ClientNTLM sends the three legs of the handshake as independent round trips on a
 // pooled net/http Transport, so a leg can leave on another connection (a concurrent
 // Send and Receive of one command, or a connection returned to the pool a moment too

@@ -2,7 +2,7 @@ package winsid
 
 import "testing"
 
-// Known values from Windows (docs/design/windows-behaviour.md#service-sids), checked
+// Known values from Windows (design/windows-behaviour.md#service-sids), checked
 // against `sc.exe showsid` output.
 func TestServiceSIDKnownValues(t *testing.T) {
 	cases := map[string]string{

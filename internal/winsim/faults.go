@@ -33,7 +33,7 @@ import (
 //
 // request is the WS-Management action's last part, one of the requests the provider's
 // exchange sends (Create, Command, Send, Receive, Delete; "" any; it sends no Signal,
-// docs/design/winrm-stdin-and-cost-model.md); operation is the contract operation
+// design/winrm-stdin-and-cost-model.md); operation is the contract operation
 // whose script the command runs ("" any), known from its stdin, which the exchange
 // sends before its first Receive: so it matches the command's Send, its Receives and
 // the Delete of its shell, never a Create or Command; service and state make the

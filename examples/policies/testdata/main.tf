@@ -3,9 +3,11 @@
 # (scripts/winsim-test-env.sh); the credentials come from MSSQLIFI_WINRM_* and
 # MSSQLIFI_SQL_*.
 terraform {
+  required_version = ">= 1.5"
   required_providers {
     mssqlifi = {
-      source = "mssqlifi/mssqlifi"
+      source  = "mssqlifi/mssqlifi"
+      version = "~> 0.1"
     }
   }
 }
@@ -15,6 +17,7 @@ variable "winsim" {
   type        = any
 }
 
+# tflint-ignore: terraform_unused_declarations # planned_action.rego reads it from the plan
 variable "restarts_allowed" {
   description = "The run is in the maintenance window (read by the policy, not here)."
   type        = bool

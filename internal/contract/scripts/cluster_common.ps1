@@ -1,5 +1,5 @@
 # Shared by read_cluster, cluster_move and cluster_restart: the failover cluster as
-# the root\MSCluster WMI classes show it (docs/design/cluster.md), never the
+# the root\MSCluster WMI classes show it (design/cluster.md), never the
 # FailoverClusters module, which is missing where the management tools were not
 # installed. Names from the parameters are compared as data, never put into a WQL
 # filter.

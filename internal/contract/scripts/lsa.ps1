@@ -5,7 +5,7 @@
 # The LSA functions are declared at run time with System.Reflection.Emit
 # (TypeBuilder.DefinePInvokeMethod on a dynamic assembly), which takes milliseconds.
 # Add-Type would compile C# with csc.exe in every powershell.exe: seconds per call
-# (docs/design/winrm-stdin-and-cost-model.md). Every argument is an IntPtr, a
+# (design/winrm-stdin-and-cost-model.md). Every argument is an IntPtr, a
 # number or a byte, and structures are written into unmanaged memory by hand, so no
 # marshalling of structures or by-reference parameters is involved.
 

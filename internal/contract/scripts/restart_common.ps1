@@ -108,7 +108,7 @@ function Read-RestartMarker {
     return $state
 }
 
-# The host's restart lease (docs/design/restart.md, one restart per host): the state
+# The host's restart lease (design/restart.md, one restart per host): the state
 # of the restart in progress of an instance other than $Instance, with its instance
 # name (instance), or $null when there is none. Call it holding Enter-RestartLock.
 function Find-OtherRestart {

@@ -1,4 +1,4 @@
-# The restart's guard (docs/design/restart.md): a powershell.exe outside the WinRM
+# The restart's guard (design/restart.md): a powershell.exe outside the WinRM
 # shell's job object that completes a restart left half-way. Its script is never on
 # its command line and never in the registry: it is a file in a directory only
 # Administrators and SYSTEM can write, whose owner is checked first. The process is

@@ -1,4 +1,4 @@
-# The restart itself (docs/design/restart.md), in one of two roles:
+# The restart itself (design/restart.md), in one of two roles:
 # - the runner, in restart_instance's own process ($Inline true): the restart starts
 #   at once, without waiting for another powershell.exe to start;
 # - the guard, a process restart_instance started (restart_guard.ps1, through WMI or

@@ -98,12 +98,12 @@ type HostConfig struct {
 	// Administrators when any of them is a direct member of Administrators, as a
 	// domain logon's token does. read_instance reports a group in Administrators
 	// only as itself, never its members: Get-LocalGroupMember and the WinNT
-	// provider list the direct members of a local group (docs/design/host-knowledge.md).
+	// provider list the direct members of a local group (design/host-knowledge.md).
 	Groups map[string][]string `json:"groups,omitempty"`
 	// Rights is the initial local holder list of each user right, right name → SIDs or
 	// names. Rights not named keep Windows' defaults; the only default the model has is
 	// SeManageVolumePrivilege → [BUILTIN\Administrators] (Windows' default for "Perform
-	// volume maintenance tasks", docs/design/windows-behaviour.md#who-holds-the-right).
+	// volume maintenance tasks", design/windows-behaviour.md#who-holds-the-right).
 	// Naming SeManageVolumePrivilege here replaces that default (an empty list: nobody).
 	Rights map[string][]string `json:"rights,omitempty"`
 	// GroupPolicy is the domain Group Policy as far as user rights go.
@@ -186,7 +186,7 @@ type GroupPolicyConfig struct {
 	RSoPAvailable *bool `json:"rsop_available,omitempty"`
 	// Rights are the rights a GPO defines, right → SIDs or names. A policy-defined
 	// right's local holder list is overwritten by the policy's at every refresh
-	// (docs/design/windows-behaviour.md#group-policy), and once when the host is built
+	// (design/windows-behaviour.md#group-policy), and once when the host is built
 	// (the host has already processed its policy when the simulation begins).
 	Rights map[string][]string `json:"rights,omitempty"`
 }
@@ -438,7 +438,7 @@ func (v version) atLeast(floor version) bool {
 
 // hasIFIColumn: sys.dm_server_services.instant_file_initialization_enabled exists on 2012
 // SP4 (11.0.7001) and 2016 SP1 (13.0.4001) and later majors.
-// docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: 2014 is not
+// design/windows-behaviour.md#verifying-ifi-through-sql-server: 2014 is not
 // documented (unverified), so the model leaves it out there: the provider must then treat
 // IFI as unknown.
 func (v version) hasIFIColumn() bool {
@@ -455,7 +455,7 @@ func (v version) hasIFIColumn() bool {
 
 // writesIFILogLine: the startup line "Database Instant File Initialization:
 // enabled|disabled" appears from 2012 SP4, 2014 SP2 and 2016
-// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server).
+// (design/windows-behaviour.md#verifying-ifi-through-sql-server).
 func (v version) writesIFILogLine() bool {
 	switch v.Major {
 	case 11:

@@ -14,7 +14,7 @@ import (
 // CostConfig is the cost model of one host: what Windows and the network charge
 // that a loopback simulator would otherwise not. It is off unless Enabled; an
 // enabled model takes the defaults below for every field left out. Sources of the
-// defaults: docs/design/winrm-stdin-and-cost-model.md.
+// defaults: design/winrm-stdin-and-cost-model.md.
 type CostConfig struct {
 	// Enabled turns the model on. Default false (unit tests run at loopback speed).
 	Enabled bool `json:"enabled,omitempty"`
@@ -30,7 +30,7 @@ type CostConfig struct {
 	AddTypeMS *int `json:"add_type_ms,omitempty"`
 }
 
-// Default cost figures (docs/design/winrm-stdin-and-cost-model.md says where they
+// Default cost figures (design/winrm-stdin-and-cost-model.md says where they
 // come from).
 const (
 	DefaultRoundTripMS       = 1

@@ -16,7 +16,7 @@ import (
 )
 
 // Execute runs one command a WinRM client started (wsman.Executor). It accepts the
-// provider's shape only (docs/design/windows-behaviour.md#running-powershell-over-winrm:
+// provider's shape only (design/windows-behaviour.md#running-powershell-over-winrm:
 // a short bootstrap on the command line, the script on stdin): powershell.exe with
 // exactly contract.CommandArgs(), stdin = contract.EncodeInput(...). The operation's
 // result is printed as JSON on stdout, exit 0; a failure the script foresees prints a
@@ -553,7 +553,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 			fmt.Sprintf("SQL Server instance %s is not installed on %s (installed: %s)", p.Instance, h.computer, strings.Join(names, ", ")))
 	}
 	if inst.Clustered() {
-		// docs/design/windows-behaviour.md#failover-clusters: never stop a clustered SQL
+		// design/windows-behaviour.md#failover-clusters: never stop a clustered SQL
 		// Server through the SCM.
 		return h.scriptError(stdout, entry, contract.ExitRefused, "clustered",
 			fmt.Sprintf("instance %s is a failover cluster instance: restart it through the cluster (its SQL Server resource), not the service control manager", inst.name))
@@ -662,7 +662,7 @@ func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusPar
 }
 
 // clixmlError renders an error record the way powershell.exe writes it to stderr when its
-// output is redirected (docs/design/windows-behaviour.md#running-powershell-over-winrm:
+// output is redirected (design/windows-behaviour.md#running-powershell-over-winrm:
 // only S="Error" records are errors).
 func clixmlError(message, category, errorID string) string {
 	var sb strings.Builder

@@ -12,7 +12,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
-// The restart's guard as restart_guard.ps1 starts it (docs/design/restart.md): its
+// The restart's guard as restart_guard.ps1 starts it (design/restart.md): its
 // script in a file under %ProgramData%\mssqlifi, whose owner is checked first; then
 // Win32_Process.Create, unless Defender's attack surface reduction rule "Block process
 // creations originating from PSExec and WMI commands" is in block or warn mode (read

@@ -3,7 +3,7 @@
 // the service control manager, the SQL Server Engine processes (with the token they
 // captured when they started), their error logs and their SQL answers. It also runs
 // the provider's host operations (internal/contract) as the WinRM endpoint's
-// executor. Every behaviour follows docs/design/windows-behaviour.md; comments cite
+// executor. Every behaviour follows design/windows-behaviour.md; comments cite
 // its sections.
 //
 // The model is safe for concurrent use. Services change state on timers (the
@@ -298,7 +298,7 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 
 	// Rights: Windows' default holder of "Perform volume maintenance tasks" is
-	// BUILTIN\Administrators (docs/design/windows-behaviour.md#who-holds-the-right:
+	// BUILTIN\Administrators (design/windows-behaviour.md#who-holds-the-right:
 	// members of Administrators hold it by default).
 	h.rights[contract.RightManageVolume] = []string{winsid.Administrators}
 	for right, holders := range cfg.Rights {
@@ -425,7 +425,7 @@ func (h *Host) resolveRightList(field, right string, holders []string) (string, 
 }
 
 // nameOf translates a SID for display (LookupAccountSid); "" when it cannot, as for an
-// orphaned SID (docs/design/windows-behaviour.md#orphaned-and-untranslatable-sids:
+// orphaned SID (design/windows-behaviour.md#orphaned-and-untranslatable-sids:
 // tolerate failure, work with SIDs).
 func (h *Host) nameOf(sid string) string {
 	if n, ok := wellKnownNames[sid]; ok {
@@ -577,7 +577,7 @@ func (h *Host) waitFor(ctx context.Context, cond func() (bool, error)) error {
 }
 
 // ---- LSA user rights
-// (docs/design/windows-behaviour.md#changing-user-rights-the-lsa-api:
+// (design/windows-behaviour.md#changing-user-rights-the-lsa-api:
 // LsaAddAccountRights/LsaRemoveAccountRights are atomic per SID; adding a held right is a
 // no-op; enumeration lists direct holders).
 
@@ -587,7 +587,7 @@ var ErrNoSuchPrivilege = errors.New("a specified privilege does not exist (STATU
 // GrantRight adds one SID to a right's holders, like LsaAddAccountRights. changed is
 // false when the SID already held it. Running processes keep their tokens: nothing
 // changes for a running Engine until it restarts
-// (docs/design/windows-behaviour.md#the-restart-rule).
+// (design/windows-behaviour.md#the-restart-rule).
 func (h *Host) GrantRight(right, sid string) (bool, error) {
 	canon, s, err := checkRightAndSID(right, sid)
 	if err != nil {
@@ -644,7 +644,7 @@ func (h *Host) RightHolders(right string) ([]string, error) {
 	return slices.Clone(h.rights[canon]), nil
 }
 
-// ---- Group Policy (docs/design/windows-behaviour.md#group-policy: domain policy wins
+// ---- Group Policy (design/windows-behaviour.md#group-policy: domain policy wins
 // over a local grant; a refresh re-applies the security settings and overwrites the local
 // holder list).
 
@@ -692,7 +692,7 @@ func (h *Host) refreshGroupPolicyLocked() {
 // groupPolicyInfo answers what RSOP_UserPrivilegeRight says about a right.
 func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 	if !h.rsop {
-		// docs/design/windows-behaviour.md#group-policy: an empty RSoP result may mean
+		// design/windows-behaviour.md#group-policy: an empty RSoP result may mean
 		// RSoP logging is off: report unknown.
 		// read_instance.ps1: RSoP without any Group Policy object has no data.
 		return contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{},

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	engineSID = winsid.ServiceSID("MSSQLSERVER") // docs/design/windows-behaviour.md#service-sids known value below
+	engineSID = winsid.ServiceSID("MSSQLSERVER") // design/windows-behaviour.md#service-sids known value below
 	sqlsvcSID = "S-1-5-21-1004336348-1177238915-682003330-1105"
 )
 
@@ -76,7 +76,7 @@ func TestServiceSIDMatchesFacts(t *testing.T) {
 	}
 }
 
-// The rule that matters (docs/design/windows-behaviour.md#the-restart-rule): the Engine's
+// The rule that matters (design/windows-behaviour.md#the-restart-rule): the Engine's
 // token is captured at start; IFI = SeManageVolumePrivilege through the token's SIDs (or
 // LocalSystem) and no TF 1806.
 func TestTokenIFIRule(t *testing.T) {

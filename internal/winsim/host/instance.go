@@ -69,7 +69,7 @@ type Process struct {
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 	// TokenSIDs are the SIDs of the process token
-	// (docs/design/windows-behaviour.md#the-restart-rule: rights are read into the token
+	// (design/windows-behaviour.md#the-restart-rule: rights are read into the token
 	// when the process starts).
 	TokenSIDs []string `json:"token_sids"`
 	// ManageVolume: the token holds SeManageVolumePrivilege.
@@ -77,7 +77,7 @@ type Process struct {
 	// TraceFlags are the -T startup flags the process runs with.
 	TraceFlags []int `json:"trace_flags"`
 	// IFI is what the DMV and the error log report: the privilege, and trace flag 1806
-	// off (docs/design/windows-behaviour.md#when-ifi-never-applies: 1806 disables IFI).
+	// off (design/windows-behaviour.md#when-ifi-never-applies: 1806 disables IFI).
 	IFI bool `json:"instant_file_initialization"`
 	// Connections counts the login attempts since the process started, successful
 	// or not, as SQL Server's @@CONNECTIONS does.
@@ -131,7 +131,7 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		major = "10_50"
 	}
 	inst.id = "MSSQL" + major + "." + name
-	sidType := 1 // SQL Server Setup sets UNRESTRICTED (docs/design/windows-behaviour.md#who-holds-the-right)
+	sidType := 1 // SQL Server Setup sets UNRESTRICTED (design/windows-behaviour.md#who-holds-the-right)
 	if ic.ServiceSIDType != nil {
 		sidType = *ic.ServiceSIDType
 	}
@@ -339,11 +339,11 @@ func (h *Host) groupClosure(sid string) []string {
 
 // captureTokenLocked builds the token of a process started under the service's
 // account, the way the SCM logs a service on: the account's SID, the per-service SID
-// when the SID type is unrestricted or restricted (docs/design/windows-behaviour.md#who-holds-the-right), the configured groups
+// when the SID type is unrestricted or restricted (design/windows-behaviour.md#who-holds-the-right), the configured groups
 // the account is in (transitively), Administrators when the account or one of those
 // groups is a member (LocalSystem always is), and the groups every service logon
 // gets. The token holds SeManageVolumePrivilege iff one of its SIDs is a direct
-// holder at this moment, or it is LocalSystem (docs/design/windows-behaviour.md#who-holds-the-right).
+// holder at this moment, or it is LocalSystem (design/windows-behaviour.md#who-holds-the-right).
 func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool) {
 	localSystem := s.accountSID == winsid.LocalSystem
 	if s.accountSID != "" {
@@ -499,7 +499,7 @@ func (i *Instance) errorLogPath() string {
 }
 
 // ifiLineText is the startup message SQL Server writes
-// (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: 2012 SP4, 2014 SP2,
+// (design/windows-behaviour.md#verifying-ifi-through-sql-server: 2012 SP4, 2014 SP2,
 // 2016+).
 func ifiLineText(enabled bool) string {
 	state := "disabled"
@@ -591,7 +591,7 @@ type database struct {
 }
 
 // databases lists the system databases and the TDE databases. tempdb is encrypted as soon
-// as any database uses TDE (docs/design/windows-behaviour.md#when-ifi-never-applies via
+// as any database uses TDE (design/windows-behaviour.md#when-ifi-never-applies via
 // contract.QueryEncryptedDatabases).
 func (i *Instance) databases() []database {
 	i.dbMu.Lock()

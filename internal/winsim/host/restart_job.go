@@ -15,7 +15,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
-// The restart as restart_instance runs it on Windows (docs/design/restart.md): the
+// The restart as restart_instance runs it on Windows (design/restart.md): the
 // runner in restart_instance's own process, watched by a guard process started
 // outside the job object of the WinRM shell (guard.go: through WMI, or a scheduled
 // task where Defender's ASR rule blocks WMI), so it completes when the shell is

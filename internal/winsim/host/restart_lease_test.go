@@ -11,7 +11,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 )
 
-// The host's restart lease (docs/design/restart.md): while one instance restarts,
+// The host's restart lease (design/restart.md): while one instance restarts,
 // a restart of another instance of the same host is refused before it changes
 // anything; once the first finished, it runs.
 func TestRestartLeaseOneInstancePerHost(t *testing.T) {

@@ -284,7 +284,7 @@ func (h *Host) recordLocked(s *service) {
 }
 
 // beginStartLocked creates the service's process (Start Pending). An Engine captures its
-// token now (docs/design/windows-behaviour.md#the-restart-rule: rights are read into the
+// token now (design/windows-behaviour.md#the-restart-rule: rights are read into the
 // token when the process starts).
 func (h *Host) beginStartLocked(s *service) {
 	s.state = contract.StateStartPending
@@ -422,7 +422,7 @@ func (h *Host) ServiceState(name string) (string, error) {
 
 // RestartService restarts a service as Restart-Service -Force does and then starts again
 // the dependents that were running
-// (docs/design/windows-behaviour.md#restarting-with-dependents: SqlServerDsc's
+// (design/windows-behaviour.md#restarting-with-dependents: SqlServerDsc's
 // Restart-SqlService). It waits until the service and those dependents run, at most two
 // minutes.
 func (h *Host) RestartService(name string) error {

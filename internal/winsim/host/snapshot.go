@@ -85,7 +85,7 @@ type InstanceSnapshot struct {
 }
 
 // DatabaseSnapshot is one database and whether IFI applies to its data files
-// (docs/design/windows-behaviour.md#when-ifi-never-applies: never for TDE-encrypted
+// (design/windows-behaviour.md#when-ifi-never-applies: never for TDE-encrypted
 // databases).
 type DatabaseSnapshot struct {
 	ID              int    `json:"id"`

@@ -73,7 +73,7 @@ func yn(b bool) string {
 }
 
 // viewServerServices is sys.dm_server_services: the Engine row with the IFI its
-// process has, the Agent row with NULL there (docs/design/windows-behaviour.md#verifying-ifi-through-sql-server: Engine rows only). Builds
+// process has, the Agent row with NULL there (design/windows-behaviour.md#verifying-ifi-through-sql-server: Engine rows only). Builds
 // without instant_file_initialization_enabled lack the column (error 207 when a
 // query names it).
 func (i *Instance) viewServerServices() (sqlTable, bool) {

@@ -2,7 +2,7 @@ package host
 
 // unframedBootstrap is the bootstrap of mssqlifi 0.1.0 verbatim. It read stdin with
 // [Console]::In.ReadToEnd(), so it needed an end-of-input, which a console-mode stdin
-// under WinRS never delivers (docs/design/winrm-stdin-and-cost-model.md). The
+// under WinRS never delivers (design/winrm-stdin-and-cost-model.md). The
 // simulator still recognises it, to show that it hangs there: the provider no
 // longer sends it.
 const unframedBootstrap = `# mssqlifi bootstrap: sent on the command line (-EncodedCommand), so it stays short.

@@ -28,7 +28,7 @@ var ErrNoSuchInstance = errors.New("no such SQL Server instance")
 //     holder list it was in (Setup does not revoke rights), and since the service no
 //     longer exists the SID no longer translates, so read_instance of another instance
 //     and the snapshot show it with an empty name
-//     (docs/design/windows-behaviour.md#orphaned-and-untranslatable-sids: orphaned SIDs
+//     (design/windows-behaviour.md#orphaned-and-untranslatable-sids: orphaned SIDs
 //     in holder lists).
 //
 // The host's configuration (Config) still lists the instance.

@@ -32,7 +32,7 @@ func PythonWith(t testing.TB, modules, debianPackage string) string {
 }
 
 // legacyOpenSSLConf activates OpenSSL 3's legacy provider, which holds MD4: the NTLM of
-// pywinrm (ntlm_auth) needs it (docs/design/windows-behaviour.md#ntlm-message-sealing).
+// pywinrm (ntlm_auth) needs it (design/windows-behaviour.md#ntlm-message-sealing).
 // The provider module is found in the MODULESDIR of the libcrypto Python loads.
 const legacyOpenSSLConf = `openssl_conf = openssl_init
 [openssl_init]

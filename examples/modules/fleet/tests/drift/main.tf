@@ -3,6 +3,7 @@
 # (POST /v1/hosts/{host}/actions), as an administrator would in secpol.msc. It uses
 # only the built-in terraform_data resource and curl, so it needs no registry.
 terraform {
+  required_version = ">= 1.6"
   required_providers {
     # Unused here, but the test file's provider block reaches every module it runs,
     # and OpenTofu would otherwise look for hashicorp/mssqlifi.
