@@ -1,3 +1,6 @@
+// Copyright (c) mssqlifi contributors
+// SPDX-License-Identifier: MPL-2.0
+
 package main
 
 import (

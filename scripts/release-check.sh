@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# release-check.sh [DIST]: checks what `make release-snapshot` left in dist/ against
-# what the Terraform registry expects of a provider release:
+# release-check.sh [DIST]: checks what `make release-snapshot` left in DIST (dist/)
+# against what the Terraform registry expects of a provider release:
 #   - one zip per platform, terraform-provider-mssqlifi_<version>_<os>_<arch>.zip,
 #     holding exactly the binary terraform-provider-mssqlifi_v<version> (.exe on
-#     Windows), built with that version;
-#   - terraform-provider-mssqlifi_<version>_SHA256SUMS listing every zip and the
-#     manifest (as terraform-provider-mssqlifi_<version>_manifest.json) with their
-#     right checksums;
+#     Windows), built with that version, and no other zip in DIST;
+#   - terraform-provider-mssqlifi_<version>_SHA256SUMS listing exactly those zips and
+#     the manifest (as terraform-provider-mssqlifi_<version>_manifest.json), with
+#     their right checksums, and nothing else (the registry takes what it lists);
 #   - terraform-registry-manifest.json saying protocol 6.0;
+# and what .goreleaser-winsim.yml left in DIST/winsim:
 #   - winsim_<version>_<os>_<arch>.zip per platform with winsim, its README and
-#     winsim-test-env.sh.
+#     winsim-test-env.sh, and no other zip there;
+#   - winsim_<version>_SHA256SUMS listing exactly those zips, with their right
+#     checksums.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dist="${1:-$root/dist}"
@@ -29,7 +32,6 @@ echo "release-check: version $version in $dist"
 zip_list() { unzip -Z1 "$1" | grep -v '/$' | LC_ALL=C sort; }
 
 sums="$dist/${name}_${version}_SHA256SUMS"
-[[ -f "$sums" ]] || bad "${sums##*/} is missing"
 
 expected_zips=()
 for p in "${platforms[@]}"; do
@@ -53,14 +55,6 @@ for p in "${platforms[@]}"; do
 		fi
 	fi
 	rm -rf "$tmp"
-
-	wzip="winsim_${version}_${p}.zip"
-	expected_zips+=("$wzip")
-	if [[ ! -f "$dist/$wzip" ]]; then bad "$wzip is missing"; continue; fi
-	names="$(zip_list "$dist/$wzip")"
-	for f in "winsim${exe}" winsim-test-env.sh README.md; do
-		if [[ $'\n'"$names"$'\n' == *$'\n'"$f"$'\n'* ]]; then ok "$wzip holds $f"; else bad "$wzip has no $f"; fi
-	done
 done
 
 # No other zips: an unexpected platform would be published too.
@@ -76,19 +70,56 @@ src="$root/terraform-registry-manifest.json"
 got="$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])), separators=(",", ":")))' "$src")"
 [[ "$got" == '{"version":1,"metadata":{"protocol_versions":["6.0"]}}' ]] && ok "terraform-registry-manifest.json says protocol 6.0" || bad "terraform-registry-manifest.json is $got"
 
+# check_sums SUMS DIR SKIP NAME...: SUMS lists exactly NAME... (in any order, each
+# once) and every checksum in it matches the file of that name in DIR, except SKIP
+# (a file the snapshot does not write under its listed name).
+check_sums() {
+	local sums="$1" dir="$2" skip="$3"; shift 3
+	local base="${sums##*/}" want got
+	if [[ ! -f "$sums" ]]; then bad "$base is missing"; return; fi
+	want="$(printf '%s\n' "$@" | LC_ALL=C sort)"
+	if ! grep -qvE '^[0-9a-f]{64}  [^ ]+$' "$sums"; then ok "$base: every line is <sha256>  <name>"; else bad "$base has lines that are not <sha256>  <name>"; fi
+	got="$(sed -E 's/^[0-9a-f]{64}  //' "$sums" | LC_ALL=C sort)"
+	if [[ "$got" == "$want" ]]; then
+		ok "$base lists exactly its $# files"
+	else
+		bad "$base does not list exactly its $# files: $(diff <(echo "$want") <(echo "$got") | sed -n 's/^> /extra /p; s/^< /missing /p' | paste -sd ' ')"
+	fi
+	(cd "$dir" && grep -v -x -E "[0-9a-f]{64}  ${skip//./\\.}" "$base" | sha256sum --quiet -c -) && ok "every archive's checksum in $base matches" || bad "an archive's checksum in $base does not match"
+}
+
+check_sums "$sums" "$dist" "$manifest" "${expected_zips[@]}" "$manifest"
 if [[ -f "$sums" ]]; then
-	for f in "${expected_zips[@]}" "$manifest"; do
-		grep -qE "^[0-9a-f]{64}  ${f//./\\.}\$" "$sums" && ok "SHA256SUMS lists $f" || bad "${sums##*/} does not list $f"
+	grep -qxF "$(sha256sum "$src" | cut -d' ' -f1)  $manifest" "$sums" && ok "${sums##*/} has the manifest's checksum" || bad "${sums##*/} has another checksum for $manifest"
+fi
+
+# The simulator's release (.goreleaser-winsim.yml), apart from the provider's.
+wdist="$dist/winsim"
+if [[ ! -f "$wdist/metadata.json" ]]; then
+	bad "$wdist/metadata.json is missing: make release-snapshot builds winsim's archives there"
+else
+	wversion="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$wdist/metadata.json")"
+	[[ "$wversion" == "$version" ]] && ok "winsim's release has the provider's version $version" || bad "winsim's release has version $wversion, the provider's $version"
+	wzips=()
+	for p in "${platforms[@]}"; do
+		exe=""; [[ "$p" == windows_* ]] && exe=".exe"
+		wzip="winsim_${version}_${p}.zip"
+		wzips+=("$wzip")
+		if [[ ! -f "$wdist/$wzip" ]]; then bad "winsim/$wzip is missing"; continue; fi
+		names="$(zip_list "$wdist/$wzip")"
+		for f in "winsim${exe}" winsim-test-env.sh README.md; do
+			if [[ $'\n'"$names"$'\n' == *$'\n'"$f"$'\n'* ]]; then ok "winsim/$wzip holds $f"; else bad "winsim/$wzip has no $f"; fi
+		done
 	done
-	lines="$(wc -l <"$sums")"
-	[[ "$lines" -eq $(( ${#expected_zips[@]} + 1 )) ]] || bad "${sums##*/} has $lines lines, want $(( ${#expected_zips[@]} + 1 ))"
-	grep -qxF "$(sha256sum "$src" | cut -d' ' -f1)  $manifest" "$sums" && ok "SHA256SUMS has the manifest's checksum" || bad "${sums##*/} has another checksum for $manifest"
-	(cd "$dist" && grep -v -F "  $manifest" "${sums##*/}" | sha256sum --quiet -c -) && ok "every archive's checksum in ${sums##*/} matches" || bad "an archive's checksum in ${sums##*/} does not match"
+	while IFS= read -r z; do
+		[[ " ${wzips[*]} " == *" $z "* ]] || bad "unexpected archive winsim/$z"
+	done < <(cd "$wdist" && ls -1 -- *.zip)
+	check_sums "$wdist/winsim_${version}_SHA256SUMS" "$wdist" "" "${wzips[@]}"
 fi
 
 if [[ "$fail" -ne 0 ]]; then
 	echo "release-check: $passed passed, $fail failed"
-	echo "release-check: the release in $dist is not what the registry expects (see FAIL lines); fix .goreleaser.yml and run make release-check again" >&2
+	echo "release-check: the release in $dist is not what the registry expects (see FAIL lines); fix .goreleaser.yml or .goreleaser-winsim.yml and run make release-check again" >&2
 	exit 1
 fi
 echo "release-check: $passed passed, 0 failed"

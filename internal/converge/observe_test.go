@@ -269,7 +269,7 @@ func TestApplyDoesNotRideOtherFailures(t *testing.T) {
 	w, ctx, _ := ridingWorld(t, time.Minute)
 	w.host.readErr = func(int) error { return transientErr{} }
 	_, err := w.engine.Apply(ctx, defaultTarget, enable)
-	wantError(t, err, KindObserveFailed)
+	_ = wantError(t, err, KindObserveFailed)
 	if w.host.reads != 1 {
 		t.Errorf("%d reads; want one (only a refused connection is asked again)", w.host.reads)
 	}

@@ -136,7 +136,7 @@ func TestIneffectiveRestartNoLongerApplies(t *testing.T) {
 		wantRestart bool
 	}{
 		{"another start account", afterIneffectiveRestart(func(r *contract.ReadInstanceResult) {
-			r.StartAccount, r.StartAccountSID = `CORP\other`, "S-1-5-21-1-2-3-1999"
+			r.StartAccount, r.StartAccountSID = `CORP\svc-sql2`, "S-1-5-21-1-2-3-1999"
 		}), true},
 		{"the group left Administrators", obs(dmv(true), holders(winsid.Administrators)), true},
 		{"Administrators no longer holds the right", afterIneffectiveRestart(func(r *contract.ReadInstanceResult) { r.RightHolders = nil }), true},

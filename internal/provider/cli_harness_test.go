@@ -123,7 +123,7 @@ var mssqlifiSource = regexp.MustCompile(`(source\s*=\s*)"[^"]*/mssqlifi"`)
 // block (added when body has none) names the provider the dev override serves.
 func (w *cliWork) write(body string) {
 	w.t.Helper()
-	text := body
+	var text string
 	if strings.Contains(body, "required_providers") {
 		text = mssqlifiSource.ReplaceAllString(body, fmt.Sprintf("${1}%q", cliProviderSource))
 	} else {

@@ -173,19 +173,18 @@ func (r *ifiResource) predictUpdate(ctx context.Context, req resource.ModifyPlan
 }
 
 // predict renders ifi.Predict on the read ri and verification v: planned_action and
-// the plan's warnings. It returns the prediction, nil when it is unknown.
+// the plan's warnings.
 func (r *ifiResource) predict(ctx context.Context, d ifi.Desired, t converge.Target, ri *contract.ReadInstanceResult, v *ifi.Verification,
-	drift bool, resp *resource.ModifyPlanResponse) *ifi.Prediction {
+	drift bool, resp *resource.ModifyPlanResponse) {
 	pred, err := ifi.Predict(d, ifi.Observed{Host: t.Host, Instance: ri, Verification: *v}, drift)
 	if err != nil {
 		setPlannedAction(ctx, &resp.Plan, nil, &resp.Diagnostics)
 		addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance, "its read cannot be assessed: "+
 			safetext.Escape(err.Error()))})
-		return nil
+		return
 	}
 	setPlannedAction(ctx, &resp.Plan, &pred.Action, &resp.Diagnostics)
 	if pred.Action != ifi.ActionNone {
 		addWarnings(&resp.Diagnostics, append(pred.PlanWarnings, pred.Warning))
 	}
-	return &pred
 }

@@ -305,7 +305,7 @@ func (t *transport) unverified(what string) error {
 }
 
 // errBasicOverHTTP: Basic over plain HTTP without allow_unencrypted.
-var errBasicOverHTTP = errors.New("Basic authentication over plain HTTP would send the password in clear text; the request was not sent")
+var errBasicOverHTTP = errors.New("basic authentication over plain HTTP would send the password in clear text; the request was not sent")
 
 // encryptionRequiredError is a host's refusal of a clear-text body over HTTP: HTTP 500
 // with no SOAP fault, as Windows answers with AllowUnencrypted=false.

@@ -116,11 +116,11 @@ func (c *checker) kerberosError(t Target, err error) *Error {
 	spn := c.cfg.SPNFor(t)
 	var ke *krb.Error
 	if !errors.As(err, &ke) {
-		l, lerr := c.cfg.kerberosLogon()
-		if lerr != nil {
-			return nil
+		// Without a usable Kerberos configuration err is not a Kerberos login's
+		// failure (CheckKerberos reports that configuration on its own).
+		if l, lerr := c.cfg.kerberosLogon(); lerr == nil {
+			ke = krb.ClassifyInitiator(err, l.principal, spn, l.realm, l.kdcs)
 		}
-		ke = krb.ClassifyInitiator(err, l.principal, spn, l.realm, l.kdcs)
 		if ke == nil {
 			return nil
 		}

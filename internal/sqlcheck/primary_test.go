@@ -45,7 +45,10 @@ func simGroup(t *testing.T) (primary, secondary *host.Host) {
 func TestGroupHealthAndLockOnThePrimary(t *testing.T) {
 	ph, sh := simGroup(t)
 	pt, st := simReplica(t, ph), simReplica(t, sh)
-	c := New(plainConfig()).(*checker)
+	c, ok := New(plainConfig()).(*checker)
+	if !ok {
+		t.Fatalf("New returned a %T, not a *checker", New(plainConfig()))
+	}
 	ctx := ctxFor(t, 20*time.Second)
 	rep, err := c.Check(ctx, st)
 	if err != nil {

@@ -55,13 +55,14 @@ func main() {
 		return
 	}
 	in := io.Reader(os.Stdin)
+	var rawFile *os.File // closed once the input is read: os.Exit below runs no defers
 	if *raw != "" {
 		f, err := os.Create(*raw)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "testreport: %v\n", err)
 			os.Exit(2)
 		}
-		defer f.Close()
+		rawFile = f
 		in = io.TeeReader(in, f)
 	}
 	r := newReport(os.Stdout, time.Now)
@@ -84,6 +85,9 @@ func main() {
 	err := r.read(in)
 	close(stop)
 	<-done
+	if rawFile != nil {
+		rawFile.Close()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testreport: reading go test's output: %v\n", err)
 	}

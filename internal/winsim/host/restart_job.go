@@ -511,9 +511,8 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, 
 		}
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.StartAttempts = attempt })
 		if state(s) == contract.StateStopped {
-			if err := h.StartService(s.name); err != nil {
-				startErr = err
-			}
+			// A start that fails leaves the service Stopped: the wait below says so.
+			_ = h.StartService(s.name)
 		}
 		startErr = h.WaitServiceState(deadline, s.name, contract.StateRunning)
 		if startErr == nil || state(s) != contract.StateStopped || deadline.Err() != nil {

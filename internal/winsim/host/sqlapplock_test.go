@@ -51,7 +51,11 @@ func TestAppLockSessionOwned(t *testing.T) {
 		}
 		time.Sleep(appLockPoll) // polling the model's own counter, not a timed guess
 	}
-	inst.TDSHandler().(tds.SessionEnder).SessionEnded(51)
+	ender, ok := inst.TDSHandler().(tds.SessionEnder)
+	if !ok {
+		t.Fatalf("the instance's TDS handler, a %T, does not end sessions", inst.TDSHandler())
+	}
+	ender.SessionEnded(51)
 	select {
 	case got := <-done:
 		if got != "result:int\n1" {
