@@ -18,10 +18,10 @@ import (
 
 // Availability groups, fleets and one instance claimed twice, through the real CLI.
 
-// agHost makes the default instance a replica of AG1 with the given role.
-func agHost(role string) func(*host.HostConfig) {
+// agPrimaryHost makes the default instance the primary replica of AG1.
+func agPrimaryHost() func(*host.HostConfig) {
 	return func(hc *host.HostConfig) {
-		hc.Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: role}
+		hc.Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: host.AGRolePrimary}
 	}
 }
 
@@ -32,7 +32,7 @@ func agHost(role string) func(*host.HostConfig) {
 func TestCLI_primaryReplicaIsNotRestarted(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startSim(t, agHost(host.AGRolePrimary))
+	e := startSim(t, agPrimaryHost())
 	before := e.engineStart()
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	r := w.apply()
@@ -69,7 +69,7 @@ func TestCLI_primaryReplicaIsNotRestarted(t *testing.T) {
 func TestCLI_primaryReplicaRestartsWhenOptedIn(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startSim(t, agHost(host.AGRolePrimary))
+	e := startSim(t, agPrimaryHost())
 	n := len(e.operations())
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed_including_primary"`))
 	r := w.mustApply()
@@ -91,7 +91,7 @@ func TestCLI_primaryReplicaRestartsWhenOptedIn(t *testing.T) {
 func TestCLI_stateWithRemovedAvailabilityGroupIsRead(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startSim(t, agHost(host.AGRolePrimary))
+	e := startSim(t, agPrimaryHost())
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "if_needed_including_primary"`))
 	w.mustApply()
 
@@ -105,14 +105,26 @@ func TestCLI_stateWithRemovedAvailabilityGroupIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("state: %v", err)
 	}
-	inst := st["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
-	attrs := inst["attributes"].(map[string]any)
+	res, _ := st["resources"].([]any)
+	var inst, attrs map[string]any
+	if len(res) == 1 {
+		r, _ := res[0].(map[string]any)
+		insts, _ := r["instances"].([]any)
+		if len(insts) == 1 {
+			inst, _ = insts[0].(map[string]any)
+			attrs, _ = inst["attributes"].(map[string]any)
+		}
+	}
+	serial, ok := st["serial"].(float64)
+	if attrs == nil || !ok {
+		t.Fatalf("the state does not have one resource instance with attributes and a serial:\n%s", b)
+	}
 	if fmt.Sprint(attrs["availability_groups"]) != "[AG1]" || inst["schema_version"] != float64(0) {
 		t.Fatalf("after the apply: availability_groups %v, schema_version %v; want [AG1], 0", attrs["availability_groups"], inst["schema_version"])
 	}
 	delete(attrs, "availability_groups")
 	attrs["availability_group"] = "AG1"
-	st["serial"] = st["serial"].(float64) + 1
+	st["serial"] = serial + 1
 	if b, err = json.MarshalIndent(st, "", "  "); err == nil {
 		err = os.WriteFile(file, b, 0o600)
 	}
@@ -142,7 +154,7 @@ func TestCLI_stateWithRemovedAvailabilityGroupIsRead(t *testing.T) {
 func TestCLI_primaryWithoutSQLIsNotRestarted(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startSim(t, agHost(host.AGRolePrimary))
+	e := startSim(t, agPrimaryHost())
 	before := e.engineStart()
 	w.write(e.providerConfig(false) + resourceConfig(e.addr, ""))
 	r := w.apply()
