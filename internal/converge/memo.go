@@ -2,6 +2,7 @@ package converge
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,4 +110,24 @@ func (m *Memo) Remember(out *Outcome) {
 		v := out.Verification
 		m.Read, m.ReadAt, m.Verification = ifi.KeepForDecisions(out.Read, keep...), out.ReadAt.UTC(), &v
 	}
+}
+
+// DestroyPlanWarnings is what a planned destroy of the memo's instance leaves in
+// effect, decided without contacting the host (a plan of a destroy reads nothing):
+// from the memo's last observation when it has one, where the Engine keeping the
+// right through Administrators or another holder is told apart from IFI staying on
+// until the next restart; else from what the state says (ifiEnabled: nil when
+// unknown). service names the Engine's service.
+func (m *Memo) DestroyPlanWarnings(d ifi.Desired, service string, ifiEnabled *bool) []ifi.Warning {
+	if m.Read != nil && m.Verification != nil {
+		d.IneffectiveRestart = m.IneffectiveRestart
+		o := ifi.Observed{Host: m.Host, Instance: m.Read, Verification: *m.Verification}
+		if _, _, ws, err := ifi.PlanDestroy(d, o); err == nil {
+			return slices.DeleteFunc(ws, func(w ifi.Warning) bool { return w.Code != ifi.WarnStaysOnDestroy })
+		}
+	}
+	if ifiEnabled != nil && !*ifiEnabled {
+		return nil
+	}
+	return []ifi.Warning{ifi.StaysOnAfterDestroy(m.Host, m.Instance, service)}
 }

@@ -88,3 +88,28 @@ type steppingClock struct{ now time.Time }
 func (c *steppingClock) Now() time.Time { return c.now }
 
 func (c *steppingClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// A destroy's plan reads nothing: without a remembered read it says from the state
+// whether IFI stays on until the next restart (nothing when the state says IFI is
+// off); with one, the assessment of that read decides.
+func TestMemoDestroyPlanWarnings(t *testing.T) {
+	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
+	off, on := false, true
+	m := NewMemo(defaultTarget)
+	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &off); len(ws) != 0 {
+		t.Errorf("IFI off in the state: warnings %+v, want none", ws)
+	}
+	for _, st := range []*bool{&on, nil} {
+		if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", st); len(ws) != 1 || ws[0].Summary != "IFI stays on until the next restart" {
+			t.Errorf("no read remembered, state ifi_enabled %v: warnings %+v, want the stays-on-until-restart one", st, ws)
+		}
+	}
+	// A remembered read where IFI is off and nothing holds the right: nothing stays on,
+	// whatever the state says.
+	m.Read = &contract.ReadInstanceResult{Found: true, Instance: "MSSQLSERVER", ServiceName: "MSSQLSERVER", ServiceState: contract.StateRunning,
+		StartAccount: `NT Service\MSSQLSERVER`, ServiceSIDType: 1}
+	m.Verification = &ifi.Verification{Source: ifi.SourceSQLDMV, Enabled: &off}
+	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &on); len(ws) != 0 {
+		t.Errorf("remembered read with IFI off: warnings %+v, want none", ws)
+	}
+}

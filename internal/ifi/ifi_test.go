@@ -389,6 +389,22 @@ func TestPlanDestroy(t *testing.T) {
 			t.Fatalf("plan %+v warnings %+v", p, w)
 		}
 	})
+	t.Run("administrator start account: IFI stays on, no restart advised", func(t *testing.T) {
+		_, p, w, err := PlanDestroy(enable, obs(dmv(true), func(r *contract.ReadInstanceResult) {
+			r.StartAccount, r.StartAccountSID = `SQL01\Administrator`, adminSID
+		}, holders(svcSID, winsid.Administrators)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Steps) != 1 || p.Steps[0].Grant || p.Steps[0].SID != svcSID || p.Restart {
+			t.Fatalf("plan %+v", p)
+		}
+		if len(w) != 1 || w[0].Code != WarnStaysOnDestroy || w[0].Summary != "IFI stays on after the destroy" ||
+			!strings.Contains(w[0].Detail, "Administrators") || !strings.Contains(w[0].Detail, "no restart changes that") ||
+			strings.Contains(w[0].Detail, "maintenance window") {
+			t.Fatalf("warnings %+v; want one saying IFI stays on through Administrators and that no restart changes it", w)
+		}
+	})
 	t.Run("unverifiable: still warns", func(t *testing.T) {
 		_, _, w, err := PlanDestroy(enable, obs(Verification{Source: SourceNone}, holders(svcSID)))
 		if err != nil {

@@ -142,10 +142,27 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 	case a.PrivilegeGranted:
 		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})
 	}
-	if a.RunningIFI == nil || *a.RunningIFI {
+	switch {
+	case a.staysOn && !a.TraceFlag1806 && (a.RunningIFI == nil || *a.RunningIFI):
+		// The Engine's token holds the right through something the revoke does not
+		// touch (Administrators, LocalSystem, another holder): IFI stays on, and no
+		// restart changes that.
+		w = append(w, StaysOnThrough(a.Host, a.Instance, a.ServiceName, a.staysOnVia))
+	case a.RunningIFI == nil || *a.RunningIFI:
 		w = append(w, StaysOnAfterDestroy(a.Host, a.Instance, a.ServiceName))
 	}
 	return a, p, w, nil
+}
+
+// StaysOnThrough is the warning of a destroy on an instance whose Engine keeps the
+// right without the resource's grant (via says how): IFI stays on, restarted or not.
+func StaysOnThrough(host, instance, service, via string) Warning {
+	a := &Assessment{Host: host, Instance: instance}
+	return Warning{WarnStaysOnDestroy, "IFI stays on after the destroy",
+		fmt.Sprintf("On %s IFI stays on for the service %s because %s: destroy revokes the resource's own grant, which does not "+
+			"turn IFI off, and no restart changes that. To turn IFI off, run the service as a non-administrator account without "+
+			"the right (for example %s) and remove the right from that holder.",
+			a.where(), safetext.Escape(service), via, winsid.ServiceAccountName(service)), nil}
 }
 
 // StaysOnAfterDestroy is the warning of a destroy (planned or done) on an instance

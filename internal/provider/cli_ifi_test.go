@@ -118,6 +118,41 @@ func TestCLI_destroyWarnsIFIStaysOn(t *testing.T) {
 	}
 }
 
+// The destroy of an instance whose Engine runs as an administrator: the plan (which
+// reads nothing) and the destroy say IFI stays on through Administrators and that
+// no restart changes it, never to restart "for the revoke to take effect".
+func TestCLI_destroyAdministratorStartAccountAdvisesNoRestart(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Administrators = []string{accSvcAcct}
+		hc.Instances[0].ServiceAccount = accSvcAcct
+	})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	n := len(e.operations())
+	pd := w.run("plan", "-destroy", "-json", "-no-color")
+	for _, r := range []*tfRun{pd, w.destroy()} {
+		if r.Exit != 0 {
+			t.Fatalf("terraform %s failed (exit %d):\n%s", r.Args[0], r.Exit, r.describe())
+		}
+		r.wantDiag(t, "warning", `^IFI stays on after the destroy$`,
+			`(?s)MSSQLSERVER.*`+regexp.QuoteMeta(accSvcAcct)+` is a member of Administrators.*no restart changes that`)
+		if got := r.find("warning", `^IFI stays on`, `maintenance window|next restart`); len(got) != 0 {
+			t.Errorf("terraform %s advises a restart: %+v", r.Args[0], got)
+		}
+		if got := len(r.find("warning", `^IFI stays on`, "")); got != 1 {
+			t.Errorf("terraform %s gives %d stays-on warnings, want one:\n%s", r.Args[0], got, r.describe())
+		}
+	}
+	if e.holds(defaultSvcSID) {
+		t.Error("destroy left the grant in place")
+	}
+	if ops := e.opsSince(n); countOp(ops, contract.OpRestartInstance) != 0 {
+		t.Errorf("destroy ran restart_instance: %v", ops)
+	}
+}
+
 // An Engine run by an administrator keeps IFI: enabled = false warns why, and the
 // next plan is empty.
 func TestCLI_administratorStaysOnThenEmptyPlan(t *testing.T) {

@@ -280,13 +280,28 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	}
 	t := state.target()
 	if req.Plan.Raw.IsNull() {
-		if !state.IFIEnabled.Equal(types.BoolValue(false)) {
-			addWarnings(&resp.Diagnostics, []ifi.Warning{ifi.StaysOnAfterDestroy(t.Host, t.Instance, state.ServiceName.ValueString())})
-		}
+		r.planDestroyWarnings(ctx, req, state, t, resp)
 		return
 	}
 	if r.verifyUnverified(ctx, req, resp, t) {
 		return
 	}
 	r.predictUpdate(ctx, req, state, plan, resp)
+}
+
+// planDestroyWarnings says what a planned destroy leaves in effect, from the
+// engine's memo of the last read (converge.Memo.DestroyPlanWarnings) and the state;
+// a destroy's plan contacts no host. On a failover cluster instance the memo speaks
+// for one node only, so only the state is used.
+func (r *ifiResource) planDestroyWarnings(ctx context.Context, req resource.ModifyPlanRequest, state ifiResourceModel, t converge.Target, resp *resource.ModifyPlanResponse) {
+	var ifiEnabled *bool
+	if !state.IFIEnabled.IsNull() && !state.IFIEnabled.IsUnknown() {
+		v := state.IFIEnabled.ValueBool()
+		ifiEnabled = &v
+	}
+	m := converge.NewMemo(t)
+	if !state.Clustered.ValueBool() {
+		m, _ = getMemo(ctx, req.Private, t)
+	}
+	addWarnings(&resp.Diagnostics, m.DestroyPlanWarnings(state.desired(), state.ServiceName.ValueString(), ifiEnabled))
 }

@@ -18,16 +18,16 @@ data "mssqlifi_instant_file_initialization" "production" {
   instance = each.value.instance
 }
 
-# Compliant means three things, because each can be false alone: the running Engine
-# has IFI (ifi_enabled), the service still holds the right (privilege_granted: false
-# means IFI is lost at the next restart), and no change waits for a restart
-# (restart_pending).
+# Compliant means two things, because each can be false alone: the running Engine
+# has IFI (ifi_enabled), and it keeps IFI at its next restart (restart_pending is
+# false: the Engine's token will hold the right then, whether through the service's
+# own grant, Administrators or another holder). privilege_granted alone is no gap:
+# an Engine whose start account is an administrator has IFI without it.
 locals {
   ifi_gaps = {
     for id, d in data.mssqlifi_instant_file_initialization.production : id => compact([
       d.ifi_enabled == true ? "" : (d.ifi_enabled == false ? "the running Engine has IFI off" : "IFI could not be verified (see verified_by)"),
-      d.privilege_granted == true ? "" : "the service lacks SeManageVolumePrivilege: IFI is lost at the next restart",
-      d.restart_pending == false ? "" : "a change waits for a restart of SQL Server",
+      d.restart_pending != true ? "" : (d.ifi_enabled == true ? "the Engine will not hold SeManageVolumePrivilege at its next start: IFI is lost at the next restart" : "a change waits for a restart of SQL Server"),
     ])
   }
 }
