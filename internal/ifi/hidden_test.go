@@ -158,3 +158,60 @@ func TestIneffectiveRestartNoLongerApplies(t *testing.T) {
 		})
 	}
 }
+
+// Through a lesson (an ineffective restart), IFI is effective through something other
+// than the grantee's own grant.
+func TestEffectiveThroughTheLessonIsOther(t *testing.T) {
+	d := disable
+	d.IneffectiveRestart = lesson(t)
+	a, err := Assess(d, afterIneffectiveRestart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.EffectiveAtNextStart || !a.EffectiveViaOther || !strings.Contains(a.EffectiveVia, "nested group") {
+		t.Errorf("effective %v via %q (other %v); want effective through the hidden membership", a.EffectiveAtNextStart, a.EffectiveVia, a.EffectiveViaOther)
+	}
+}
+
+// The lesson speaks only while SQL Server itself says IFI is on.
+func TestLessonNeedsSQLServersWord(t *testing.T) {
+	d := disable
+	d.IneffectiveRestart = lesson(t)
+	for name, v := range map[string]Verification{
+		"no source, a value":    {Source: SourceNone, Enabled: ptr(true)},
+		"empty source, a value": {Enabled: ptr(true)},
+		"a source, no value":    {Source: SourceSQLDMV},
+		"SQL Server says off":   {Source: SourceSQLDMV, Enabled: ptr(false)},
+	} {
+		o := afterIneffectiveRestart()
+		o.Verification = v
+		a, err := Assess(d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.IneffectiveRestart != nil {
+			t.Errorf("%s: the lesson applies", name)
+		}
+	}
+}
+
+// The lesson's explanation names the Engine's start when the lesson knows it.
+func TestLessonExplanationNamesTheStartWhenKnown(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		d := disable
+		d.IneffectiveRestart = lesson(t)
+		if !known {
+			d.IneffectiveRestart.ProcessStart = nil
+		}
+		a, err := Assess(d, afterIneffectiveRestart())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(a.EffectiveVia, "after the provider's restart (Engine started 2024-05-01T08:01:00Z)"); got != known {
+			t.Errorf("start known %v: %q", known, a.EffectiveVia)
+		}
+		if !strings.Contains(a.EffectiveVia, "SQL Server reported IFI on after the provider's restart") {
+			t.Errorf("start known %v: %q", known, a.EffectiveVia)
+		}
+	}
+}

@@ -210,3 +210,60 @@ func TestGroupLockRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The refusal of a primary names the group to fail over; without a group name, "group".
+func TestPrimaryRefusalNamesTheGroupToFailOver(t *testing.T) {
+	for _, c := range []struct {
+		groups []string
+		want   string
+	}{{[]string{"AG1"}, "ALTER AVAILABILITY GROUP [AG1]"}, {[]string{"AG1", "AG2"}, "[AG1]"}, {[]string{}, "ALTER AVAILABILITY GROUP [group]"}} {
+		v := replica(RolePrimary)
+		v.AG.Groups = c.groups
+		if r := refusalOf(t, enable, obs(v)); !strings.Contains(r.Detail, c.want) {
+			t.Errorf("groups %v: detail lacks %q: %s", c.groups, c.want, r.Detail)
+		}
+	}
+}
+
+func TestRoleUnknownSaysWhy(t *testing.T) {
+	for name, c := range map[string]struct {
+		mod  func(*contract.ReadInstanceResult)
+		says string
+	}{
+		"no write time": {func(r *contract.ReadInstanceResult) {
+			r.ProcessStartTime = &engineStart
+			r.HADR = &contract.HADRInfo{KeyFound: true, Enabled: intp(0)}
+		}, "the time HADR_Enabled was written, or the Engine's start, is unknown"},
+		"no Engine start": {func(r *contract.ReadInstanceResult) {
+			r.ProcessStartTime = nil
+			r.HADR = &contract.HADRInfo{KeyFound: true, Enabled: intp(0), KeyWritten: &beforeStart}
+		}, "the time HADR_Enabled was written, or the Engine's start, is unknown"},
+		"the host's detail": {func(r *contract.ReadInstanceResult) {
+			r.ProcessStartTime = &engineStart
+			r.HADR = &contract.HADRInfo{KeyFound: true, Enabled: intp(1), KeyWritten: &beforeStart, Detail: "cluster WMI: access denied"}
+		}, "HADR_Enabled is 1 (Always On is enabled); cluster WMI: access denied"},
+	} {
+		r := refusalOf(t, enable, noSQL(c.mod))
+		if !strings.Contains(r.Detail, c.says) {
+			t.Errorf("%s: detail lacks %q: %s", name, c.says, r.Detail)
+		}
+	}
+}
+
+// Health counts only for a replica of a group.
+func TestUnhealthyCountsOnlyInAGroup(t *testing.T) {
+	v := dmv(false)
+	v.AG = &AGMembership{Groups: []string{}, Unhealthy: []string{"stale"}}
+	if _, p := planOf(t, enable, obs(v)); !p.Restart {
+		t.Error("an instance in no group is refused for health")
+	}
+}
+
+func TestBeforeAlwaysOn(t *testing.T) {
+	for v, want := range map[string]bool{"10.50.6000.34": true, "9.0.5000": true, "1.0": true, "11.0.2100.60": false,
+		"16.0.4135.4": false, "0.1": false, "": false, "x.1": false, "-5.0": false} {
+		if got := beforeAlwaysOn(v); got != want {
+			t.Errorf("beforeAlwaysOn(%q) = %v", v, got)
+		}
+	}
+}

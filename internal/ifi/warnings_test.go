@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
 // Group Policy's security settings are re-applied when a policy changes and at least
@@ -49,6 +51,65 @@ func TestGroupPolicyTimingInTexts(t *testing.T) {
 	for _, s := range texts {
 		if !strings.Contains(s, "16 hours") || strings.Contains(s, "90 minutes") {
 			t.Errorf("Group Policy text %q: want the 16-hour security refresh, not 90 minutes", s)
+		}
+	}
+}
+
+func warningOf(ws []Warning, code string) (Warning, bool) {
+	for _, w := range ws {
+		if w.Code == code {
+			return w, true
+		}
+	}
+	return Warning{}, false
+}
+
+func TestWarningTexts(t *testing.T) {
+	a, err := Assess(enable, obs(dmv(false), func(r *contract.ReadInstanceResult) { r.ServiceState = contract.StateStopped }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := warningOf(a.Warnings, WarnNotRunning); !ok {
+		t.Errorf("stopped service: no %s warning in %+v", WarnNotRunning, a.Warnings)
+	}
+	a, err = Assess(withRestart(enable, RestartNever), obs(dmv(false), holders(svcSID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := warningOf(a.Warnings, WarnRestartPending); !ok || !strings.Contains(w.Detail, "for IFI to be on") {
+		t.Errorf("pending restart to turn IFI on: %+v", w)
+	}
+	a, err = Assess(withRestart(disable, RestartNever), obs(dmv(true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := warningOf(a.Warnings, WarnRestartPending); !ok || !strings.Contains(w.Detail, "for IFI to be off") {
+		t.Errorf("pending restart to turn IFI off: %+v", w)
+	}
+	// The Group Policy warning says whether the policy lists the grantee, and names its holders.
+	named := func(r *contract.ReadInstanceResult) {
+		gp()(r)
+		r.GroupPolicy.Holders = []contract.Principal{{SID: svcSID, Name: `NT SERVICE\MSSQLSERVER`}, {SID: adminSID}}
+	}
+	a, err = Assess(enable, obs(dmv(true), holders(svcSID), named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := warningOf(a.Warnings, WarnGroupPolicy)
+	if !strings.Contains(w.Detail, "it lists "+svcSID) || !strings.Contains(w.Detail, `NT SERVICE\MSSQLSERVER (`+svcSID+"), "+adminSID+")") {
+		t.Errorf("policy listing the grantee: %s", w.Detail)
+	}
+	for _, c := range []struct {
+		holders []string
+		says    string
+	}{{[]string{adminSID}, "policy holders: " + adminSID + ")"}, {nil, "policy holders: none)"}} {
+		a, err = Assess(disable, obs(dmv(false), gp(c.holders...)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ = warningOf(a.Warnings, WarnGroupPolicy)
+		if !strings.Contains(w.Detail, "it does not list "+svcSID) || !strings.Contains(w.Detail, c.says) {
+			t.Errorf("policy not listing the grantee (%v): %s", c.holders, w.Detail)
 		}
 	}
 }
