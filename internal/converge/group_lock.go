@@ -66,6 +66,16 @@ func ParseReplicaAddress(s string) (host string, port int, err error) {
 	return strings.Trim(s, "[]"), 0, nil
 }
 
+// CheckReplicaName checks a key of availability_replica_addresses: a replica name
+// as SQL Server reports it, COMPUTER or COMPUTER\INSTANCE.
+func CheckReplicaName(name string) error {
+	computer, inst, _ := strings.Cut(name, `\`)
+	if strings.TrimSpace(name) != name || computer == "" || strings.ContainsAny(computer, " /:@") || strings.Contains(inst, `\`) {
+		return fmt.Errorf("%q is not a replica name as SQL Server reports it (COMPUTER, or COMPUTER\\INSTANCE for a named instance)", name)
+	}
+	return nil
+}
+
 // ReplicaAddresses maps availability replica names to addresses (Target).
 type ReplicaAddresses struct{ byName map[string]string }
 

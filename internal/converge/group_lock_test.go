@@ -150,3 +150,16 @@ func TestParseReplicaAddress(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestCheckReplicaName(t *testing.T) {
+	for _, ok := range []string{"SQL01", `SQL01\INST`, "sql-01"} {
+		if err := CheckReplicaName(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", `\INST`, " SQL01", "SQL01 ", "sql01:1433", "sql 01", `SQL01\A\B`, "a@b", "a/b"} {
+		if err := CheckReplicaName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -42,10 +42,8 @@ func (replicaAddressesValidator) ValidateMap(_ context.Context, req validator.Ma
 	elems := req.ConfigValue.Elements()
 	for _, name := range slices.Sorted(maps.Keys(elems)) {
 		p := req.Path.AtMapKey(name)
-		computer, inst, _ := strings.Cut(name, `\`)
-		if strings.TrimSpace(name) != name || computer == "" || strings.ContainsAny(computer, " /:@") || strings.Contains(inst, `\`) {
-			resp.Diagnostics.AddAttributeError(p, "Invalid availability replica name",
-				fmt.Sprintf("%q is not a replica name as SQL Server reports it (COMPUTER, or COMPUTER\\INSTANCE for a named instance).", name))
+		if err := converge.CheckReplicaName(name); err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Invalid availability replica name", err.Error()+".")
 			continue
 		}
 		if other, dup := seen[strings.ToUpper(name)]; dup {

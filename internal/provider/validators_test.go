@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -283,6 +284,34 @@ func TestNodesValidator(t *testing.T) {
 			if !strings.Contains(errs[i].Detail(), w) {
 				t.Errorf("%v: error %q, want it to contain %q", tc.nodes, errs[i].Detail(), w)
 			}
+		}
+	}
+}
+
+// availability_replica_addresses: bad names, a name given twice (without case) and
+// bad addresses are plan-time errors, each on its own key.
+func TestReplicaAddressesValidator(t *testing.T) {
+	m := func(kv map[string]attr.Value) validator.MapRequest {
+		return validator.MapRequest{Path: path.Root("availability_replica_addresses"), ConfigValue: types.MapValueMust(types.StringType, kv)}
+	}
+	for _, tc := range []struct {
+		in   map[string]attr.Value
+		want []string // error summaries, sorted by key
+	}{
+		{map[string]attr.Value{"SQL01": types.StringValue("10.0.0.1:14330"), `SQL02\INST`: types.StringValue("sql02.contoso.com")}, nil},
+		{map[string]attr.Value{"sql01:1433": types.StringValue("10.0.0.1")}, []string{"Invalid availability replica name"}},
+		{map[string]attr.Value{"SQL01": types.StringValue("a"), "sql01": types.StringValue("b")}, []string{"Availability replica named twice"}},
+		{map[string]attr.Value{"SQL01": types.StringValue("sql01:0")}, []string{"Invalid availability replica address"}},
+		{map[string]attr.Value{"SQL01": types.StringNull()}, []string{"Invalid availability replica address"}},
+	} {
+		var resp validator.MapResponse
+		replicaAddressesValidator{}.ValidateMap(context.Background(), m(tc.in), &resp)
+		var got []string
+		for _, d := range resp.Diagnostics.Errors() {
+			got = append(got, d.Summary())
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: errors %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }
