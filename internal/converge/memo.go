@@ -117,9 +117,10 @@ func (m *Memo) Remember(out *Outcome) {
 // from the memo's last observation when it has one, where the Engine keeping the
 // right through Administrators or another holder is told apart from IFI staying on
 // until the next restart; else from what the state says (ifiEnabled: nil when
-// unknown). service names the Engine's service.
-func (m *Memo) DestroyPlanWarnings(d ifi.Desired, service string, ifiEnabled *bool) []ifi.Warning {
-	if m.Read != nil && m.Verification != nil {
+// unknown). service names the Engine's service. On a failover cluster instance the
+// memo's read speaks for one node only, so only the state is used.
+func (m *Memo) DestroyPlanWarnings(d ifi.Desired, service string, ifiEnabled *bool, clustered bool) []ifi.Warning {
+	if !clustered && m.Read != nil && m.Verification != nil {
 		d.IneffectiveRestart = m.IneffectiveRestart
 		o := ifi.Observed{Host: m.Host, Instance: m.Read, Verification: *m.Verification}
 		if _, _, ws, err := ifi.PlanDestroy(d, o); err == nil {

@@ -96,11 +96,11 @@ func TestMemoDestroyPlanWarnings(t *testing.T) {
 	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
 	off, on := false, true
 	m := NewMemo(defaultTarget)
-	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &off); len(ws) != 0 {
+	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &off, false); len(ws) != 0 {
 		t.Errorf("IFI off in the state: warnings %+v, want none", ws)
 	}
 	for _, st := range []*bool{&on, nil} {
-		if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", st); len(ws) != 1 || ws[0].Summary != "IFI stays on until the next restart" {
+		if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", st, false); len(ws) != 1 || ws[0].Summary != "IFI stays on until the next restart" {
 			t.Errorf("no read remembered, state ifi_enabled %v: warnings %+v, want the stays-on-until-restart one", st, ws)
 		}
 	}
@@ -109,7 +109,11 @@ func TestMemoDestroyPlanWarnings(t *testing.T) {
 	m.Read = &contract.ReadInstanceResult{Found: true, Instance: "MSSQLSERVER", ServiceName: "MSSQLSERVER", ServiceState: contract.StateRunning,
 		StartAccount: `NT Service\MSSQLSERVER`, ServiceSIDType: 1}
 	m.Verification = &ifi.Verification{Source: ifi.SourceSQLDMV, Enabled: &off}
-	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &on); len(ws) != 0 {
+	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &on, false); len(ws) != 0 {
 		t.Errorf("remembered read with IFI off: warnings %+v, want none", ws)
+	}
+	// On a failover cluster instance that read is one node's: the state decides.
+	if ws := m.DestroyPlanWarnings(d, "MSSQLSERVER", &on, true); len(ws) != 1 || ws[0].Summary != "IFI stays on until the next restart" {
+		t.Errorf("clustered: warnings %+v, want the state's stays-on-until-restart one", ws)
 	}
 }

@@ -289,19 +289,15 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 	r.predictUpdate(ctx, req, state, plan, resp)
 }
 
-// planDestroyWarnings says what a planned destroy leaves in effect, from the
-// engine's memo of the last read (converge.Memo.DestroyPlanWarnings) and the state;
-// a destroy's plan contacts no host. On a failover cluster instance the memo speaks
-// for one node only, so only the state is used.
+// planDestroyWarnings says what a planned destroy leaves in effect, as the engine
+// decides it from its memo and the state (converge.Memo.DestroyPlanWarnings); a
+// destroy's plan contacts no host.
 func (r *ifiResource) planDestroyWarnings(ctx context.Context, req resource.ModifyPlanRequest, state ifiResourceModel, t converge.Target, resp *resource.ModifyPlanResponse) {
 	var ifiEnabled *bool
 	if !state.IFIEnabled.IsNull() && !state.IFIEnabled.IsUnknown() {
 		v := state.IFIEnabled.ValueBool()
 		ifiEnabled = &v
 	}
-	m := converge.NewMemo(t)
-	if !state.Clustered.ValueBool() {
-		m, _ = getMemo(ctx, req.Private, t)
-	}
-	addWarnings(&resp.Diagnostics, m.DestroyPlanWarnings(state.desired(), state.ServiceName.ValueString(), ifiEnabled))
+	m, _ := getMemo(ctx, req.Private, t)
+	addWarnings(&resp.Diagnostics, m.DestroyPlanWarnings(state.desired(), state.ServiceName.ValueString(), ifiEnabled, state.Clustered.ValueBool()))
 }
