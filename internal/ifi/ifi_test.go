@@ -405,6 +405,17 @@ func TestPlanDestroy(t *testing.T) {
 			t.Fatalf("warnings %+v; want one saying IFI stays on through Administrators and that no restart changes it", w)
 		}
 	})
+	t.Run("administrator start account, IFI unverifiable: only the next start is claimed", func(t *testing.T) {
+		_, _, w, err := PlanDestroy(enable, obs(Verification{Source: SourceNone}, func(r *contract.ReadInstanceResult) {
+			r.StartAccount, r.StartAccountSID = `SQL01\Administrator`, adminSID
+		}, holders(svcSID, winsid.Administrators)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(w) != 1 || !strings.Contains(w[0].Detail, "has IFI from its next start (whether the running Engine has it now could not be verified)") {
+			t.Fatalf("warnings %+v; want one that claims only the next start", w)
+		}
+	})
 	t.Run("unverifiable: still warns", func(t *testing.T) {
 		_, _, w, err := PlanDestroy(enable, obs(Verification{Source: SourceNone}, holders(svcSID)))
 		if err != nil {

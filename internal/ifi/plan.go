@@ -147,7 +147,7 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 		// The Engine's token holds the right through something the revoke does not
 		// touch (Administrators, LocalSystem, another holder): IFI stays on, and no
 		// restart changes that.
-		w = append(w, StaysOnThrough(a.Host, a.Instance, a.ServiceName, a.staysOnVia))
+		w = append(w, StaysOnThrough(a.Host, a.Instance, a.ServiceName, a.staysOnVia, a.RunningIFI != nil))
 	case a.RunningIFI == nil || *a.RunningIFI:
 		w = append(w, StaysOnAfterDestroy(a.Host, a.Instance, a.ServiceName))
 	}
@@ -156,13 +156,19 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 
 // StaysOnThrough is the warning of a destroy on an instance whose Engine keeps the
 // right without the resource's grant (via says how): IFI stays on, restarted or not.
-func StaysOnThrough(host, instance, service, via string) Warning {
+// verified: SQL Server or its error log said the running Engine has IFI; otherwise
+// the warning says that only its next start is known.
+func StaysOnThrough(host, instance, service, via string, verified bool) Warning {
 	a := &Assessment{Host: host, Instance: instance}
+	now := "IFI stays on for the service " + safetext.Escape(service)
+	if !verified {
+		now = "the service " + safetext.Escape(service) + " has IFI from its next start (whether the running Engine has it now could not be verified)"
+	}
 	return Warning{WarnStaysOnDestroy, "IFI stays on after the destroy",
-		fmt.Sprintf("On %s IFI stays on for the service %s because %s: destroy revokes the resource's own grant, which does not "+
+		fmt.Sprintf("On %s %s because %s: destroy revokes the resource's own grant, which does not "+
 			"turn IFI off, and no restart changes that. To turn IFI off, run the service as a non-administrator account without "+
 			"the right (for example %s) and remove the right from that holder.",
-			a.where(), safetext.Escape(service), via, winsid.ServiceAccountName(service)), nil}
+			a.where(), now, via, winsid.ServiceAccountName(service)), nil}
 }
 
 // StaysOnAfterDestroy is the warning of a destroy (planned or done) on an instance
