@@ -89,6 +89,10 @@ type Error struct {
 	Instance *contract.ReadInstanceResult
 	// Refusal is set for KindRefused.
 	Refusal *ifi.Refusal
+	// Argument is the resource argument a refusal is about ("" when none): the
+	// instance two resources claim ("instance"), the node two reach a cluster role
+	// through ("host").
+	Argument string
 	// Step is the failed step for KindSetRightFailed.
 	Step *ifi.Step
 	// ServiceName and RestartReason are set for KindRestartFailed.

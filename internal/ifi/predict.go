@@ -264,3 +264,40 @@ func PlanChanged(host, instance string, planned Action, now Prediction) *Refusal
 			"Nothing was changed on this instance. Run terraform plan again, review what it says, and apply that plan.",
 			planned, a.where(), what)}
 }
+
+// UnverifiedUpdate is the plan's warning for an instance whose last create or
+// update (op, at at, failing with failure) failed after its change was sent: the
+// plan is an update (ActionVerify) that verifies it and finishes what is missing.
+func UnverifiedUpdate(host, instance, op, at, failure string) Warning {
+	a := &Assessment{Host: host, Instance: instance}
+	return Warning{Code: WarnPlannedAction, Summary: fmt.Sprintf("Unverified change of %s: this update verifies it", a.where()),
+		Detail: fmt.Sprintf("The %s of %s at %s failed after its change was sent (%s). The state holds what was asked and what was known "+
+			"then; this update reads the instance, finishes what is missing, and verifies it. It restarts SQL Server only if the "+
+			"running Engine still lacks what was asked.", op, a.where(), at, safetext.Escape(failure))}
+}
+
+// FailedCreateReplace is the refresh's warning for an instance whose create (at at,
+// failing with failure) failed part-way, which Terraform marks tainted and plans to
+// replace: whether the replace restarts, as far as runningIFI (nil: not known,
+// verified by verifiedBy) tells against enabled, and how to keep the resource
+// instead.
+func FailedCreateReplace(host, instance, at, failure string, runningIFI *bool, verifiedBy string, enabled bool) Warning {
+	a := &Assessment{Host: host, Instance: instance}
+	need := "whether it needs a restart is not known (SQL Server could not say whether the running Engine has IFI): " +
+		"the apply restarts it only if SQL Server then reports that the Engine lacks IFI"
+	summary := fmt.Sprintf("Failed create of %s: its replace may restart SQL Server", a.where())
+	switch {
+	case runningIFI != nil && *runningIFI == enabled:
+		summary = fmt.Sprintf("Failed create of %s: its replace needs no restart", a.where())
+		need = fmt.Sprintf("it needs no restart: the running Engine already has IFI %s (verified by %s), so the replace "+
+			"only verifies the instance", onOff(*runningIFI), verifiedBy)
+	case runningIFI != nil:
+		summary = fmt.Sprintf("Failed create of %s: its replace restarts SQL Server", a.where())
+		need = "it needs a restart: the running Engine lacks what was asked"
+	}
+	return Warning{Code: WarnFailedCreate, Summary: summary,
+		Detail: fmt.Sprintf("The create of %s at %s failed after its change was sent (%s), so Terraform marks the resource tainted and "+
+			"plans to replace it; %s. The replace takes away nothing the host holds as configured: its destroy keeps a grant its create "+
+			"grants again, and the create adopts it. If you have checked the host yourself, run terraform untaint on the resource instead: "+
+			"the next plan is then an update that verifies the instance.", a.where(), at, safetext.Escape(failure), need)}
+}

@@ -242,6 +242,9 @@ const (
 	// WarnKeptForReplace: a destroy kept the grant for the create that replaces the
 	// resource (Replacement).
 	WarnKeptForReplace = "kept_for_replace"
+	// WarnFailedCreate: a create failed part-way; its replace may restart
+	// (FailedCreateReplace).
+	WarnFailedCreate = "failed_create"
 )
 
 // Assessment is the decision's view of one instance.

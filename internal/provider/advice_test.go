@@ -119,7 +119,7 @@ func TestClientsPortUsesRemoteDefaults(t *testing.T) {
 		{remote.Config{HTTPS: true, Port: 15986}, 0, 15986},
 		{remote.Config{HTTPS: true, Port: 15986}, 25986, 25986},
 	} {
-		c := newClients(tc.cfg, nil, nil, nil)
+		c := newClients(tc.cfg, nil, nil, nil, nil)
 		if got := c.port(tc.p); got != tc.want {
 			t.Errorf("port(%d) with %+v = %d; want %d", tc.p, tc.cfg, got, tc.want)
 		}
@@ -130,7 +130,7 @@ func TestClientsPortUsesRemoteDefaults(t *testing.T) {
 // error carries it whole, the others on the same host name that instance instead,
 // and another host (or another port of it) gets its own.
 func TestLogonAdviceOncePerHost(t *testing.T) {
-	c := newClients(remote.Config{Username: `CONTOSO\svc_terraform`, Port: 5985}, nil, nil, nil)
+	c := newClients(remote.Config{Username: `CONTOSO\svc_terraform`, Port: 5985}, nil, nil, nil, nil)
 	logonErr := func(host, instance string) string {
 		tg := converge.Target{Host: host, Instance: instance}
 		re := &remote.Error{Host: host, Kind: remote.KindAuth, Setting: remote.SettingPassword, Auth: remote.AuthNegotiate,

@@ -98,7 +98,7 @@ func startBenchFleet(b *testing.B, hosts, perHost int) *benchFleet {
 // refresh observes every instance with fresh clients, benchParallelism at a time, and
 // fails unless each was found and verified through the DMV.
 func (f *benchFleet) refresh(b *testing.B) {
-	engine := newClients(f.winrm, &f.sql, remote.New, func(cfg sqlcheck.Config) (sqlcheck.Checker, error) { return sqlcheck.New(cfg), nil }).engine()
+	engine := newClients(f.winrm, &f.sql, remote.New, func(cfg sqlcheck.Config) (sqlcheck.Checker, error) { return sqlcheck.New(cfg), nil }, nil).run().Engine
 	ctx := context.Background()
 	sem := make(chan struct{}, benchParallelism)
 	var wg sync.WaitGroup

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 
@@ -25,98 +24,20 @@ type checkerOpener func(sqlcheck.Config) (sqlcheck.Checker, error)
 var _ converge.Clients = &clients{}
 
 // clients is what Configure hands to resources and data sources: the settings, and
-// the WinRM and SQL clients, created the first time they are needed and shared. It
-// is the converge engine's converge.Clients.
+// the WinRM and SQL clients, created the first time they are needed and shared (the
+// converge engine's converge.Clients); and the run's engine session, which keeps
+// what the run's operations must know of each other (converge.Session). Terraform
+// configures the provider anew for every run (plan, apply).
 type clients struct {
 	winrm       remote.Config    // Host and Port are set per host
 	sql         *sqlcheck.Config // nil: no SQL credentials configured
 	openHost    hostOpener
 	openChecker checkerOpener
-	// restarts bounds concurrent restarts across every resource of the run
-	// (max_parallel_restarts); nil: no limit.
-	restarts *converge.RestartLimiter
+	session     *converge.Session
 
-	mu    sync.Mutex
-	hosts map[hostKey]remote.Host
-	// ntlmWarned: the hosts whose NTLM fallback this run has warned about.
-	ntlmWarned map[hostKey]bool
-	checker    sqlcheck.Checker
-	// logonAdvised: hostKey → the instance whose error in this run carries the
-	// advice for a failed logon on that host (given once per host).
-	logonAdvised sync.Map
-	// claims: the instances the resources of this run manage, each with how its
-	// resource spells it. Terraform configures the provider anew for every run
-	// (plan, apply), so the registry is per run.
-	claims map[instanceKey]string
-	// destroyed: the instances whose resource this run destroyed, each with what the
-	// host had before (for the create of a replace: plan_prediction.go).
-	destroyed map[instanceKey]*converge.Outcome
-	// clusterSeen: the last read of each failover cluster instance in this run
-	// (cluster.go).
-	clusterSeen map[instanceKey]*converge.ClusterOutcome
-}
-
-// rememberDestroyed records what the host had before this run destroyed the
-// resource of host/instance (out from the engine's Destroy).
-func (c *clients) rememberDestroyed(host, instance string, out *converge.Outcome) {
-	if out == nil || out.Read == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.destroyed == nil {
-		c.destroyed = map[instanceKey]*converge.Outcome{}
-	}
-	c.destroyed[newInstanceKey(host, instance)] = out
-}
-
-// destroyedBefore is what the host had before this run destroyed the resource of
-// host/instance; nil when it did not.
-func (c *clients) destroyedBefore(host, instance string) *converge.Outcome {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.destroyed[newInstanceKey(host, instance)]
-}
-
-// instanceKey names one SQL Server instance whatever its spelling: the normalised
-// host address and the upper-cased instance name.
-type instanceKey struct {
-	host     string
-	instance string
-}
-
-// newInstanceKey normalises a host and an instance name: an IPv4-mapped IPv6
-// address is its IPv4 address, an IPv6 address its canonical form, a DNS name is
-// lower-cased without its trailing dot; instance names compare without case.
-func newInstanceKey(host, instance string) instanceKey {
-	h := strings.TrimSpace(host)
-	if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
-		if v4 := ip.To4(); v4 != nil {
-			h = v4.String()
-		} else {
-			h = ip.String()
-		}
-	} else {
-		h = strings.TrimSuffix(strings.ToLower(h), ".")
-	}
-	return instanceKey{host: h, instance: strings.ToUpper(strings.TrimSpace(instance))}
-}
-
-// claim records that a resource spelled by manages host/instance in this run. When
-// another resource claimed the same instance first, it returns that one's spelling
-// and false.
-func (c *clients) claim(host, instance, by string) (string, bool) {
-	k := newInstanceKey(host, instance)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if other, taken := c.claims[k]; taken {
-		return other, false
-	}
-	if c.claims == nil {
-		c.claims = map[instanceKey]string{}
-	}
-	c.claims[k] = by
-	return "", true
+	mu      sync.Mutex
+	hosts   map[hostKey]remote.Host
+	checker sqlcheck.Checker
 }
 
 type hostKey struct {
@@ -124,13 +45,26 @@ type hostKey struct {
 	port int
 }
 
-func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOpener) *clients {
-	return &clients{winrm: w, sql: s, openHost: oh, openChecker: oc, hosts: map[hostKey]remote.Host{}}
+// newClients is the clients of a run, whose restarts share the limiter restarts
+// (max_parallel_restarts; nil: no limit).
+func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOpener, restarts *converge.RestartLimiter) *clients {
+	c := &clients{winrm: w, sql: s, openHost: oh, openChecker: oc, hosts: map[hostKey]remote.Host{}}
+	c.session = converge.NewSession(&converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: restarts})
+	return c
 }
 
-// engine is the converge engine over these clients, logging through tflog.
-func (c *clients) engine() *converge.Engine {
-	return &converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: c.restarts}
+// run is the run's engine session; nil before the provider is configured (a
+// nil session predicts only that it cannot know).
+func (c *clients) run() *converge.Session {
+	if c == nil {
+		return nil
+	}
+	return c.session
+}
+
+// hostOnce is the key of advice given once per host and run.
+func (c *clients) hostOnce(what string, t converge.Target) string {
+	return fmt.Sprintf("%s %s:%d", what, strings.ToLower(t.Host), c.port(t.Port))
 }
 
 // port is the WinRM port used for a resource whose port argument is p (0: unset):
@@ -169,20 +103,17 @@ func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target
 	k := hostKey{strings.ToLower(t.Host), c.port(t.Port)}
 	c.mu.Lock()
 	h, ok := c.hosts[k].(remote.LogonReporter)
-	if !ok || c.ntlmWarned[k] {
-		c.mu.Unlock()
+	c.mu.Unlock()
+	if !ok {
 		return
 	}
 	lg := h.Logon()
 	if !lg.Fallback {
-		c.mu.Unlock()
 		return
 	}
-	if c.ntlmWarned == nil {
-		c.ntlmWarned = map[hostKey]bool{}
+	if _, isNew := c.session.Once(c.hostOnce("ntlm", t), ""); !isNew {
+		return
 	}
-	c.ntlmWarned[k] = true
-	c.mu.Unlock()
 	host := safetext.Escape(t.Host)
 	diags.AddWarning(fmt.Sprintf("NTLM instead of Kerberos on %s", host),
 		fmt.Sprintf(`winrm.auth = "negotiate" reached %s with NTLM because %s. Kerberos proves the host's identity before anything is sent; `+
@@ -196,12 +127,8 @@ func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target
 // user, and the advice for a failed logon given once per host.
 func (c *clients) report() errorReport {
 	return errorReport{user: c.winrm.Username, logonAdvised: func(t converge.Target) string {
-		first, loaded := c.logonAdvised.LoadOrStore(hostKey{strings.ToLower(t.Host), c.port(t.Port)}, t.Instance)
-		if !loaded {
-			return ""
-		}
-		instance, _ := first.(string)
-		return instance
+		first, _ := c.session.Once(c.hostOnce("logon", t), t.Instance)
+		return first
 	}}
 }
 

@@ -78,7 +78,7 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 	if !m.Grantee.IsNull() && !m.Grantee.IsUnknown() {
 		grantee = ifi.Grantee(m.Grantee.ValueString())
 	}
-	out, err := d.c.engine().Describe(ctx, t, grantee)
+	res, err := d.c.run().Describe(ctx, converge.Request{Target: t, Nodes: nodeAddresses(m.Nodes), SQLHost: m.SQLHost.ValueString()}, grantee)
 	d.c.ntlmFallbackWarning(&resp.Diagnostics, t)
 	if err != nil {
 		addEngineError(&resp.Diagnostics, opRead, err, d.c.report())
@@ -87,20 +87,12 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 	m.Instance = types.StringValue(t.Instance)
 	m.Grantee = types.StringValue(string(grantee))
 	m.ID = types.StringValue(importID(t.Host, t.Instance))
-	m.computedModel.set(out.Assessment)
-	ws := out.Warnings
-	if out.Read != nil && out.Read.Clustered {
+	m.computedModel.set(res.Assessment)
+	if res.Clustered() {
 		// A failover cluster instance: every node, as SQL Server Setup would have it.
-		ref := converge.SetupReference
-		ref.Grantee = grantee
-		cout, err := d.c.engine().ReadCluster(ctx, clusterTarget(t, m.Nodes, m.SQLHost), ref)
-		if err != nil {
-			addEngineError(&resp.Diagnostics, opRead, err, d.c.report())
-			return
-		}
-		m.computedModel.setCluster(cout.Cluster, cout.Observed.Cluster.Node)
-		ws = cout.Warnings
+		m.computedModel.setCluster(res.Cluster.Cluster, res.Cluster.Observed.Cluster.Node)
 	}
+	ws := res.Warnings
 	addWarnings(&resp.Diagnostics, ws)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

@@ -64,6 +64,10 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 			diags.AddError(fmt.Sprintf("Cannot decide how to apply IFI on %s", t), ce.Err.Error())
 		}
 	case converge.KindRefused:
+		if ce.Argument != "" {
+			diags.AddAttributeError(path.Root(ce.Argument), ce.Refusal.Summary, ce.Refusal.Detail)
+			return
+		}
 		diags.AddError(ce.Refusal.Summary, ce.Refusal.Detail)
 	case converge.KindSetRightFailed:
 		if op == opDestroy {

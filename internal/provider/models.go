@@ -113,6 +113,32 @@ func (m *ifiResourceModel) target() converge.Target {
 	}
 }
 
+// request is the engine's request for the instance: the target, what the arguments
+// ask, the memo m (nil: none) and clustered, what the state (or a create's plan)
+// says of the instance.
+func (m *ifiResourceModel) request(clustered types.Bool, memo *converge.Memo) converge.Request {
+	return converge.Request{Target: m.target(), Desired: m.desired(), Memo: memo, Nodes: nodeAddresses(m.Nodes),
+		SQLHost: m.SQLHost.ValueString(), Clustered: knownBool(clustered)}
+}
+
+// knownBool is v's value; nil when it is null or unknown (an unknown value is not
+// false).
+func knownBool(v types.Bool) *bool {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	return v.ValueBoolPointer()
+}
+
+// withResult is m with what the engine's result says is true (withOutcome or, on a
+// failover cluster instance, withClusterOutcome); nil when nothing is known to store.
+func (m ifiResourceModel) withResult(res *converge.Result, known computedModel) *ifiResourceModel {
+	if res.Clustered() {
+		return m.withClusterOutcome(res.Cluster, known)
+	}
+	return m.withOutcome(res.Outcome, known)
+}
+
 // stringMap is a map(string) attribute's known elements.
 func stringMap(v types.Map) map[string]string {
 	if v.IsNull() || v.IsUnknown() {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -43,35 +42,25 @@ func TestAvailabilityGroupsList(t *testing.T) {
 	}
 }
 
-// A plan that changes the instance shows availability_groups as known after
-// apply, as it did availability_group; one that changes nothing keeps the state's.
-func TestPlannedActionMarksAvailabilityGroupsUnknown(t *testing.T) {
+// Every fact the engine may say an apply changes (ifi.Field) is a computed
+// attribute of the resource, which the plan can then mark unknown: a fact the
+// schema lacks would fail every plan that changes it.
+func TestFieldsAreComputedAttributes(t *testing.T) {
 	ctx := context.Background()
 	var sr resource.SchemaResponse
 	(&ifiResource{}).Schema(ctx, resource.SchemaRequest{}, &sr)
 	if sr.Diagnostics.HasError() {
 		t.Fatal(sr.Diagnostics)
 	}
-	for _, tc := range []struct {
-		act         ifi.Action
-		wantUnknown bool
-	}{{ifi.ActionGrantAndRestart, true}, {ifi.ActionNone, false}} {
+	for _, f := range ifi.AllFields {
+		a, ok := sr.Schema.Attributes[string(f)]
+		if !ok || !a.IsComputed() || a.IsOptional() {
+			t.Errorf("ifi.Field %q is not a computed-only attribute of the resource", f)
+			continue
+		}
 		plan := tfsdk.Plan{Schema: sr.Schema, Raw: tftypes.NewValue(sr.Schema.Type().TerraformType(ctx), nil)}
-		var diags diag.Diagnostics
-		if d := plan.SetAttribute(ctx, path.Root("availability_groups"), types.ListValueMust(types.StringType, []attr.Value{types.StringValue("AG1")})); d.HasError() {
-			t.Fatal(d)
-		}
-		act := tc.act
-		setPlannedAction(ctx, &plan, &act, &diags)
-		if diags.HasError() {
-			t.Fatalf("%s: %v", act, diags)
-		}
-		var got types.List
-		if d := plan.GetAttribute(ctx, path.Root("availability_groups"), &got); d.HasError() {
-			t.Fatal(d)
-		}
-		if got.IsUnknown() != tc.wantUnknown {
-			t.Errorf("planned_action %s: availability_groups %v, want unknown %v", act, got, tc.wantUnknown)
+		if d := plan.SetAttribute(ctx, path.Root(string(f)), unknownOf(computedAttributes[string(f)].kind)); d.HasError() {
+			t.Errorf("ifi.Field %q: the plan cannot mark it unknown: %v", f, d)
 		}
 	}
 }

@@ -54,6 +54,14 @@ type unverifiedPrivate struct {
 	Error string    `json:"error"` // the failure, for the plan's warning
 }
 
+// engine is the mark as the engine takes it; nil when there is none.
+func (u *unverifiedPrivate) engine() *converge.Unverified {
+	if u == nil {
+		return nil
+	}
+	return &converge.Unverified{Op: u.Op, At: u.At.Format(time.RFC3339), Error: u.Error}
+}
+
 // setUnverified marks the resource unverified after a failed op; an empty op
 // removes the mark.
 func setUnverified(ctx context.Context, p privateSetter, op string, at time.Time, err error) diag.Diagnostics {

@@ -315,8 +315,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	if sc != nil {
 		sc.Log = tflogLogger{}
 	}
-	c := newClients(rc, sc, p.openHost, p.openChecker)
-	c.restarts = converge.NewRestartLimiter(maxRestarts)
+	c := newClients(rc, sc, p.openHost, p.openChecker, converge.NewRestartLimiter(maxRestarts))
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -63,8 +62,9 @@ func (r *ifiResource) Create(ctx context.Context, req resource.CreateRequest, re
 	defer cancel()
 
 	plan.ID = types.StringValue(importID(plan.Host.ValueString(), plan.Instance.ValueString()))
-	r.apply(ctx, opCreate, plan, computedModel{}, plan.desired(), plan.target(), converge.NewMemo(plan.target()), &resp.State, resp.Identity,
-		resp.Private, &resp.Diagnostics)
+	// The plan's read said whether the instance is clustered (converge.Session.Plan).
+	ar := converge.ApplyRequest{Request: plan.request(plan.Clustered, nil), Create: true, Planned: plannedAction(plan.PlannedAction)}
+	r.apply(ctx, ar, plan, computedModel{}, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -81,16 +81,14 @@ func (r *ifiResource) Update(ctx context.Context, req resource.UpdateRequest, re
 	}
 	defer cancel()
 
-	desired := plan.desired()
-	desired.PriorGranteeSID = prior.GranteeSID.ValueString()
-	t := plan.target()
-	// The plan's refresh read the host moments ago, as a rule: the apply uses that
-	// read while it is fresh (converge.DefaultReadFreshness).
-	m, ds := getMemo(ctx, req.Private, t)
+	// The plan's refresh read the host moments ago, as a rule: the engine uses that
+	// read (the memo) while it is fresh (converge.DefaultReadFreshness).
+	m, ds := getMemo(ctx, req.Private, plan.target())
 	resp.Diagnostics.Append(ds...)
-	m.Prime(&t, &desired)
+	ar := converge.ApplyRequest{Request: plan.request(prior.Clustered, m), Planned: plannedAction(plan.PlannedAction)}
+	ar.Desired.PriorGranteeSID = prior.GranteeSID.ValueString()
 	plan.ID = prior.ID
-	r.apply(ctx, opUpdate, plan, prior.computedModel, desired, t, m, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, ar, plan, prior.computedModel, &resp.State, resp.Identity, resp.Private, &resp.Diagnostics)
 }
 
 // Operations whose failure marks the resource unverified (privateUnverified).
@@ -99,59 +97,35 @@ const (
 	opUpdate = "update"
 )
 
-// apply converges the instance to the plan and stores what the engine says is true.
+// apply has the engine converge the instance and stores what it says is true.
 // After a failure once the change was sent, it stores the plan's intent with what
 // is known (the engine's read-back, else known: the prior state's computed
-// attributes, or nothing after a create) and marks the resource unverified, so that
-// the next plan verifies it; when nothing was sent, the state stays as it was. t
-// and d are primed with the engine's memo m, which keeps what this apply tells the
-// next operation.
-func (r *ifiResource) apply(ctx context.Context, op string, plan ifiResourceModel, known computedModel, d ifi.Desired, t converge.Target,
-	m *converge.Memo, state *tfsdk.State, identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
-	// The apply does what the plan said, or nothing; the create of a replace was
-	// planned as a whole, before this run's destroy (plan_prediction.go).
-	if !plan.PlannedAction.IsUnknown() && (op != opCreate || r.c.destroyedBefore(t.Host, t.Instance) == nil) {
-		d.Planned = ifi.Action(plan.PlannedAction.ValueString())
-	}
-	hint := known.Clustered
-	if op == opCreate {
-		hint = plan.Clustered // the plan's read said it (predictCreate)
-	}
-	clustered, err := r.c.clustered(ctx, &t, hint, d)
-	if err != nil {
-		addEngineError(diags, opApply, err, r.c.report()) // nothing was changed
-		return
-	}
-	var st *ifiResourceModel
-	var act ifi.Action
-	var ws []ifi.Warning
-	if clustered {
-		out, cerr := r.c.engine().ApplyCluster(ctx, clusterTarget(t, plan.Nodes, plan.SQLHost), d)
-		st, act, ws, err = plan.withClusterOutcome(out, known), out.Action, out.Warnings, cerr
-	} else {
-		out, aerr := r.c.engine().Apply(ctx, t, d)
-		st, act, ws, err = plan.withOutcome(out, known), out.Action, out.Warnings, aerr
-		m.Remember(out)
-	}
-	r.c.ntlmFallbackWarning(diags, t)
+// attributes, or nothing after a create) and marks the resource unverified, so
+// that the next plan verifies it; when nothing was sent, the state stays as it was.
+func (r *ifiResource) apply(ctx context.Context, ar converge.ApplyRequest, plan ifiResourceModel, known computedModel, state *tfsdk.State,
+	identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
+	res, err := r.c.session.Apply(ctx, ar)
+	r.c.ntlmFallbackWarning(diags, ar.Target)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.report())
 	}
-	addWarnings(diags, ws)
-	if st != nil {
-		if plan.PlannedAction.IsUnknown() { // the plan could not tell: the state says what was done
-			st.PlannedAction = types.StringValue(string(cmp.Or(act, ifi.ActionNone)))
-		}
-		mark := ""
-		if err != nil {
-			mark = op
-		}
-		diags.Append(setUnverified(ctx, private, mark, time.Now(), err)...)
-		diags.Append(state.Set(ctx, st)...)
-		diags.Append(setIdentity(ctx, identity, *st)...)
-		m.Enabled = plan.Enabled.ValueBoolPointer()
-		diags.Append(setMemo(ctx, private, m)...)
+	addWarnings(diags, res.Warnings)
+	st := plan.withResult(res, known)
+	if st == nil {
+		return
 	}
+	st.PlannedAction = types.StringValue(string(res.Action))
+	mark := ""
+	if err != nil {
+		mark = opUpdate
+		if ar.Create {
+			mark = opCreate
+		}
+	}
+	diags.Append(setUnverified(ctx, private, mark, time.Now(), err)...)
+	diags.Append(state.Set(ctx, st)...)
+	diags.Append(setIdentity(ctx, identity, *st)...)
+	diags.Append(setMemo(ctx, private, res.Memo)...)
 }
 
 func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -167,25 +141,16 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	defer cancel()
 
-	imported := state.Enabled.IsNull()
-	desired := state.desired()
-	t := state.target()
-	m, ds := getMemo(ctx, req.Private, t)
+	m, ds := getMemo(ctx, req.Private, state.target())
 	resp.Diagnostics.Append(ds...)
-	if imported {
-		desired = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
-		state.Grantee = types.StringValue(string(desired.Grantee))
-		state.Restart = types.StringValue(string(desired.Restart))
-	} else if m.Enabled != nil {
-		desired.Enabled = *m.Enabled // what was applied, whatever the state says
-	}
-	m.Prime(&t, &desired)
-	t.Read = nil // a refresh reads the host
-	st, a, ws, out, err := r.refresh(ctx, state, desired, t)
-	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
+	u, ds := getUnverified(ctx, req.Private)
+	resp.Diagnostics.Append(ds...)
+	rr := converge.ReadRequest{Request: state.request(state.Clustered, m), Imported: state.Enabled.IsNull(), Unverified: u.engine()}
+	res, err := r.c.session.Read(ctx, rr)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, rr.Target)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
-			notFoundDetail(t, ce.Instance)+" Terraform then plans to create the resource again, and that plan fails while the instance is not installed: remove the resource from the configuration if the instance was uninstalled, or correct the instance argument.")
+			notFoundDetail(rr.Target, ce.Instance)+" Terraform then plans to create the resource again, and that plan fails while the instance is not installed: remove the resource from the configuration if the instance was uninstalled, or correct the instance argument.")
 		resp.State.RemoveResource(ctx)
 		// The framework wants an identity after every read, a removal included.
 		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, state)...)
@@ -195,29 +160,23 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return // the state stays as it was
 	}
-	// enabled keeps what the user asked; the computed attributes say what the host
-	// has, and the plan's planned_action what the apply will do about it.
-	st.Enabled = types.BoolValue(desired.Enabled)
+	st := state.withResult(res, state.computedModel)
+	// enabled keeps what was asked (for an import, what the host has); the computed
+	// attributes say what the host has, and the plan's planned_action what the
+	// apply will do about it.
+	st.Enabled = types.BoolValue(res.Enabled)
 	st.PlannedAction = types.StringValue(string(ifi.ActionNone))
-	if imported {
-		// An import adopts what the host has: enabled is whether the right is granted.
-		st.Enabled = types.BoolValue(a.PrivilegeGranted)
+	if rr.Imported {
+		st.Grantee, st.Restart = types.StringValue(string(res.Desired.Grantee)), types.StringValue(string(res.Desired.Restart))
 		if st.Instance.IsNull() {
-			st.Instance = types.StringValue(a.Instance)
+			st.Instance = types.StringValue(res.Assessment.Instance)
 		}
 		st.ID = types.StringValue(importID(st.Host.ValueString(), st.Instance.ValueString()))
-		m.Enabled = &a.PrivilegeGranted
 	}
-	addWarnings(&resp.Diagnostics, ws)
-	if u, ds := getUnverified(ctx, req.Private); u != nil && u.Op == opCreate {
-		resp.Diagnostics.AddWarning(replaceAdvice(t, u, a, desired.Enabled))
-	} else {
-		resp.Diagnostics.Append(ds...)
-	}
+	addWarnings(&resp.Diagnostics, res.Warnings)
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, *st)...)
-	m.Remember(out)
-	resp.Diagnostics.Append(setMemo(ctx, resp.Private, m)...)
+	resp.Diagnostics.Append(setMemo(ctx, resp.Private, res.Memo)...)
 }
 
 func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -233,15 +192,14 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	}
 	defer cancel()
 
-	t := state.target()
-	d := state.desired()
+	dr := state.request(state.Clustered, nil)
 	// The destroy half of a replace: the replacing create's plan (its planned
 	// private state, which Terraform gives this request) says what it asks.
-	d.Replacement = getReplacement(ctx, req.Private)
-	ws, err := r.destroy(ctx, state, t, d)
-	r.c.ntlmFallbackWarning(&resp.Diagnostics, t)
+	dr.Desired.Replacement = getReplacement(ctx, req.Private)
+	res, err := r.c.session.Destroy(ctx, dr)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, dr.Target)
 	if ce, ok := notFound(err); ok {
-		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(t, ce.Instance)+" Nothing to revoke.")
+		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(dr.Target, ce.Instance)+" Nothing to revoke.")
 		return
 	}
 	if err != nil {
@@ -249,11 +207,12 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 		return
 	}
 	// The stays-on warning was given by ModifyPlan when the destroy was planned.
-	addWarnings(&resp.Diagnostics, ws, ifi.WarnStaysOnDestroy)
+	addWarnings(&resp.Diagnostics, res.Warnings, ifi.WarnStaysOnDestroy)
 }
 
-// ModifyPlan says what the apply will do (planned_action and one warning per
-// resource, decided by ifi.Predict), and what a destroy leaves in effect.
+// ModifyPlan says what the apply will do (planned_action, the facts it may change
+// and its warnings, as the engine predicts them: converge.Session.Plan), and what a
+// destroy leaves in effect.
 func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	ctx = maskSecrets(ctx, r.c)
 	if !req.Plan.Raw.IsNull() {
@@ -268,36 +227,30 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 			return // the framework reports the plan's own problems
 		}
 	}
-	if req.State.Raw.IsNull() {
-		if !req.Plan.Raw.IsNull() {
-			r.predictCreate(ctx, plan, resp)
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if resp.Diagnostics.HasError() {
+			return
 		}
-		return
 	}
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
+	switch {
+	case req.Plan.Raw.IsNull(): // a destroy: its plan contacts no host
+		m, _ := getMemo(ctx, req.Private, state.target())
+		addWarnings(&resp.Diagnostics, r.c.run().PlanDestroy(state.request(state.Clustered, m), state.ServiceName.ValueString(),
+			knownBool(state.IFIEnabled)))
+	case req.State.Raw.IsNull():
+		r.plan(ctx, converge.PlanRequest{Request: plan.request(types.BoolNull(), nil), Create: true}, plan, nil, resp)
+	default:
+		m, ds := getMemo(ctx, req.Private, state.target())
+		resp.Diagnostics.Append(ds...)
+		u, ds := getUnverified(ctx, req.Private)
+		resp.Diagnostics.Append(ds...)
+		pr := converge.PlanRequest{Request: plan.request(state.Clustered, m), Unverified: u.engine(),
+			Drift:          plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart),
+			GranteeChanged: !plan.Grantee.Equal(state.Grantee),
+			NodesUnchanged: plan.Nodes.Equal(state.Nodes) && plan.SQLHost.Equal(state.SQLHost),
+			Unchanged:      resp.Plan.Raw.Equal(req.State.Raw)}
+		pr.Desired.PriorGranteeSID = state.GranteeSID.ValueString()
+		r.plan(ctx, pr, plan, &state, resp)
 	}
-	t := state.target()
-	if req.Plan.Raw.IsNull() {
-		r.planDestroyWarnings(ctx, req, state, t, resp)
-		return
-	}
-	if r.verifyUnverified(ctx, req, resp, t) {
-		return
-	}
-	r.predictUpdate(ctx, req, state, plan, resp)
-}
-
-// planDestroyWarnings says what a planned destroy leaves in effect, as the engine
-// decides it from its memo and the state (converge.Memo.DestroyPlanWarnings); a
-// destroy's plan contacts no host.
-func (r *ifiResource) planDestroyWarnings(ctx context.Context, req resource.ModifyPlanRequest, state ifiResourceModel, t converge.Target, resp *resource.ModifyPlanResponse) {
-	var ifiEnabled *bool
-	if !state.IFIEnabled.IsNull() && !state.IFIEnabled.IsUnknown() {
-		v := state.IFIEnabled.ValueBool()
-		ifiEnabled = &v
-	}
-	m, _ := getMemo(ctx, req.Private, t)
-	addWarnings(&resp.Diagnostics, m.DestroyPlanWarnings(state.desired(), state.ServiceName.ValueString(), ifiEnabled, state.Clustered.ValueBool()))
 }

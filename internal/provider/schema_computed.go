@@ -19,10 +19,6 @@ type computedAttr struct {
 	// dataSourceDescription replaces description where the data source's value
 	// is worded otherwise (it reports the grant of its `grantee`, changing nothing).
 	dataSourceDescription string
-	// stable: the value changes only when the instance is reinstalled or
-	// reconfigured, so the resource's plan keeps the state's value
-	// (UseStateForUnknown) instead of showing "known after apply".
-	stable bool
 }
 
 type computedKind int
@@ -35,11 +31,11 @@ const (
 )
 
 var computedAttributes = map[string]computedAttr{
-	"service_name": {kind: computedString, stable: true,
+	"service_name": {kind: computedString,
 		description: "Windows service of the Database Engine: `MSSQLSERVER` or `MSSQL$NAME`."},
-	"service_account": {kind: computedString, stable: true,
+	"service_account": {kind: computedString,
 		description: "Account the Engine service starts as (`Win32_Service.StartName`)."},
-	"service_sid": {kind: computedString, stable: true,
+	"service_sid": {kind: computedString,
 		description: "Per-service SID of the Engine (`NT SERVICE\\<service>`), computed from the service name."},
 	"grantee_sid": {kind: computedString,
 		description: "SID that receives the right, per `grantee`.",
@@ -56,10 +52,10 @@ var computedAttributes = map[string]computedAttr{
 		description: "How `ifi_enabled` was verified: `sql_dmv` (`sys.dm_server_services`), `errorlog` (the startup line of the current error log) or `none`."},
 	"sql_version": {kind: computedString,
 		description: "SQL Server build, e.g. `16.0.4135.4`."},
-	"group_policy_managed": {kind: computedBool, stable: true,
+	"group_policy_managed": {kind: computedBool,
 		description: "A domain Group Policy defines who holds the right; the resource then refuses changes the policy would revert. " +
 			"Null when the host cannot tell (RSoP has no data or cannot be read), with a warning."},
-	"tde_databases": {kind: computedStringList, stable: true,
+	"tde_databases": {kind: computedStringList,
 		description: "Databases with Transparent Data Encryption, whose data files IFI never applies to; null when unknown (no SQL credentials)."},
 	"availability_groups": {kind: computedStringList,
 		description: "Names of the Always On availability groups the instance is a replica of, as SQL Server reports them, sorted; " +
@@ -67,7 +63,7 @@ var computedAttributes = map[string]computedAttr{
 	"availability_role": {kind: computedString,
 		description: "The instance's availability replica role: `primary`, `secondary` or `resolving` (`primary` when it is the primary of any " +
 			"group); null when it is in no group, or when SQL Server cannot be asked. With `restart = \"if_needed\"` a primary (or resolving) replica is never restarted."},
-	"clustered": {kind: computedBool, stable: true,
+	"clustered": {kind: computedBool,
 		description: "The instance is a failover cluster instance (FCI). It is never restarted through the service manager: " +
 			"see `restart` for the ways through the cluster."},
 	"cluster_nodes": {kind: computedNodeList,
@@ -105,29 +101,22 @@ var clusterNodeType = func() types.ObjectType {
 	return types.ObjectType{AttrTypes: at}
 }()
 
-// computedResourceAttributes are the resource's computed attributes.
+// computedResourceAttributes are the resource's computed attributes. A plan keeps
+// each one's state value (UseStateForUnknown) unless the engine says the apply may
+// change it (converge.Prediction.MayChange): the diff is exact.
 func computedResourceAttributes() map[string]rschema.Attribute {
 	attrs := make(map[string]rschema.Attribute, len(computedAttributes))
 	for name, a := range computedAttributes {
 		switch a.kind {
 		case computedString:
-			s := rschema.StringAttribute{Computed: true, MarkdownDescription: a.description}
-			if a.stable {
-				s.PlanModifiers = []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-			}
-			attrs[name] = s
+			attrs[name] = rschema.StringAttribute{Computed: true, MarkdownDescription: a.description,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}}
 		case computedBool:
-			b := rschema.BoolAttribute{Computed: true, MarkdownDescription: a.description}
-			if a.stable {
-				b.PlanModifiers = []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}
-			}
-			attrs[name] = b
+			attrs[name] = rschema.BoolAttribute{Computed: true, MarkdownDescription: a.description,
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}}
 		case computedStringList:
-			l := rschema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: a.description}
-			if a.stable {
-				l.PlanModifiers = []planmodifier.List{listplanmodifier.UseStateForUnknown()}
-			}
-			attrs[name] = l
+			attrs[name] = rschema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: a.description,
+				PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()}}
 		case computedNodeList:
 			nested := map[string]rschema.Attribute{}
 			for _, n := range clusterNodeAttributes {
@@ -137,7 +126,8 @@ func computedResourceAttributes() map[string]rschema.Attribute {
 				}
 			}
 			attrs[name] = rschema.ListNestedAttribute{Computed: true, MarkdownDescription: a.description,
-				NestedObject: rschema.NestedAttributeObject{Attributes: nested}}
+				NestedObject:  rschema.NestedAttributeObject{Attributes: nested},
+				PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()}}
 		}
 	}
 	return attrs

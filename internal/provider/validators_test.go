@@ -223,38 +223,6 @@ func TestCheckSPN(t *testing.T) {
 	}
 }
 
-// One instance, whatever the spelling of its host and name.
-func TestInstanceKey(t *testing.T) {
-	same := [][2][2]string{
-		{{"127.0.2.2", "MSSQLSERVER"}, {"::ffff:127.0.2.2", "mssqlserver"}},
-		{{"127.0.2.2", "REPORTING"}, {"[::ffff:7f00:202]", "Reporting"}},
-		{{"SQL01.Example.com.", "A"}, {"sql01.example.com", "a"}},
-		{{"fe80::1", "X"}, {"FE80:0:0:0:0:0:0:1", "x"}},
-	}
-	for _, p := range same {
-		if a, b := newInstanceKey(p[0][0], p[0][1]), newInstanceKey(p[1][0], p[1][1]); a != b {
-			t.Errorf("%v and %v are different instances (%v, %v), want one", p[0], p[1], a, b)
-		}
-	}
-	differ := [][2][2]string{
-		{{"127.0.2.2", "MSSQLSERVER"}, {"127.0.2.3", "MSSQLSERVER"}},
-		{{"sql01", "A"}, {"sql01.example.com", "A"}},
-		{{"sql01", "A"}, {"sql01", "B"}},
-	}
-	for _, p := range differ {
-		if newInstanceKey(p[0][0], p[0][1]) == newInstanceKey(p[1][0], p[1][1]) {
-			t.Errorf("%v and %v are one instance, want two", p[0], p[1])
-		}
-	}
-	c := &clients{}
-	if _, ok := c.claim("127.0.2.2", "MSSQLSERVER", "first"); !ok {
-		t.Fatal("the first claim was refused")
-	}
-	if other, ok := c.claim("::ffff:127.0.2.2", "mssqlserver", "second"); ok || other != "first" {
-		t.Errorf("second claim: ok %v, other %q; want refused, naming first", ok, other)
-	}
-}
-
 // The nodes map is refused at plan time when a key is not a node name (an FQDN, an
 // address), when two keys name one node, or when a value is not a host.
 func TestNodesValidator(t *testing.T) {

@@ -1,0 +1,198 @@
+package converge
+
+import (
+	"context"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
+)
+
+// The plan says what the apply will do, decided by ifi.Predict on the host's read
+// (a create's own read at plan time, an update's refresh kept in the memo) with
+// the same rules the apply follows (design/plan.md).
+
+// PlanRequest is a plan's Request.
+type PlanRequest struct {
+	Request
+	// Create: the resource is not in the state. A create's plan reads the host.
+	Create bool
+	// NameUnknown: the host or instance is not known until apply; ConfigUnknown:
+	// the provider's configuration is not; ArgsUnknown: another argument is not.
+	NameUnknown   bool
+	ConfigUnknown bool
+	ArgsUnknown   bool
+	// Unverified is the mark of a failed create or update; nil: none.
+	Unverified *Unverified
+	// Drift: the arguments are as in the state, so a change is the host's drift.
+	// GranteeChanged: the grantee argument is not. NodesUnchanged: nodes and
+	// sql_host are as in the state (a cluster's refresh reached the nodes as the
+	// plan would). Unchanged: nothing in the plan differs from the state.
+	Drift, GranteeChanged, NodesUnchanged, Unchanged bool
+}
+
+// Prediction is what a plan shows.
+type Prediction struct {
+	// Action is what the apply will do; nil: not known (the apply may restart).
+	Action *ifi.Action
+	// KeepState: planned_action keeps the state's value (nothing to do, nothing
+	// else changes: the plan is empty).
+	KeepState bool
+	// Clustered: a create's read found a failover cluster instance.
+	Clustered bool
+	// Replacement is what a create will ask, for the destroy half of a replace.
+	Replacement *ifi.Replacement
+	// MayChange are the facts the apply may change: unknown in the plan; every
+	// other fact keeps the state's value.
+	MayChange []ifi.Field
+	Warnings  []ifi.Warning
+}
+
+func unknownPrediction(t Target, why string) *Prediction {
+	p := &Prediction{MayChange: ifi.AllFields}
+	if why != "" {
+		p.Warnings = []ifi.Warning{ifi.UnknownPrediction(t.Host, t.Instance, why)}
+	}
+	return p
+}
+
+// Plan predicts what applying r does. A host that cannot be read within ctx's
+// deadline is the error (naming it and what to check): a known prediction never
+// turns unknown on a failed read, since Terraform plans a create again during its
+// apply, and an unknown value where the plan knew one is its "inconsistent final
+// plan". A second resource for one cluster role is refused (KindRefused).
+func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) {
+	t, d, m := r.Target, r.Desired, r.memo()
+	switch {
+	case r.NameUnknown:
+		return unknownPrediction(t, ""), nil // no name to say it with
+	case r.ConfigUnknown:
+		return unknownPrediction(t, "the provider's configuration is not known until apply"), nil
+	case r.ArgsUnknown:
+		return unknownPrediction(t, "some of its arguments are not known until apply"), nil
+	}
+	if r.Create {
+		return s.planCreate(ctx, r)
+	}
+	if u := r.Unverified; u != nil {
+		verify := ifi.ActionVerify
+		return &Prediction{Action: &verify, MayChange: ifi.AllFields,
+			Warnings: []ifi.Warning{ifi.UnverifiedUpdate(t.Host, t.Instance, u.Op, u.At, u.Error)}}, nil
+	}
+	clustered := r.Clustered != nil && *r.Clustered
+	if !clustered && (m.Read == nil || m.Verification == nil || m.Verification.Source == "") {
+		return unknownPrediction(t, "the state holds no read of it (a plan with refresh records one)"), nil
+	}
+	m.Prime(&t, &d)
+	var p *Prediction
+	if clustered {
+		var err error
+		if p, err = s.planCluster(ctx, r, t, d, r.NodesUnchanged); err != nil {
+			return nil, err
+		}
+	} else {
+		p = s.predict(r, t, d, m.Read, m.Verification, false)
+	}
+	if r.Unchanged && p.Action != nil && *p.Action == ifi.ActionNone {
+		p.KeepState = true
+	}
+	return p, nil
+}
+
+// planCreate reads the host (one read_instance and one SQL check, as a refresh
+// does, riding through a refused connection within ctx's deadline) and predicts
+// creating the resource. The create of a replace, planned again during the apply
+// after this run's destroy, predicts from the host as the destroy found it:
+// Terraform wants the plan it approved.
+func (s *Session) planCreate(ctx context.Context, r PlanRequest) (*Prediction, error) {
+	t, d := r.Target, r.Desired
+	if before := s.destroyedBefore(t); before != nil {
+		return s.predict(r, Target{Host: t.Host, Instance: t.Instance}, d, before.Read, &before.Verification, true), nil
+	}
+	out, err := s.Engine.ReadRiding(ctx, t, d)
+	if err != nil {
+		return nil, err
+	}
+	if out.Read != nil && out.Read.Clustered {
+		// The apply takes the cluster path without reading again to know it.
+		p, err := s.planCluster(ctx, r, t, d, false)
+		if p != nil {
+			p.Clustered = true
+		}
+		return p, err
+	}
+	// Should this create replace a resource (tainted after a failed create, or an
+	// argument that forces replacement), its destroy half keeps a grant this create
+	// grants again.
+	rep := &ifi.Replacement{Host: t.Host, Instance: t.Instance, Enabled: d.Enabled, Grantee: d.Grantee}
+	if out.Assessment != nil {
+		rep.GranteeSID = out.Assessment.GranteeSID
+	}
+	// When the host reads differently when Terraform plans the create again during
+	// the apply, its own consistency check stops the apply before anything changes.
+	p := s.predict(r, Target{Host: t.Host, Instance: t.Instance}, d, out.Read, &out.Verification, true)
+	p.Replacement = rep
+	p.Warnings = append(out.Warnings, p.Warnings...) // what the apply would say of the instance
+	return p, nil
+}
+
+// predict is ifi.Predict on the read ri and verification v.
+func (s *Session) predict(r PlanRequest, t Target, d ifi.Desired, ri *contract.ReadInstanceResult, v *ifi.Verification, create bool) *Prediction {
+	pred, err := ifi.Predict(d, ifi.Observed{Host: t.Host, Instance: ri, Verification: *v}, r.Drift)
+	if err != nil {
+		return unknownPrediction(t, "its read cannot be assessed: "+safetext.Escape(err.Error()))
+	}
+	return s.prediction(pred, false, r, create)
+}
+
+// prediction is what a plan shows of pred.
+func (s *Session) prediction(pred ifi.Prediction, clustered bool, r PlanRequest, create bool) *Prediction {
+	act := pred.Action
+	p := &Prediction{Action: &act, MayChange: ifi.MayChange(act, clustered, r.GranteeChanged || create)}
+	if act != ifi.ActionNone {
+		p.Warnings = append(pred.PlanWarnings, pred.Warning)
+	}
+	return p
+}
+
+// planCluster predicts the apply of a failover cluster instance (ifi.PredictCluster)
+// from this run's refresh of it when fromRefresh (the nodes are reached as the
+// refresh reached them), else from a read now, and claims its cluster role.
+func (s *Session) planCluster(ctx context.Context, r PlanRequest, t Target, d ifi.Desired, fromRefresh bool) (*Prediction, error) {
+	var out *ClusterOutcome
+	if fromRefresh {
+		out = s.seenCluster(t)
+	}
+	var read []ifi.Warning
+	if out == nil || out.Observed == nil {
+		var err error
+		out, err = s.Engine.ReadCluster(ctx, r.clusterTarget(t), d)
+		if err != nil || out.Observed == nil {
+			why := "reading its failover cluster at plan time failed"
+			if err != nil {
+				why += ": " + safetext.Escape(err.Error())
+			}
+			return unknownPrediction(t, why), nil
+		}
+		read = out.Warnings // what the apply would say of the instance
+	}
+	if ca := out.Cluster; ca != nil {
+		if err := s.claimRole(t, ca); err != nil {
+			return nil, err
+		}
+	}
+	pred, err := ifi.PredictCluster(d, *out.Observed, r.Drift)
+	if err != nil {
+		return unknownPrediction(t, "its cluster cannot be assessed: "+safetext.Escape(err.Error())), nil
+	}
+	p := s.prediction(pred.Prediction, true, r, r.Create)
+	p.Warnings = append(read, p.Warnings...)
+	return p, nil
+}
+
+// PlanDestroy is what a planned destroy leaves in effect (Memo.DestroyPlanWarnings):
+// a destroy's plan contacts no host. service names the Engine's service and
+// ifiEnabled is what the state says (nil: unknown).
+func (s *Session) PlanDestroy(r Request, service string, ifiEnabled *bool) []ifi.Warning {
+	return r.memo().DestroyPlanWarnings(r.Desired, service, ifiEnabled, r.Clustered != nil && *r.Clustered)
+}
