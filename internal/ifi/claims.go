@@ -36,7 +36,7 @@ func ManagedRole(cluster, role, instance, virtualName string) Managed {
 		what: fmt.Sprintf("the role %q of cluster %s (instance %s, virtual name %s)", safetext.Escape(role), safetext.Escape(cluster),
 			safetext.Escape(instance), safetext.Escape(virtualName)),
 		same: ", reaching it through a different node",
-		harm: "one resource manages the whole instance, on every node, and two undo each other's changes and restart it twice",
+		harm: "two resources for one failover cluster instance undo each other's changes and restart it twice (one resource manages the whole instance, on every node)",
 		keep: "failover cluster instance, addressed by any one node"}
 }
 

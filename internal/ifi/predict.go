@@ -257,7 +257,7 @@ func PlanChanged(host, instance string, planned Action, now Prediction) *Refusal
 	a := &Assessment{Host: host, Instance: instance}
 	what := string(now.Action)
 	if now.Warning.Detail != "" {
-		what += " (" + now.Warning.Detail + ")"
+		what += " (" + strings.TrimSuffix(now.Warning.Detail, ".") + ")"
 	}
 	return refusal(fmt.Sprintf("%s changed since the plan: apply would %s, the plan said %s", a.where(), now.Action, planned),
 		fmt.Sprintf("The plan predicted planned_action = %q for %s", planned, a.where()),
