@@ -401,7 +401,7 @@ func (s *Session) Claim(host, instance string, enabled *bool) error {
 	by := spelling(host, instance, enabled)
 	if other, ok := s.claim(k, by); !ok {
 		return &Error{Kind: KindRefused, Target: Target{Host: host, Instance: instance}, Argument: "instance",
-			Refusal: ifi.TwoResources(ifi.ClaimInstance, by, other, k.Host, k.Instance, "", "")}
+			Refusal: ifi.TwoResources(by, other, ifi.ManagedInstance(k.Host, k.Instance))}
 	}
 	return nil
 }
@@ -412,7 +412,7 @@ func (s *Session) claimRole(t Target, ca *ifi.ClusterAssessment) error {
 	by := spelling(t.Host, t.Instance, nil)
 	if other, ok := s.claim(InstanceKey{Host: "cluster " + ca.Cluster, Instance: "role " + ca.Group}, by); !ok && other != by {
 		return &Error{Kind: KindRefused, Target: t, Argument: "host",
-			Refusal: ifi.TwoResources(ifi.ClaimClusterRole, by, other, ca.Cluster, ca.Instance, ca.Group, ca.VirtualName)}
+			Refusal: ifi.TwoResources(by, other, ifi.ManagedRole(ca.Cluster, ca.Group, ca.Instance, ca.VirtualName))}
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func TestSessionClaim(t *testing.T) {
 			t.Fatalf("second claim through %s: %v, want a refusal at the instance argument", host, err)
 		}
 		for _, want := range []string{"Two resources manage one SQL Server instance", `host = "127.0.2.2", instance = "MSSQLSERVER", enabled = true`,
-			`host = "` + host + `", instance = "mssqlserver"`, "Nothing was changed", "Keep one resource per instance"} {
+			`host = "` + host + `", instance = "mssqlserver"`, "Nothing was changed", "keep one resource per instance"} {
 			if !strings.Contains(ce.Refusal.Summary+": "+ce.Refusal.Detail, want) {
 				t.Errorf("second claim through %s: %q lacks %q", host, ce.Refusal.Detail, want)
 			}

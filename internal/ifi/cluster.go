@@ -350,16 +350,19 @@ func PlanCluster(d Desired, o ClusterObserved) (*ClusterAssessment, *ClusterPlan
 	if len(ca.Unreadable) > 0 {
 		n := ca.nodeNamed(ca.Unreadable[0])
 		name := safetext.Escape(n.Name)
-		return ca, nil, &Refusal{Summary: fmt.Sprintf("Possible owner %s of %s cannot be reached", name, ca.where()),
-			Detail: fmt.Sprintf("The possible owners %s of the role %q must each be read and granted the right, but %s%s could not be read: %s. "+
-				"Nothing was changed on any node. Check that the node is up and its WinRM listener answers; if its name does not resolve from where "+
-				"Terraform runs, give its address in nodes = { %s = \"address\" }.",
-				names(ca.PossibleOwners), safetext.Escape(ca.Group), name, addressPhrase(n.Address), safetext.Escape(errText(n.Err)), name)}
+		return ca, nil, refusal(fmt.Sprintf("Possible owner %s of %s cannot be reached", name, ca.where()),
+			fmt.Sprintf("The possible owners %s of the role %q must each be read and granted the right", names(ca.PossibleOwners), safetext.Escape(ca.Group)),
+			fmt.Sprintf("%s%s could not be read: %s", name, addressPhrase(n.Address), safetext.Escape(errText(n.Err))),
+			nothingChangedOnAnyNode,
+			"check that the node is up and its WinRM listener answers, then apply again",
+			fmt.Sprintf("if its name does not resolve from where Terraform runs, give its address in nodes = { %s = \"address\" }", name))
 	}
 	if ca.OwnerAssessment == nil {
-		return ca, nil, &Refusal{Summary: "The owner of the role of " + ca.where() + " is not a possible owner that could be read",
-			Detail: fmt.Sprintf("The cluster says the role %q runs on %s, which is not among its possible owners (%s). Nothing was changed on any node. "+
-				"Check the role's possible owners in Failover Cluster Manager.", safetext.Escape(ca.Group), safetext.Escape(ca.Owner), names(ca.PossibleOwners))}
+		return ca, nil, refusal("The owner of the role of "+ca.where()+" is not a possible owner that could be read",
+			fmt.Sprintf("The right is managed on the owner of the role %q, where SQL Server runs, and on each of its possible owners", safetext.Escape(ca.Group)),
+			fmt.Sprintf("the cluster says the role runs on %s, which is not among its possible owners (%s)", safetext.Escape(ca.Owner), names(ca.PossibleOwners)),
+			nothingChangedOnAnyNode,
+			"check the role's possible owners in Failover Cluster Manager, then apply again")
 	}
 	p := &ClusterPlan{}
 	after := map[string]bool{} // what SQL Server started on each possible owner would have once the steps are made
@@ -402,10 +405,12 @@ func PlanCluster(d Desired, o ClusterObserved) (*ClusterAssessment, *ClusterPlan
 	if d.Restart == RestartFailover {
 		target, skipped := ca.failoverTarget(after, want)
 		if target == "" {
-			return ca, nil, &Refusal{Summary: "No node to fail " + ca.where() + " over to",
-				Detail: fmt.Sprintf("IFI needs a restart (%s) and restart = \"failover\", but no other possible owner can take the role: %s. "+
-					"Nothing was changed on any node. Resume or start a node (or grant the right there), or set restart = \"cluster_restart\" to restart "+
-					"the role on %s.", p.RestartReason, strings.Join(skipped, "; "), safetext.Escape(ca.Owner))}
+			return ca, nil, refusal("No node to fail "+ca.where()+" over to",
+				fmt.Sprintf("IFI needs a restart (%s) and restart = \"failover\" moves the role to another possible owner", p.RestartReason),
+				"no other possible owner can take the role: "+strings.Join(skipped, "; "),
+				nothingChangedOnAnyNode,
+				"resume or start a node (or grant the right there), then apply again",
+				fmt.Sprintf("set restart = \"cluster_restart\" to restart the role on %s", safetext.Escape(ca.Owner)))
 		}
 		p.Target = target
 		if w, ok := ca.failbackWarning(target); ok {
@@ -436,13 +441,15 @@ func (a *Assessment) expectedAfter(steps []Step) bool {
 // serviceManagerRefusal: an FCI needs a restart and the policy would restart it
 // through the service manager.
 func (c *ClusterAssessment) serviceManagerRefusal(reason string) *Refusal {
-	return &Refusal{Summary: "Failover cluster instance: refusing to restart it through the service manager",
-		Detail: fmt.Sprintf("%s needs a restart (%s), and restart = %q would restart it through the service manager, which the provider never "+
-			"does to a clustered instance (the cluster would see the resource fail). Nothing was changed on any node. Choose how the cluster restarts it: "+
-			"restart = \"failover\" moves the role to another possible owner once each holds the right (about a restart's downtime; the old node is "+
-			"then free to be patched); restart = \"cluster_restart\" takes SQL Server offline and online on its current owner; restart = \"never\" "+
-			"grants the right on every possible owner and leaves the restart to you.",
-			capitalize(c.where()), reason, c.desired.Restart)}
+	return refusal("Failover cluster instance: refusing to restart it through the service manager",
+		fmt.Sprintf("%s needs a restart (%s)", c.where(), reason),
+		fmt.Sprintf("restart = %q would restart it through the service manager, which the provider never does to a clustered instance "+
+			"(the cluster would see the resource fail)", c.desired.Restart),
+		nothingChangedOnAnyNode,
+		"choose how the cluster restarts it: set restart = \"failover\" to move the role to another possible owner once each holds the right "+
+			"(about a restart's downtime; the old node is then free to be patched)",
+		"set restart = \"cluster_restart\" to take SQL Server offline and online on its current owner",
+		"set restart = \"never\" to grant the right on every possible owner and leave the restart to you")
 }
 
 // restartRoute refuses a restart the policy does not route to this kind of
@@ -451,21 +458,26 @@ func (a *Assessment) restartRoute(p *Plan) *Refusal {
 	d := a.desired
 	switch {
 	case a.Clustered && !d.Restart.ThroughCluster():
-		return &Refusal{Summary: "Clustered SQL Server instance: refusing to restart it",
-			Detail: fmt.Sprintf("%s is a failover cluster instance and IFI needs a restart (%s). The provider never restarts a clustered instance "+
-				"through the service manager. Nothing was changed. Set restart = \"failover\" (move the role to another possible owner) or "+
-				"restart = \"cluster_restart\" (offline and online on its owner) to restart it through the cluster, or restart = \"never\" "+
-				"and restart the role through Failover Cluster Manager.", capitalize(a.where()), p.RestartReason)}
+		return refusal("Clustered SQL Server instance: refusing to restart it",
+			fmt.Sprintf("%s is a failover cluster instance and IFI needs a restart (%s)", a.where(), p.RestartReason),
+			fmt.Sprintf("restart = %q would restart it through the service manager, which the provider never does to a clustered instance", d.Restart),
+			nothingChanged,
+			"set restart = \"failover\" (move the role to another possible owner) or restart = \"cluster_restart\" (offline and online on its owner) "+
+				"to restart it through the cluster",
+			"set restart = \"never\" and restart the role through Failover Cluster Manager")
 	case a.Clustered:
-		return &Refusal{Summary: "Failover cluster not read: refusing to restart " + a.where(),
-			Detail: fmt.Sprintf("%s is a failover cluster instance and IFI needs a restart (%s) through the cluster (restart = %q), but the "+
-				"cluster's nodes and role were not read, so the provider cannot tell that every possible owner holds the right. Nothing was changed. "+
-				"Check that root\\MSCluster answers on the node, then apply again.", capitalize(a.where()), p.RestartReason, d.Restart)}
+		return refusal("Failover cluster not read: refusing to restart "+a.where(),
+			fmt.Sprintf("%s is a failover cluster instance and IFI needs a restart (%s) through the cluster (restart = %q)", a.where(), p.RestartReason, d.Restart),
+			"the cluster's nodes and role were not read, so the provider cannot tell that every possible owner holds the right",
+			nothingChanged,
+			"check that root\\MSCluster answers on the node, then apply again")
 	case d.Restart.ThroughCluster():
-		return &Refusal{Summary: fmt.Sprintf("restart = %q is for failover cluster instances: refusing to restart %s", d.Restart, a.where()),
-			Detail: fmt.Sprintf("%s is not a failover cluster instance and IFI needs a restart (%s), but restart = %q restarts only through a "+
-				"failover cluster. Nothing was changed. Set restart = \"if_needed\" to restart the service, or restart = \"never\".",
-				capitalize(a.where()), p.RestartReason, d.Restart)}
+		return refusal(fmt.Sprintf("restart = %q is for failover cluster instances: refusing to restart %s", d.Restart, a.where()),
+			fmt.Sprintf("%s is not a failover cluster instance and IFI needs a restart (%s)", a.where(), p.RestartReason),
+			fmt.Sprintf("restart = %q restarts only through a failover cluster", d.Restart),
+			nothingChanged,
+			"set restart = \"if_needed\" to restart the service",
+			restartNever)
 	}
 	return nil
 }
@@ -536,23 +548,13 @@ func (c *ClusterAssessment) failbackWarning(target string) (Warning, bool) {
 // restart rule (group health, running backups) as for any restart.
 func (c *ClusterAssessment) clusterRestartSafety(p *ClusterPlan) *Refusal {
 	a := c.OwnerAssessment
-	how := "moving the role"
-	if p.Mode == RestartClusterRestart {
-		how = "taking SQL Server offline"
-	}
 	rk := knowRole(a.AG, a.observed.Instance)
+	gate := c.agGate(p.Mode)
 	switch {
 	case !rk.known:
-		return &Refusal{Summary: "Availability group role unknown: refusing to restart " + c.where(),
-			Detail: fmt.Sprintf("%s needs a restart (%s), but the provider cannot tell whether it is the primary replica of an Always On availability "+
-				"group: %s. Nothing was changed on any node. Configure the provider's sql block with a login that has VIEW SERVER STATE, or set "+
-				"restart = \"never\" and restart in a maintenance window.", capitalize(c.where()), p.RestartReason, rk.why)}
+		return gate.roleUnknown(p.RestartReason, rk)
 	case rk.primary:
-		return &Refusal{Summary: "Primary availability replica: refusing to restart " + c.where(),
-			Detail: fmt.Sprintf("%s is the %s replica of the Always On availability group %s (per %s) and IFI needs a restart (%s); %s would take "+
-				"the group's databases offline. Nothing was changed on any node. Fail the availability group over first (ALTER AVAILABILITY GROUP [%s] "+
-				"FAILOVER on a synchronized secondary replica), then apply again; or set restart = \"never\" and restart in a maintenance window.",
-				capitalize(c.where()), rk.role, safetext.Escape(strings.Join(rk.groups, ", ")), rk.source, p.RestartReason, how, safetext.Escape(firstGroup(rk.groups)))}
+		return gate.primary(p.RestartReason, rk)
 	}
 	sp := &Plan{Restart: true, RestartReason: p.RestartReason}
 	if r := a.restartSafety(sp); r != nil {
@@ -560,6 +562,17 @@ func (c *ClusterAssessment) clusterRestartSafety(p *ClusterPlan) *Refusal {
 	}
 	p.Warnings = append(p.Warnings, sp.Warnings...)
 	return nil
+}
+
+// agGate: an FCI restarts through the cluster (mode), its refusals speak for every
+// node, and it has no opt-in to restarting a primary (its restart policy is the
+// cluster's mode).
+func (c *ClusterAssessment) agGate(mode RestartPolicy) agGate {
+	how := "moving the role"
+	if mode == RestartClusterRestart {
+		how = "taking SQL Server offline"
+	}
+	return agGate{where: c.where(), subject: c.where(), how: how, unchanged: nothingChangedOnAnyNode}
 }
 
 // ClusterPrediction is what an apply would do on an FCI as observed.

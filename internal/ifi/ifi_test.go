@@ -182,7 +182,7 @@ func TestPlanApply(t *testing.T) {
 			name:     "group policy lists the grantee: refuse to revoke",
 			desired:  disable,
 			observed: obs(dmv(true), gp(svcSID), holders(svcSID)),
-			refusal:  "Remove NT SERVICE\\MSSQLSERVER",
+			refusal:  "remove NT SERVICE\\MSSQLSERVER",
 		},
 		{
 			name:      "group policy agrees: proceed, warn",

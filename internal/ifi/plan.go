@@ -80,37 +80,43 @@ func (a *Assessment) policyConflict() *Refusal {
 	if d.Grantee == GranteeServiceSID {
 		grantee = fmt.Sprintf("%s (%s)", winsid.ServiceAccountName(a.ServiceName), a.GranteeSID)
 	}
+	reverted := "at a policy change, and at least every " + gpoReapply
 	switch {
 	case d.Enabled && !lists:
-		detail := fmt.Sprintf("On %s a Group Policy defines who holds \"Perform volume maintenance tasks\" and does not list %s; "+
-			"a local grant would be reverted when the policy is next applied (at a policy change, and at least every "+gpoReapply+"). Nothing was changed. "+
-			"Add %s to the GPO setting %s.", a.where(), grantee, grantee, GPOSetting)
+		ways := []string{fmt.Sprintf("add %s to the GPO setting %s", grantee, GPOSetting)}
 		if other := a.otherPolicyGrantee(); other != "" {
-			detail += " " + other
+			ways = append(ways, other)
 		}
-		return &Refusal{Summary: "Group Policy owns the right and does not grant it", Detail: detail}
+		return refusal("Group Policy owns the right and does not grant it",
+			fmt.Sprintf("On %s, %s is to hold \"Perform volume maintenance tasks\"", a.where(), grantee),
+			fmt.Sprintf("a Group Policy defines who holds it and does not list %s; a local grant would be reverted when the policy is next applied (%s)",
+				grantee, reverted),
+			nothingChanged, ways...)
 	case !d.Enabled && lists:
-		return &Refusal{Summary: "Group Policy owns the right and grants it",
-			Detail: fmt.Sprintf("On %s a Group Policy lists %s for \"Perform volume maintenance tasks\"; a local revoke would be "+
-				"re-granted when the policy is next applied (at a policy change, and at least every "+gpoReapply+"). Nothing was changed. Remove %s from the GPO setting %s.",
-				a.where(), grantee, grantee, GPOSetting)}
+		return refusal("Group Policy owns the right and grants it",
+			fmt.Sprintf("On %s, \"Perform volume maintenance tasks\" is to be revoked from %s", a.where(), grantee),
+			fmt.Sprintf("a Group Policy lists %s for it; a local revoke would be re-granted when the policy is next applied (%s)", grantee, reverted),
+			nothingChanged,
+			fmt.Sprintf("remove %s from the GPO setting %s", grantee, GPOSetting))
 	}
 	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && a.policyLists(d.PriorGranteeSID) {
-		return &Refusal{Summary: "Group Policy grants the previous grantee",
-			Detail: fmt.Sprintf("On %s a Group Policy lists the previous grantee %s; moving the grant would be reverted at the next "+
-				"policy refresh. Nothing was changed. Remove %s from the GPO setting %s first.",
-				a.where(), d.PriorGranteeSID, d.PriorGranteeSID, GPOSetting)}
+		return refusal("Group Policy grants the previous grantee",
+			fmt.Sprintf("On %s, the grant of \"Perform volume maintenance tasks\" is to move from the previous grantee %s to %s", a.where(), d.PriorGranteeSID, grantee),
+			fmt.Sprintf("a Group Policy lists %s, so moving the grant would be reverted at the next policy refresh", d.PriorGranteeSID),
+			nothingChanged,
+			fmt.Sprintf("remove %s from the GPO setting %s first, then apply again", d.PriorGranteeSID, GPOSetting))
 	}
 	return nil
 }
 
-// otherPolicyGrantee names a grantee choice the policy already covers, if any.
+// otherPolicyGrantee names a grantee choice the policy already covers, if any: a
+// way out.
 func (a *Assessment) otherPolicyGrantee() string {
 	if a.desired.Grantee == GranteeServiceSID && a.ServiceAccountSID != "" && a.policyLists(a.ServiceAccountSID) {
-		return fmt.Sprintf("The policy already lists the start account %s: set grantee = \"service_account\".", a.ServiceAccount)
+		return fmt.Sprintf("set grantee = \"service_account\": the policy already lists the start account %s", a.ServiceAccount)
 	}
 	if a.desired.Grantee == GranteeServiceAccount && a.policyLists(a.ServiceSID) {
-		return fmt.Sprintf("The policy already lists %s: set grantee = \"service_sid\".", winsid.ServiceAccountName(a.ServiceName))
+		return fmt.Sprintf("set grantee = \"service_sid\": the policy already lists %s", winsid.ServiceAccountName(a.ServiceName))
 	}
 	return ""
 }

@@ -257,12 +257,13 @@ func PlanChanged(host, instance string, planned Action, now Prediction) *Refusal
 	a := &Assessment{Host: host, Instance: instance}
 	what := string(now.Action)
 	if now.Warning.Detail != "" {
-		what += " (" + now.Warning.Detail + ")"
+		what += " (" + strings.TrimSuffix(now.Warning.Detail, ".") + ")"
 	}
-	return &Refusal{Summary: fmt.Sprintf("%s changed since the plan: apply would %s, the plan said %s", a.where(), now.Action, planned),
-		Detail: fmt.Sprintf("The plan predicted planned_action = %q for %s, but the host now reads differently, and the apply would do %s. "+
-			"Nothing was changed on this instance. Run terraform plan again, review what it says, and apply that plan.",
-			planned, a.where(), what)}
+	return refusal(fmt.Sprintf("%s changed since the plan: apply would %s, the plan said %s", a.where(), now.Action, planned),
+		fmt.Sprintf("The plan predicted planned_action = %q for %s", planned, a.where()),
+		"the host now reads differently, and the apply would do "+what,
+		nothingChanged,
+		"run terraform plan again, review what it says, and apply that plan")
 }
 
 // UnverifiedUpdate is the plan's warning for an instance whose last create or

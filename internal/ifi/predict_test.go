@@ -47,7 +47,7 @@ func TestPredict(t *testing.T) {
 			RunningBackups: []string{}}), false, ActionRefuse,
 			`apply will refuse: Primary availability replica: refusing to restart it$`, `primary replica of the Always On availability group AG1`},
 		{"refuse: role unknown", enable, obs(Verification{Source: SourceErrorLog, Enabled: ptr(false)}), false, ActionRefuse,
-			`apply will refuse: Availability group role unknown`, `cannot tell whether it is the primary replica.*To let it restart`},
+			`apply will refuse: Availability group role unknown`, `cannot tell whether it is the primary replica.*To go on`},
 		{"refuse: Group Policy", enable, obs(dmv(false), gp(acctSID)), true, ActionRefuse,
 			`^Changed outside Terraform: .*apply will refuse: Group Policy owns the right and does not grant it$`,
 			`a Group Policy defines the right.*at least every 16 hours`},
@@ -95,7 +95,7 @@ func TestPlanChanged(t *testing.T) {
 	if !strings.Contains(r.Summary, "instance MSSQLSERVER on sql01 changed since the plan: apply would grant_and_restart, the plan said grant") {
 		t.Errorf("summary %q", r.Summary)
 	}
-	for _, want := range []string{"Nothing was changed", "Run terraform plan again", "restarts the service MSSQLSERVER"} {
+	for _, want := range []string{"Nothing was changed", "run terraform plan again", "restarts the service MSSQLSERVER"} {
 		if !strings.Contains(r.Detail, want) {
 			t.Errorf("detail %q lacks %q", r.Detail, want)
 		}

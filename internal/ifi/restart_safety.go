@@ -96,28 +96,14 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 			fmt.Sprintf("%s restarts (%s) although its availability group role is unknown (%s); if it is a primary replica, the group's "+
 				"databases are offline until it is back or the group fails over.", capitalize(a.where()), p.RestartReason, rk.why), nil})
 	case !rk.known:
-		return &Refusal{
-			Summary: "Availability group role unknown: refusing to restart " + a.where(),
-			Detail: fmt.Sprintf("%s needs a restart (%s), but the provider cannot tell whether it is the primary replica of an Always On "+
-				"availability group: %s. Nothing was changed on this instance. To let it restart: configure the provider's sql block with a "+
-				"login that has VIEW SERVER STATE (GRANT VIEW SERVER STATE TO [login]), so SQL Server is asked; or set restart = %q to restart "+
-				"whatever its role; or set restart = \"never\" and restart in a maintenance window.",
-				capitalize(a.where()), p.RestartReason, rk.why, RestartIfNeededIncludingPrimary),
-		}
+		return a.agGate().roleUnknown(p.RestartReason, rk)
 	case rk.primary && optIn:
 		p.Warnings = append(p.Warnings, Warning{WarnPrimaryRestart, "Restarting a primary availability replica",
 			fmt.Sprintf("%s is the %s replica of the availability group %s (per %s) and restarts (%s) because restart = %q: the group's "+
 				"databases are unavailable until the Engine is back, unless the group fails over automatically.",
 				capitalize(a.where()), rk.role, groups, rk.source, p.RestartReason, RestartIfNeededIncludingPrimary), nil})
 	case rk.primary:
-		return &Refusal{
-			Summary: "Primary availability replica: refusing to restart it",
-			Detail: fmt.Sprintf("%s is the %s replica of the Always On availability group %s (per %s) and IFI needs a restart (%s); "+
-				"restarting it would take the group's databases offline. Nothing was changed. Fail over first (ALTER AVAILABILITY GROUP [%s] "+
-				"FAILOVER on a synchronized secondary replica), then apply again: a secondary restarts as usual. Or set restart = %q to restart "+
-				"the primary anyway, or restart = \"never\" to change the right only and restart in a maintenance window.",
-				capitalize(a.where()), rk.role, groups, rk.source, p.RestartReason, safetext.Escape(firstGroup(rk.groups)), RestartIfNeededIncludingPrimary),
-		}
+		return a.agGate().primary(p.RestartReason, rk)
 	}
 	if r := a.groupHealth(p); r != nil {
 		return r
@@ -128,7 +114,7 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 			fmt.Sprintf("SQL Server is running %s, which a restart would end", safetext.Escape(strings.Join(v.RunningBackups, "; "))),
 			nothingChanged,
 			"apply again when it has finished",
-			`set restart = "never" and restart in a maintenance window`)
+			restartNever)
 	}
 	if v.RunningBackups == nil && v.SQLConfigured {
 		return refusal("Running backups unknown: refusing to restart "+a.where(),
@@ -138,7 +124,7 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 				"and a restart would end one",
 			nothingChanged,
 			"grant the sql login VIEW SERVER STATE (GRANT VIEW SERVER STATE TO [login]) or fix what the SQL diagnostic names, then apply again",
-			`set restart = "never" and restart in a maintenance window`)
+			restartNever)
 	}
 	if v.RunningBackups == nil {
 		p.Warnings = append(p.Warnings, Warning{WarnBackupsUnchecked, "Running backups not checked before restarting " + a.where(),
@@ -148,17 +134,51 @@ func (a *Assessment) restartSafety(p *Plan) *Refusal {
 	return nil
 }
 
-// nothingChanged is a restart refusal's "what was left unchanged".
-const nothingChanged = "Nothing was changed on this instance."
+// agGate is what the availability-group refusals need to know of the instance's
+// topology: a standalone instance (Assessment.agGate) restarts through the service
+// manager and may opt in to restarting a primary; a failover cluster instance
+// (ClusterAssessment.agGate) restarts through the cluster, and its refusals speak
+// for every node.
+type agGate struct {
+	where     string // the instance, for messages
+	subject   string // what the primary refusal's summary refuses to restart
+	how       string // how the restart happens, as the subject of "would take the group's databases offline"
+	unchanged string // what was left unchanged
+	optIn     bool   // restart = "if_needed_including_primary" is a way out
+}
 
-// refusal is the one grammar of a refusal: what was asked, why not, what was left
-// unchanged, and the ways out (each a clause, tried in order).
-func refusal(summary, asked, whyNot, unchanged string, waysOut ...string) *Refusal {
-	d := asked + ", but " + whyNot + ". " + unchanged
-	if len(waysOut) > 0 {
-		d += " To go on: " + strings.Join(waysOut, "; or ") + "."
+// agGate: a standalone instance restarts through the service manager, its refusals
+// speak for it alone, and restart = "if_needed_including_primary" is its opt-in.
+func (a *Assessment) agGate() agGate {
+	return agGate{where: a.where(), subject: "it", how: "restarting it", unchanged: nothingChanged, optIn: true}
+}
+
+// roleUnknown refuses a restart of an instance whose availability group role is
+// unknown (rk.why says what was seen).
+func (g agGate) roleUnknown(reason string, rk roleKnowledge) *Refusal {
+	ways := []string{"configure the provider's sql block with a login that has VIEW SERVER STATE (GRANT VIEW SERVER STATE TO [login]), so SQL Server is asked"}
+	if g.optIn {
+		ways = append(ways, fmt.Sprintf("set restart = %q to restart whatever its role", RestartIfNeededIncludingPrimary))
 	}
-	return &Refusal{Summary: summary, Detail: d}
+	return refusal("Availability group role unknown: refusing to restart "+g.where,
+		fmt.Sprintf("%s needs a restart (%s)", g.where, reason),
+		"the provider cannot tell whether it is the primary replica of an Always On availability group: "+rk.why,
+		g.unchanged, append(ways, restartNever)...)
+}
+
+// primary refuses a restart of an instance that holds (or is resolving) a primary
+// replica.
+func (g agGate) primary(reason string, rk roleKnowledge) *Refusal {
+	ways := []string{fmt.Sprintf("fail the availability group over first (ALTER AVAILABILITY GROUP [%s] FAILOVER on a synchronized secondary replica), "+
+		"then apply again: a secondary restarts as usual", safetext.Escape(firstGroup(rk.groups)))}
+	if g.optIn {
+		ways = append(ways, fmt.Sprintf("set restart = %q to restart the primary anyway", RestartIfNeededIncludingPrimary))
+	}
+	return refusal("Primary availability replica: refusing to restart "+g.subject,
+		fmt.Sprintf("%s is the %s replica of the Always On availability group %s (per %s) and IFI needs a restart (%s)",
+			g.where, rk.role, safetext.Escape(strings.Join(rk.groups, ", ")), rk.source, reason),
+		g.how+" would take the group's databases offline",
+		g.unchanged, append(ways, `set restart = "never" to change the right only and restart in a maintenance window`)...)
 }
 
 // groupHealth is the gate's question of the group's health, answered by someone
@@ -173,7 +193,6 @@ func (a *Assessment) groupHealth(p *Plan) *Refusal {
 	asked := fmt.Sprintf("%s is a replica of the availability group %s and needs a restart (%s)",
 		capitalize(a.where()), safetext.Escape(strings.Join(ag.Groups, ", ")), p.RestartReason)
 	wait := "wait until every replica is CONNECTED and HEALTHY (sys.dm_hadr_availability_replica_states on the primary), then apply again"
-	never := `set restart = "never" and restart in a maintenance window`
 	if ag.Role == RolePrimary {
 		if len(ag.Unhealthy) == 0 {
 			return nil
@@ -181,13 +200,13 @@ func (a *Assessment) groupHealth(p *Plan) *Refusal {
 		return refusal("Availability group not healthy: refusing to restart "+a.where(), asked,
 			"the group is not healthy as its primary sees it: "+safetext.Escape(strings.Join(ag.Unhealthy, "; "))+
 				". Restarting a replica while another is down or behind can leave the group without a synchronized secondary (and stall commits on the primary)",
-			nothingChanged, wait, never)
+			nothingChanged, wait, restartNever)
 	}
 	if len(ag.Unhealthy) > 0 {
 		// What this replica sees of itself suffices to refuse.
 		return refusal("Availability group not healthy: refusing to restart "+a.where(), asked,
 			"the group is not healthy as this replica sees it: "+safetext.Escape(strings.Join(ag.Unhealthy, "; ")),
-			nothingChanged, wait, never)
+			nothingChanged, wait, restartNever)
 	}
 	for _, g := range ag.Groups {
 		view, ok := viewOf(ag.FromPrimary, g)
@@ -202,12 +221,12 @@ func (a *Assessment) groupHealth(p *Plan) *Refusal {
 				nothingChanged,
 				"make the primary reachable with the provider's sql login (VIEW SERVER STATE), or, where the names SQL Server reports do not resolve from where Terraform runs, "+
 					"map each replica's name to its SQL address in availability_replica_addresses",
-				never)
+				restartNever)
 		case len(view.Unhealthy) > 0:
 			return refusal("Availability group not healthy: refusing to restart "+a.where(), asked,
 				fmt.Sprintf("the group is not healthy as its primary %s sees it: %s. Restarting a replica while another is down or behind can leave the group "+
 					"without a synchronized secondary (and stall commits on the primary)", safetext.Escape(view.Primary), safetext.Escape(strings.Join(view.Unhealthy, "; "))),
-				nothingChanged, wait, never)
+				nothingChanged, wait, restartNever)
 		}
 	}
 	return nil
@@ -237,7 +256,7 @@ func GroupLocked(host, instance, reason, group, replica string) *Refusal {
 			"one replica of a group restarts at a time", safetext.Escape(group), who),
 		"Nothing was stopped on this instance (a change of the right's holders made before the restart, if any, stays).",
 		"apply again once that run has finished and the group is HEALTHY (the lock is released when that run's restart is over, or when it dies)",
-		`set restart = "never" and restart in a maintenance window`)
+		restartNever)
 }
 
 // GroupLockUnavailable refuses a restart whose group's restart lock could not be
@@ -250,7 +269,7 @@ func GroupLockUnavailable(host, instance, reason, group, primary, why string) *R
 			safetext.Escape(group), safetext.Escape(primary), safetext.Escape(why)),
 		"Nothing was stopped on this instance (a change of the right's holders made before the restart, if any, stays).",
 		"make the primary reachable with the provider's sql login, or map its name to its SQL address in availability_replica_addresses, then apply again",
-		`set restart = "never" and restart in a maintenance window`)
+		restartNever)
 }
 
 // beforeAlwaysOn: the build (major.minor.build...) is older than SQL Server 2012

@@ -300,15 +300,6 @@ type Assessment struct {
 	observed   Observed
 }
 
-// Refusal is an error returned before anything changed: the asked-for change must
-// not be made here. Summary and Detail are ready for the user.
-type Refusal struct {
-	Summary string
-	Detail  string
-}
-
-func (r *Refusal) Error() string { return r.Summary + ": " + r.Detail }
-
 // Step is one change of the right's holder list.
 type Step struct {
 	Grant  bool // true: grant; false: revoke

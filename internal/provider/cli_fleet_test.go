@@ -321,7 +321,7 @@ resource "mssqlifi_instant_file_initialization" "b" {
 			t.Fatalf("terraform %s: exit %d, want 1 (refused):\n%s", r.Args[0], r.Exit, r.describe())
 		}
 		d := r.wantDiag(t, "error", `^Two resources manage one SQL Server instance$`,
-			`instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`(.|\n)*Keep one resource per instance`)
+			`instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`(.|\n)*[Kk]eep one resource per instance`)
 		for _, spelling := range []string{`host = "` + e.addr + `", instance = "MSSQLSERVER", enabled = true`,
 			`host = "::ffff:` + e.addr + `", instance = "mssqlserver", enabled = false`} {
 			if !strings.Contains(d.Detail, spelling) {

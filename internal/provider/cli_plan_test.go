@@ -191,7 +191,7 @@ func wantSavedGrantRefused(t *testing.T, w *cliWork, e *accEnv, file string) {
 		t.Fatalf("the saved plan applied although the host changed:\n%s", r.describe())
 	}
 	r.wantDiag(t, "error", `^instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+` changed since the plan: apply would grant_and_restart, the plan said grant$`,
-		`Nothing was changed(.|\n)*Run terraform plan again`)
+		`Nothing was changed(.|\n)*run terraform plan again`)
 	r.wantNoDiag(t, "error", "inconsistent")
 	if e.stops("MSSQLSERVER") != stops || e.holds(defaultSvcSID) {
 		t.Errorf("the refused apply changed the host: stops %d -> %d, holds %v", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
