@@ -35,6 +35,8 @@ type clients struct {
 	// restarts bounds concurrent restarts across every resource of the run
 	// (max_parallel_restarts); nil: no limit.
 	restarts *converge.RestartLimiter
+	// sqlOptional is sql.optional: a login SQL Server refuses is a warning.
+	sqlOptional bool
 
 	mu    sync.Mutex
 	hosts map[hostKey]remote.Host
@@ -130,7 +132,7 @@ func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOp
 
 // engine is the converge engine over these clients, logging through tflog.
 func (c *clients) engine() *converge.Engine {
-	return &converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: c.restarts}
+	return &converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: c.restarts, SQLOptional: c.sqlOptional}
 }
 
 // port is the WinRM port used for a resource whose port argument is p (0: unset):
@@ -195,7 +197,11 @@ func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target
 // report is what this run's engine errors need for their diagnostics: the WinRM
 // user, and the advice for a failed logon given once per host.
 func (c *clients) report() errorReport {
-	return errorReport{user: c.winrm.Username, logonAdvised: func(t converge.Target) string {
+	var sqlAuth string
+	if c.sql != nil {
+		sqlAuth = c.sql.Auth
+	}
+	return errorReport{user: c.winrm.Username, sqlAuth: sqlAuth, logonAdvised: func(t converge.Target) string {
 		first, loaded := c.logonAdvised.LoadOrStore(hostKey{strings.ToLower(t.Host), c.port(t.Port)}, t.Instance)
 		if !loaded {
 			return ""
