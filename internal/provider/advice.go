@@ -191,8 +191,8 @@ func sqlLogonAdvice(auth string) string {
 	case sqlcheck.AuthKerberos:
 		return `The login kind is sql.auth = "kerberos", a Windows account by Kerberos; for a SQL Server login, use sql.auth = "sql"`
 	}
-	return `The login kind is sql.auth = "sql", a SQL Server login: check its password and that the instance allows SQL Server ` +
-		`authentication (mixed mode); for a Windows account, set sql.auth = "ntlm" with sql.username = "DOMAIN\\user", or sql.auth = "kerberos"`
+	return `The login kind is sql.auth = "sql", a SQL Server login; for a Windows account, set sql.auth = "ntlm" with ` +
+		`sql.username = "DOMAIN\\user", or sql.auth = "kerberos"`
 }
 
 // constrainedLanguageAdvice says what an administrator of host can do when its

@@ -66,7 +66,7 @@ func TestAddEngineError(t *testing.T) {
 		{name: "refused SQL login", op: opRead, err: sqlLogonFailed,
 			want: [][2]string{{`^The sql login cannot log on to SQL Server REPORTING on sql01.example.com$`,
 				`^SQL Server instance REPORTING at sql01.example.com:1433: login failed for ifi \(error 18456\)\. .*sql.password.*` +
-					`sql.auth = "sql", a SQL Server login: check its password .*mixed mode.*sql.auth = "ntlm" with sql.username = "DOMAIN\\\\user".*` +
+					`sql.auth = "sql", a SQL Server login; for a Windows account, set sql.auth = "ntlm" with sql.username = "DOMAIN\\\\user".*` +
 					`Nothing was changed\. .*set sql.optional = true\.$`}}},
 		{name: "refused Windows login", op: opApply, err: sqlLogonFailed, sqlAuth: sqlcheck.AuthNTLM,
 			want: [][2]string{{`^The sql login cannot log on to SQL Server REPORTING on sql01.example.com$`,
