@@ -33,6 +33,15 @@ func SQLServerAnswered(err error) bool {
 	return errors.As(err, &a) && a.AnsweredTDS()
 }
 
+// SQLLogonFailed reports whether err, from an SQLChecker, says the configured login
+// could not log on (SQL Server, or the KDC, refused the login or its credential),
+// as opposed to a server that could not be reached or did not answer in time. The
+// checker's errors say so with a LogonFailed method.
+func SQLLogonFailed(err error) bool {
+	var l interface{ LogonFailed() bool }
+	return errors.As(err, &l) && l.LogonFailed()
+}
+
 // SQLReport is what one connection to SQL Server learned.
 type SQLReport struct {
 	ProductVersion string

@@ -196,9 +196,11 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 			rep, err := checker.Check(ctx, *o.SQLTarget)
 			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
 			if err != nil {
-				o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server",
-					Detail: fmt.Sprintf("Asking SQL Server for %s at its virtual name %s:%d failed; verification falls back to the owner's error log.",
-						t, safetext.Escape(sqlHost), port), Err: err})
+				w, lerr := e.sqlCheckFailed(t, fmt.Sprintf("at its virtual name %s:%d", safetext.Escape(sqlHost), port), port, "the owner's error log", err)
+				if lerr != nil {
+					return nil, lerr
+				}
+				o.Warnings = append(o.Warnings, w)
 			} else {
 				dmv = fromReport(&v, rep)
 				if len(v.AG.Groups) > 0 {

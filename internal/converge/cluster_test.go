@@ -182,6 +182,7 @@ func (c *fakeCluster) setRights() int {
 type clusterChecker struct {
 	c     *fakeCluster
 	hosts []string
+	err   error // every check fails with it
 }
 
 func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
@@ -189,6 +190,9 @@ func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*cont
 	h := k.c.nodes[k.c.owner].fakeHost
 	k.hosts = append(k.hosts, t.Host)
 	k.c.mu.Unlock()
+	if k.err != nil {
+		return nil, k.err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	on := h.runningIFI

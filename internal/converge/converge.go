@@ -111,6 +111,10 @@ type Engine struct {
 	// Restarts bounds concurrent restarts across the instances this engine (and
 	// any other sharing the limiter) converges; nil: no limit.
 	Restarts *RestartLimiter
+	// SQLOptional: a configured SQL login that cannot log on (contract.SQLLogonFailed)
+	// is a warning, and verification falls back to the error log. Otherwise it is
+	// the observation's error (KindSQLLogonFailed), before anything is changed.
+	SQLOptional bool
 }
 
 // New returns an engine over c with the system clock and no logging.

@@ -54,6 +54,11 @@ const (
 	// role Online where it was asked to; Move says where it ended and the cluster's
 	// own error, Err the host's error when there was one.
 	KindClusterActionFailed
+	// KindSQLLogonFailed: the configured SQL login could not log on to SQL Server
+	// (contract.SQLLogonFailed) and SQL verification is not optional
+	// (Engine.SQLOptional); Err is the checker's error, naming the login, where it
+	// was asked and what to check. SQLPort is where. Nothing changed.
+	KindSQLLogonFailed
 )
 
 var kindNames = map[Kind]string{
@@ -63,6 +68,7 @@ var kindNames = map[Kind]string{
 	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed",
 	KindRestartSlot: "restart_slot", KindRestartInProgress: "restart_in_progress",
 	KindClusterReadFailed: "cluster_read_failed", KindClusterActionFailed: "cluster_action_failed",
+	KindSQLLogonFailed: "sql_logon_failed",
 }
 
 func (k Kind) String() string {
@@ -100,7 +106,8 @@ type Error struct {
 	RestartReason string
 	// Restart is the host's account of a restart that ran and failed (KindRestartFailed).
 	Restart *contract.RestartInstanceResult
-	// SQLPort is where SQL Server was awaited, for KindNotReady.
+	// SQLPort is where SQL Server was awaited, for KindNotReady, or asked, for
+	// KindSQLLogonFailed.
 	SQLPort int
 	// MaxParallelRestarts is the limiter's limit, for KindRestartSlot.
 	MaxParallelRestarts int
@@ -153,6 +160,8 @@ func (e *Error) Error() string {
 		what = "cannot read the failover cluster of " + e.Target.String()
 	case KindClusterActionFailed:
 		what = e.Move.describe(e.Target)
+	case KindSQLLogonFailed:
+		what = "the SQL login cannot log on to " + e.Target.String()
 	default:
 		what = e.Kind.String() + " on " + e.Target.String()
 	}

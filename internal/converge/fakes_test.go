@@ -384,3 +384,13 @@ func (h *fakeHost) ClusterMove(ctx context.Context, p contract.ClusterMoveParams
 func (h *fakeHost) ClusterRestart(ctx context.Context, p contract.ClusterRestartParams) (*contract.ClusterActionResult, error) {
 	return nil, notClustered(h.ri.ComputerName)
 }
+
+// logonErr is the checker's error for a login SQL Server refused (sqlcheck's
+// *Error of a logon failure, such as error 18456): SQL Server answered.
+type logonErr struct{}
+
+func (logonErr) Error() string {
+	return "SQL Server instance MSSQLSERVER at sql01.example.com:1433: login failed for ifi (error 18456)"
+}
+func (logonErr) LogonFailed() bool { return true }
+func (logonErr) AnsweredTDS() bool { return true }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // Warning codes of the observation (the decision's are ifi.Warn*).
@@ -101,9 +102,11 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 			// deadline; any other fails within a minute (the checker's WaitReady).
 			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
 			if err != nil {
-				o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server",
-					Detail: fmt.Sprintf("Asking SQL Server for %s at %s:%d failed; verification falls back to the error log.", t, t.Host, port),
-					Err:    err})
+				w, lerr := e.sqlCheckFailed(t, fmt.Sprintf("at %s:%d", safetext.Escape(t.Host), port), port, "the error log", err)
+				if lerr != nil {
+					return nil, lerr
+				}
+				o.Warnings = append(o.Warnings, w)
 			} else {
 				dmv = fromReport(&v, rep)
 				if len(v.AG.Groups) > 0 {
@@ -115,6 +118,28 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 	v.Source, v.Enabled = ifi.Verify(ri, dmv)
 	o.Observed.Verification = v
 	return o, nil
+}
+
+// sqlCheckFailed is what a failed SQL check of t (asked where, at port) means. A
+// logon failure (contract.SQLLogonFailed: the configured login is refused) is an
+// error, KindSQLLogonFailed, unless SQL verification is optional
+// (Engine.SQLOptional): a login that never works must not pass for a check that
+// could not be made now. Any other failure (nothing answers, no answer in time,
+// the connection dropped), and a logon failure when SQL verification is optional,
+// is a WarnSQLCheck warning, verification falling back to fallback; the restart
+// gate then refuses what needs SQL Server's answer.
+func (e *Engine) sqlCheckFailed(t Target, where string, port int, fallback string, err error) (ifi.Warning, error) {
+	w := ifi.Warning{Code: WarnSQLCheck, Summary: "IFI could not be verified through SQL Server", Err: err,
+		Detail: fmt.Sprintf("Asking SQL Server for %s %s failed; verification falls back to %s.", t, where, fallback)}
+	if !contract.SQLLogonFailed(err) {
+		return w, nil
+	}
+	if !e.SQLOptional {
+		return w, &Error{Kind: KindSQLLogonFailed, Target: t, SQLPort: port, Err: err}
+	}
+	w.Detail = fmt.Sprintf("SQL Server answered for %s %s and refused the SQL login; as SQL verification is optional, verification "+
+		"falls back to %s.", t, where, fallback)
+	return w, nil
 }
 
 // fromReport fills v with what SQL Server reported, and returns what

@@ -293,3 +293,122 @@ func TestReadRidingRidesThroughARefusal(t *testing.T) {
 		t.Fatalf("ReadRiding: %v; want the read after the refusal", err)
 	}
 }
+
+// A configured SQL login that SQL Server refuses is an error of every operation,
+// before anything is changed, naming where it was asked; unless SQL verification
+// is optional, when it is a warning saying SQL Server refused the login, and
+// verification falls back to the error log. Any other failure of the check stays
+// a warning.
+func TestSQLLogonFailure(t *testing.T) {
+	ops := map[string]func(e *Engine, tgt Target) (*Outcome, error){
+		"read":        func(e *Engine, tgt Target) (*Outcome, error) { return e.Read(context.Background(), tgt, enable) },
+		"plan's read": func(e *Engine, tgt Target) (*Outcome, error) { return e.ReadRiding(context.Background(), tgt, enable) },
+		"apply":       func(e *Engine, tgt Target) (*Outcome, error) { return e.Apply(context.Background(), tgt, enable) },
+		"destroy": func(e *Engine, tgt Target) (*Outcome, error) {
+			return e.Destroy(context.Background(), tgt, ifi.Desired{Grantee: ifi.GranteeServiceSID})
+		},
+	}
+	for _, tc := range []struct {
+		name     string
+		checkErr error
+		optional bool
+		hint     int // SQLPortHint: the check runs alongside read_instance
+		wantErr  bool
+	}{
+		{name: "refused login", checkErr: logonErr{}, wantErr: true},
+		{name: "refused login, asked alongside read_instance", checkErr: logonErr{}, hint: 1433, wantErr: true},
+		{name: "refused login, SQL verification optional", checkErr: logonErr{}, optional: true},
+		{name: "no answer", checkErr: errBoom},
+		{name: "no answer, SQL verification optional", checkErr: errBoom, optional: true},
+	} {
+		for op, run := range ops {
+			t.Run(tc.name+"/"+op, func(t *testing.T) {
+				h := newFakeHost()
+				if op == "destroy" {
+					h.granted(svcSID)
+				}
+				w := newWorld(h)
+				w.checker.checkErr = tc.checkErr
+				w.engine.SQLOptional = tc.optional
+				tgt := defaultTarget
+				tgt.SQLPortHint = tc.hint
+				out, err := run(w.engine, tgt)
+				if tc.wantErr {
+					var ce *Error
+					if !errors.As(err, &ce) || ce.Kind != KindSQLLogonFailed || ce.SQLPort != 1433 || !errors.Is(err, logonErr{}) {
+						t.Fatalf("error %v, want a sql_logon_failed error at port 1433 carrying the checker's", err)
+					}
+					if !strings.Contains(err.Error(), "instance MSSQLSERVER on sql01.example.com") || !strings.Contains(err.Error(), "login failed for ifi") {
+						t.Errorf("error %q does not name the instance, the host and the login", err)
+					}
+					if out.Changed || ce.Changed || h.setRightOps != 0 || h.restarts != 0 {
+						t.Errorf("the host was changed (set_right %d, restarts %d) before the refused login stopped the %s", h.setRightOps, h.restarts, op)
+					}
+					return
+				}
+				switch op {
+				case "apply":
+					// Today's behaviour: the restart gate refuses the restart that needs
+					// SQL Server's answer, changing nothing.
+					var ce *Error
+					if !errors.As(err, &ce) || ce.Kind != KindRefused || h.setRightOps != 0 || h.restarts != 0 {
+						t.Errorf("apply: %v (set_right %d, restarts %d), want the restart gate's refusal, nothing changed", err, h.setRightOps, h.restarts)
+					}
+					return
+				case "destroy":
+					if err != nil {
+						t.Errorf("destroy: %v, want the revoke, which needs no SQL Server answer", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantWarning(t, out.Warnings, WarnSQLCheck)
+				for _, wn := range out.Warnings {
+					if wn.Code != WarnSQLCheck {
+						continue
+					}
+					refused := strings.Contains(wn.Detail, "refused the SQL login")
+					if refused != (tc.checkErr == logonErr{}) || !strings.Contains(wn.Detail, "falls back to the error log") ||
+						!strings.Contains(wn.Detail, "sql01.example.com:1433") {
+						t.Errorf("warning %q: want it to say what SQL Server answered at sql01.example.com:1433 and that verification falls back to the error log", wn.Detail)
+					}
+					if !errors.Is(wn.Err, tc.checkErr) {
+						t.Errorf("warning carries %v, want the check's error", wn.Err)
+					}
+				}
+				if out.Verification.Source == ifi.SourceSQLDMV {
+					t.Error("verified through SQL Server although the check failed")
+				}
+			})
+		}
+	}
+}
+
+// The rule holds for a failover cluster instance too: its SQL Server is asked at
+// the virtual name, which the error names.
+func TestSQLLogonFailureCluster(t *testing.T) {
+	for _, optional := range []bool{false, true} {
+		e, k, ct := clusterWorld(newFakeCluster())
+		k.err = logonErr{}
+		e.SQLOptional = optional
+		out, err := e.ReadCluster(context.Background(), ct, enable)
+		if !optional {
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindSQLLogonFailed || !errors.Is(err, logonErr{}) {
+				t.Errorf("error %v, want a sql_logon_failed error", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantWarning(t, out.Warnings, WarnSQLCheck)
+		for _, wn := range out.Warnings {
+			if wn.Code == WarnSQLCheck && !strings.Contains(wn.Detail, "virtual name sqlvs1.corp.example:1433 and refused the SQL login") {
+				t.Errorf("warning %q does not say SQL Server refused the login at the virtual name", wn.Detail)
+			}
+		}
+	}
+}

@@ -180,6 +180,21 @@ func sqlErrorDetail(err error) string {
 	return se.Error() + ". " + adv
 }
 
+// sqlLogonAdvice names the sql block's login kind and the other kinds, for a login
+// SQL Server refused: what to check depends on whether the login is SQL Server's
+// or a Windows account's (sqlcheck's hint says what to check on the server).
+func sqlLogonAdvice(auth string) string {
+	switch auth {
+	case sqlcheck.AuthNTLM:
+		return `The login kind is sql.auth = "ntlm", a Windows account: sql.username written DOMAIN\user (HOST\user for a local account) ` +
+			`with its password; where the domain restricts NTLM, use sql.auth = "kerberos"; for a SQL Server login, sql.auth = "sql"`
+	case sqlcheck.AuthKerberos:
+		return `The login kind is sql.auth = "kerberos", a Windows account by Kerberos; for a SQL Server login, use sql.auth = "sql"`
+	}
+	return `The login kind is sql.auth = "sql", a SQL Server login; for a Windows account, set sql.auth = "ntlm" with ` +
+		`sql.username = "DOMAIN\\user", or sql.auth = "kerberos"`
+}
+
 // constrainedLanguageAdvice says what an administrator of host can do when its
 // PowerShell runs the WinRM user's commands in ConstrainedLanguage mode (the script
 // error contract.CodeConstrainedLanguage); design/host-knowledge.md has the sources.

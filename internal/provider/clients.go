@@ -126,7 +126,11 @@ func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target
 // report is what this run's engine errors need for their diagnostics: the WinRM
 // user, and the advice for a failed logon given once per host.
 func (c *clients) report() errorReport {
-	return errorReport{user: c.winrm.Username, logonAdvised: func(t converge.Target) string {
+	var sqlAuth string
+	if c.sql != nil {
+		sqlAuth = c.sql.Auth
+	}
+	return errorReport{user: c.winrm.Username, sqlAuth: sqlAuth, logonAdvised: func(t converge.Target) string {
 		first, _ := c.session.Once(c.hostOnce("logon", t), t.Instance)
 		return first
 	}}

@@ -34,6 +34,9 @@ type errorReport struct {
 	// for the run's first on that host, whose error then carries the full advice, and
 	// for the others the instance whose error carries it. nil: every error carries it.
 	logonAdvised func(t converge.Target) string
+	// sqlAuth is the sql block's login kind (sql.auth, defaults applied), for a
+	// login SQL Server refused.
+	sqlAuth string
 }
 
 // addEngineError adds the diagnostics of an error from the converge engine.
@@ -109,7 +112,13 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 			fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the timeouts "+
 				"if recovery takes long, then run terraform apply again.", t, t.Host, ce.SQLPort, sqlErrorDetail(ce.Err)))
 	case converge.KindReadBackFailed:
-		addEngineError(diags, op, ce.Err, rep)
+		inner := ce.Err
+		if le := (*converge.Error)(nil); errors.As(inner, &le) && le.Kind == converge.KindSQLLogonFailed && ce.Changed {
+			changed := *le
+			changed.Changed = true // its detail must not say that nothing was changed
+			inner = &changed
+		}
+		addEngineError(diags, op, inner, rep)
 		if ce.Changed {
 			restarted := ""
 			if ce.Restarted {
@@ -147,6 +156,15 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 		diags.AddError(fmt.Sprintf("The cluster did not restart SQL Server %s as asked", t.Instance),
 			ce.Error()+". The right was changed as asked on every possible owner. Run terraform plan to see where the role is "+
 				"and what each node holds (cluster_nodes), then apply again once the cause is fixed.")
+	case converge.KindSQLLogonFailed:
+		unchanged := " Nothing was changed."
+		if ce.Changed {
+			unchanged = ""
+		}
+		diags.AddError(fmt.Sprintf("The sql login cannot log on to SQL Server %s on %s", t.Instance, t.Host),
+			fmt.Sprintf("%s. %s.%s To plan and apply without SQL Server's answer when it refuses the login "+
+				"(verification then falls back to the error log, and a restart that needs SQL Server's answer is refused), set sql.optional = true.",
+				sqlErrorDetail(ce.Err), sqlLogonAdvice(rep.sqlAuth), unchanged))
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}
@@ -244,6 +262,10 @@ func warningDetail(w ifi.Warning) string {
 	case converge.WarnSQLPortUnknown:
 		return w.Detail + " Set sql_port on the resource so SQL Server can be asked."
 	case converge.WarnSQLCheck:
+		if contract.SQLLogonFailed(w.Err) {
+			return fmt.Sprintf("%s Cause: %s. sql.optional = true makes a login SQL Server refuses a warning; without it, the plan fails.",
+				w.Detail, sqlErrorDetail(w.Err))
+		}
 		return fmt.Sprintf("%s Cause: %s. Check the sql block's login (it needs VIEW SERVER STATE), encryption settings and sql_port.",
 			w.Detail, sqlErrorDetail(w.Err))
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -12,6 +13,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // The errors of the converge engine as a user reads them: what failed, where, and
@@ -20,13 +22,18 @@ func TestAddEngineError(t *testing.T) {
 	tg := converge.Target{Host: "sql01.example.com", Instance: "REPORTING"}
 	unreachable := &remote.Error{Host: tg.Host, Kind: remote.KindUnreachable, Message: "connection refused"}
 	observeFailed := &converge.Error{Kind: converge.KindObserveFailed, Target: tg, Err: unreachable}
+	sqlLogonFailed := &converge.Error{Kind: converge.KindSQLLogonFailed, Target: tg, SQLPort: 1433,
+		Err: &sqlcheck.Error{Target: sqlcheck.Target{Host: tg.Host, Port: 1433, Instance: tg.Instance}, Kind: sqlcheck.KindAuth,
+			Setting: sqlcheck.SettingPassword, Number: 18456, Message: "login failed for ifi (error 18456)"}}
 	for _, tc := range []struct {
 		name string
 		op   operation
 		err  error
 		// want: one summary and detail pattern per error diagnostic, in order.
 		want      [][2]string
-		attribute bool // the first error points at the instance argument
+		attribute bool   // the first error points at the instance argument
+		sqlAuth   string // the sql block's login kind
+		notWant   string // no error detail says it
 	}{
 		{name: "not found points at the instance argument", op: opApply, attribute: true,
 			err: &converge.Error{Kind: converge.KindNotFound, Target: tg,
@@ -56,6 +63,20 @@ func TestAddEngineError(t *testing.T) {
 				{`^Cannot read SQL Server instance REPORTING on sql01.example.com$`, `connection refused`},
 				{`^The change was made but could not be read back$`, `right was changed and SQL Server restarted, but .*terraform refresh`},
 			}},
+		{name: "refused SQL login", op: opRead, err: sqlLogonFailed,
+			want: [][2]string{{`^The sql login cannot log on to SQL Server REPORTING on sql01.example.com$`,
+				`^SQL Server instance REPORTING at sql01.example.com:1433: login failed for ifi \(error 18456\)\. .*sql.password.*` +
+					`sql.auth = "sql", a SQL Server login; for a Windows account, set sql.auth = "ntlm" with sql.username = "DOMAIN\\\\user".*` +
+					`Nothing was changed\. .*set sql.optional = true\.$`}}},
+		{name: "refused Windows login", op: opApply, err: sqlLogonFailed, sqlAuth: sqlcheck.AuthNTLM,
+			want: [][2]string{{`^The sql login cannot log on to SQL Server REPORTING on sql01.example.com$`,
+				`sql.auth = "ntlm", a Windows account: sql.username written DOMAIN\\user .*sql.auth = "kerberos".*Nothing was changed.*sql.optional = true`}}},
+		{name: "refused SQL login when read back after a change", op: opApply,
+			err: &converge.Error{Kind: converge.KindReadBackFailed, Target: tg, Err: sqlLogonFailed, Changed: true},
+			want: [][2]string{
+				{`^The sql login cannot log on to SQL Server REPORTING on sql01.example.com$`, `login failed for ifi.*sql.optional = true\.$`},
+				{`^The change was made but could not be read back$`, `right was changed`},
+			}, notWant: "Nothing was changed"},
 		{name: "refusal", op: opApply,
 			err:  &converge.Error{Kind: converge.KindRefused, Target: tg, Refusal: &ifi.Refusal{Summary: "Group Policy owns the right", Detail: "Change the GPO."}},
 			want: [][2]string{{`^Group Policy owns the right$`, `^Change the GPO\.$`}}},
@@ -73,7 +94,7 @@ func TestAddEngineError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var diags diag.Diagnostics
-			addEngineError(&diags, tc.op, tc.err, errorReport{user: `CORP\admin`})
+			addEngineError(&diags, tc.op, tc.err, errorReport{user: `CORP\admin`, sqlAuth: tc.sqlAuth})
 			errs := diags.Errors()
 			if len(errs) != len(tc.want) {
 				t.Fatalf("%d errors, want %d: %v", len(errs), len(tc.want), errs)
@@ -84,6 +105,9 @@ func TestAddEngineError(t *testing.T) {
 				}
 				if !regexp.MustCompile(w[1]).MatchString(errs[i].Detail()) {
 					t.Errorf("error %d detail %q, want %s", i, errs[i].Detail(), w[1])
+				}
+				if tc.notWant != "" && strings.Contains(errs[i].Detail(), tc.notWant) {
+					t.Errorf("error %d detail %q says %q", i, errs[i].Detail(), tc.notWant)
 				}
 			}
 			wp, ok := errs[0].(diag.DiagnosticWithPath)

@@ -90,6 +90,8 @@ type sqlModel struct {
 	// Keytab and SPN: Kerberos only (kerberos_config.go).
 	Keytab types.String `tfsdk:"keytab"`
 	SPN    types.String `tfsdk:"spn"`
+	// Optional: a login SQL Server refuses is a warning (converge.Engine.SQLOptional).
+	Optional types.Bool `tfsdk:"optional"`
 }
 
 // New returns the provider factory used by main and the tests.
@@ -233,6 +235,15 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					},
 					"keytab": sqlKeytabAttribute(),
 					"spn":    sqlSPNAttribute(),
+					"optional": schema.BoolAttribute{
+						Optional: true,
+						MarkdownDescription: "Whether verifying through SQL Server may be skipped when this login cannot log on. Default `false`: " +
+							"a login SQL Server refuses (error 18456: wrong password, unknown or disabled login, a SQL login on an instance in Windows " +
+							"authentication mode, a Windows account without a login; error 18452: a Windows logon refused; for Kerberos, the KDC " +
+							"refusing the account or the ticket) fails the plan and the apply before anything is changed, naming the login, the host " +
+							"and instance, and what to check. With `true` it is a warning, and verification falls back to the SQL Server error log, " +
+							"as it does in any case when SQL Server cannot be reached or does not answer in time.",
+					},
 				},
 			},
 		},
@@ -316,6 +327,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 		sc.Log = tflogLogger{}
 	}
 	c := newClients(rc, sc, p.openHost, p.openChecker, converge.NewRestartLimiter(maxRestarts))
+	c.session.Engine.SQLOptional = boolOr(q.Optional, false) // a login SQL Server refuses is then a warning
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }

@@ -263,7 +263,7 @@ func TestCheckWithoutViewServerState(t *testing.T) {
 	_, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
 	e := asError(t, err)
 	if e.Kind != KindPermission || e.Number != 300 || !strings.Contains(err.Error(), "GRANT VIEW SERVER STATE TO [ifi_check]") ||
-		!strings.Contains(err.Error(), "SQL Server instance MSSQLSERVER at 127.0.0.1:") {
+		!strings.Contains(err.Error(), "SQL Server instance MSSQLSERVER at 127.0.0.1:") || e.LogonFailed() {
 		t.Fatalf("error = %v (kind %d)", err, e.Kind)
 	}
 }
@@ -275,7 +275,7 @@ func TestCheckWrongPassword(t *testing.T) {
 	_, err := New(cfg).Check(ctxFor(t, 20*time.Second), ep.target())
 	e := asError(t, err)
 	if e.Kind != KindAuth || e.Number != 18456 || !strings.Contains(err.Error(), "login failed for ifi_check") ||
-		!strings.Contains(err.Error(), "instance MSSQLSERVER") || strings.Contains(err.Error(), "not-it") {
+		!strings.Contains(err.Error(), "instance MSSQLSERVER") || strings.Contains(err.Error(), "not-it") || !e.LogonFailed() {
 		t.Fatalf("error = %v (kind %d)", err, e.Kind)
 	}
 }
@@ -289,7 +289,7 @@ func TestCheckUnreachable(t *testing.T) {
 	l.Close()
 	_, err = New(plainConfig()).Check(ctxFor(t, 20*time.Second), Target{Host: "127.0.0.1", Port: port, Instance: "MSSQLSERVER"})
 	e := asError(t, err)
-	if e.Kind != KindUnreachable || e.Setting != SettingPort || !strings.Contains(e.Hint, "SQL Server service is running") {
+	if e.Kind != KindUnreachable || e.Setting != SettingPort || !strings.Contains(e.Hint, "SQL Server service is running") || e.LogonFailed() {
 		t.Fatalf("error = %v (kind %d)", err, e.Kind)
 	}
 }

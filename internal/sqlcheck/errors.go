@@ -60,7 +60,20 @@ type Error struct {
 	Message string
 	Hint    string
 	Err     error
+
+	// logon: SQL Server (or the KDC, for Kerberos) refused the login's credential
+	// or the login itself (LogonFailed).
+	logon bool
 }
+
+// LogonFailed reports whether the login could not log on: SQL Server refused it
+// (error 18456: an unknown or disabled login, a wrong password, a SQL login on an
+// instance in Windows authentication mode, a Windows account without a login;
+// error 18452: a Windows logon its security package refused), or for Kerberos the
+// KDC refused the account or the ticket (wrong password or keytab, unknown account
+// or SPN, expired credentials, clock skew). A KDC or server that does not answer,
+// and every other failure, is not a logon failure: nothing was said of the login.
+func (e *Error) LogonFailed() bool { return e.logon }
 
 // AnsweredTDS: SQL Server itself sent this error (a failed login, a permission or
 // a query error, or any error with a number), so the port is SQL Server's.
@@ -213,7 +226,7 @@ func (c *checker) account() string {
 // loginFailed is error 18456 with what to check for the login kind: SQL Server
 // authenticated nobody (a SQL login), or a Windows account it has no login for.
 func (c *checker) loginFailed(t Target, e *Error) *Error {
-	e.Kind = KindAuth
+	e.Kind, e.logon = KindAuth, true
 	who := c.account()
 	e.Message = fmt.Sprintf("login failed for %s (error 18456)", who)
 	switch c.cfg.Auth {
@@ -237,7 +250,7 @@ func (c *checker) loginFailed(t Target, e *Error) *Error {
 // windowsLogonRefused is error 18452: SQL Server's security package refused the
 // Windows logon (SQL Server logs why, as error 17806, only in its error log).
 func (c *checker) windowsLogonRefused(t Target, e *Error) *Error {
-	e.Kind = KindAuth
+	e.Kind, e.logon = KindAuth, true
 	who := c.account()
 	switch c.cfg.Auth {
 	case AuthKerberos:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
 )
 
@@ -21,9 +22,10 @@ func (a acceptAll) Accept([]byte) ([]byte, string, string, bool, error) {
 	return nil, a.account, "NTLM", true, nil
 }
 
-// A failed login says what to check for its kind: a SQL login, mixed mode; an NTLM
-// account, its DOMAIN\user form and its Windows login; a Windows logon refused by
-// the server's security package, the domain and NTLM restrictions.
+// A failed login is a logon failure and says what to check for its kind: a SQL
+// login, mixed mode; an NTLM account, its DOMAIN\user form and its Windows login; a
+// Windows logon refused by the server's security package, the domain and NTLM
+// restrictions.
 func TestLoginFailedHintPerKind(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -48,7 +50,7 @@ func TestLoginFailedHintPerKind(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("Check: %v (%T), want an *Error", err, err)
 			}
-			if e.Kind != KindAuth || e.Number != tc.number || e.Setting != tc.setting {
+			if e.Kind != KindAuth || e.Number != tc.number || e.Setting != tc.setting || !e.LogonFailed() {
 				t.Errorf("kind %d number %d setting %d, want KindAuth %d setting %d: %v", e.Kind, e.Number, e.Setting, tc.number, tc.setting, e)
 			}
 			for _, w := range tc.want {
@@ -88,5 +90,21 @@ func TestDefaultSPN(t *testing.T) {
 	}
 	if got := (Config{}).SPNFor(Target{Host: "sql01", Port: 50000}); got != "MSSQLSvc/sql01:50000" {
 		t.Errorf("SPNFor = %q", got)
+	}
+}
+
+// A Kerberos login fails to log on when the KDC refused the account or the ticket;
+// a KDC that does not answer says nothing of the login.
+func TestKerberosLogonFailed(t *testing.T) {
+	c := &checker{cfg: Config{Auth: AuthKerberos, Username: "dba@MSSQLIFI.TEST", Password: "p"}}
+	for k, want := range map[krb.Kind]bool{
+		krb.KindWrongPassword: true, krb.KindUnknownUser: true, krb.KindUnknownSPN: true, krb.KindExpired: true,
+		krb.KindClockSkew: true, krb.KindRefused: true,
+		krb.KindKDCUnreachable: false, krb.KindUnknown: false, krb.KindConfig: false,
+	} {
+		e := c.kerberosError(Target{Host: "sql01.mssqlifi.test", Port: 1433}, &krb.Error{Kind: k, Message: "kerberos: failed"})
+		if e == nil || e.LogonFailed() != want {
+			t.Errorf("Kerberos failure of kind %d: %v, LogonFailed want %v", k, e, want)
+		}
 	}
 }

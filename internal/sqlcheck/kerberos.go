@@ -128,6 +128,10 @@ func (c *checker) kerberosError(t Target, err error) *Error {
 	e := &Error{Target: t, Kind: KindAuth, Setting: SettingUsername, Encrypt: c.cfg.Encrypt, Err: err,
 		Message: "Kerberos login: " + strings.TrimPrefix(ke.Message, "kerberos: "), Hint: ke.Hint}
 	switch ke.Kind {
+	case krb.KindWrongPassword, krb.KindUnknownUser, krb.KindUnknownSPN, krb.KindExpired, krb.KindClockSkew, krb.KindRefused:
+		e.logon = true // the KDC answered, and refused the account or the ticket
+	}
+	switch ke.Kind {
 	case krb.KindConfig:
 		e.Kind = KindConfig
 		if ke.Part == krb.PartKeytab {

@@ -1,0 +1,80 @@
+package provider
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// A sql block whose login SQL Server refuses, through the real terraform CLI.
+
+// withSQLPassword is the provider configuration of e with the sql block's password
+// replaced, and more lines added to the block.
+func withSQLPassword(e *accEnv, password string, lines ...string) string {
+	cfg := e.providerConfig(true)
+	cfg = strings.Replace(cfg, "password = \""+accSQLPass+"\"", "password = \""+password+"\"", 1)
+	return strings.Replace(cfg, "  sql {\n", "  sql {\n"+strings.Join(append(lines, ""), "\n"), 1)
+}
+
+// A wrong sql password fails the plan, the create's (the plan-time read) and the
+// refresh's, naming the login, the host and instance, what to check for a SQL
+// login and the way to make it a warning; the failed apply changes nothing.
+func TestCLI_sqlLogonRefusedFailsThePlan(t *testing.T) {
+	t.Parallel()
+	e := startSim(t, nil)
+	w := newCLI(t)
+	detail := `^SQL Server instance MSSQLSERVER at ` + regexp.QuoteMeta(e.addr) + `:\d+: login failed for ` + accSQLUser + ` \(error 18456\)\. `
+	summary := `^The sql login cannot log on to SQL Server MSSQLSERVER on ` + regexp.QuoteMeta(e.addr) + `$`
+	wantRefused := func(r *tfRun) {
+		t.Helper()
+		d := r.wantDiag(t, "error", summary, detail)
+		for _, s := range []string{"mixed mode", `sql.auth = "ntlm"`, "sql.password", "sql.optional = true", "Nothing was changed"} {
+			if !strings.Contains(d.Detail, s) {
+				t.Errorf("the error does not say %q: %s", s, d.Detail)
+			}
+		}
+		r.wantNoDiag(t, "warning", "^IFI could not be verified through SQL Server$")
+	}
+
+	w.write(withSQLPassword(e, "not-the-password") + resourceConfig(e.addr, ""))
+	p := w.plan()
+	p.wantPlanExit(t, 1)
+	wantRefused(p)
+	a := w.apply()
+	wantRefused(a)
+	for _, op := range e.operations() {
+		if op == string(contract.OpSetRight) || op == string(contract.OpRestartInstance) {
+			t.Errorf("the apply with a refused sql login ran %s on the host", op)
+		}
+	}
+
+	// In the state: the refresh fails the same way, and the state stays.
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	w.write(withSQLPassword(e, "not-the-password") + resourceConfig(e.addr, ""))
+	p = w.plan()
+	p.wantPlanExit(t, 1)
+	wantRefused(p)
+}
+
+// With sql.optional = true a refused login is a warning saying SQL Server refused it,
+// and the plan goes on without SQL Server's answer.
+func TestCLI_sqlLogonRefusedOptionalWarns(t *testing.T) {
+	t.Parallel()
+	e := startSim(t, nil)
+	w := newCLI(t)
+	w.write(withSQLPassword(e, "not-the-password", "    optional = true") + resourceConfig(e.addr, ""))
+	p := w.plan()
+	if p.Exit == 1 {
+		t.Fatalf("plan with sql.optional = true failed:\n%s", p.describe())
+	}
+	d := p.wantDiag(t, "warning", `^IFI could not be verified through SQL Server$`,
+		`SQL Server answered for instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+` at `+regexp.QuoteMeta(e.addr)+`:\d+ and refused the SQL login; `+
+			`as SQL verification is optional, verification falls back to the error log\.`)
+	if !strings.Contains(d.Detail, "login failed for "+accSQLUser+" (error 18456)") || strings.Contains(d.Detail, "not-the-password") {
+		t.Errorf("the warning does not give SQL Server's answer (or gives the password): %s", d.Detail)
+	}
+	p.wantNoDiag(t, "error", "")
+}
