@@ -348,7 +348,7 @@ func (i *Instance) hadrInfoLocked() *contract.HADRInfo {
 		}
 	}
 	if i.h.cluster != nil {
-		info.ClusterKnown = true // a node of a failover cluster (cluster.go)
+		info.ClusterKnown = true // a node of a failover cluster (wsfc/cluster.go)
 	}
 	if !info.ClusterKnown {
 		info.Detail = "root\\MSCluster is not available (the host is not a failover cluster node)"

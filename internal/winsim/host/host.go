@@ -23,6 +23,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // Options are the model's settings that are not part of the host's configuration.
@@ -97,8 +98,8 @@ type Host struct {
 	// clusterGuards: the last cluster guard's outcome per instance (cluster_ops.go).
 	clusterGuards map[string]*ClusterGuardOutcome
 	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
-	// cluster is the failover cluster the host is a node of (cluster.go); nil when none.
-	cluster *Cluster
+	// cluster is the failover cluster the host is a node of (wsfc/cluster.go, wsfcside.go); nil when none.
+	cluster *wsfc.Cluster
 
 	cost  Cost
 	stats stats

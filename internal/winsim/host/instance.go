@@ -42,7 +42,7 @@ type Instance struct {
 	backups     []string  // BACKUP / RESTORE commands running (sys.dm_exec_requests)
 	// clustered: a failover cluster instance (the instance's Cluster registry key is
 	// set); virtualName is its role's network name, what SERVERPROPERTY('MachineName')
-	// and @@SERVERNAME report on every node (cluster.go).
+	// and @@SERVERNAME report on every node (wsfc/cluster.go).
 	clustered   bool
 	virtualName atomic.Value // string; read without h.mu (ServerName)
 

@@ -81,7 +81,7 @@ type InstanceSnapshot struct {
 	Databases []DatabaseSnapshot    `json:"databases"`
 	// DatabaseOperations are the last file creations and growths (CREATE DATABASE,
 	// ALTER DATABASE ... MODIFY FILE) with what the zeroing model charged for each,
-	// oldest first (zeroing.go): modelled, not measured.
+	// oldest first (tsql/zeroing.go): modelled, not measured.
 	DatabaseOperations []tsql.DatabaseOperation `json:"database_operations"`
 }
 
