@@ -137,7 +137,7 @@ func (srv *Server) Login(_ context.Context, l tds.Login) *tds.SQLError {
 }
 
 // Batch answers a batch of SELECTs over the modelled views and SERVERPROPERTY
-// (sqlparse.go) and the database statements of the zeroing model (sqlddl.go,
+// (parse.go) and the database statements of the zeroing model (ddl.go,
 // zeroing.go), with SQL Server's errors for anything else. The provider's queries
 // (contract.Queries) are SELECTs of that subset.
 func (srv *Server) Batch(ctx context.Context, l tds.Login, query string) ([]tds.ResultSet, *tds.SQLError) {
