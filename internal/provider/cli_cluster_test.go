@@ -12,6 +12,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // Failover cluster instances (issue 18) with the real terraform CLI against the
@@ -32,7 +33,7 @@ type fciEnv struct {
 // startFCI starts the cluster; mod may change the cluster and the nodes' hosts.
 // Both nodes listen for WinRM on one port, as real nodes do (5986): the provider
 // reaches every node with the resource's port.
-func startFCI(t *testing.T, mod func(*host.ClusterConfig, []host.HostConfig)) *fciEnv {
+func startFCI(t *testing.T, mod func(*wsfc.ClusterConfig, []host.HostConfig)) *fciEnv {
 	t.Helper()
 	var hcs []host.HostConfig
 	for range 2 {
@@ -44,8 +45,8 @@ func startFCI(t *testing.T, mod func(*host.ClusterConfig, []host.HostConfig)) *f
 	hcs[0].Rights = map[string][]string{contract.RightManageVolume: {"S-1-5-32-544", defaultSvcSID}}
 	v := nextAddr.Add(1)
 	one := int64(1)
-	cc := host.ClusterConfig{Name: fmt.Sprintf("CLU%02d", v), Nodes: []string{hcs[0].Name, hcs[1].Name},
-		Roles: []host.ClusterRoleConfig{{Instance: "MSSQLSERVER", VirtualName: fmt.Sprintf("SQLFCI%02d", v),
+	cc := wsfc.ClusterConfig{Name: fmt.Sprintf("CLU%02d", v), Nodes: []string{hcs[0].Name, hcs[1].Name},
+		Roles: []wsfc.ClusterRoleConfig{{Instance: "MSSQLSERVER", VirtualName: fmt.Sprintf("SQLFCI%02d", v),
 			VirtualAddress: fmt.Sprintf("127.0.0.%d", 10+v), Owner: hcs[0].Name, PreferredOwners: []string{hcs[0].Name, hcs[1].Name},
 			FailoverThreshold: &one}}}
 	if mod != nil {
@@ -58,7 +59,7 @@ func startFCI(t *testing.T, mod func(*host.ClusterConfig, []host.HostConfig)) *f
 		for i := range hcs {
 			hcs[i].WinRM.HTTPSPort = p
 		}
-		sim, err = winsim.Start(&winsim.Config{Hosts: hcs, Clusters: []host.ClusterConfig{cc}}, winsim.Options{CertDir: t.TempDir()})
+		sim, err = winsim.Start(&winsim.Config{Hosts: hcs, Clusters: []wsfc.ClusterConfig{cc}}, winsim.Options{CertDir: t.TempDir()})
 		if err == nil || !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
@@ -107,7 +108,7 @@ resource "mssqlifi_instant_file_initialization" "this" {
 }
 
 // view is the role as the cluster sees it.
-func (e *fciEnv) view() host.ClusterRoleView {
+func (e *fciEnv) view() wsfc.ClusterRoleView {
 	e.t.Helper()
 	c, err := e.sim.Cluster(e.cluster)
 	if err != nil {
@@ -221,7 +222,7 @@ func TestCLI_fciFailoverFromOutsideThenRestartFailover(t *testing.T) {
 	p.wantDiag(t, "warning", `grants the right on `+second+`, then moves the role from `+second+` to `+regexp.QuoteMeta(e.nodeName(0))+`$`,
 		`about a restart's downtime`)
 	w.mustApply()
-	if v := e.view(); !strings.EqualFold(v.OwnerHost, e.nodes[0].name) || v.State != host.GroupOnline {
+	if v := e.view(); !strings.EqualFold(v.OwnerHost, e.nodes[0].name) || v.State != wsfc.GroupOnline {
 		t.Errorf("the role is %s on %s; want Online on %s", v.State, v.OwnerHost, e.nodes[0].name)
 	}
 	a = w.attrs()
@@ -240,7 +241,7 @@ func TestCLI_fciFailoverFromOutsideThenRestartFailover(t *testing.T) {
 func TestCLI_fciClusterRestart(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) {
+	e := startFCI(t, func(_ *wsfc.ClusterConfig, hcs []host.HostConfig) {
 		hcs[0].Rights = nil // the owner lacks it too: its running Engine has no IFI
 	})
 	before := e.nodes[0].engineStart()
@@ -256,7 +257,7 @@ func TestCLI_fciClusterRestart(t *testing.T) {
 	if err := e.nodes[0].host().WaitServiceState(ctx, contract.DefaultAgentService, contract.StateRunning); err != nil {
 		t.Errorf("SQL Server Agent is not back: %v", err)
 	}
-	if v := e.view(); !strings.EqualFold(v.OwnerHost, e.nodes[0].name) || v.State != host.GroupOnline {
+	if v := e.view(); !strings.EqualFold(v.OwnerHost, e.nodes[0].name) || v.State != wsfc.GroupOnline {
 		t.Errorf("the role is %s on %s; want Online on %s", v.State, v.OwnerHost, e.nodes[0].name)
 	}
 	a := w.attrs()
@@ -316,7 +317,7 @@ func unusedLoopback(t *testing.T) string {
 func TestCLI_fciAGPrimaryIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) {
+	e := startFCI(t, func(_ *wsfc.ClusterConfig, hcs []host.HostConfig) {
 		for i := range hcs {
 			hcs[i].Rights = nil
 			hcs[i].Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: host.AGRolePrimary}
@@ -398,7 +399,7 @@ output "fci" {
 func TestCLI_fciFailbackIsAnnounced(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startFCI(t, func(c *host.ClusterConfig, hcs []host.HostConfig) {
+	e := startFCI(t, func(c *wsfc.ClusterConfig, hcs []host.HostConfig) {
 		hcs[0].Rights = nil
 		c.Roles[0].AutoFailbackType = 1
 	})

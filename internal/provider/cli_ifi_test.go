@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // What a user reads in terraform's output, through the real CLI (see cli_harness_test.go).
@@ -242,7 +243,7 @@ func TestCLI_groupPolicyWarnsAtPlanAndRefusesApply(t *testing.T) {
 func TestCLI_clusteredInstance(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
+	e := startFCI(t, func(_ *wsfc.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
 	before := e.nodes[0].engineStart()
 	w.write(e.config("if_needed"))
 	r := w.apply()

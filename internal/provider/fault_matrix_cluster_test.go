@@ -12,6 +12,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // The fault matrix's rows about failover cluster instances (issue 18). Each row
@@ -54,7 +55,7 @@ func TestCLI_faultMatrixCluster(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
-			e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
+			e := startFCI(t, func(_ *wsfc.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
 			w.write(e.config("never"))
 			w.mustApply()
 			r.fault(e)
@@ -81,7 +82,7 @@ func TestCLI_faultMatrixCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			owner := e.nodes[r.ownerAt]
-			if v := e.view(); !strings.EqualFold(v.OwnerHost, owner.name) || v.State != host.GroupOnline {
+			if v := e.view(); !strings.EqualFold(v.OwnerHost, owner.name) || v.State != wsfc.GroupOnline {
 				t.Errorf("the role is %s on %s; want Online on %s", v.State, v.OwnerHost, owner.name)
 			} else if n := len(v.Events) - moves; n > 2 {
 				t.Errorf("the cluster acted %d times on the role (%v); want at most a move and its fail back", n, v.Events[moves:])
@@ -104,7 +105,7 @@ func TestCLI_faultMatrixCluster(t *testing.T) {
 func TestCLI_fciHalfDoneGrantsAreRecorded(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
-	e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
+	e := startFCI(t, func(_ *wsfc.ClusterConfig, hcs []host.HostConfig) { hcs[0].Rights = nil })
 	if err := e.sim.Do(e.nodes[1].name, winsim.Action{Action: winsim.ActionWinRMFault,
 		WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Operation: string(contract.OpSetRight), Count: -1}}); err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
-			e := startFCI(t, func(_ *host.ClusterConfig, hcs []host.HostConfig) {
+			e := startFCI(t, func(_ *wsfc.ClusterConfig, hcs []host.HostConfig) {
 				hcs[0].Rights = nil
 				if r.fault == slowOffline {
 					hcs[0].Instances[0].StopMS = int((timeout + 10*time.Second) / time.Millisecond)
@@ -187,7 +188,7 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 			during := func(cmd *exec.Cmd) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				if _, err := c.WaitRole(ctx, e.role, func(v host.ClusterRoleView) bool { return v.Action != "" }); err != nil {
+				if _, err := c.WaitRole(ctx, e.role, func(v wsfc.ClusterRoleView) bool { return v.Action != "" }); err != nil {
 					t.Errorf("the cluster was not seen acting on the role: %v", err)
 					return
 				}
@@ -211,12 +212,12 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 			// The role ends Online, whoever was left holding it.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			v, err := c.WaitRole(ctx, e.role, func(v host.ClusterRoleView) bool {
-				if v.Action != "" || v.State != host.GroupOnline {
+			v, err := c.WaitRole(ctx, e.role, func(v wsfc.ClusterRoleView) bool {
+				if v.Action != "" || v.State != wsfc.GroupOnline {
 					return false
 				}
 				for _, res := range v.Resources {
-					if res.State != host.ResourceOnline {
+					if res.State != wsfc.ResourceOnline {
 						return false
 					}
 				}

@@ -14,10 +14,11 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // Failover clusters (README.md, "clusters"): each cluster's model
-// (host.Cluster), a TDS listener per role at its virtual address that serves the
+// (wsfc.Cluster), a TDS listener per role at its virtual address that serves the
 // owner's Engine, and the hook that closes a down node's WinRM listeners.
 
 // ClusterInfo is one cluster as the JSON line reports it.
@@ -38,8 +39,8 @@ type RoleInfo struct {
 }
 
 type simCluster struct {
-	cfg   host.ClusterConfig
-	model *host.Cluster
+	cfg   wsfc.ClusterConfig
+	model *wsfc.Cluster
 	vnns  map[string]*sqlEndpoint // by upper-case group name
 }
 
@@ -88,15 +89,15 @@ func fciInstance(cfg *Config, hostName, instance string) bool {
 }
 
 func (s *Sim) startClusters(cfg *Config, validity time.Duration) error {
-	hostOf := func(name string) (*host.Host, bool) {
+	hostOf := func(name string) (wsfc.Node, bool) {
 		sh, ok := s.byName[strings.ToLower(strings.TrimSpace(name))]
 		if !ok {
 			return nil, false
 		}
-		return sh.model, true
+		return sh.model.ClusterNode(), true
 	}
 	for _, cc := range cfg.Clusters {
-		model, err := host.NewCluster(cc, hostOf, s.logf)
+		model, err := wsfc.NewCluster(cc, hostOf, s.logf)
 		if err != nil {
 			return err
 		}
@@ -114,7 +115,7 @@ func (s *Sim) startClusters(cfg *Config, validity time.Duration) error {
 
 // startVirtualName opens the role's TDS endpoint at its virtual address: it
 // serves whichever node owns the role, and listens only while SQL Server is Online.
-func (s *Sim) startVirtualName(sc *simCluster, rc host.ClusterRoleConfig, validity time.Duration) error {
+func (s *Sim) startVirtualName(sc *simCluster, rc wsfc.ClusterRoleConfig, validity time.Duration) error {
 	group := rc.GroupName()
 	vname := strings.ToUpper(strings.TrimSpace(rc.VirtualName))
 	ip := net.ParseIP(strings.TrimSpace(rc.VirtualAddress))
@@ -133,7 +134,7 @@ func (s *Sim) startVirtualName(sc *simCluster, rc host.ClusterRoleConfig, validi
 	ep := &sqlEndpoint{
 		instance: vname + `\` + strings.ToUpper(strings.TrimSpace(rc.Instance)),
 		addr:     addr,
-		server: tds.NewServer(&vnnHandler{cluster: sc.model, role: group, vname: vname, instance: rc.Instance},
+		server: tds.NewServer(&vnnHandler{cluster: sc.model, hosts: s.byName, role: group, vname: vname, instance: rc.Instance},
 			tds.Options{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, Logf: s.logf}),
 		logf:    s.logf,
 		wg:      &s.wg,
@@ -148,7 +149,7 @@ func (s *Sim) startVirtualName(sc *simCluster, rc host.ClusterRoleConfig, validi
 	if err != nil {
 		return err
 	}
-	if view.State == host.GroupOnline {
+	if view.State == wsfc.GroupOnline {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := ep.waitOpen(ctx); err != nil {
@@ -200,15 +201,22 @@ func (sh *simHost) endDown() {
 
 // vnnHandler is a virtual name's SQL side: the Engine of the role's owner now.
 type vnnHandler struct {
-	cluster  *host.Cluster
+	cluster  *wsfc.Cluster
+	hosts    map[string]*simHost // the simulation's hosts by lower-case name (Sim.byName)
 	role     string
 	vname    string
 	instance string
 }
 
 func (v *vnnHandler) owner() tds.Handler {
-	if inst := v.cluster.OwnerInstance(v.role); inst != nil {
-		return inst.TDSHandler()
+	node, instance := v.cluster.Owner(v.role)
+	if node == nil {
+		return nil
+	}
+	if sh, ok := v.hosts[strings.ToLower(node.Name())]; ok {
+		if inst, ok := sh.model.Instance(instance); ok {
+			return inst.TDSHandler()
+		}
 	}
 	return nil
 }
@@ -263,7 +271,7 @@ func (s *Sim) clusterInfos() []ClusterInfo {
 }
 
 // Cluster returns one cluster's model by name (case-insensitive).
-func (s *Sim) Cluster(name string) (*host.Cluster, error) {
+func (s *Sim) Cluster(name string) (*wsfc.Cluster, error) {
 	sc, err := s.simCluster(name)
 	if err != nil {
 		return nil, err
@@ -279,7 +287,7 @@ func (s *Sim) simCluster(name string) (*simCluster, error) {
 		}
 		names = append(names, sc.model.Name())
 	}
-	return nil, fmt.Errorf("%w: the simulation has no cluster %q (its clusters: %s)", host.ErrNoSuchClusterObject, name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("%w: the simulation has no cluster %q (its clusters: %s)", wsfc.ErrNoSuchClusterObject, name, strings.Join(names, ", "))
 }
 
 // ClusterAction is one control-plane action on a cluster, the JSON body of
@@ -326,8 +334,8 @@ var clusterActionNames = []string{ActionClusterFailover, ActionNodeState, Action
 type ClusterActionResult struct {
 	Cluster string                 `json:"cluster"`
 	Action  string                 `json:"action"`
-	Role    *host.ClusterRoleView  `json:"role,omitempty"`
-	Nodes   []host.ClusterNodeView `json:"nodes"`
+	Role    *wsfc.ClusterRoleView  `json:"role,omitempty"`
+	Nodes   []wsfc.ClusterNodeView `json:"nodes"`
 	// Error is the cluster's own error when it refused or failed the move.
 	Error string `json:"error,omitempty"`
 }
@@ -387,7 +395,7 @@ func (s *Sim) ClusterDo(ctx context.Context, cluster string, a ClusterAction) (C
 			return res, err
 		}
 		if err := c.SetNodeState(a.Node, a.State); err != nil {
-			if !errors.Is(err, host.ErrNoSuchClusterObject) {
+			if !errors.Is(err, wsfc.ErrNoSuchClusterObject) {
 				err = fmt.Errorf("%w: %v", ErrBadAction, err)
 			}
 			return res, err
@@ -416,7 +424,7 @@ func (s *Sim) ClusterDo(ctx context.Context, cluster string, a ClusterAction) (C
 			}
 			return 0
 		}
-		if err := c.AddNode(sh.model, port); err != nil {
+		if err := c.AddNode(sh.model.ClusterNode(), port); err != nil {
 			return res, err
 		}
 		// An FCI's Engine listens on the role's virtual address only: the node's own
@@ -433,7 +441,7 @@ func (s *Sim) ClusterDo(ctx context.Context, cluster string, a ClusterAction) (C
 			return res, err
 		}
 		if err := c.FailNextMove(a.Role, a.Mode); err != nil {
-			if !errors.Is(err, host.ErrNoSuchClusterObject) {
+			if !errors.Is(err, wsfc.ErrNoSuchClusterObject) {
 				err = fmt.Errorf("%w: %v", ErrBadAction, err)
 			}
 			return res, err
@@ -442,7 +450,7 @@ func (s *Sim) ClusterDo(ctx context.Context, cluster string, a ClusterAction) (C
 		if err := errors.Join(need("role", a.Role), need("resource_type", a.ResourceType)); err != nil {
 			return res, err
 		}
-		var out host.ActionOutcome
+		var out wsfc.ActionOutcome
 		var err error
 		if a.Action == ActionResourceOffline {
 			out, err = c.TakeResourceOffline(ctx, a.Role, a.ResourceType, defaultActionWaitTimeout)

@@ -15,7 +15,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // clusterFleet: node1 and node2 are the nodes of CLU1, whose role runs the FCI
@@ -251,10 +251,10 @@ func TestClusterVirtualNameRefusesWhileMoving(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
-	sqlPending := func(v host.ClusterRoleView) bool {
+	sqlPending := func(v wsfc.ClusterRoleView) bool {
 		for _, r := range v.Resources {
-			if r.Type == host.ResourceTypeSQLServer {
-				return r.State == host.ResourceOfflinePending
+			if r.Type == wsfc.ResourceTypeSQLServer {
+				return r.State == wsfc.ResourceOfflinePending
 			}
 		}
 		return false
@@ -266,7 +266,7 @@ func TestClusterVirtualNameRefusesWhileMoving(t *testing.T) {
 		_ = conn.Close()
 		t.Errorf("the virtual name %s accepted a connection while the role was moving", addr)
 	}
-	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool { return v.State == host.GroupOnline && v.Action == "" })
+	v, err := c.WaitRole(wctx, fciGroup, func(v wsfc.ClusterRoleView) bool { return v.State == wsfc.GroupOnline && v.Action == "" })
 	if err != nil || v.OwnerNode != "NODE2" {
 		t.Fatalf("the move did not end Online on NODE2: %+v, %v", v, err)
 	}
@@ -278,7 +278,7 @@ func TestClusterVirtualNameRefusesWhileMoving(t *testing.T) {
 func TestClusterMoveFailsBack(t *testing.T) {
 	t.Parallel()
 	sim := startCluster(t)
-	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: host.FailMoveFailBack}); err != nil {
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: wsfc.FailMoveFailBack}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
@@ -292,7 +292,7 @@ func TestClusterMoveFailsBack(t *testing.T) {
 		t.Errorf("after the failback: node %q IFI %q; want NODE1, Y", node, ifi)
 	}
 	// "offline": the resource will not come online and stays Failed there.
-	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: host.FailMoveOffline}); err != nil {
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: wsfc.FailMoveOffline}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = nodeHost(t, sim, "node1").ClusterMove(opCtx(t), contract.ClusterMoveParams{Instance: "MSSQLSERVER", Group: fciGroup, TargetNode: "NODE2", TimeoutS: 60})
@@ -319,7 +319,7 @@ func TestClusterPausedAndDownNodes(t *testing.T) {
 			t.Fatalf("%s: %v", a.Action, err)
 		}
 	}
-	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node2", State: host.NodePaused})
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node2", State: wsfc.NodePaused})
 	r, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
 	if err != nil || !slices.Contains(r.Nodes, contract.ClusterNode{Name: "NODE2", State: "paused"}) {
 		t.Fatalf("read_cluster after the pause: %+v, %v", r.Nodes, err)
@@ -334,8 +334,8 @@ func TestClusterPausedAndDownNodes(t *testing.T) {
 	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionClusterFailover, Role: fciGroup, Node: "node2"}); err == nil {
 		t.Errorf("cluster_failover to a paused node succeeded")
 	}
-	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node2", State: host.NodeUp})
-	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node1", State: host.NodeDown})
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node2", State: wsfc.NodeUp})
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node1", State: wsfc.NodeDown})
 	if conn, err := net.DialTimeout("tcp", hostInfo(t, sim, "node1").WinRMHTTPS, 2*time.Second); err == nil {
 		_ = conn.Close()
 		t.Errorf("node1 is down but its WinRM accepted a connection")
@@ -343,13 +343,13 @@ func TestClusterPausedAndDownNodes(t *testing.T) {
 	c, _ := sim.Cluster("CLU1")
 	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool { return v.State == host.GroupOnline && v.OwnerNode == "NODE2" }); err != nil {
+	if v, err := c.WaitRole(wctx, fciGroup, func(v wsfc.ClusterRoleView) bool { return v.State == wsfc.GroupOnline && v.OwnerNode == "NODE2" }); err != nil {
 		t.Fatalf("the role did not fail over to NODE2 when NODE1 went down: %+v, %v", v, err)
 	}
 	if node, ifi, _ := physicalNode(t, openDB(t, virtualSQL(t, sim))); node != "NODE2" || ifi != "N" {
 		t.Errorf("after node1 went down: node %q IFI %q; want NODE2, N", node, ifi)
 	}
-	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node1", State: host.NodeUp})
+	do(winsim.ClusterAction{Action: winsim.ActionNodeState, Node: "node1", State: wsfc.NodeUp})
 	if _, err := nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"}); err != nil {
 		t.Errorf("read_cluster on node1 once it is up again: %v", err)
 	}
@@ -371,20 +371,20 @@ func TestClusterRestartBringsAgentBackOnlyThroughTheGroup(t *testing.T) {
 		}
 		return ""
 	}
-	if out, err := c.TakeResourceOffline(ctx, fciGroup, host.ResourceTypeSQLServer, time.Minute); err != nil || out.Err != nil {
+	if out, err := c.TakeResourceOffline(ctx, fciGroup, wsfc.ResourceTypeSQLServer, time.Minute); err != nil || out.Err != nil {
 		t.Fatalf("TakeOffline: %+v, %v", out, err)
 	}
-	if sqlState, agent := state(host.ResourceTypeSQLServer), state(host.ResourceTypeAgent); sqlState != "Offline" || agent != "Offline" {
+	if sqlState, agent := state(wsfc.ResourceTypeSQLServer), state(wsfc.ResourceTypeAgent); sqlState != "Offline" || agent != "Offline" {
 		t.Fatalf("after taking SQL Server offline: SQL Server %s, Agent %s; want both Offline", sqlState, agent)
 	}
-	if out, err := c.BringResourceOnline(ctx, fciGroup, host.ResourceTypeSQLServer, time.Minute); err != nil || out.Err != nil {
+	if out, err := c.BringResourceOnline(ctx, fciGroup, wsfc.ResourceTypeSQLServer, time.Minute); err != nil || out.Err != nil {
 		t.Fatalf("BringOnline: %+v, %v", out, err)
 	}
-	if sqlState, agent := state(host.ResourceTypeSQLServer), state(host.ResourceTypeAgent); sqlState != "Online" || agent != "Offline" {
+	if sqlState, agent := state(wsfc.ResourceTypeSQLServer), state(wsfc.ResourceTypeAgent); sqlState != "Online" || agent != "Offline" {
 		t.Fatalf("after bringing SQL Server alone online: SQL Server %s, Agent %s; want Online, Offline", sqlState, agent)
 	}
 	v, _ := c.RoleView(fciGroup)
-	if v.State != host.GroupPartialOnline {
+	if v.State != wsfc.GroupPartialOnline {
 		t.Errorf("group state %s with Agent offline, want PartialOnline", v.State)
 	}
 	// cluster_restart refuses a group that is not Online.
@@ -531,7 +531,7 @@ func TestClusterDefaultThresholdAndPendingTimeout(t *testing.T) {
 	if err != nil || out.Err == nil || !strings.Contains(out.Err.Error(), "pending timeout") {
 		t.Fatalf("Move to a node whose start outlasts the pending timeout = %+v, %v; want the cluster's timeout error", out, err)
 	}
-	if v, _ := c.RoleView(fciGroup); v.OwnerNode != "NODE1" || v.State != host.GroupOnline {
+	if v, _ := c.RoleView(fciGroup); v.OwnerNode != "NODE1" || v.State != wsfc.GroupOnline {
 		t.Errorf("after the timed-out move: %s on %s; want the role failed back Online on NODE1", v.State, v.OwnerNode)
 	}
 	m2, _ := sim.Host("node2")
@@ -561,8 +561,8 @@ func TestClusterMoveSurvivesALostConnection(t *testing.T) {
 	c, _ := sim.Cluster("CLU1")
 	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v, err := c.WaitRole(wctx, fciGroup, func(v host.ClusterRoleView) bool {
-		return v.State == host.GroupOnline && v.Action == "" && v.OwnerNode == "NODE2"
+	v, err := c.WaitRole(wctx, fciGroup, func(v wsfc.ClusterRoleView) bool {
+		return v.State == wsfc.GroupOnline && v.Action == "" && v.OwnerNode == "NODE2"
 	})
 	if err != nil {
 		t.Fatalf("the move the cluster accepted did not finish on NODE2 after the connection was lost: %+v, %v", v, err)

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // Config is the simulator's configuration file: the hosts of the fleet and a few
@@ -28,8 +29,8 @@ type Config struct {
 	// Hosts are the simulated Windows hosts, each on its own loopback address.
 	Hosts []host.HostConfig `json:"hosts"`
 	// Clusters are Windows Server failover clusters over the hosts, with their
-	// SQL Server failover cluster instances (host.ClusterConfig).
-	Clusters []host.ClusterConfig `json:"clusters,omitempty"`
+	// SQL Server failover cluster instances (wsfc.ClusterConfig).
+	Clusters []wsfc.ClusterConfig `json:"clusters,omitempty"`
 	// CertValidity is how long the generated CA and host certificates are valid, as a
 	// Go duration ("8760h"). Default 8760h (one year).
 	CertValidity string `json:"cert_validity,omitempty"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // Action is one control-plane action, the JSON body of POST /v1/hosts/{host}/actions.
@@ -532,7 +533,7 @@ func (s *Sim) controlMux() http.Handler {
 		writeJSON(w, http.StatusOK, res)
 	})
 	mux.HandleFunc("GET /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
-		views := []host.ClusterView{}
+		views := []wsfc.ClusterView{}
 		for _, sc := range s.clusters {
 			views = append(views, sc.model.View())
 		}
@@ -586,7 +587,7 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, ErrUnknownHost):
 		status = http.StatusNotFound
-	case errors.Is(err, host.ErrNoSuchService), errors.Is(err, host.ErrNoSuchInstance), errors.Is(err, host.ErrNoSuchClusterObject):
+	case errors.Is(err, host.ErrNoSuchService), errors.Is(err, host.ErrNoSuchInstance), errors.Is(err, wsfc.ErrNoSuchClusterObject):
 		status = http.StatusNotFound
 	case errors.Is(err, ErrBadAction), errors.Is(err, host.ErrNoSuchPrivilege):
 		status = http.StatusBadRequest

@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // The seed measurement through go-mssqldb: CREATE DATABASE with a data file and a
@@ -48,7 +49,7 @@ LOG ON (NAME = mssqlifi_seed_log, FILENAME = 'C:\Data\mssqlifi_seed_log.ldf', SI
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	lastOp := func() host.DatabaseOperation {
+	lastOp := func() tsql.DatabaseOperation {
 		t.Helper()
 		var snap host.Snapshot
 		ctl.do("GET", "/v1/hosts/sql01", nil, &snap)
@@ -58,7 +59,7 @@ LOG ON (NAME = mssqlifi_seed_log, FILENAME = 'C:\Data\mssqlifi_seed_log.ldf', SI
 			}
 		}
 		t.Fatal("the control plane reports no database operation on sql01\\MSSQLSERVER")
-		return host.DatabaseOperation{}
+		return tsql.DatabaseOperation{}
 	}
 
 	exec(create)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // The cluster operations (internal/contract/cluster.go), answered from the
@@ -21,31 +22,31 @@ import (
 var clusterNodeNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
 
 // clusterOf is the cluster the host is a node of, nil when none.
-func (h *Host) clusterOf() *Cluster {
+func (h *Host) clusterOf() *wsfc.Cluster {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cluster
 }
 
 // Cluster is the failover cluster the host is a node of, nil when none.
-func (h *Host) Cluster() *Cluster { return h.clusterOf() }
+func (h *Host) Cluster() *wsfc.Cluster { return h.clusterOf() }
 
 // findSQLRole is Find-SqlRole: the role whose SQL Server resource serves the
 // instance. When it fails the script error is written and ok is false.
-func (h *Host) findSQLRole(instance string, admin bool, stdout io.Writer, entry *AuditEntry) (*Cluster, ClusterRoleView, int, bool) {
+func (h *Host) findSQLRole(instance string, admin bool, stdout io.Writer, entry *AuditEntry) (*wsfc.Cluster, wsfc.ClusterRoleView, int, bool) {
 	c := h.clusterOf()
 	switch {
 	case c == nil:
-		return nil, ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
+		return nil, wsfc.ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
 			fmt.Sprintf(`root\MSCluster does not answer on %s, so it is not a failover cluster node: Invalid namespace `, h.computer)), false
 	case !admin:
 		// The cluster's WMI provider admits the cluster's administrators only.
-		return nil, ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
+		return nil, wsfc.ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
 			fmt.Sprintf(`root\MSCluster does not answer on %s, so it is not a failover cluster node: Access denied `, h.computer)), false
 	}
 	v, err := c.RoleView(instance)
 	if err != nil || !strings.EqualFold(v.Instance, instance) {
-		return nil, ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
+		return nil, wsfc.ClusterRoleView{}, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeNotClustered,
 			fmt.Sprintf("No 'SQL Server' cluster resource serves instance %s on %s's cluster: it is not a failover cluster instance.", instance, h.computer)), false
 	}
 	return c, v, 0, true
@@ -60,7 +61,7 @@ func scriptInt(v int64) int {
 	return int(v)
 }
 
-func contractResources(v ClusterRoleView) []contract.ClusterResource {
+func contractResources(v wsfc.ClusterRoleView) []contract.ClusterResource {
 	out := make([]contract.ClusterResource, 0, len(v.Resources))
 	for _, r := range v.Resources {
 		out = append(out, contract.ClusterResource{Name: r.Name, Type: r.Type, State: r.State,
@@ -118,18 +119,18 @@ const errCallPending = "Overlapped I/O operation is in progress. (error 997)"
 
 // waitRoleSettled is Wait-RoleSettled: re-read the role until its group is Online
 // with every resource of a type in want Online, or Failed, or until passes.
-func (h *Host) waitRoleSettled(ctx context.Context, c *Cluster, group, before, callError string, until time.Time, want ...string) (*contract.ClusterActionResult, error) {
+func (h *Host) waitRoleSettled(ctx context.Context, c *wsfc.Cluster, group, before, callError string, until time.Time, want ...string) (*contract.ClusterActionResult, error) {
 	wctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	v, err := c.WaitRole(wctx, group, func(v ClusterRoleView) bool {
-		if v.State == GroupFailed {
+	v, err := c.WaitRole(wctx, group, func(v wsfc.ClusterRoleView) bool {
+		if v.State == wsfc.GroupFailed {
 			return true
 		}
-		if v.State != GroupOnline || v.Action != "" {
+		if v.State != wsfc.GroupOnline || v.Action != "" {
 			return false
 		}
 		for _, r := range v.Resources {
-			if slices.Contains(want, r.Type) && r.State != ResourceOnline {
+			if slices.Contains(want, r.Type) && r.State != wsfc.ResourceOnline {
 				return false
 			}
 		}
@@ -167,7 +168,7 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 		refusal = fmt.Sprintf("instance %s's role is '%s', not '%s'", p.Instance, v.Name, p.Group)
 	case strings.EqualFold(p.TargetNode, before):
 		refusal = fmt.Sprintf("the role '%s' is already on %s", p.Group, p.TargetNode)
-	case v.State != GroupOnline:
+	case v.State != wsfc.GroupOnline:
 		refusal = fmt.Sprintf("the role '%s' is %s, not Online", p.Group, v.State)
 	default:
 		for _, r := range v.Resources {
@@ -214,7 +215,7 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 	if res.Error == "" && !strings.EqualFold(res.OwnerAfter, p.TargetNode) {
 		res.Error = fmt.Sprintf("the cluster left the role on %s, not on %s", res.OwnerAfter, p.TargetNode)
 	}
-	if res.Error == "" && res.State != GroupOnline {
+	if res.Error == "" && res.State != wsfc.GroupOnline {
 		res.Error = fmt.Sprintf("the role is %s on %s after %d s", res.State, res.OwnerAfter, p.TimeoutS)
 	}
 	if res.Error != "" {
@@ -234,7 +235,7 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 		return code
 	}
 	owner := v.OwnerNode
-	if v.State != GroupOnline {
+	if v.State != wsfc.GroupOnline {
 		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
 			fmt.Sprintf("The role '%s' is %s on %s, not Online; nothing was taken offline.", v.Name, v.State, owner))
 	}
@@ -247,7 +248,7 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 	defer close(runnerDone) // this process ends: the guard looks at the role
 	var errs []string
 	// TakeOffline on the SQL Server resource, waiting at most timeout_s.
-	off, err := c.TakeResourceOffline(ctx, v.Name, ResourceTypeSQLServer, timeout)
+	off, err := c.TakeResourceOffline(ctx, v.Name, wsfc.ResourceTypeSQLServer, timeout)
 	if err == nil && ctx.Err() == nil {
 		switch {
 		case off.Err != nil:
@@ -260,7 +261,7 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 		if left < time.Second {
 			left = time.Second
 		}
-		var on ActionOutcome
+		var on wsfc.ActionOutcome
 		on, err = c.BringGroupOnline(ctx, v.Name, left)
 		if err == nil {
 			switch {
@@ -279,7 +280,7 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 		return h.scriptError(stdout, entry, contract.ExitFailure, contract.CodeMoveFailed,
 			fmt.Sprintf("The restart of '%s' (%s) could not be followed on %s: %v", v.Name, callError, h.computer, err))
 	}
-	res, err := h.waitRoleSettled(ctx, c, v.Name, owner, callError, until, ResourceTypeSQLServer, ResourceTypeAgent)
+	res, err := h.waitRoleSettled(ctx, c, v.Name, owner, callError, until, wsfc.ResourceTypeSQLServer, wsfc.ResourceTypeAgent)
 	if err != nil {
 		if ctx.Err() != nil {
 			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
@@ -289,11 +290,11 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 	}
 	var down []string
 	for _, r := range res.Resources {
-		if (r.Type == ResourceTypeSQLServer || r.Type == ResourceTypeAgent) && r.State != ResourceOnline {
+		if (r.Type == wsfc.ResourceTypeSQLServer || r.Type == wsfc.ResourceTypeAgent) && r.State != wsfc.ResourceOnline {
 			down = append(down, r.Name+" is "+r.State)
 		}
 	}
-	if res.Error == "" && (res.State != GroupOnline || len(down) > 0) {
+	if res.Error == "" && (res.State != wsfc.GroupOnline || len(down) > 0) {
 		res.Error = fmt.Sprintf("after %d s the role is %s on %s", p.TimeoutS, res.State, res.OwnerAfter)
 		if len(down) > 0 {
 			res.Error += ": " + strings.Join(down, ", ")
@@ -316,7 +317,7 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 // resources are Online, brings the group online, again each time the cluster is
 // done, for at most the late limit (2 h), and records the outcome (ClusterGuardOutcome).
 // The returned channel is closed when the script's process ends.
-func (h *Host) startClusterGuard(ctx context.Context, c *Cluster, instance, role string, stdout io.Writer, entry *AuditEntry) (chan struct{}, int, bool) {
+func (h *Host) startClusterGuard(ctx context.Context, c *wsfc.Cluster, instance, role string, stdout io.Writer, entry *AuditEntry) (chan struct{}, int, bool) {
 	guardFile, hash, err := h.prepareGuardFile()
 	if err != nil {
 		return nil, h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeClusterError,
@@ -346,13 +347,13 @@ func (h *Host) startClusterGuard(ctx context.Context, c *Cluster, instance, role
 		defer cancel()
 		out := ClusterGuardOutcome{Role: role}
 		for late.Err() == nil {
-			v, err := c.WaitRole(late, role, func(v ClusterRoleView) bool { return v.Action == "" })
+			v, err := c.WaitRole(late, role, func(v wsfc.ClusterRoleView) bool { return v.Action == "" })
 			if err != nil {
 				out.Error = err.Error()
 				break
 			}
 			if roleUp(v) {
-				out.State = GroupOnline
+				out.State = wsfc.GroupOnline
 				break
 			}
 			out.BroughtOnline++
@@ -371,12 +372,12 @@ func (h *Host) startClusterGuard(ctx context.Context, c *Cluster, instance, role
 }
 
 // roleUp reports whether the role and its SQL Server and Agent resources are Online.
-func roleUp(v ClusterRoleView) bool {
-	if v.State != GroupOnline {
+func roleUp(v wsfc.ClusterRoleView) bool {
+	if v.State != wsfc.GroupOnline {
 		return false
 	}
 	for _, r := range v.Resources {
-		if (r.Type == ResourceTypeSQLServer || r.Type == ResourceTypeAgent) && r.State != ResourceOnline {
+		if (r.Type == wsfc.ResourceTypeSQLServer || r.Type == wsfc.ResourceTypeAgent) && r.State != wsfc.ResourceOnline {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // HostConfig is the JSON configuration of one simulated Windows host. The simulator's
@@ -269,11 +270,11 @@ type InstanceConfig struct {
 	ReadyMS int `json:"ready_ms,omitempty"`
 	// ZeroMBPerSecond is how fast the Engine writes zeros into a new or grown file
 	// it must zero (a log file always; a data file without IFI), in MB per second.
-	// Default DefaultZeroMBPerSecond (zeroing.go).
+	// Default tsql.DefaultZeroMBPerSecond.
 	ZeroMBPerSecond float64 `json:"zero_mb_per_s,omitempty"`
 	// IFIAllocMS is what creating or growing a data file costs when IFI applies
 	// (the space is allocated, not written), in milliseconds. Default
-	// DefaultIFIAllocMS; a negative value is refused.
+	// tsql.DefaultIFIAllocMS; a negative value is refused.
 	IFIAllocMS *int `json:"ifi_alloc_ms,omitempty"`
 	// FailStart makes every Engine start fail (error 1067).
 	FailStart bool `json:"fail_start,omitempty"`
@@ -341,43 +342,8 @@ func validateAG(ag AvailabilityGroupConfig) error {
 // HasAgent reports whether the instance has SQL Server Agent (default true).
 func (c InstanceConfig) HasAgent() bool { return c.Agent == nil || *c.Agent }
 
-// LoginConfig is one SQL login. A name with a backslash (DOMAIN\user) is a
-// Windows login (CREATE LOGIN ... FROM WINDOWS): it logs on only by integrated
-// authentication (Kerberos or NTLM, through the host's security package), and has
-// no password.
-type LoginConfig struct {
-	Name     string `json:"name"`
-	Password string `json:"password,omitempty"`
-	// ViewServerState grants VIEW SERVER STATE (needed for the DMVs). Default true.
-	ViewServerState *bool `json:"view_server_state,omitempty"`
-	// ViewAnyDefinition grants VIEW ANY DEFINITION: without it (and without
-	// sysadmin) catalog views such as sys.availability_groups show no rows, and no
-	// error (metadata visibility). Default false.
-	ViewAnyDefinition bool `json:"view_any_definition,omitempty"`
-	// Sysadmin makes the login a member of sysadmin. Default: true for "sa" only.
-	Sysadmin *bool `json:"sysadmin,omitempty"`
-	// DBCreator makes the login a member of the dbcreator fixed server role (CREATE
-	// ANY DATABASE): it may create databases, and alter and drop those it owns.
-	DBCreator bool `json:"dbcreator,omitempty"`
-}
-
-// IsSysadmin reports membership in sysadmin (default: "sa" only).
-func (l LoginConfig) IsSysadmin() bool {
-	if l.Sysadmin != nil {
-		return *l.Sysadmin
-	}
-	return strings.EqualFold(l.Name, "sa")
-}
-
-// CanCreateDatabase reports CREATE ANY DATABASE: dbcreator or sysadmin.
-func (l LoginConfig) CanCreateDatabase() bool { return l.DBCreator || l.IsSysadmin() }
-
-// CanViewServerState reports the ViewServerState flag (default true).
-func (l LoginConfig) CanViewServerState() bool { return l.ViewServerState == nil || *l.ViewServerState }
-
-// CanViewDefinitions reports whether catalog views show the login their rows:
-// VIEW ANY DEFINITION, or sysadmin.
-func (l LoginConfig) CanViewDefinitions() bool { return l.ViewAnyDefinition || l.IsSysadmin() }
+// LoginConfig is one SQL login (the T-SQL engine's; tsql.LoginConfig).
+type LoginConfig = tsql.LoginConfig
 
 // DefaultVersion is the build an instance gets when its config names none
 // (SQL Server 2022 CU12).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // Always On beyond one instance (FIDELITY.md, "Availability groups"): the replicas
@@ -82,7 +83,7 @@ func (i *Instance) publishReplicaLocked() {
 	}
 	up := i.engine.state == contract.StateRunning && i.ready
 	i.h.ags.publish(i.replicaKey(), &replicaState{
-		group: i.ag.Name, role: i.ag.Role, server: sqlHandler{i}.ServerName(), up: up,
+		group: i.ag.Name, role: i.ag.Role, server: i.serverName(), up: up,
 		syncedAt: i.syncedAt,
 		wsfc:     i.ag.clusterType() == ClusterTypeWSFC, node: i.h.computer,
 	})
@@ -110,11 +111,11 @@ func (r replicaState) health(now time.Time) (connected, health string) {
 // viewReplicaStates is sys.dm_hadr_availability_replica_states: the local replica
 // and, on the primary, every other replica of the group (a secondary sees only
 // itself; its health then says whether it is connected to a running primary).
-func (i *Instance) viewReplicaStates() (sqlTable, bool) {
+func (i *Instance) viewReplicaStates() (tsql.Table, bool) {
 	if i.ver.Major < 11 {
-		return sqlTable{}, false
+		return tsql.Table{}, false
 	}
-	t := sqlTable{name: "sys.dm_hadr_availability_replica_states", serverState: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.dm_hadr_availability_replica_states", ServerState: true, Cols: []tds.Column{
 		{Name: "replica_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "is_local", Type: tds.TypeBit},
@@ -128,7 +129,7 @@ func (i *Instance) viewReplicaStates() (sqlTable, bool) {
 		return t, true
 	}
 	g := nameGUID("ag", i.ag.Name)
-	self := sqlHandler{i}.ServerName()
+	self := i.serverName()
 	peers := i.peersLocked()
 	connected, health := "CONNECTED", "HEALTHY"
 	if i.ag.Role == AGRoleSecondary {
@@ -145,7 +146,7 @@ func (i *Instance) viewReplicaStates() (sqlTable, bool) {
 	if i.ag.Role == AGRolePrimary {
 		role = 1
 	}
-	t.rows = append(t.rows, []any{nameGUID("replica", i.ag.Name+"\x00"+self), g, true, role, strings.ToUpper(i.ag.Role), "ONLINE", connected, health})
+	t.Rows = append(t.Rows, []any{nameGUID("replica", i.ag.Name+"\x00"+self), g, true, role, strings.ToUpper(i.ag.Role), "ONLINE", connected, health})
 	if i.ag.Role != AGRolePrimary {
 		return t, true
 	}
@@ -155,7 +156,7 @@ func (i *Instance) viewReplicaStates() (sqlTable, bool) {
 		if p.up {
 			prole, pdesc = int32(2), "SECONDARY"
 		}
-		t.rows = append(t.rows, []any{nameGUID("replica", i.ag.Name+"\x00"+p.server), g, false, prole, pdesc, nil, c, h})
+		t.Rows = append(t.Rows, []any{nameGUID("replica", i.ag.Name+"\x00"+p.server), g, false, prole, pdesc, nil, c, h})
 	}
 	return t, true
 }
@@ -165,7 +166,7 @@ func (i *Instance) peersLocked() []replicaState {
 	if i.h.ags == nil || i.ag == nil {
 		return nil
 	}
-	self := sqlHandler{i}.ServerName()
+	self := i.serverName()
 	var out []replicaState
 	for _, r := range i.h.ags.group(i.ag.Name) {
 		if !strings.EqualFold(r.server, self) {
@@ -176,11 +177,11 @@ func (i *Instance) peersLocked() []replicaState {
 }
 
 // viewNameIDMap is sys.dm_hadr_name_id_map: the groups the instance has joined.
-func (i *Instance) viewNameIDMap() (sqlTable, bool) {
+func (i *Instance) viewNameIDMap() (tsql.Table, bool) {
 	if i.ver.Major < 11 {
-		return sqlTable{}, false
+		return tsql.Table{}, false
 	}
-	t := sqlTable{name: "sys.dm_hadr_name_id_map", serverState: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.dm_hadr_name_id_map", ServerState: true, Cols: []tds.Column{
 		{Name: "ag_name", Type: tds.TypeNVarChar, Size: 256},
 		{Name: "ag_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "ag_resource_id", Type: tds.TypeNVarChar, Size: 256},
@@ -188,18 +189,18 @@ func (i *Instance) viewNameIDMap() (sqlTable, bool) {
 	}}
 	if i.hadr && i.ag != nil {
 		g := nameGUID("ag", i.ag.Name)
-		t.rows = append(t.rows, []any{i.ag.Name, g, strings.ToLower(g), strings.ToLower(nameGUID("agres", i.ag.Name))})
+		t.Rows = append(t.Rows, []any{i.ag.Name, g, strings.ToLower(g), strings.ToLower(nameGUID("agres", i.ag.Name))})
 	}
 	return t, true
 }
 
 // viewReplicaClusterStates is sys.dm_hadr_availability_replica_cluster_states:
 // every replica of the instance's group, wherever it is.
-func (i *Instance) viewReplicaClusterStates() (sqlTable, bool) {
+func (i *Instance) viewReplicaClusterStates() (tsql.Table, bool) {
 	if i.ver.Major < 11 {
-		return sqlTable{}, false
+		return tsql.Table{}, false
 	}
-	t := sqlTable{name: "sys.dm_hadr_availability_replica_cluster_states", serverState: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.dm_hadr_availability_replica_cluster_states", ServerState: true, Cols: []tds.Column{
 		{Name: "replica_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "replica_server_name", Type: tds.TypeNVarChar, Size: 256, Nullable: true},
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
@@ -209,12 +210,12 @@ func (i *Instance) viewReplicaClusterStates() (sqlTable, bool) {
 		return t, true
 	}
 	g := nameGUID("ag", i.ag.Name)
-	servers := []string{sqlHandler{i}.ServerName()}
+	servers := []string{i.serverName()}
 	for _, p := range i.peersLocked() {
 		servers = append(servers, p.server)
 	}
 	for _, s := range servers {
-		t.rows = append(t.rows, []any{nameGUID("replica", i.ag.Name+"\x00"+s), s, g, "JOINED_STANDALONE"})
+		t.Rows = append(t.Rows, []any{nameGUID("replica", i.ag.Name+"\x00"+s), s, g, "JOINED_STANDALONE"})
 	}
 	return t, true
 }
@@ -224,20 +225,20 @@ const ownSessionID = 51
 
 // viewExecRequests is sys.dm_exec_requests: the caller's own request, then the
 // running backups and restores (other sessions, which only VIEW SERVER STATE shows).
-func (i *Instance) viewExecRequests() (sqlTable, bool) {
-	t := sqlTable{name: "sys.dm_exec_requests", cols: []tds.Column{
+func (i *Instance) viewExecRequests() (tsql.Table, bool) {
+	t := tsql.Table{Name: "sys.dm_exec_requests", Cols: []tds.Column{
 		{Name: "session_id", Type: tds.TypeSmallInt},
 		{Name: "request_id", Type: tds.TypeInt},
 		{Name: "status", Type: tds.TypeNVarChar, Size: 30},
 		{Name: "command", Type: tds.TypeNVarChar, Size: 32},
 		{Name: "percent_complete", Type: tds.TypeInt},
 	}}
-	t.rows = append(t.rows, []any{int16(ownSessionID), int32(0), "running", "SELECT", int32(0)})
+	t.Rows = append(t.Rows, []any{int16(ownSessionID), int32(0), "running", "SELECT", int32(0)})
 	if i.proc != nil {
 		for n, c := range i.backups {
-			t.rows = append(t.rows, []any{int16(60 + n), int32(0), "suspended", c, int32(42)})
+			t.Rows = append(t.Rows, []any{int16(60 + n), int32(0), "suspended", c, int32(42)})
 		}
-		t.otherSessions = len(i.backups)
+		t.OtherSessions = len(i.backups)
 	}
 	return t, true
 }
@@ -347,7 +348,7 @@ func (i *Instance) hadrInfoLocked() *contract.HADRInfo {
 		}
 	}
 	if i.h.cluster != nil {
-		info.ClusterKnown = true // a node of a failover cluster (cluster.go)
+		info.ClusterKnown = true // a node of a failover cluster (wsfc/cluster.go)
 	}
 	if !info.ClusterKnown {
 		info.Detail = "root\\MSCluster is not available (the host is not a failover cluster node)"
@@ -363,11 +364,11 @@ func hadrBuildTime(now time.Time) time.Time { return now.Add(-24 * time.Hour) }
 // hosting the primary replica, on the primary and on a secondary alike (as the
 // cluster reports it; NULL when no replica of the group is primary). The
 // recovery-health columns are NULL on the side they do not describe.
-func (i *Instance) viewGroupStates() (sqlTable, bool) {
+func (i *Instance) viewGroupStates() (tsql.Table, bool) {
 	if i.ver.Major < 11 {
-		return sqlTable{}, false
+		return tsql.Table{}, false
 	}
-	t := sqlTable{name: "sys.dm_hadr_availability_group_states", serverState: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.dm_hadr_availability_group_states", ServerState: true, Cols: []tds.Column{
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "primary_replica", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
 		{Name: "primary_recovery_health_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
@@ -379,7 +380,7 @@ func (i *Instance) viewGroupStates() (sqlTable, bool) {
 	}
 	var primary, precov, srecov any
 	if i.ag.Role == AGRolePrimary {
-		primary, precov = sqlHandler{i}.ServerName(), "ONLINE"
+		primary, precov = i.serverName(), "ONLINE"
 	} else {
 		srecov = "ONLINE"
 		for _, p := range i.peersLocked() {
@@ -398,6 +399,6 @@ func (i *Instance) viewGroupStates() (sqlTable, bool) {
 	} else if i.h.now().Before(i.syncedAt) {
 		health = "NOT_HEALTHY"
 	}
-	t.rows = append(t.rows, []any{nameGUID("ag", i.ag.Name), primary, precov, srecov, health})
+	t.Rows = append(t.Rows, []any{nameGUID("ag", i.ag.Name), primary, precov, srecov, health})
 	return t, true
 }

@@ -7,7 +7,27 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds/tdstest"
 )
+
+// sqlHost has four instances: the default one (2022) the primary replica of AG1,
+// REPORTING (2019, two TDE databases) its secondary, OLD (2014: no IFI column,
+// Always On off) and LEGACY (2008 R2: no Always On at all).
+func sqlHost(t *testing.T) *Host {
+	t.Helper()
+	cfg := baseConfig()
+	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "Primary"}
+	login := []LoginConfig{{Name: "sa", Password: "Sql!"}, {Name: "weak", Password: "w", ViewServerState: boolp(false)}}
+	cfg.Instances = append(cfg.Instances,
+		InstanceConfig{Name: "REPORTING", Version: "15.0.4355.3", TDEDatabases: []string{"Sales", "HR"}, Logins: login,
+			AvailabilityGroup: &AvailabilityGroupConfig{Name: "AG1", Role: "secondary"}},
+		InstanceConfig{Name: "OLD", Version: "12.0.6024.0", Logins: login, Agent: boolp(false)},
+		InstanceConfig{Name: "LEGACY", Version: "10.50.6000.34", Logins: login})
+	return newHost(t, cfg)
+}
+
+const agQuery = `SELECT ars.role_desc, ag.name FROM sys.dm_hadr_availability_replica_states ars
+JOIN sys.availability_groups ag ON ars.group_id = ag.group_id WHERE ars.is_local = 1`
 
 func batch(t *testing.T, inst *Instance, user, q string) string {
 	t.Helper()
@@ -15,7 +35,7 @@ func batch(t *testing.T, inst *Instance, user, q string) string {
 	if e != nil {
 		t.Fatalf("%s as %s: Msg %d %s", q, user, e.Number, e.Message)
 	}
-	return render(rs)
+	return tdstest.Render(rs)
 }
 
 func rowCount(rendered string) int { return strings.Count(strings.TrimSpace(rendered), "\n") }
@@ -180,5 +200,30 @@ func TestAvailabilityGroupsClusterType(t *testing.T) {
 	inst, _ = newHost(t, cfg).Instance("MSSQLSERVER")
 	if _, e := inst.TDSHandler().Batch(context.Background(), tds.Login{User: "sa"}, "SELECT cluster_type_desc FROM sys.availability_groups"); e == nil || e.Number != 207 {
 		t.Errorf("cluster_type_desc on SQL Server 2016: %+v, want error 207", e)
+	}
+}
+
+// A secondary names its primary in sys.dm_hadr_availability_group_states, and sees
+// only its own row in sys.dm_hadr_availability_replica_states; the primary sees
+// every replica.
+func TestGroupStatesNamePrimary(t *testing.T) {
+	h := sqlHost(t)
+	q := `SELECT gs.primary_replica FROM sys.dm_hadr_availability_group_states AS gs`
+	sec, _ := h.Instance("REPORTING")
+	sets, err := sec.TDSHandler().Batch(context.Background(), tds.Login{User: "sa", Password: "Sql!", Session: 51}, q+`; SELECT is_local FROM sys.dm_hadr_availability_replica_states`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prim, _ := h.Instance("MSSQLSERVER")
+	want := "primary_replica:nvarchar\n" + prim.serverName() + "\n--\nis_local:bit\ntrue\n"
+	if got := tdstest.Render(sets); got != want {
+		t.Errorf("on the secondary:\n%s\nwant\n%s", got, want)
+	}
+	sets, err = prim.TDSHandler().Batch(context.Background(), tds.Login{User: "sa", Password: "Sql!", Session: 51}, `SELECT is_local FROM sys.dm_hadr_availability_replica_states`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tdstest.Render(sets); got != "is_local:bit\ntrue\nfalse\n" {
+		t.Errorf("on the primary:\n%s", got)
 	}
 }

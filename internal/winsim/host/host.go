@@ -1,10 +1,12 @@
 // Package host is the simulator's model of one Windows host with SQL Server
 // instances: LSA user rights, the local Administrators group, domain Group Policy,
 // the service control manager, the SQL Server Engine processes (with the token they
-// captured when they started), their error logs and their SQL answers. It also runs
-// the provider's host operations (internal/contract) as the WinRM endpoint's
-// executor. Every behaviour follows design/windows-behaviour.md; comments cite
-// its sections.
+// captured when they started), their error logs and their SQL answers (each
+// instance's T-SQL engine is internal/winsim/tsql, which sees the instance through
+// sqlside.go). A host may be a node of a failover cluster (internal/winsim/wsfc,
+// which sees it through wsfcside.go). It also runs the provider's host operations
+// (internal/contract) as the WinRM endpoint's executor. Every behaviour follows
+// design/windows-behaviour.md; comments cite its sections.
 //
 // The model is safe for concurrent use. Services change state on timers (the
 // configured start/stop durations); use WaitServiceState to wait for a state.
@@ -23,6 +25,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
 // Options are the model's settings that are not part of the host's configuration.
@@ -97,8 +100,8 @@ type Host struct {
 	// clusterGuards: the last cluster guard's outcome per instance (cluster_ops.go).
 	clusterGuards map[string]*ClusterGuardOutcome
 	ags           *AGDirectory // the simulation's availability replicas (hadr.go)
-	// cluster is the failover cluster the host is a node of (cluster.go); nil when none.
-	cluster *Cluster
+	// cluster is the failover cluster the host is a node of (wsfc/cluster.go, wsfcside.go); nil when none.
+	cluster *wsfc.Cluster
 
 	cost  Cost
 	stats stats

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // Instance is one SQL Server instance of a host. Its mutable state is guarded by
@@ -27,13 +28,11 @@ type Instance struct {
 	engine     *service
 	agent      *service // nil without Agent
 	traceFlags []int
-	// dbMu guards userDBs and fileOps; it is taken after h.mu, never before.
-	dbMu    sync.Mutex
-	userDBs []*userDatabase          // user databases: the configured TDE ones, then those CREATE DATABASE made
-	nextDB  int                      // the next database_id
-	fileOps []DatabaseOperation      // the last file creations and growths (zeroing.go)
-	hadr    bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
-	ag      *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
+	// sql is the instance's T-SQL engine (its databases, its sessions' locks),
+	// which sees the instance through sqlSide (sqlside.go).
+	sql  *tsql.Server
+	hadr bool                     // Always On enabled (SERVERPROPERTY('IsHadrEnabled'))
+	ag   *AvailabilityGroupConfig // the replica's group and role; nil when not a replica
 	// The registry's MSSQLServer\HADR key: found, HADR_Enabled (nil: no value) and
 	// its last write; the Engine reads it at each start (hadr.go).
 	hadrKey     bool
@@ -41,13 +40,9 @@ type Instance struct {
 	hadrWritten time.Time
 	syncedAt    time.Time // a secondary is catching up until then after its start
 	backups     []string  // BACKUP / RESTORE commands running (sys.dm_exec_requests)
-	// applocks are the granted application locks (sqlapplock.go), by database and
-	// resource; the Engine's stop ends every session, and so every lock.
-	applocks     map[string][]*appLock
-	applockWaits int // sp_getapplock calls that waited (AppLockWaits)
 	// clustered: a failover cluster instance (the instance's Cluster registry key is
 	// set); virtualName is its role's network name, what SERVERPROPERTY('MachineName')
-	// and @@SERVERNAME report on every node (cluster.go).
+	// and @@SERVERNAME report on every node (wsfc/cluster.go).
 	clustered   bool
 	virtualName atomic.Value // string; read without h.mu (ServerName)
 
@@ -106,13 +101,10 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 		traceFlags: slices.Clone(ic.StartupTraceFlags),
 		port:       ic.SQLPort,
 		hadr:       ic.HADR(),
-		nextDB:     5,
 		clustered:  ic.Clustered,
 	}
-	for _, name := range ic.TDEDatabases {
-		inst.userDBs = append(inst.userDBs, configuredTDEDatabase(name, inst.nextDB))
-		inst.nextDB++
-	}
+	inst.sql = tsql.New(sqlSide{inst}, tsql.Config{Logins: ic.Logins, TDEDatabases: ic.TDEDatabases,
+		ZeroMBPerSecond: ic.ZeroMBPerSecond, IFIAllocMS: ic.IFIAllocMS})
 	if ver.Major >= 11 {
 		v := 0
 		if inst.hadr {
@@ -452,8 +444,8 @@ func (i *Instance) engineStoppingLocked() {
 func (i *Instance) processEndedLocked(failed bool) {
 	i.proc = nil
 	i.ready = false
-	i.backups = nil  // a stop ends them
-	i.applocks = nil // and every session, with its locks
+	i.backups = nil           // a stop ends them
+	i.sql.EndSessionsLocked() // and every session, with its locks
 	if failed {
 		i.logLine(i.h.now(), "Server", "Error: 17058, Severity: 16, State: 1. SQL Server could not start (winsim: the instance is configured with fail_start).")
 	}
@@ -547,7 +539,7 @@ func (i *Instance) startupLog() []string {
 	add("spid8s", "Starting up database 'msdb'.")
 	add("spid8s", "Starting up database 'model'.")
 	add("spid8s", "Clearing tempdb database.")
-	for _, db := range i.databases()[4:] {
+	for _, db := range i.sql.Databases()[4:] {
 		add("spid20s", fmt.Sprintf("Starting up database '%s'.", db.Name))
 	}
 	return lines
@@ -581,30 +573,6 @@ func (i *Instance) findIFILineLocked() contract.ErrorLogInfo {
 		break
 	}
 	return info
-}
-
-// database is one database of the instance, for the DMV and the snapshot.
-type database struct {
-	ID   int
-	Name string
-	TDE  bool
-}
-
-// databases lists the system databases and the TDE databases. tempdb is encrypted as soon
-// as any database uses TDE (design/windows-behaviour.md#when-ifi-never-applies via
-// contract.QueryEncryptedDatabases).
-func (i *Instance) databases() []database {
-	i.dbMu.Lock()
-	defer i.dbMu.Unlock()
-	anyTDE := false
-	for _, db := range i.userDBs {
-		anyTDE = anyTDE || db.tde
-	}
-	dbs := []database{{1, "master", false}, {2, "tempdb", anyTDE}, {3, "model", false}, {4, "msdb", false}}
-	for _, db := range i.userDBs {
-		dbs = append(dbs, database{db.id, db.name, db.tde})
-	}
-	return dbs
 }
 
 // WaitEngineReady waits until the instance's Engine accepts SQL connections, or its

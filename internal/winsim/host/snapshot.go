@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // Snapshot is the whole model of a host at one moment, for the control plane
@@ -80,8 +81,8 @@ type InstanceSnapshot struct {
 	Databases []DatabaseSnapshot    `json:"databases"`
 	// DatabaseOperations are the last file creations and growths (CREATE DATABASE,
 	// ALTER DATABASE ... MODIFY FILE) with what the zeroing model charged for each,
-	// oldest first (zeroing.go): modelled, not measured.
-	DatabaseOperations []DatabaseOperation `json:"database_operations"`
+	// oldest first (tsql/zeroing.go): modelled, not measured.
+	DatabaseOperations []tsql.DatabaseOperation `json:"database_operations"`
 }
 
 // DatabaseSnapshot is one database and whether IFI applies to its data files
@@ -96,8 +97,8 @@ type DatabaseSnapshot struct {
 	// is not encrypted); false when the Engine is not running.
 	IFIApplies bool `json:"ifi_applies"`
 	// Owner and Files of a user database (none for the system databases).
-	Owner string         `json:"owner,omitempty"`
-	Files []DatabaseFile `json:"files,omitempty"`
+	Owner string              `json:"owner,omitempty"`
+	Files []tsql.DatabaseFile `json:"files,omitempty"`
 }
 
 // Snapshot returns the whole model now.
@@ -166,13 +167,13 @@ func (h *Host) Snapshot() Snapshot {
 			ifi := p.IFI
 			is.InstantFileInitialization = &ifi
 		}
-		for _, db := range i.databases() {
+		for _, db := range i.sql.Databases() {
 			ds := DatabaseSnapshot{ID: db.ID, Name: db.Name, TDE: db.TDE}
 			if db.TDE {
 				ds.EncryptionState = 3
 			}
 			ds.IFIApplies = i.proc != nil && i.proc.IFI && !db.TDE
-			ds.Owner, ds.Files, _ = i.userDatabaseInfo(db.ID)
+			ds.Owner, ds.Files, _ = i.sql.UserDatabaseInfo(db.ID)
 			is.Databases = append(is.Databases, ds)
 		}
 		is.DatabaseOperations = i.DatabaseOperations()

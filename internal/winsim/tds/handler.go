@@ -21,6 +21,32 @@ const (
 	TypeSmallInt                               // INTNTYPE (0x26) length 2: -32768-32767
 )
 
+// Name is the type's name in T-SQL (nvarchar, int, ...), as SQL Server's
+// messages spell it.
+func (t ColumnType) Name() string {
+	switch t {
+	case TypeNVarChar:
+		return "nvarchar"
+	case TypeInt:
+		return "int"
+	case TypeBigInt:
+		return "bigint"
+	case TypeTinyInt:
+		return "tinyint"
+	case TypeSmallInt:
+		return "smallint"
+	case TypeBit:
+		return "bit"
+	case TypeDateTimeOffset:
+		return "datetimeoffset"
+	case TypeUniqueIdentifier:
+		return "uniqueidentifier"
+	case TypeVariant:
+		return "sql_variant"
+	}
+	return "unknown"
+}
+
 // Column describes one result column.
 type Column struct {
 	Name     string

@@ -1,4 +1,4 @@
-package host
+package tsql
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // source is one table of the FROM clause.
 type source struct {
 	ref   tableRef
-	table sqlTable
+	table Table
 	outer bool // the right side of a LEFT JOIN: its columns may be NULL
 }
 
@@ -43,7 +43,7 @@ type bound struct {
 }
 
 type binder struct {
-	inst    *Instance
+	srv     *Server
 	login   LoginConfig
 	vars    batchVars // the batch's local variables
 	sources []source
@@ -53,8 +53,8 @@ type binder struct {
 }
 
 // runSelect answers one statement.
-func (i *Instance) runSelect(login LoginConfig, vars batchVars, s selectStmt) (tds.ResultSet, *tds.SQLError) {
-	b := &binder{inst: i, login: login, vars: vars}
+func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (tds.ResultSet, *tds.SQLError) {
+	b := &binder{srv: srv, login: login, vars: vars}
 	refs := []tableRef{}
 	if s.from != nil {
 		refs = append(refs, *s.from)
@@ -63,18 +63,18 @@ func (i *Instance) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 		refs = append(refs, j.table)
 	}
 	for n, ref := range refs {
-		t, ok := i.lookupTable(ref.parts)
+		t, ok := srv.lookupTable(ref.parts)
 		if !ok {
 			return tds.ResultSet{}, sqlErr(208, 16, 1, ref.line, "Invalid object name '%s'.", ref.display())
 		}
-		if t.serverState && !login.CanViewServerState() {
+		if t.ServerState && !login.CanViewServerState() {
 			return tds.ResultSet{}, viewServerStateDenied()
 		}
-		if t.catalog && !login.CanViewDefinitions() {
-			t.rows = nil
+		if t.Catalog && !login.CanViewDefinitions() {
+			t.Rows = nil
 		}
-		if t.otherSessions > 0 && !login.CanViewServerState() {
-			t.rows = t.rows[:len(t.rows)-t.otherSessions]
+		if t.OtherSessions > 0 && !login.CanViewServerState() {
+			t.Rows = t.Rows[:len(t.Rows)-t.OtherSessions]
 		}
 		b.sources = append(b.sources, source{ref: ref, table: t, outer: n > 0 && s.joins[n-1].left})
 	}
@@ -122,7 +122,7 @@ func (i *Instance) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 	var joins [][]bound
 	for n, j := range s.joins {
 		// ON sees the sources joined so far, this one included.
-		jb := &binder{inst: i, login: login, sources: b.sources[:n+2]}
+		jb := &binder{srv: srv, login: login, sources: b.sources[:n+2]}
 		on, err := jb.bindPreds(j.on)
 		if err != nil {
 			return tds.ResultSet{}, err
@@ -150,12 +150,12 @@ func (i *Instance) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 	rows := []rowCtx{{}}
 	if len(b.sources) > 0 {
 		rows = nil
-		for _, r := range b.sources[0].table.rows {
+		for _, r := range b.sources[0].table.Rows {
 			rows = append(rows, rowCtx{r})
 		}
 	}
 	for n, j := range s.joins {
-		right := b.sources[n+1].table.rows
+		right := b.sources[n+1].table.Rows
 		var next []rowCtx
 		for _, l := range rows {
 			matched := false
@@ -266,7 +266,7 @@ func (b *binder) star(it selectItem, line int32) ([]bound, *tds.SQLError) {
 			continue
 		}
 		found = true
-		for c := range s.table.cols {
+		for c := range s.table.Cols {
 			out = append(out, b.column(n, c))
 		}
 	}
@@ -279,7 +279,7 @@ func (b *binder) star(it selectItem, line int32) ([]bound, *tds.SQLError) {
 // column is source n's column c. A column of the outer side of a LEFT JOIN becomes
 // nullable.
 func (b *binder) column(n, c int) bound {
-	col := b.sources[n].table.cols[c]
+	col := b.sources[n].table.Cols[c]
 	if b.sources[n].outer {
 		col.Nullable = true
 	}
@@ -302,7 +302,7 @@ func (b *binder) bindColumn(c colRef) (bound, *tds.SQLError) {
 			continue
 		}
 		qualFound = true
-		for k, col := range s.table.cols {
+		for k, col := range s.table.Cols {
 			if strings.EqualFold(col.Name, c.name) {
 				hits = append(hits, b.column(n, k))
 			}
@@ -369,9 +369,9 @@ func (b *binder) bind(e sqlExpr) (bound, *tds.SQLError) {
 	case variable:
 		switch x.name {
 		case "@@SERVERNAME":
-			return bound{col: tds.Column{Type: tds.TypeNVarChar, Size: 128, Nullable: true}, eval: constant(sqlHandler{b.inst}.ServerName())}, nil
+			return bound{col: tds.Column{Type: tds.TypeNVarChar, Size: 128, Nullable: true}, eval: constant(b.srv.inst.ServerName())}, nil
 		case "@@SERVICENAME":
-			return bound{col: tds.Column{Type: tds.TypeNVarChar, Size: 128, Nullable: true}, eval: constant(b.inst.engine.name)}, nil
+			return bound{col: tds.Column{Type: tds.TypeNVarChar, Size: 128, Nullable: true}, eval: constant(b.srv.inst.ServiceName())}, nil
 		}
 		return bound{}, unsupported(x.line, x.name)
 	case localVar:
@@ -416,7 +416,7 @@ func (b *binder) bindCall(f funcCall) (bound, *tds.SQLError) {
 		if err != nil {
 			return bound{}, err
 		}
-		inst := b.inst
+		inst := b.srv.inst
 		return bound{col: tds.Column{Type: tds.TypeVariant, Nullable: true}, eval: func(r rowCtx) (any, *tds.SQLError) {
 			v, err := arg.eval(r)
 			if err != nil {
@@ -426,7 +426,7 @@ func (b *binder) bindCall(f funcCall) (bound, *tds.SQLError) {
 			if !ok {
 				return nil, nil
 			}
-			return inst.serverProperty(name), nil
+			return inst.ServerProperty(name), nil
 		}}, nil
 	case "DB_NAME":
 		col := tds.Column{Type: tds.TypeNVarChar, Size: 128, Nullable: true}
@@ -442,7 +442,7 @@ func (b *binder) bindCall(f funcCall) (bound, *tds.SQLError) {
 			if err != nil {
 				return bound{}, err
 			}
-			inst := b.inst
+			srv := b.srv
 			return bound{col: col, eval: func(r rowCtx) (any, *tds.SQLError) {
 				v, err := toInt.eval(r)
 				if err != nil || v == nil {
@@ -452,7 +452,7 @@ func (b *binder) bindCall(f funcCall) (bound, *tds.SQLError) {
 				if !ok { // castTo to int yields int32; anything else is the simulator's bug
 					return nil, unsupported(f.line, fmt.Sprintf("DB_NAME of a %T", v))
 				}
-				return inst.databaseName(int64(id)), nil
+				return srv.databaseName(int64(id)), nil
 			}}, nil
 		}
 		return bound{}, sqlErr(174, 15, 1, f.line, "The db_name function requires 0 to 1 argument(s).")
@@ -536,30 +536,10 @@ func evalPreds(ps []bound, r rowCtx) (bool, *tds.SQLError) {
 
 // typeName is a column's type as SQL Server names it in messages.
 func typeName(b bound) string {
-	switch b.col.Type {
-	case tds.TypeNVarChar:
-		if b.varchar {
-			return "varchar"
-		}
-		return "nvarchar"
-	case tds.TypeInt:
-		return "int"
-	case tds.TypeBigInt:
-		return "bigint"
-	case tds.TypeTinyInt:
-		return "tinyint"
-	case tds.TypeSmallInt:
-		return "smallint"
-	case tds.TypeBit:
-		return "bit"
-	case tds.TypeDateTimeOffset:
-		return "datetimeoffset"
-	case tds.TypeUniqueIdentifier:
-		return "uniqueidentifier"
-	case tds.TypeVariant:
-		return "sql_variant"
+	if b.col.Type == tds.TypeNVarChar && b.varchar {
+		return "varchar"
 	}
-	return "unknown"
+	return b.col.Type.Name()
 }
 
 func isNumeric(t tds.ColumnType) bool {

@@ -1,4 +1,4 @@
-package host
+package tsql
 
 import (
 	"context"
@@ -174,7 +174,7 @@ func appLockCompatible(held, want string) bool {
 const appLockPoll = 20 * time.Millisecond
 
 // execProc runs EXEC of a procedure the simulator models.
-func (i *Instance) execProc(ctx context.Context, l tds.Login, vars batchVars, s execStmt) *tds.SQLError {
+func (srv *Server) execProc(ctx context.Context, l tds.Login, vars batchVars, s execStmt) *tds.SQLError {
 	name := strings.ToLower(s.proc[len(s.proc)-1])
 	db := "master"
 	if l.Database != "" {
@@ -195,10 +195,10 @@ func (i *Instance) execProc(ctx context.Context, l tds.Login, vars batchVars, s 
 	var rc int64
 	switch name {
 	case "sp_getapplock":
-		rc = i.getAppLock(ctx, l.Session, db, args)
+		rc = srv.getAppLock(ctx, l.Session, db, args)
 	case "sp_releaseapplock":
 		var err *tds.SQLError
-		if rc, err = i.releaseAppLock(l.Session, db, args, s.line); err != nil {
+		if rc, err = srv.releaseAppLock(l.Session, db, args, s.line); err != nil {
 			return err
 		}
 	default:
@@ -242,7 +242,7 @@ func appLockArgs(db string, args map[string]literal) (key string, session bool, 
 }
 
 // getAppLock is sp_getapplock for the session; its return status.
-func (i *Instance) getAppLock(ctx context.Context, session int, db string, args map[string]literal) int64 {
+func (srv *Server) getAppLock(ctx context.Context, session int, db string, args map[string]literal) int64 {
 	key, sessionOwned, ok := appLockArgs(db, args)
 	mode, isStr := args["@lockmode"].val.(string)
 	mode = strings.ToLower(mode)
@@ -266,13 +266,13 @@ func (i *Instance) getAppLock(ctx context.Context, session int, db string, args 
 	}
 	waited := false
 	for {
-		i.h.mu.Lock()
-		if i.applocks == nil {
-			i.applocks = map[string][]*appLock{}
+		srv.inst.Lock()
+		if srv.applocks == nil {
+			srv.applocks = map[string][]*appLock{}
 		}
 		granted := true
 		var mine *appLock
-		for _, h := range i.applocks[key] {
+		for _, h := range srv.applocks[key] {
 			switch {
 			case h.session == session && h.mode == mode:
 				mine = h
@@ -284,22 +284,22 @@ func (i *Instance) getAppLock(ctx context.Context, session int, db string, args 
 			if mine != nil {
 				mine.count++
 			} else {
-				i.applocks[key] = append(i.applocks[key], &appLock{session: session, mode: mode, count: 1})
+				srv.applocks[key] = append(srv.applocks[key], &appLock{session: session, mode: mode, count: 1})
 			}
-			i.h.mu.Unlock()
+			srv.inst.Unlock()
 			if waited {
 				return 1
 			}
 			return 0
 		}
 		if timeout >= 0 && !time.Now().Before(deadline) {
-			i.h.mu.Unlock()
+			srv.inst.Unlock()
 			return -1
 		}
 		if !waited {
-			i.applockWaits++
+			srv.applockWaits++
 		}
-		i.h.mu.Unlock()
+		srv.inst.Unlock()
 		waited = true
 		select {
 		case <-ctx.Done():
@@ -311,20 +311,20 @@ func (i *Instance) getAppLock(ctx context.Context, session int, db string, args 
 
 // releaseAppLock is sp_releaseapplock for the session: 0, or error 1223 when the
 // session does not hold the lock.
-func (i *Instance) releaseAppLock(session int, db string, args map[string]literal, line int32) (int64, *tds.SQLError) {
+func (srv *Server) releaseAppLock(session int, db string, args map[string]literal, line int32) (int64, *tds.SQLError) {
 	key, sessionOwned, ok := appLockArgs(db, args)
 	if !ok {
 		return -999, nil
 	}
-	i.h.mu.Lock()
-	defer i.h.mu.Unlock()
-	holders := i.applocks[key]
+	srv.inst.Lock()
+	defer srv.inst.Unlock()
+	holders := srv.applocks[key]
 	for n, h := range holders {
 		if h.session == session && sessionOwned {
 			if h.count--; h.count == 0 {
-				i.applocks[key] = append(holders[:n:n], holders[n+1:]...)
-				if len(i.applocks[key]) == 0 {
-					delete(i.applocks, key)
+				srv.applocks[key] = append(holders[:n:n], holders[n+1:]...)
+				if len(srv.applocks[key]) == 0 {
+					delete(srv.applocks, key)
 				}
 			}
 			return 0, nil
@@ -336,15 +336,14 @@ func (i *Instance) releaseAppLock(session int, db string, args map[string]litera
 }
 
 // SessionEnded releases the locks the session owned (tds.SessionEnder).
-func (s sqlHandler) SessionEnded(session int) {
-	i := s.i
-	i.h.mu.Lock()
-	defer i.h.mu.Unlock()
-	i.endSessionLocked(session)
+func (srv *Server) SessionEnded(session int) {
+	srv.inst.Lock()
+	defer srv.inst.Unlock()
+	srv.endSessionLocked(session)
 }
 
-func (i *Instance) endSessionLocked(session int) {
-	for key, holders := range i.applocks {
+func (srv *Server) endSessionLocked(session int) {
+	for key, holders := range srv.applocks {
 		kept := holders[:0]
 		for _, h := range holders {
 			if h.session != session {
@@ -352,35 +351,26 @@ func (i *Instance) endSessionLocked(session int) {
 			}
 		}
 		if len(kept) == 0 {
-			delete(i.applocks, key)
+			delete(srv.applocks, key)
 		} else {
-			i.applocks[key] = kept
+			srv.applocks[key] = kept
 		}
 	}
 }
 
-// AppLockWaits is how many sp_getapplock calls have had to wait since the host
-// started (for tests: a second session is seen waiting, without a sleep).
-func (h *Host) AppLockWaits(instance string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if inst, ok := h.instanceLocked(instance); ok {
-		return inst.applockWaits
-	}
-	return 0
-}
+// EndSessionsLocked ends every session, and so releases every lock: the Engine's
+// process ended. The instance's lock must be held.
+func (srv *Server) EndSessionsLocked() { srv.applocks = nil }
 
-// AppLockHolders lists the sessions holding an application lock on resource in
-// database db (for tests: who holds what, as sys.dm_tran_locks would show).
-func (h *Host) AppLockHolders(instance, db, resource string) []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	inst, ok := h.instanceLocked(instance)
-	if !ok {
-		return nil
-	}
+// AppLockWaitsLocked is how many sp_getapplock calls have had to wait since the
+// host started. The instance's lock must be held.
+func (srv *Server) AppLockWaitsLocked() int { return srv.applockWaits }
+
+// AppLockHoldersLocked lists the sessions holding an application lock on resource
+// in database db. The instance's lock must be held.
+func (srv *Server) AppLockHoldersLocked(db, resource string) []int {
 	var out []int
-	for _, l := range inst.applocks[strings.ToLower(db)+"\x00"+resource] {
+	for _, l := range srv.applocks[strings.ToLower(db)+"\x00"+resource] {
 		out = append(out, l.session)
 	}
 	return out

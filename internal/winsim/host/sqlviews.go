@@ -6,30 +6,15 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
-// sqlTable is one system view as a query sees it: its columns and, for this
-// statement, its rows.
-type sqlTable struct {
-	name string // sys.name, lower case
-	cols []tds.Column
-	rows [][]any
-	// serverState: reading it needs VIEW SERVER STATE (error 300 without).
-	serverState bool
-	// catalog: a catalog view, whose rows only VIEW ANY DEFINITION (or sysadmin)
-	// shows; without it the view is empty, without an error (metadata visibility).
-	catalog bool
-	// otherSessions: the last rows are other sessions', which only VIEW SERVER
-	// STATE shows (sys.dm_exec_requests); without it they are left out.
-	otherSessions int
-}
-
-// sysViews are the views the simulator models, by name (lower case, in schema sys).
-// Each builds its table with the host's mutex held.
-var sysViews = map[string]func(i *Instance) (sqlTable, bool){
+// sysViews are the system views of the instance's state that the T-SQL engine
+// asks for (sqlSide.SystemViewLocked), by name (lower case, in schema sys); the
+// databases' views are the engine's own. Each builds its table with the host's
+// mutex held.
+var sysViews = map[string]func(i *Instance) (tsql.Table, bool){
 	"dm_server_services":                          (*Instance).viewServerServices,
-	"dm_database_encryption_keys":                 (*Instance).viewEncryptionKeys,
-	"databases":                                   (*Instance).viewDatabases,
 	"dm_hadr_availability_replica_states":         (*Instance).viewReplicaStates,
 	"dm_hadr_name_id_map":                         (*Instance).viewNameIDMap,
 	"dm_hadr_availability_group_states":           (*Instance).viewGroupStates,
@@ -37,32 +22,6 @@ var sysViews = map[string]func(i *Instance) (sqlTable, bool){
 	"dm_exec_requests":                            (*Instance).viewExecRequests,
 	"availability_replicas":                       (*Instance).viewAvailabilityReplicas,
 	"availability_groups":                         (*Instance).viewAvailabilityGroups,
-}
-
-// lookupTable finds [database.]sys.name. ok is false for an object that does not
-// exist on this build (error 208).
-func (i *Instance) lookupTable(parts []string) (sqlTable, bool) {
-	if len(parts) < 2 || !strings.EqualFold(parts[len(parts)-2], "sys") {
-		return sqlTable{}, false
-	}
-	if len(parts) == 3 {
-		known := false
-		for _, db := range i.databases() {
-			if strings.EqualFold(db.Name, parts[0]) {
-				known = true
-			}
-		}
-		if !known {
-			return sqlTable{}, false
-		}
-	}
-	view, ok := sysViews[strings.ToLower(parts[len(parts)-1])]
-	if !ok {
-		return sqlTable{}, false
-	}
-	i.h.mu.Lock()
-	defer i.h.mu.Unlock()
-	return view(i)
 }
 
 func yn(b bool) string {
@@ -76,9 +35,9 @@ func yn(b bool) string {
 // process has, the Agent row with NULL there (design/windows-behaviour.md#verifying-ifi-through-sql-server: Engine rows only). Builds
 // without instant_file_initialization_enabled lack the column (error 207 when a
 // query names it).
-func (i *Instance) viewServerServices() (sqlTable, bool) {
+func (i *Instance) viewServerServices() (tsql.Table, bool) {
 	h := i.h
-	t := sqlTable{name: "sys.dm_server_services", serverState: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.dm_server_services", ServerState: true, Cols: []tds.Column{
 		{Name: "servicename", Type: tds.TypeNVarChar, Size: 256},
 		{Name: "startup_type", Type: tds.TypeInt, Nullable: true},
 		{Name: "startup_type_desc", Type: tds.TypeNVarChar, Size: 256},
@@ -93,7 +52,7 @@ func (i *Instance) viewServerServices() (sqlTable, bool) {
 	}}
 	ifiColumn := i.ver.hasIFIColumn()
 	if ifiColumn {
-		t.cols = append(t.cols, tds.Column{Name: "instant_file_initialization_enabled", Type: tds.TypeNVarChar, Size: 1, Nullable: true})
+		t.Cols = append(t.Cols, tds.Column{Name: "instant_file_initialization_enabled", Type: tds.TypeNVarChar, Size: 1, Nullable: true})
 	}
 	row := func(s *service, cmdline string, ifi any) []any {
 		var pid, started any
@@ -118,41 +77,9 @@ func (i *Instance) viewServerServices() (sqlTable, bool) {
 	if i.proc != nil {
 		ifi = yn(i.proc.IFI)
 	}
-	t.rows = append(t.rows, row(i.engine, `sqlservr.exe" -s`+i.name, ifi))
+	t.Rows = append(t.Rows, row(i.engine, `sqlservr.exe" -s`+i.name, ifi))
 	if i.agent != nil {
-		t.rows = append(t.rows, row(i.agent, `SQLAGENT.EXE" -i `+i.name, nil))
-	}
-	return t, true
-}
-
-// viewEncryptionKeys is sys.dm_database_encryption_keys: tempdb and every TDE
-// database, encryption_state 3 (encrypted).
-func (i *Instance) viewEncryptionKeys() (sqlTable, bool) {
-	t := sqlTable{name: "sys.dm_database_encryption_keys", serverState: true, cols: []tds.Column{
-		{Name: "database_id", Type: tds.TypeInt},
-		{Name: "encryption_state", Type: tds.TypeInt, Nullable: true},
-		{Name: "key_algorithm", Type: tds.TypeNVarChar, Size: 32, Nullable: true},
-		{Name: "key_length", Type: tds.TypeInt, Nullable: true},
-	}}
-	for _, db := range i.databases() {
-		if db.TDE {
-			t.rows = append(t.rows, []any{int32(db.ID), int32(3), "AES", int32(256)})
-		}
-	}
-	return t, true
-}
-
-// viewDatabases is sys.databases, the columns a check of TDE or state reads.
-func (i *Instance) viewDatabases() (sqlTable, bool) {
-	t := sqlTable{name: "sys.databases", cols: []tds.Column{
-		{Name: "name", Type: tds.TypeNVarChar, Size: 128},
-		{Name: "database_id", Type: tds.TypeInt},
-		{Name: "state_desc", Type: tds.TypeNVarChar, Size: 60, Nullable: true},
-		{Name: "is_encrypted", Type: tds.TypeBit, Nullable: true},
-	}}
-	for _, db := range i.databases() {
-		// tempdb's is_encrypted stays 0 even when TDE encrypts it (docs: sys.databases).
-		t.rows = append(t.rows, []any{db.Name, int32(db.ID), "ONLINE", db.TDE && db.ID != 2})
+		t.Rows = append(t.Rows, row(i.agent, `SQLAGENT.EXE" -i `+i.name, nil))
 	}
 	return t, true
 }
@@ -162,14 +89,14 @@ func (i *Instance) viewDatabases() (sqlTable, bool) {
 // replica; the DMVs see the other replicas through the AGDirectory (hadr.go).
 
 func (i *Instance) agIDs() (groupID, replicaID string) {
-	return nameGUID("ag", i.ag.Name), nameGUID("replica", i.ag.Name+"\x00"+i.TDSHandler().ServerName())
+	return nameGUID("ag", i.ag.Name), nameGUID("replica", i.ag.Name+"\x00"+i.serverName())
 }
 
-func (i *Instance) viewAvailabilityReplicas() (sqlTable, bool) {
+func (i *Instance) viewAvailabilityReplicas() (tsql.Table, bool) {
 	if i.ver.Major < 11 {
-		return sqlTable{}, false
+		return tsql.Table{}, false
 	}
-	t := sqlTable{name: "sys.availability_replicas", catalog: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.availability_replicas", Catalog: true, Cols: []tds.Column{
 		{Name: "replica_id", Type: tds.TypeUniqueIdentifier, Nullable: true},
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier, Nullable: true},
 		{Name: "replica_server_name", Type: tds.TypeNVarChar, Size: 256, Nullable: true},
@@ -179,17 +106,17 @@ func (i *Instance) viewAvailabilityReplicas() (sqlTable, bool) {
 	}}
 	if i.hadr && i.ag != nil {
 		g, r := i.agIDs()
-		t.rows = append(t.rows, []any{r, g, i.TDSHandler().ServerName(), "TCP://" + strings.ToLower(i.h.computer) + ":5022",
+		t.Rows = append(t.Rows, []any{r, g, i.serverName(), "TCP://" + strings.ToLower(i.h.computer) + ":5022",
 			"SYNCHRONOUS_COMMIT", "AUTOMATIC"})
 	}
 	return t, true
 }
 
-func (i *Instance) viewAvailabilityGroups() (sqlTable, bool) {
+func (i *Instance) viewAvailabilityGroups() (tsql.Table, bool) {
 	if i.ver.Major < 11 {
-		return sqlTable{}, false
+		return tsql.Table{}, false
 	}
-	t := sqlTable{name: "sys.availability_groups", catalog: true, cols: []tds.Column{
+	t := tsql.Table{Name: "sys.availability_groups", Catalog: true, Cols: []tds.Column{
 		{Name: "group_id", Type: tds.TypeUniqueIdentifier},
 		{Name: "name", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
 		{Name: "failure_condition_level", Type: tds.TypeInt, Nullable: true},
@@ -200,7 +127,7 @@ func (i *Instance) viewAvailabilityGroups() (sqlTable, bool) {
 	// SQL Server 2017 (14.x) on.
 	clusterTypes := i.ver.Major >= 14
 	if clusterTypes {
-		t.cols = append(t.cols, tds.Column{Name: "cluster_type", Type: tds.TypeTinyInt},
+		t.Cols = append(t.Cols, tds.Column{Name: "cluster_type", Type: tds.TypeTinyInt},
 			tds.Column{Name: "cluster_type_desc", Type: tds.TypeNVarChar, Size: 60})
 	}
 	if i.hadr && i.ag != nil {
@@ -210,7 +137,7 @@ func (i *Instance) viewAvailabilityGroups() (sqlTable, bool) {
 			code := map[string]int32{ClusterTypeWSFC: 0, ClusterTypeExternal: 1, ClusterTypeNone: 2}[i.ag.clusterType()]
 			row = append(row, code, strings.ToUpper(i.ag.clusterType()))
 		}
-		t.rows = append(t.rows, row)
+		t.Rows = append(t.Rows, row)
 	}
 	return t, true
 }
@@ -259,7 +186,7 @@ func (i *Instance) serverProperty(name string) any {
 	case "computernamephysicalnetbios":
 		return i.h.computer // on an FCI: the node it runs on now
 	case "servername":
-		return sqlHandler{i}.ServerName()
+		return i.serverName()
 	case "collation":
 		return "SQL_Latin1_General_CP1_CI_AS"
 	case "isintegratedsecurityonly":
@@ -282,16 +209,6 @@ func (i *Instance) serverProperty(name string) any {
 			return nil
 		}
 		return i.programRoot() + `\DATA\`
-	}
-	return nil
-}
-
-// databaseName is DB_NAME(id): NULL for an id with no database.
-func (i *Instance) databaseName(id int64) any {
-	for _, db := range i.databases() {
-		if int64(db.ID) == id {
-			return db.Name
-		}
 	}
 	return nil
 }

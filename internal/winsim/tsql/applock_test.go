@@ -1,4 +1,4 @@
-package host
+package tsql_test
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds/tdstest"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 const getLock = `DECLARE @r int;
@@ -14,14 +17,14 @@ EXEC @r = master.sys.sp_getapplock @Resource = N'mssqlifi:ag:AG1', @LockMode = N
 SELECT @r AS result`
 
 // lockResult runs the batch in session and returns its result status.
-func lockResult(t *testing.T, h *Host, session int, batch string) string {
+func lockResult(t *testing.T, h *host.Host, session int, batch string) string {
 	t.Helper()
 	inst, _ := h.Instance("MSSQLSERVER")
 	sets, err := inst.TDSHandler().Batch(context.Background(), tds.Login{User: "sa", Password: "Sql!", Session: session}, batch)
 	if err != nil {
 		return "error " + err.Message
 	}
-	return strings.TrimSpace(render(sets[len(sets)-1:]))
+	return strings.TrimSpace(tdstest.Render(sets[len(sets)-1:]))
 }
 
 // sp_getapplock as documented: 0 granted, -1 when another session holds it and the
@@ -49,7 +52,7 @@ func TestAppLockSessionOwned(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the third session never waited for the lock")
 		}
-		time.Sleep(appLockPoll) // polling the model's own counter, not a timed guess
+		time.Sleep(tsql.AppLockPoll) // polling the model's own counter, not a timed guess
 	}
 	ender, ok := inst.TDSHandler().(tds.SessionEnder)
 	if !ok {
@@ -76,45 +79,5 @@ func TestAppLockSessionOwned(t *testing.T) {
 	}
 	if got := lockResult(t, h, 54, `EXEC sp_nosuch @a = 1`); !strings.Contains(got, "Could not find stored procedure 'sp_nosuch'") {
 		t.Errorf("an unknown procedure: %q", got)
-	}
-}
-
-// The Engine's stop ends every session, and so every lock.
-func TestAppLockEndsWithEngine(t *testing.T) {
-	h := sqlHost(t)
-	if got := lockResult(t, h, 51, strings.Replace(getLock, "%s", "0", 1)); got != "result:int\n0" {
-		t.Fatalf("%q", got)
-	}
-	inst, _ := h.Instance("MSSQLSERVER")
-	h.mu.Lock()
-	inst.processEndedLocked(false)
-	h.mu.Unlock()
-	if got := h.AppLockHolders("MSSQLSERVER", "master", "mssqlifi:ag:AG1"); len(got) != 0 {
-		t.Errorf("holders after the Engine stopped: %v", got)
-	}
-}
-
-// A secondary names its primary in sys.dm_hadr_availability_group_states, and sees
-// only its own row in sys.dm_hadr_availability_replica_states; the primary sees
-// every replica.
-func TestGroupStatesNamePrimary(t *testing.T) {
-	h := sqlHost(t)
-	q := `SELECT gs.primary_replica FROM sys.dm_hadr_availability_group_states AS gs`
-	sec, _ := h.Instance("REPORTING")
-	sets, err := sec.TDSHandler().Batch(context.Background(), tds.Login{User: "sa", Password: "Sql!", Session: 51}, q+`; SELECT is_local FROM sys.dm_hadr_availability_replica_states`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prim, _ := h.Instance("MSSQLSERVER")
-	want := "primary_replica:nvarchar\n" + sqlHandler{prim}.ServerName() + "\n--\nis_local:bit\ntrue\n"
-	if got := render(sets); got != want {
-		t.Errorf("on the secondary:\n%s\nwant\n%s", got, want)
-	}
-	sets, err = prim.TDSHandler().Batch(context.Background(), tds.Login{User: "sa", Password: "Sql!", Session: 51}, `SELECT is_local FROM sys.dm_hadr_availability_replica_states`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := render(sets); got != "is_local:bit\ntrue\nfalse\n" {
-		t.Errorf("on the primary:\n%s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package host
+package tsql
 
 import (
 	"context"
@@ -96,70 +96,63 @@ type FileOperation struct {
 }
 
 // zeroRate and ifiAlloc are the instance's figures, defaults filled.
-func (i *Instance) zeroRate() float64 {
-	if i.cfg.ZeroMBPerSecond > 0 {
-		return i.cfg.ZeroMBPerSecond
+func (srv *Server) zeroRate() float64 {
+	if srv.cfg.ZeroMBPerSecond > 0 {
+		return srv.cfg.ZeroMBPerSecond
 	}
 	return DefaultZeroMBPerSecond
 }
 
-func (i *Instance) ifiAlloc() time.Duration {
-	if i.cfg.IFIAllocMS != nil {
-		return ms(*i.cfg.IFIAllocMS)
+func (srv *Server) ifiAlloc() time.Duration {
+	if srv.cfg.IFIAllocMS != nil {
+		return time.Duration(*srv.cfg.IFIAllocMS) * time.Millisecond
 	}
-	return ms(DefaultIFIAllocMS)
+	return DefaultIFIAllocMS * time.Millisecond
 }
 
 // fileCost is what creating or growing a file by kb costs.
-func (i *Instance) fileCost(f *dbFile, kb int64, ifi, tde bool) FileOperation {
+func (srv *Server) fileCost(f *dbFile, kb int64, ifi, tde bool) FileOperation {
 	op := FileOperation{File: f.name, Type: "data", SizeMB: (kb + 1023) >> 10}
 	if f.log {
 		op.Type = "log"
 	}
 	op.Zeroed = f.log || tde || !ifi
-	d := i.ifiAlloc()
+	d := srv.ifiAlloc()
 	if op.Zeroed {
-		d = time.Duration(float64(kb) / 1024 / i.zeroRate() * float64(time.Second))
+		d = time.Duration(float64(kb) / 1024 / srv.zeroRate() * float64(time.Second))
 	}
 	op.ModelledMS = float64(d) / float64(time.Millisecond)
 	return op
 }
 
-// runningIFI reports whether the running Engine has IFI.
-func (i *Instance) runningIFI() bool {
-	i.h.mu.Lock()
-	defer i.h.mu.Unlock()
-	return i.proc != nil && i.proc.IFI
-}
-
 // charge waits for an operation's modelled duration, as the statement's caller
 // waits for SQL Server to finish writing. A cancelled batch (ATTENTION, a lost
 // connection) ends the wait and the statement does nothing.
-func (i *Instance) charge(ctx context.Context, op *DatabaseOperation) *tds.SQLError {
+func (srv *Server) charge(ctx context.Context, op *DatabaseOperation) *tds.SQLError {
 	for _, f := range op.Files {
 		op.ModelledMS += f.ModelledMS
 	}
-	if !sleepContext(ctx, time.Duration(op.ModelledMS*float64(time.Millisecond))) {
+	if !srv.inst.Sleep(ctx, time.Duration(op.ModelledMS*float64(time.Millisecond))) {
 		return sqlErr(3621, 10, 51, 1, "The statement has been terminated.")
 	}
 	return nil
 }
 
-// record remembers an operation for the control plane. i.dbMu must be held.
-func (i *Instance) recordLocked(op DatabaseOperation) {
-	op.At = i.h.now().UTC()
-	i.fileOps = append(i.fileOps, op)
-	if len(i.fileOps) > maxDatabaseOperations {
-		i.fileOps = slices.Delete(i.fileOps, 0, len(i.fileOps)-maxDatabaseOperations)
+// record remembers an operation for the control plane. srv.dbMu must be held.
+func (srv *Server) recordLocked(op DatabaseOperation) {
+	op.At = srv.inst.Now().UTC()
+	srv.fileOps = append(srv.fileOps, op)
+	if len(srv.fileOps) > maxDatabaseOperations {
+		srv.fileOps = slices.Delete(srv.fileOps, 0, len(srv.fileOps)-maxDatabaseOperations)
 	}
 }
 
 // DatabaseOperations returns the operations the instance remembers, oldest first.
-func (i *Instance) DatabaseOperations() []DatabaseOperation {
-	i.dbMu.Lock()
-	defer i.dbMu.Unlock()
-	out := make([]DatabaseOperation, len(i.fileOps))
-	for n, op := range i.fileOps {
+func (srv *Server) DatabaseOperations() []DatabaseOperation {
+	srv.dbMu.Lock()
+	defer srv.dbMu.Unlock()
+	out := make([]DatabaseOperation, len(srv.fileOps))
+	for n, op := range srv.fileOps {
 		op.Files = slices.Clone(op.Files)
 		out[n] = op
 	}
@@ -172,9 +165,9 @@ func isSystemDatabase(name string) bool {
 	return slices.ContainsFunc(systemDatabases, func(s string) bool { return strings.EqualFold(s, name) })
 }
 
-// findDBLocked finds a user database by name. i.dbMu must be held.
-func (i *Instance) findDBLocked(name string) (int, *userDatabase) {
-	for n, db := range i.userDBs {
+// findDBLocked finds a user database by name. srv.dbMu must be held.
+func (srv *Server) findDBLocked(name string) (int, *userDatabase) {
+	for n, db := range srv.userDBs {
 		if strings.EqualFold(db.name, name) {
 			return n, db
 		}
@@ -189,20 +182,20 @@ func mayControl(login LoginConfig, db *userDatabase) bool {
 }
 
 // createDatabase runs CREATE DATABASE.
-func (i *Instance) createDatabase(ctx context.Context, login LoginConfig, s createDBStmt) *tds.SQLError {
+func (srv *Server) createDatabase(ctx context.Context, login LoginConfig, s createDBStmt) *tds.SQLError {
 	if !login.CanCreateDatabase() {
 		return sqlErr(262, 14, 1, s.line, "CREATE DATABASE permission denied in database 'master'.")
 	}
 	exists := func() *tds.SQLError {
-		_, db := i.findDBLocked(s.name)
+		_, db := srv.findDBLocked(s.name)
 		if db != nil || isSystemDatabase(s.name) {
 			return sqlErr(1801, 16, 3, s.line, "Database '%s' already exists. Choose a different database name.", s.name)
 		}
 		return nil
 	}
-	i.dbMu.Lock()
+	srv.dbMu.Lock()
 	err := exists()
-	i.dbMu.Unlock()
+	srv.dbMu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -237,34 +230,34 @@ func (i *Instance) createDatabase(ctx context.Context, login LoginConfig, s crea
 	if strings.EqualFold(data.name, log.name) {
 		return sqlErr(1828, 16, 3, s.line, "The logical file name \"%s\" is already in use. Choose a different name.", log.name)
 	}
-	ifi := i.runningIFI()
+	ifi := srv.inst.RunningIFI()
 	op := DatabaseOperation{Statement: "CREATE DATABASE", Database: s.name, Login: login.Name, IFI: ifi,
-		Files: []FileOperation{i.fileCost(data, data.sizeKB, ifi, false), i.fileCost(log, log.sizeKB, ifi, false)}}
-	if err := i.charge(ctx, &op); err != nil {
+		Files: []FileOperation{srv.fileCost(data, data.sizeKB, ifi, false), srv.fileCost(log, log.sizeKB, ifi, false)}}
+	if err := srv.charge(ctx, &op); err != nil {
 		return err
 	}
-	i.dbMu.Lock()
-	defer i.dbMu.Unlock()
+	srv.dbMu.Lock()
+	defer srv.dbMu.Unlock()
 	if err := exists(); err != nil { // another session created it meanwhile
 		return err
 	}
-	i.userDBs = append(i.userDBs, &userDatabase{id: i.nextDB, name: s.name, owner: login.Name, files: []*dbFile{data, log}})
-	i.nextDB++
-	i.recordLocked(op)
+	srv.userDBs = append(srv.userDBs, &userDatabase{id: srv.nextDB, name: s.name, owner: login.Name, files: []*dbFile{data, log}})
+	srv.nextDB++
+	srv.recordLocked(op)
 	return nil
 }
 
 // alterFile runs ALTER DATABASE ... MODIFY FILE: a SIZE larger than the file's
 // grows it (zeroed as a new file is); a smaller or equal one is error 5039.
-func (i *Instance) alterFile(ctx context.Context, login LoginConfig, s alterFileStmt) *tds.SQLError {
+func (srv *Server) alterFile(ctx context.Context, login LoginConfig, s alterFileStmt) *tds.SQLError {
 	if isSystemDatabase(s.db) {
 		return unsupported(s.line, "ALTER DATABASE on the files of system databases")
 	}
 	denied := sqlErr(5011, 14, 9, s.line, "User does not have permission to alter database '%s', the database does not exist, or the database is not in a state that allows access checks.", s.db)
-	i.dbMu.Lock()
-	_, db := i.findDBLocked(s.db)
+	srv.dbMu.Lock()
+	_, db := srv.findDBLocked(s.db)
 	if db == nil || !mayControl(login, db) {
-		i.dbMu.Unlock()
+		srv.dbMu.Unlock()
 		return denied
 	}
 	var f *dbFile
@@ -274,48 +267,48 @@ func (i *Instance) alterFile(ctx context.Context, login LoginConfig, s alterFile
 		}
 	}
 	if f == nil {
-		i.dbMu.Unlock()
+		srv.dbMu.Unlock()
 		return sqlErr(5041, 16, 1, s.line, "MODIFY FILE failed. File '%s' does not exist.", s.file.name)
 	}
 	if s.file.sizeKB == 0 { // FILEGROWTH or MAXSIZE only: nothing is written
-		i.dbMu.Unlock()
+		srv.dbMu.Unlock()
 		return nil
 	}
 	if s.file.sizeKB <= f.sizeKB {
-		i.dbMu.Unlock()
+		srv.dbMu.Unlock()
 		return sqlErr(5039, 16, 1, s.line, "MODIFY FILE failed. Specified size is less than or equal to current size.")
 	}
 	growth, tde, name := s.file.sizeKB-f.sizeKB, db.tde, db.name
-	i.dbMu.Unlock()
-	ifi := i.runningIFI()
+	srv.dbMu.Unlock()
+	ifi := srv.inst.RunningIFI()
 	op := DatabaseOperation{Statement: "ALTER DATABASE MODIFY FILE", Database: name, Login: login.Name, IFI: ifi,
-		Files: []FileOperation{i.fileCost(f, growth, ifi, tde)}}
-	if err := i.charge(ctx, &op); err != nil {
+		Files: []FileOperation{srv.fileCost(f, growth, ifi, tde)}}
+	if err := srv.charge(ctx, &op); err != nil {
 		return err
 	}
-	i.dbMu.Lock()
-	defer i.dbMu.Unlock()
+	srv.dbMu.Lock()
+	defer srv.dbMu.Unlock()
 	f.sizeKB = max(f.sizeKB, s.file.sizeKB)
-	i.recordLocked(op)
+	srv.recordLocked(op)
 	return nil
 }
 
 // dropDatabases runs DROP DATABASE: each name in turn, as SQL Server does.
-func (i *Instance) dropDatabases(login LoginConfig, s dropDBStmt) *tds.SQLError {
-	i.dbMu.Lock()
-	defer i.dbMu.Unlock()
+func (srv *Server) dropDatabases(login LoginConfig, s dropDBStmt) *tds.SQLError {
+	srv.dbMu.Lock()
+	defer srv.dbMu.Unlock()
 	for _, name := range s.names {
 		if isSystemDatabase(name) {
 			return sqlErr(3708, 16, 1, s.line, "Cannot drop the database '%s' because it is a system database.", name)
 		}
-		n, db := i.findDBLocked(name)
+		n, db := srv.findDBLocked(name)
 		if db == nil && s.ifExists {
 			continue
 		}
 		if db == nil || !mayControl(login, db) {
 			return sqlErr(3701, 11, 1, s.line, "Cannot drop the database '%s', because it does not exist or you do not have permission.", name)
 		}
-		i.userDBs = slices.Delete(i.userDBs, n, n+1)
+		srv.userDBs = slices.Delete(srv.userDBs, n, n+1)
 	}
 	return nil
 }
@@ -328,12 +321,12 @@ type DatabaseFile struct {
 	SizeMB   int64  `json:"size_mb"`
 }
 
-// userDatabaseInfo returns a user database's owner and files; ok is false for a
+// UserDatabaseInfo returns a user database's owner and files; ok is false for a
 // system database.
-func (i *Instance) userDatabaseInfo(id int) (owner string, files []DatabaseFile, ok bool) {
-	i.dbMu.Lock()
-	defer i.dbMu.Unlock()
-	for _, db := range i.userDBs {
+func (srv *Server) UserDatabaseInfo(id int) (owner string, files []DatabaseFile, ok bool) {
+	srv.dbMu.Lock()
+	defer srv.dbMu.Unlock()
+	for _, db := range srv.userDBs {
 		if db.id != id {
 			continue
 		}

@@ -1,4 +1,4 @@
-package host
+package tsql_test
 
 import (
 	"context"
@@ -7,34 +7,35 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds/tdstest"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // The defaults follow the article (10 GB: 133 s without IFI), ten times faster:
 // 1 GB takes 1 to 2 s without IFI, a data file under IFI a small constant, and a
 // log file is zeroed with or without IFI.
 func TestZeroingDefaultsFromTheArticle(t *testing.T) {
-	h := newHost(t, baseConfig())
-	inst, _ := h.Instance("MSSQLSERVER")
-	data, log := &dbFile{name: "d"}, &dbFile{name: "l", log: true}
-	if got := 10240 / ArticleZeroMBPerSecond; got < 132.5 || got > 133.5 {
+	const data, log = false, true
+	if got := 10240 / tsql.ArticleZeroMBPerSecond; got < 132.5 || got > 133.5 {
 		t.Errorf("the article's rate zeroes 10 GB in %.1f s; want 133 s (2 min 13 s)", got)
 	}
-	noIFI := inst.fileCost(data, 1<<20, false, false)
+	noIFI := tsql.FileCost(data, 1<<20, false, false)
 	if !noIFI.Zeroed || noIFI.ModelledMS < 1000 || noIFI.ModelledMS > 2000 || noIFI.SizeMB != 1024 {
 		t.Errorf("1 GB data file without IFI = %+v; want zeroed, 1 to 2 s", noIFI)
 	}
-	withIFI := inst.fileCost(data, 1<<20, true, false)
-	if withIFI.Zeroed || withIFI.ModelledMS != DefaultIFIAllocMS {
-		t.Errorf("1 GB data file with IFI = %+v; want not zeroed, %d ms", withIFI, DefaultIFIAllocMS)
+	withIFI := tsql.FileCost(data, 1<<20, true, false)
+	if withIFI.Zeroed || withIFI.ModelledMS != tsql.DefaultIFIAllocMS {
+		t.Errorf("1 GB data file with IFI = %+v; want not zeroed, %d ms", withIFI, tsql.DefaultIFIAllocMS)
 	}
-	if big := inst.fileCost(data, 10<<20, true, false); big.ModelledMS != withIFI.ModelledMS {
+	if big := tsql.FileCost(data, 10<<20, true, false); big.ModelledMS != withIFI.ModelledMS {
 		t.Errorf("a 10 GB data file with IFI costs %v ms, a 1 GB one %v ms; want the same constant", big.ModelledMS, withIFI.ModelledMS)
 	}
-	if l := inst.fileCost(log, 1<<20, true, false); !l.Zeroed || l.ModelledMS != noIFI.ModelledMS {
+	if l := tsql.FileCost(log, 1<<20, true, false); !l.Zeroed || l.ModelledMS != noIFI.ModelledMS {
 		t.Errorf("1 GB log file with IFI = %+v; want zeroed like a data file without IFI (%v ms)", l, noIFI.ModelledMS)
 	}
-	if tde := inst.fileCost(data, 1<<20, true, true); !tde.Zeroed {
+	if tde := tsql.FileCost(data, 1<<20, true, true); !tde.Zeroed {
 		t.Errorf("a TDE database's data file with IFI = %+v; want zeroed (IFI never applies to TDE data files)", tde)
 	}
 }
@@ -42,26 +43,25 @@ func TestZeroingDefaultsFromTheArticle(t *testing.T) {
 // zeroingHost is a host whose MSSQLSERVER zeroes at 10 GB/s (100 MB: 10 ms) and
 // allocates under IFI in 1 ms, with a dbcreator login "creator" and a second one
 // "other".
-func zeroingHost(t *testing.T) (*Host, *Instance) {
+func zeroingHost(t *testing.T) (*host.Host, *host.Instance) {
 	t.Helper()
-	cfg := baseConfig()
-	ic := &cfg.Instances[0]
+	ic := defaultInstance()
 	ic.ZeroMBPerSecond, ic.IFIAllocMS = 10240, intp(1)
-	ic.Logins = append(ic.Logins, LoginConfig{Name: "creator", Password: "c", DBCreator: true},
-		LoginConfig{Name: "other", Password: "o", DBCreator: true})
-	h := newHost(t, cfg)
+	ic.Logins = append(ic.Logins, host.LoginConfig{Name: "creator", Password: "c", DBCreator: true},
+		host.LoginConfig{Name: "other", Password: "o", DBCreator: true})
+	h := start(t, ic)
 	inst, _ := h.Instance("MSSQLSERVER")
 	return h, inst
 }
 
-func tryBatch(t *testing.T, inst *Instance, user, q string) ([]tds.ResultSet, *tds.SQLError) {
+func tryBatch(t *testing.T, inst *host.Instance, user, q string) ([]tds.ResultSet, *tds.SQLError) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return inst.TDSHandler().Batch(ctx, tds.Login{User: user}, q)
 }
 
-func mustBatch(t *testing.T, inst *Instance, user, q string) []tds.ResultSet {
+func mustBatch(t *testing.T, inst *host.Instance, user, q string) []tds.ResultSet {
 	t.Helper()
 	rs, e := tryBatch(t, inst, user, q)
 	if e != nil {
@@ -70,7 +70,7 @@ func mustBatch(t *testing.T, inst *Instance, user, q string) []tds.ResultSet {
 	return rs
 }
 
-func lastOperation(t *testing.T, inst *Instance) DatabaseOperation {
+func lastOperation(t *testing.T, inst *host.Instance) tsql.DatabaseOperation {
 	t.Helper()
 	ops := inst.DatabaseOperations()
 	if len(ops) == 0 {
@@ -113,7 +113,11 @@ func TestCreateDatabaseZeroingWithAndWithoutIFI(t *testing.T) {
 	if err := h.RestartService("MSSQLSERVER"); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, h, "MSSQLSERVER", contract.StateRunning)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.WaitServiceState(ctx, "MSSQLSERVER", contract.StateRunning); err != nil {
+		t.Fatal(err)
+	}
 	waitReady(t, inst)
 	mustBatch(t, inst, "creator", create)
 	on := lastOperation(t, inst)
@@ -134,7 +138,7 @@ func TestCreateDatabaseZeroingWithAndWithoutIFI(t *testing.T) {
 	}
 }
 
-func waitReady(t *testing.T, inst *Instance) {
+func waitReady(t *testing.T, inst *host.Instance) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !inst.Ready() {
@@ -151,11 +155,11 @@ func waitReady(t *testing.T, inst *Instance) {
 func TestCreatedDatabaseInTheCatalog(t *testing.T) {
 	h, inst := zeroingHost(t)
 	mustBatch(t, inst, "creator", "create database [Seed 1] on (name='s1', filename='D:\\s1.mdf', size=1GB)")
-	got := render(mustBatch(t, inst, "sa", "SELECT name, database_id, is_encrypted FROM sys.databases WHERE database_id > 4"))
+	got := tdstest.Render(mustBatch(t, inst, "sa", "SELECT name, database_id, is_encrypted FROM sys.databases WHERE database_id > 4"))
 	if got != "name:nvarchar,database_id:int,is_encrypted:bit\nSeed 1|5|false\n" {
 		t.Errorf("sys.databases:\n%s", got)
 	}
-	if got := render(mustBatch(t, inst, "sa", "SELECT database_id FROM sys.dm_database_encryption_keys")); got != "database_id:int\n" {
+	if got := tdstest.Render(mustBatch(t, inst, "sa", "SELECT database_id FROM sys.dm_database_encryption_keys")); got != "database_id:int\n" {
 		t.Errorf("sys.dm_database_encryption_keys has rows for an unencrypted database:\n%s", got)
 	}
 	snap := h.Snapshot().Instances[0]
@@ -164,7 +168,7 @@ func TestCreatedDatabaseInTheCatalog(t *testing.T) {
 		t.Errorf("snapshot database = %+v; want Seed 1 owned by creator, 1 GB data and a 256 MB log (25%% of the data without LOG ON)", db)
 	}
 	mustBatch(t, inst, "creator", "DROP DATABASE [Seed 1]")
-	if got := render(mustBatch(t, inst, "sa", "SELECT name FROM sys.databases WHERE database_id > 4")); got != "name:nvarchar\n" {
+	if got := tdstest.Render(mustBatch(t, inst, "sa", "SELECT name FROM sys.databases WHERE database_id > 4")); got != "name:nvarchar\n" {
 		t.Errorf("after DROP, sys.databases still lists:\n%s", got)
 	}
 }
@@ -215,16 +219,16 @@ func TestDatabaseStatementErrors(t *testing.T) {
 	mustBatch(t, inst, "creator", "DROP DATABASE IF EXISTS nope, mine")
 	mustBatch(t, inst, "other", "CREATE DATABASE theirs; CREATE DATABASE more")
 	mustBatch(t, inst, "sa", "DROP DATABASE theirs, more")
-	if got := render(mustBatch(t, inst, "sa", "SELECT name FROM sys.databases WHERE database_id > 4")); got != "name:nvarchar\n" {
+	if got := tdstest.Render(mustBatch(t, inst, "sa", "SELECT name FROM sys.databases WHERE database_id > 4")); got != "name:nvarchar\n" {
 		t.Errorf("after the drops, sys.databases lists:\n%s", got)
 	}
 }
 
 // A cancelled CREATE DATABASE (ATTENTION, a lost connection) creates nothing.
 func TestCancelledCreateDatabaseCreatesNothing(t *testing.T) {
-	cfg := baseConfig()
-	cfg.Instances[0].ZeroMBPerSecond = 1 // 1 GB: 17 minutes
-	h := newHost(t, cfg)
+	ic := defaultInstance()
+	ic.ZeroMBPerSecond = 1 // 1 GB: 17 minutes
+	h := start(t, ic)
 	inst, _ := h.Instance("MSSQLSERVER")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *tds.SQLError, 1)
@@ -236,7 +240,7 @@ func TestCancelledCreateDatabaseCreatesNothing(t *testing.T) {
 	if e := <-done; e == nil {
 		t.Fatal("a cancelled CREATE DATABASE succeeded")
 	}
-	if got := render(mustBatch(t, inst, "sa", "SELECT name FROM sys.databases WHERE name = 'slow'")); got != "name:nvarchar\n" {
+	if got := tdstest.Render(mustBatch(t, inst, "sa", "SELECT name FROM sys.databases WHERE name = 'slow'")); got != "name:nvarchar\n" {
 		t.Errorf("the cancelled CREATE DATABASE left a database:\n%s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package host
+package tsql_test
 
 import (
 	"context"
@@ -8,51 +8,10 @@ import (
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tds/tdstest"
 )
-
-// sqlHost has four instances: the default one (2022) the primary replica of AG1,
-// REPORTING (2019, two TDE databases) its secondary, OLD (2014: no IFI column,
-// Always On off) and LEGACY (2008 R2: no Always On at all).
-func sqlHost(t *testing.T) *Host {
-	t.Helper()
-	cfg := baseConfig()
-	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "Primary"}
-	login := []LoginConfig{{Name: "sa", Password: "Sql!"}, {Name: "weak", Password: "w", ViewServerState: boolp(false)}}
-	cfg.Instances = append(cfg.Instances,
-		InstanceConfig{Name: "REPORTING", Version: "15.0.4355.3", TDEDatabases: []string{"Sales", "HR"}, Logins: login,
-			AvailabilityGroup: &AvailabilityGroupConfig{Name: "AG1", Role: "secondary"}},
-		InstanceConfig{Name: "OLD", Version: "12.0.6024.0", Logins: login, Agent: boolp(false)},
-		InstanceConfig{Name: "LEGACY", Version: "10.50.6000.34", Logins: login})
-	return newHost(t, cfg)
-}
-
-// render prints a batch's answer as "name:type,..." then one "v|v|..." line per row.
-func render(sets []tds.ResultSet) string {
-	var b strings.Builder
-	for n, rs := range sets {
-		if n > 0 {
-			b.WriteString("--\n")
-		}
-		var cols []string
-		for _, c := range rs.Columns {
-			cols = append(cols, c.Name+":"+typeName(bound{col: c}))
-		}
-		b.WriteString(strings.Join(cols, ",") + "\n")
-		for _, r := range rs.Rows {
-			var vs []string
-			for _, v := range r {
-				if v == nil {
-					vs = append(vs, "NULL")
-				} else {
-					vs = append(vs, fmt.Sprint(v))
-				}
-			}
-			b.WriteString(strings.Join(vs, "|") + "\n")
-		}
-	}
-	return b.String()
-}
 
 const agQuery = `SELECT ars.role_desc, ag.name FROM sys.dm_hadr_availability_replica_states ars
 JOIN sys.availability_groups ag ON ars.group_id = ag.group_id WHERE ars.is_local = 1`
@@ -123,7 +82,7 @@ func TestSQLQueries(t *testing.T) {
 			if e != nil {
 				t.Fatalf("%s\nanswered Msg %d: %s", tc.query, e.Number, e.Message)
 			}
-			got := render(rs)
+			got := tdstest.Render(rs)
 			if tc.name == "2014 has no IFI column, so * leaves it out" {
 				got = strings.SplitAfter(got, "\n")[0]
 			}
@@ -173,7 +132,7 @@ func TestSQLErrors(t *testing.T) {
 			inst, _ := h.Instance(tc.instance)
 			rs, e := inst.TDSHandler().Batch(context.Background(), tds.Login{User: tc.user}, tc.query)
 			if e == nil {
-				t.Fatalf("%s\nanswered rows:\n%s\nwant Msg %d", tc.query, render(rs), tc.number)
+				t.Fatalf("%s\nanswered rows:\n%s\nwant Msg %d", tc.query, tdstest.Render(rs), tc.number)
 			}
 			if e.Number != tc.number || e.Class != tc.class || e.State != tc.state || e.Line != 1 || !strings.HasPrefix(e.Message, tc.message) {
 				t.Errorf("%s\ngot Msg %d, Level %d, State %d, Line %d: %s\nwant Msg %d, Level %d, State %d, Line 1: %s",
@@ -242,7 +201,7 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			t.Errorf("%s\ncolumns %+v\nwant    %+v", q, rs[0].Columns, want[q])
 		}
 		if w, ok := rows[q]; ok {
-			if got := strings.TrimSpace(strings.SplitN(render(rs), "\n", 2)[1]); got != w {
+			if got := strings.TrimSpace(strings.SplitN(tdstest.Render(rs), "\n", 2)[1]); got != w {
 				t.Errorf("%s\nrows %q, want %q", q, got, w)
 			}
 		}
@@ -258,11 +217,9 @@ func FuzzSQLBatch(f *testing.F) {
 		"SELECT CONVERT(sql_variant, SERVERPROPERTY('ProcessID')), DB_NAME(), CAST('1' AS bit)") {
 		f.Add(q)
 	}
-	h, err := New(func() HostConfig {
-		c := baseConfig()
-		c.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: "primary"}
-		return c
-	}(), Options{})
+	primary := defaultInstance()
+	primary.AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: "primary"}
+	h, err := host.New(hostConfig(primary), host.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

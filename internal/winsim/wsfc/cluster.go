@@ -1,4 +1,10 @@
-package host
+// Package wsfc is the simulator's model of Windows Server failover clusters
+// (WSFC) whose nodes are simulated hosts, and of their SQL Server failover cluster
+// instances: the roles (cluster groups), their resources and owners, and the
+// cluster service's moves, restarts and failovers (cluster.go), configured as
+// config.go says. A node is a host model seen through Node, which the host
+// implements.
+package wsfc
 
 import (
 	"context"
@@ -72,11 +78,11 @@ const (
 )
 
 type clusterNode struct {
-	host  *Host
+	node  Node
 	state string
 }
 
-func (n *clusterNode) name() string { return n.host.computer }
+func (n *clusterNode) name() string { return n.node.ComputerName() }
 
 type clusterResource struct {
 	name, typ string
@@ -159,7 +165,7 @@ var ErrNoSuchClusterObject = errors.New("no such cluster object")
 // its simulator name): the role's instance on every node becomes a failover
 // cluster instance, running on its owner only. Call it after the hosts are built
 // and before they serve.
-func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(string, ...any)) (*Cluster, error) {
+func NewCluster(cfg ClusterConfig, hostOf func(string) (Node, bool), logf func(string, ...any)) (*Cluster, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -167,7 +173,7 @@ func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(
 	c.life, c.endLife = context.WithCancel(context.Background())
 	node := func(name string) *clusterNode {
 		for _, n := range c.nodes {
-			if strings.EqualFold(n.host.cfg.Name, name) {
+			if strings.EqualFold(n.node.Name(), name) {
 				return n
 			}
 		}
@@ -178,7 +184,7 @@ func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(
 		if !ok {
 			return nil, fmt.Errorf("cluster %s: node %q is not a host of the simulation", cfg.Name, n)
 		}
-		c.nodes = append(c.nodes, &clusterNode{host: h, state: NodeUp})
+		c.nodes = append(c.nodes, &clusterNode{node: h, state: NodeUp})
 	}
 	for _, rc := range cfg.Roles {
 		r := &clusterRole{cfg: rc, name: rc.GroupName(), instance: strings.ToUpper(strings.TrimSpace(rc.Instance)),
@@ -192,15 +198,12 @@ func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(
 		}
 		withAgent := true
 		for _, n := range c.nodes {
-			inst, ok := n.host.Instance(r.instance)
-			if !ok {
-				return nil, fmt.Errorf("cluster %s: node %s has no instance %s", cfg.Name, n.host.cfg.Name, r.instance)
+			_, agent, err := n.node.InstanceServices(r.instance)
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: node %s has no instance %s", cfg.Name, n.node.Name(), r.instance)
 			}
-			withAgent = withAgent && inst.agent != nil
-			n.host.mu.Lock()
-			inst.clustered = true
-			n.host.mu.Unlock()
-			inst.virtualName.Store(r.vname)
+			withAgent = withAgent && agent != ""
+			n.node.JoinFCI(r.instance, r.vname)
 		}
 		for _, spec := range roleResourceSpecs(rc, withAgent) {
 			res := &clusterResource{name: spec.name, typ: spec.typ, state: ResourceOffline, owners: slices.Clone(c.nodes)}
@@ -218,9 +221,7 @@ func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(
 		c.roles = append(c.roles, r)
 	}
 	for _, n := range c.nodes {
-		n.host.mu.Lock()
-		n.host.cluster = c
-		n.host.mu.Unlock()
+		n.node.SetCluster(c)
 	}
 	for _, r := range c.roles {
 		c.settleInitialLocked(r)
@@ -232,36 +233,33 @@ func NewCluster(cfg ClusterConfig, hostOf func(string) (*Host, bool), logf func(
 // the simulation's start: the group came online on its owner before it began.
 func (c *Cluster) settleInitialLocked(r *clusterRole) {
 	engine, agent := c.services(r, r.owner)
-	h := r.owner.host
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	n := r.owner.node
 	for _, res := range r.res {
 		switch res.typ {
 		case ResourceTypeSQLServer:
-			res.state = serviceResourceState(h, engine)
-			inst, _ := h.instanceLocked(r.instance)
-			if res.state == ResourceOnline && !inst.ready {
+			res.state = serviceResourceState(n, engine)
+			if res.state == ResourceOnline && !n.EngineReady(r.instance) {
 				res.state = ResourceOnlinePending
 			}
 		case ResourceTypeAgent:
-			res.state = serviceResourceState(h, agent)
+			res.state = serviceResourceState(n, agent)
 		default:
 			res.state = ResourceOnline
 		}
 	}
 }
 
-func serviceResourceState(h *Host, name string) string {
-	s, err := h.service(name)
+func serviceResourceState(n Node, name string) string {
+	state, failed, err := n.ServiceStatus(name)
 	if err != nil {
 		return ResourceFailed
 	}
 	switch {
-	case s.state == contract.StateRunning:
+	case state == contract.StateRunning:
 		return ResourceOnline
-	case s.failed:
+	case failed:
 		return ResourceFailed
-	case s.state == contract.StateStartPending:
+	case state == contract.StateStartPending:
 		return ResourceOnlinePending
 	}
 	return ResourceOffline
@@ -269,11 +267,11 @@ func serviceResourceState(h *Host, name string) string {
 
 // services are the role's Engine and Agent service names on a node ("" without Agent).
 func (c *Cluster) services(r *clusterRole, n *clusterNode) (engine, agent string) {
-	inst, ok := n.host.Instance(r.instance)
-	if !ok {
+	engine, agent, err := n.node.InstanceServices(r.instance)
+	if err != nil {
 		return contract.EngineServiceName(r.instance), ""
 	}
-	return inst.ServiceName(), inst.AgentServiceName()
+	return engine, agent
 }
 
 // Name is the cluster's name.
@@ -317,9 +315,7 @@ func (c *Cluster) SetVirtualListener(role string, port int, open func() error, c
 		return err
 	}
 	for _, n := range nodes {
-		if inst, ok := n.host.Instance(r.instance); ok {
-			inst.SetTCPPort(port)
-		}
+		n.node.SetTCPPort(r.instance, port)
 	}
 	r.hookMu.Lock()
 	r.vnnOpen, r.vnnClose, r.listening = open, close, false
@@ -351,21 +347,16 @@ func (c *Cluster) syncVNN(r *clusterRole) {
 	}
 }
 
-// OwnerInstance is the instance that serves the role's virtual name now: its
-// owner's, or nil while no node runs it.
-func (c *Cluster) OwnerInstance(role string) *Instance {
+// Owner is the node that serves the role's virtual name now, with the role's
+// instance; nil while no node runs it.
+func (c *Cluster) Owner(role string) (node Node, instance string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	r, err := c.roleLocked(role)
-	var owner *clusterNode
-	if err == nil {
-		owner = r.owner
+	if err != nil || r.owner == nil {
+		return nil, ""
 	}
-	c.mu.Unlock()
-	if owner == nil {
-		return nil
-	}
-	inst, _ := owner.host.Instance(r.instance)
-	return inst
+	return r.owner.node, r.instance
 }
 
 func (r *clusterRole) resource(typ string) *clusterResource {
@@ -394,7 +385,7 @@ func (c *Cluster) roleLocked(name string) (*clusterRole, error) {
 // nodeLocked finds a node by its host's simulator name or its computer name.
 func (c *Cluster) nodeLocked(name string) *clusterNode {
 	for _, n := range c.nodes {
-		if strings.EqualFold(n.host.cfg.Name, name) || strings.EqualFold(n.host.computer, name) {
+		if strings.EqualFold(n.node.Name(), name) || strings.EqualFold(n.node.ComputerName(), name) {
 			return n
 		}
 	}
@@ -505,7 +496,7 @@ func (c *Cluster) View() ClusterView {
 	defer c.mu.Unlock()
 	v := ClusterView{Name: c.name, Nodes: []ClusterNodeView{}, Roles: []ClusterRoleView{}}
 	for _, n := range c.nodes {
-		v.Nodes = append(v.Nodes, ClusterNodeView{Name: n.name(), Host: n.host.cfg.Name, State: n.state})
+		v.Nodes = append(v.Nodes, ClusterNodeView{Name: n.name(), Host: n.node.Name(), State: n.state})
 	}
 	for _, r := range c.roles {
 		v.Roles = append(v.Roles, c.roleViewLocked(r))
@@ -537,7 +528,7 @@ func (c *Cluster) roleViewLocked(r *clusterRole) ClusterRoleView {
 		rv.Events = []ClusterEvent{}
 	}
 	if r.owner != nil {
-		rv.OwnerNode, rv.OwnerHost = r.owner.name(), r.owner.host.cfg.Name
+		rv.OwnerNode, rv.OwnerHost = r.owner.name(), r.owner.node.Name()
 	}
 	if r.action != nil {
 		rv.Action = r.action.kind
@@ -704,12 +695,12 @@ func (c *Cluster) takeOffline(r *clusterRole, n *clusterNode, types ...string) *
 			continue
 		}
 		c.setState(r, res, ResourceOfflinePending)
-		if err := n.host.StopService(svc, true); err != nil {
+		if err := n.node.StopService(svc, true); err != nil {
 			c.setState(r, res, ResourceFailed)
 			return &ClusterError{5038, fmt.Sprintf("The resource %s failed to go offline on %s: %v", res.name, n.name(), err)}
 		}
 		ctx, cancel := context.WithTimeout(c.life, r.pending)
-		err := n.host.WaitServiceState(ctx, svc, contract.StateStopped)
+		err := n.node.WaitServiceState(ctx, svc, contract.StateStopped)
 		cancel()
 		if err != nil {
 			c.setState(r, res, ResourceFailed)
@@ -754,22 +745,22 @@ func (c *Cluster) bringOnline(r *clusterRole, n *clusterNode, move bool, types .
 		if fail != "" {
 			// The injected fault: this start fails in the node's SCM, as a start that
 			// cannot open its databases does.
-			_ = n.host.FailStarts(svc, 0, 1)
+			_ = n.node.FailStarts(svc, 0, 1)
 		}
 		c.setState(r, res, ResourceOnlinePending)
-		err := n.host.StartService(svc)
+		err := n.node.StartService(svc)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(c.life, r.pending)
 			if typ == ResourceTypeSQLServer {
-				err = n.host.WaitEngineReady(ctx, r.instance)
+				err = n.node.WaitEngineReady(ctx, r.instance)
 			} else {
-				err = n.host.WaitServiceState(ctx, svc, contract.StateRunning)
+				err = n.node.WaitServiceState(ctx, svc, contract.StateRunning)
 			}
 			timedOut := ctx.Err() != nil
 			cancel()
 			if timedOut && err != nil {
 				// The resource host ends a resource whose start outlasted its pending timeout.
-				_ = n.host.TerminateProcess(svc)
+				_ = n.node.TerminateProcess(svc)
 				c.setState(r, res, ResourceFailed)
 				return &ClusterError{5038, fmt.Sprintf("The resource %s did not come online on %s within its pending timeout of %s: %v", res.name, n.name(), r.pending, err)}
 			}
@@ -927,7 +918,7 @@ func (c *Cluster) backOn(r *clusterRole, n *clusterNode) {
 	c.mu.Unlock()
 	for _, o := range nodes {
 		if o != n {
-			o.host.EngineBackElsewhere(r.instance)
+			o.node.EngineBackElsewhere(r.instance)
 		}
 	}
 }
@@ -1091,7 +1082,7 @@ func (c *Cluster) SetNodeState(host, state string) error {
 	}
 	c.mu.Unlock()
 	if hook != nil && (state == NodeDown) != (was == NodeDown) {
-		hook(n.host.cfg.Name, state == NodeDown)
+		hook(n.node.Name(), state == NodeDown)
 	}
 	switch {
 	case state == NodeDown && was != NodeDown:
@@ -1104,8 +1095,8 @@ func (c *Cluster) SetNodeState(host, state string) error {
 
 // nodeFailed: every service of the node ends, and the roles it owned fail over.
 func (c *Cluster) nodeFailed(n *clusterNode, owned []*clusterRole) {
-	for _, inst := range n.host.Instances() {
-		_ = n.host.TerminateProcess(inst.ServiceName())
+	for _, engine := range n.node.EngineServices() {
+		_ = n.node.TerminateProcess(engine)
 	}
 	for _, r := range owned {
 		c.syncVNN(r)
@@ -1211,12 +1202,9 @@ func (c *Cluster) EvictNode(ctx context.Context, host string) error {
 	hook := c.nodeHook
 	c.notifyLocked()
 	c.mu.Unlock()
-	n.host.mu.Lock()
-	n.host.cluster = nil
-	n.host.notifyLocked()
-	n.host.mu.Unlock()
+	n.node.SetCluster(nil)
 	if n.state == NodeDown && hook != nil {
-		hook(n.host.cfg.Name, false)
+		hook(n.node.Name(), false)
 	}
 	return nil
 }
@@ -1226,47 +1214,37 @@ func (c *Cluster) EvictNode(ctx context.Context, host string) error {
 // stopped; it becomes a possible owner of every resource of every role, not a
 // preferred owner, and nothing is granted on it. port is each role's virtual
 // listener's port, by role name.
-func (c *Cluster) AddNode(h *Host, port func(role string) int) error {
-	h.mu.Lock()
-	other := h.cluster
-	h.mu.Unlock()
-	if other != nil {
-		return fmt.Errorf("host %s is already a node of cluster %s", h.cfg.Name, other.name)
+func (c *Cluster) AddNode(h Node, port func(role string) int) error {
+	if other := h.Cluster(); other != nil {
+		return fmt.Errorf("host %s is already a node of cluster %s", h.Name(), other.name)
 	}
 	c.mu.Lock()
 	roles := slices.Clone(c.roles)
 	c.mu.Unlock()
 	for _, r := range roles {
-		inst, ok := h.Instance(r.instance)
-		if !ok {
-			return fmt.Errorf("%w: host %s has no instance %s: install it with SQL Server Setup's Add Node first (the host's \"instances\")", ErrNoSuchInstance, h.cfg.Name, r.instance)
+		engine, _, err := h.InstanceServices(r.instance)
+		if err != nil {
+			return fmt.Errorf("%w: host %s has no instance %s: install it with SQL Server Setup's Add Node first (the host's \"instances\")", err, h.Name(), r.instance)
 		}
-		if st, _ := h.ServiceState(inst.ServiceName()); st != contract.StateStopped {
-			return fmt.Errorf("host %s: instance %s is %s; a node that joins runs no FCI instance: stop it first", h.cfg.Name, r.instance, st)
+		if st, _, _ := h.ServiceStatus(engine); st != contract.StateStopped {
+			return fmt.Errorf("host %s: instance %s is %s; a node that joins runs no FCI instance: stop it first", h.Name(), r.instance, st)
 		}
 	}
-	n := &clusterNode{host: h, state: NodeUp}
+	n := &clusterNode{node: h, state: NodeUp}
 	c.mu.Lock()
 	c.nodes = append(c.nodes, n)
 	for _, r := range c.roles {
 		for _, res := range r.res {
 			res.owners = append(res.owners, n)
 		}
-		inst, _ := h.Instance(r.instance)
-		inst.virtualName.Store(r.vname)
-		h.mu.Lock()
-		inst.clustered = true
+		h.JoinFCI(r.instance, r.vname)
 		if port != nil {
-			inst.port = port(r.name)
+			h.SetTCPPort(r.instance, port(r.name))
 		}
-		h.mu.Unlock()
 	}
 	c.notifyLocked()
 	c.mu.Unlock()
-	h.mu.Lock()
-	h.cluster = c
-	h.notifyLocked()
-	h.mu.Unlock()
+	h.SetCluster(c)
 	return nil
 }
 

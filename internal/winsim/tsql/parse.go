@@ -1,4 +1,4 @@
-package host
+package tsql
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // author sends to check an instance (FIDELITY.md, "SQL the endpoint answers"):
 //
 //	batch     := stmt { [';'] stmt } [';']
-//	stmt      := select | create | alter | drop   (the last three: sqlddl.go)
+//	stmt      := select | create | alter | drop   (the last three: ddl.go)
 //	select    := SELECT [TOP n] item {',' item}
 //	             [FROM table [[AS] alias] {[INNER | LEFT [OUTER]] JOIN table [[AS] alias] ON cond}]
 //	             [WHERE cond] [ORDER BY expr [ASC|DESC] {',' ...}]
