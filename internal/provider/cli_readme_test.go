@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -177,6 +178,16 @@ func TestCLI_readmeSimulatorWalkthrough(t *testing.T) {
 			t.Errorf("%s after the first apply: privilege_granted %v, ifi_enabled %v", addr, st[addr]["privilege_granted"], st[addr]["ifi_enabled"])
 		}
 	}
+	// The fleet as the README describes it: sql02's default instance is AG1's
+	// secondary, its Engine run by CONTOSO\sqlsvc (a member of Administrators, which
+	// hold the right); REPORTING is in no group.
+	if s := st[secondary]; s["availability_role"] != "secondary" || !reflect.DeepEqual(s["availability_groups"], []any{"AG1"}) || s["service_account"] != `CONTOSO\sqlsvc` {
+		t.Errorf("sql02's default instance: role %v, groups %v, service account %v; want AG1's secondary run by CONTOSO\\sqlsvc",
+			s["availability_role"], s["availability_groups"], s["service_account"])
+	}
+	if groups, _ := st[reporting]["availability_groups"].([]any); len(groups) != 0 {
+		t.Errorf("REPORTING is in availability groups %v; want none", groups)
+	}
 	if !sql01.holds(st[reporting]["service_sid"]) || !sql02.holds(st[secondary]["service_sid"]) {
 		t.Error("the host does not hold the grants the state records")
 	}
@@ -204,7 +215,7 @@ func TestCLI_readmeSimulatorWalkthrough(t *testing.T) {
 	pending := `^A restart of SQL Server is pending$`
 	a.wantDiag(t, "warning", pending, `MSSQLSERVER on 127\.0\.0\.2`)
 	st = readmeState(t, w)
-	if s := st[primary]; s == nil || s["privilege_granted"] != true || s["restart_pending"] != true || s["ifi_enabled"] != false {
+	if s := st[primary]; s == nil || s["availability_role"] != "primary" || s["privilege_granted"] != true || s["restart_pending"] != true || s["ifi_enabled"] != false {
 		t.Errorf("%s after restart = never: %v; want privilege_granted, restart_pending, ifi_enabled false", primary, s)
 	}
 	if !sql01.holds(defaultSvcSID) || sql01.stops("MSSQLSERVER") != primaryStops {
