@@ -129,12 +129,12 @@ func TestCLI_readmeSimulatorWalkthrough(t *testing.T) {
 	main := readmeWalkthroughConfig(t)
 	w.write(main)
 
-	hostOf := func(name string) *hostView {
+	hostOf := func(name string) hostView {
 		h, err := sim.Host(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &hostView{t: t, snap: func() snapshot { return snapshotOf(h.Snapshot()) }}
+		return hostView{h}
 	}
 	sql01, sql02 := hostOf("sql01"), hostOf("sql02")
 	primary, reporting, secondary := fleetRes("sql01/MSSQLSERVER"), fleetRes("sql01/REPORTING"), fleetRes("sql02/MSSQLSERVER")
@@ -227,37 +227,33 @@ func TestCLI_readmeSimulatorWalkthrough(t *testing.T) {
 }
 
 // hostView reads one simulated host for the walkthrough's checks.
-type hostView struct {
-	t    *testing.T
-	snap func() snapshot
-}
+type hostView struct{ h *host.Host }
 
-type snapshot struct {
-	rights map[string]bool
-	stops  map[string]int
-}
-
-func (h *hostView) holds(sid any) bool {
+// holds reports whether sid (a state value) directly holds the right on the host.
+func (v hostView) holds(sid any) bool {
 	s, _ := sid.(string)
-	return h.snap().rights[strings.ToUpper(s)]
+	for _, p := range v.h.Snapshot().Rights[contract.RightManageVolume] {
+		if strings.EqualFold(p.SID, s) {
+			return true
+		}
+	}
+	return false
 }
-func (h *hostView) stops(svc string) int { return h.snap().stops[strings.ToUpper(svc)] }
+
+// stops is how often the named service was stopped since the simulator started.
+func (v hostView) stops(service string) int {
+	for _, svc := range v.h.Snapshot().Services {
+		if strings.EqualFold(svc.Name, service) {
+			return svc.Stops
+		}
+	}
+	return 0
+}
 
 func keysOf(m map[string]map[string]any) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
-	}
-	return out
-}
-
-func snapshotOf(s host.Snapshot) snapshot {
-	out := snapshot{rights: map[string]bool{}, stops: map[string]int{}}
-	for _, p := range s.Rights[contract.RightManageVolume] {
-		out.rights[strings.ToUpper(p.SID)] = true
-	}
-	for _, svc := range s.Services {
-		out.stops[strings.ToUpper(svc.Name)] = svc.Stops
 	}
 	return out
 }
