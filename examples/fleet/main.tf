@@ -14,7 +14,7 @@ terraform {
 # encrypted by the logon. Credentials from MSSQLIFI_WINRM_* and MSSQLIFI_SQL_*.
 provider "mssqlifi" {
   winrm {
-    https = false
+    https = false       # the default
     auth  = "negotiate" # the default
     # Hardened, once Kerberos works for every host: an error instead of NTLM.
     # allow_ntlm_fallback = false

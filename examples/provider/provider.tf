@@ -19,7 +19,7 @@ provider "mssqlifi" {
     # username and password from MSSQLIFI_WINRM_USERNAME / MSSQLIFI_WINRM_PASSWORD:
     # CONTOSO\svc_terraform or svc_terraform@CONTOSO.COM (a domain account);
     # SQL01\Administrator would be a local account of one host.
-    https = false       # HTTP 5985; every message is encrypted by the logon
+    https = false       # the default: HTTP 5985; every message is encrypted by the logon
     auth  = "negotiate" # the default: Kerberos if it can be had, else NTLM (a plan warning says why)
     # Hardened, where krb5.conf names the realm's KDCs: Kerberos or an error, never a
     # silent NTLM.
@@ -29,7 +29,7 @@ provider "mssqlifi" {
     # spn = "HTTP/sql01.contoso.com"
     timeout = "60s"
 
-    # Alternatives: an HTTPS listener (port 5986) with its CA,
+    # Alternatives: an HTTPS listener (port 5986) with its CA, its certificate verified,
     #   https   = true
     #   ca_cert = file("${path.module}/winrm-ca.pem")
     # or auth = "ntlm" to choose NTLM knowingly (no Kerberos attempt, no warning).

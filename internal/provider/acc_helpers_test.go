@@ -185,6 +185,7 @@ provider "mssqlifi" {
     username = %q
     password = %q
     auth     = %q
+    https    = true
     port     = %d
     ca_cert  = <<-EOT
 %s

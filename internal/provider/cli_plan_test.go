@@ -226,7 +226,7 @@ func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 // A create's saved plan whose host changed before the apply: Terraform plans the
 // create again during the apply with nothing of the plan (design/plan.md), so
 // its own consistency check stops the apply ("Provider produced inconsistent final
-// plan" for planned_action, which the resource page explains), and nothing is
+// plan" for planned_action, which docs/guides/how-the-resource-works.md explains), and nothing is
 // changed. The next plan says what the apply now does.
 func TestCLI_savedCreatePlanHostChanged(t *testing.T) {
 	t.Parallel()

@@ -33,7 +33,8 @@ func TestCLI_defaultHostOverHTTPWithEncryption(t *testing.T) {
 	if hc := defaultHostConfig("x", "127.0.0.1"); hc.WinRM.BasicEnabled() || hc.WinRM.AllowUnencrypted {
 		t.Fatalf("the test host is not a default host: %+v", hc.WinRM)
 	}
-	w.write(e.winrmBlock(fmt.Sprintf("    https = false\n    port  = %d", e.httpPort), `    encrypt = "true"`) + resourceConfig(e.addr, ""))
+	// No https argument: the default is the HTTP listener.
+	w.write(e.winrmBlock(fmt.Sprintf("    port  = %d", e.httpPort), `    encrypt = "true"`) + resourceConfig(e.addr, ""))
 	r := w.mustApply()
 	r.wantNoDiag(t, "warning", "clear text|not verified")
 	if a := w.attrs(); a["ifi_enabled"] != true || a["verified_by"] != "sql_dmv" {
@@ -49,6 +50,28 @@ func TestCLI_defaultHostOverHTTPWithEncryption(t *testing.T) {
 	if e.holds(defaultSvcSID) {
 		t.Fatal("destroy left the grant in place")
 	}
+}
+
+// Upgrading from the old default (https = true): a configuration that names the
+// HTTPS listener's port but not https now speaks HTTP to it; the plan fails, the
+// error says to set winrm.https = true, and with it the plan works, the
+// certificate verified against ca_cert.
+func TestCLI_httpsListenerWithoutHTTPSSaysSetIt(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	ca := fmt.Sprintf("    ca_cert = <<-EOT\n%s\nEOT", strings.TrimSpace(string(e.sim.CACertPEM())))
+	w.write(e.winrmBlock(fmt.Sprintf("    port = %d\n%s", e.httpsPort, ca), "") + resourceConfig(e.addr, ""))
+	p := w.plan()
+	if p.Exit != 1 {
+		t.Fatalf("plan over HTTP to the HTTPS listener: exit %d, want 1:\n%s", p.Exit, p.describe())
+	}
+	p.wantDiag(t, "error", "", regexp.QuoteMeta("winrm.https = true"))
+	if e.holds(defaultSvcSID) {
+		t.Fatal("the failed plan changed the host")
+	}
+	w.write(e.winrmBlock(fmt.Sprintf("    https = true\n    port = %d\n%s", e.httpsPort, ca), "") + resourceConfig(e.addr, ""))
+	w.plan().wantPlanExit(t, 2)
 }
 
 // Every setting that weakens security warns at plan, naming the setting and the
@@ -70,7 +93,7 @@ func TestCLI_insecureSettingsWarnAtPlan(t *testing.T) {
 	p.wantDiag(t, "warning", `^SQL Server certificates are not verified$`, `sql.trust_server_certificate = true`)
 	p.wantDiag(t, "warning", `^The SQL password travels in clear text$`, `sql.encrypt = "disable"`)
 
-	w.write(e.winrmBlock(fmt.Sprintf("    insecure = true\n    port = %d", e.httpsPort), "") + resourceConfig(e.addr, ""))
+	w.write(e.winrmBlock(fmt.Sprintf("    https = true\n    insecure = true\n    port = %d", e.httpsPort), "") + resourceConfig(e.addr, ""))
 	p = w.plan()
 	p.wantPlanExit(t, 2)
 	p.wantDiag(t, "warning", `^WinRM certificates are not verified$`, `winrm.insecure = true`)
@@ -85,11 +108,12 @@ func TestCLI_badSecurityInputRefusedAtPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name, winrm, sql, summary, detail string
 	}{
-		{"allow_unencrypted with NTLM over HTTPS", fmt.Sprintf("    allow_unencrypted = true\n    port = %d", e.httpsPort), "",
+		{"allow_unencrypted with NTLM over HTTPS", fmt.Sprintf("    https = true\n    allow_unencrypted = true\n    port = %d", e.httpsPort), "",
 			`^allow_unencrypted has no effect over HTTPS$`, `winrm.allow_unencrypted`},
 		{"allow_unencrypted with NTLM over HTTP", fmt.Sprintf("    https = false\n    allow_unencrypted = true\n    port = %d", e.httpPort), "",
 			`^allow_unencrypted has no effect with Negotiate, Kerberos or NTLM$`, `winrm.allow_unencrypted`},
-		{"Basic over HTTP", fmt.Sprintf("    auth = \"basic\"\n    https = false\n    port = %d", e.httpPort), "",
+		// https and allow_unencrypted unset: their defaults send nothing in clear text.
+		{"Basic over HTTP by default", fmt.Sprintf("    auth = \"basic\"\n    port = %d", e.httpPort), "",
 			`^Basic over HTTP would send the password in clear text$`, `winrm.auth = "basic"`},
 		{"kerberos with allow_unencrypted", fmt.Sprintf("    auth = \"kerberos\"\n    https = false\n    allow_unencrypted = true\n    port = %d", e.httpPort), "",
 			`^allow_unencrypted has no effect with Negotiate, Kerberos or NTLM$`, `auth = "kerberos"`},

@@ -165,8 +165,10 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 						Validators: []validator.String{spnValidator},
 					},
 					"https": schema.BoolAttribute{
-						Optional:            true,
-						MarkdownDescription: fmt.Sprintf("Use the HTTPS listener. Default `%t`.", remote.DefaultHTTPS),
+						Optional: true,
+						MarkdownDescription: fmt.Sprintf("Use the HTTPS listener. Default `%t`: the HTTP listener (port `%d`), every message "+
+							"encrypted by the Negotiate, Kerberos or NTLM logon. With `true` (port `%d`), the listener's certificate is verified "+
+							"against `ca_cert` or the system roots unless `insecure`.", remote.DefaultHTTPS, remote.DefaultHTTPPort, remote.DefaultHTTPSPort),
 					},
 					"port": schema.Int64Attribute{
 						Optional: true,

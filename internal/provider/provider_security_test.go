@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -31,7 +32,8 @@ func TestSecurityRulesReadTheEnvironment(t *testing.T) {
 	if got := summaries(basicHTTP); strings.Contains(got, "Error") || !strings.Contains(got, "Warning: WinRM messages travel in clear text") {
 		t.Errorf("basic over HTTP with %s=true: %s", EnvWinRMAllowUnencrypted, got)
 	}
-	if got := summaries(providerModel{}); !strings.Contains(got, "Error: allow_unencrypted has no effect over HTTPS") {
+	// The defaults are negotiate over HTTP, which encrypts every message anyway.
+	if got := summaries(providerModel{}); !strings.Contains(got, "Error: allow_unencrypted has no effect with Negotiate, Kerberos or NTLM") {
 		t.Errorf("defaults with %s=true: %s", EnvWinRMAllowUnencrypted, got)
 	}
 	t.Setenv(EnvWinRMAllowUnencrypted, "")
@@ -110,5 +112,29 @@ func TestSQLKerberosPlanRules(t *testing.T) {
 				t.Errorf("diagnostics %q, want %q", all, tc.want)
 			}
 		})
+	}
+}
+
+// A winrm block without https reaches the HTTP listener (5985), where the default
+// negotiate encrypts every message and Basic is refused; with https = true the
+// listener's certificate is verified unless insecure says otherwise.
+func TestWinRMTransportDefaults(t *testing.T) {
+	t.Setenv(EnvWinRMAllowUnencrypted, "")
+	rc := winrmConfig(&winrmModel{})
+	rc.SetDefaults()
+	if rc.HTTPS || rc.Port != remote.DefaultHTTPPort || rc.Auth != remote.AuthNegotiate || rc.AllowUnencrypted {
+		t.Errorf("defaults: https %t, port %d, auth %q, allow_unencrypted %t; want HTTP %d, negotiate, encrypted",
+			rc.HTTPS, rc.Port, rc.Auth, rc.AllowUnencrypted, remote.DefaultHTTPPort)
+	}
+	basic := winrmConfig(&winrmModel{Auth: types.StringValue("basic"), Username: types.StringValue("u"), Password: types.StringValue("p")})
+	basic.Host = "sql01"
+	basic.SetDefaults()
+	if err := basic.Validate(); !errors.Is(err, remote.ErrClearText) {
+		t.Errorf("basic with the default transport: %v; want %v", err, remote.ErrClearText)
+	}
+	tls := winrmConfig(&winrmModel{HTTPS: types.BoolValue(true)})
+	tls.SetDefaults()
+	if !tls.HTTPS || tls.Insecure || tls.Port != remote.DefaultHTTPSPort {
+		t.Errorf("https = true: https %t, insecure %t, port %d; want HTTPS %d, certificate verified", tls.HTTPS, tls.Insecure, tls.Port, remote.DefaultHTTPSPort)
 	}
 }

@@ -16,11 +16,14 @@ const (
 	// quickconfig" makes the HTTP one; an HTTPS listener is made by hand).
 	DefaultHTTPPort  = 5985
 	DefaultHTTPSPort = 5986
-	// DefaultHTTPS is the listener a caller uses when its user chose none: HTTPS,
-	// whose certificate proves the host before anything is sent. (Config.HTTPS is a
-	// plain bool, so SetDefaults cannot tell unset from false: the caller that reads
-	// its user's settings takes this value for unset.)
-	DefaultHTTPS = true
+	// DefaultHTTPS is the listener a caller uses when its user chose none: HTTP on
+	// 5985, the one "winrm quickconfig" makes and a default domain host has, where
+	// every message is encrypted by the Negotiate, Kerberos or NTLM logon and Basic is
+	// refused unless AllowUnencrypted (Validate). HTTPS is the user's choice; over it
+	// the certificate is verified unless Insecure. (Config.HTTPS is a plain bool, so
+	// SetDefaults cannot tell unset from false: the caller that reads its user's
+	// settings takes this value for unset.)
+	DefaultHTTPS = false
 	// DefaultAuth is Negotiate, what a default domain host's listener offers and
 	// what Windows clients send: Kerberos when a ticket can be had, else NTLM
 	// (kerberos.go). Basic is off in a WinRM service's defaults and works for local
