@@ -15,10 +15,13 @@ import rego.v1
 
 restart_actions := {"grant_and_restart", "revoke_and_restart", "restart"}
 
+# Only what the apply changes: in a resource without a change ("no-op"),
+# planned_action is what the last apply did, which this plan does not repeat.
 ifi_changes contains rc if {
 	some rc in input.resource_changes
 	rc.type == "mssqlifi_instant_file_initialization"
-	not "delete" in rc.change.actions
+	some action in rc.change.actions
+	action in {"create", "update"}
 }
 
 # The plan's JSON holds a variable as it was given: -var restarts_allowed=true is the

@@ -62,3 +62,9 @@ test_destroy_ignored if {
 	c := object.union(change("grant_and_restart", secondary), {"change": {"actions": ["delete"]}})
 	count(restarts.deny) == 0 with input as plan([c], false)
 }
+
+# A resource without a change keeps the last apply's planned_action: not a restart of this plan.
+test_no_op_with_last_restart_allowed if {
+	c := object.union(change("grant_and_restart", secondary), {"change": {"actions": ["no-op"]}})
+	count(restarts.deny) == 0 with input as plan([c], false)
+}

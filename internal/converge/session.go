@@ -24,6 +24,10 @@ import (
 // takes the cluster path is decided here, not by the caller.
 type Session struct {
 	Engine *Engine
+	// HoldRestarts: this run restarts nothing (outside a maintenance window): every
+	// instance is planned and applied as with restart = "never", and the plan says
+	// which restart waits (holdRestart).
+	HoldRestarts bool
 
 	mu sync.Mutex
 	// claims: the instances (and cluster roles) this run's resources manage, each
@@ -137,8 +141,9 @@ type Result struct {
 	Memo *Memo
 	// Warnings for the user, in order.
 	Warnings []ifi.Warning
-	// Action: after an apply, the planned_action value the state holds: the plan's,
-	// else (the plan could not tell) what the apply did.
+	// Action is the planned_action value the state holds: after an apply, the
+	// plan's, else (the plan could not tell) what the apply did; after a read, the
+	// last apply's, which a refresh keeps (none after an import).
 	Action ifi.Action
 	// Enabled: after a read, the `enabled` value the state holds (what was asked,
 	// or for an import what the host has).
@@ -185,7 +190,7 @@ type ApplyRequest struct {
 // said or nothing (a create of a replace was planned before this run's destroy, so
 // it is held to what the host has now). The result is never nil.
 func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
-	t, d, m := r.Target, r.Desired, r.memo()
+	t, d, m := r.Target, s.held(r.Desired), r.memo()
 	if r.Planned != nil && (!r.Create || s.destroyedBefore(t) == nil) {
 		d.Planned = *r.Planned
 	}
@@ -213,6 +218,14 @@ func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
 	return res, err
 }
 
+// held is d as this run may apply it: with restarts held, restart = "never".
+func (s *Session) held(d ifi.Desired) ifi.Desired {
+	if s != nil && s.HoldRestarts {
+		d.Restart = ifi.RestartNever
+	}
+	return d
+}
+
 // ImportDefaults is what an imported resource is assessed against until its
 // configuration says otherwise: the arguments' defaults.
 var ImportDefaults = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
@@ -232,6 +245,8 @@ type ReadRequest struct {
 	Imported bool
 	// Unverified is the mark of a failed operation; nil: none.
 	Unverified *Unverified
+	// Planned is the state's planned_action ("": none stored).
+	Planned ifi.Action
 }
 
 // Read refreshes the instance on its path: a standalone instance (so in the state,
@@ -239,7 +254,7 @@ type ReadRequest struct {
 // which this run's plan then predicts from. A refresh reads the host; the memo
 // keeps what the apply asked (the state's `enabled` may say otherwise).
 func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
-	t, d, m := r.Target, r.Desired, r.memo()
+	t, d, m := r.Target, s.held(r.Desired), r.memo()
 	if r.Imported {
 		d = ImportDefaults
 	} else if m.Enabled != nil {
@@ -247,7 +262,13 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	}
 	m.Prime(&t, &d)
 	t.Read = nil
-	res := &Result{Memo: m, Desired: d, Enabled: d.Enabled}
+	// A refresh keeps the last apply's planned_action: Terraform stores the planned
+	// value after an apply, and a refresh that reset it would change whatever
+	// references it (an output), making the plan after every apply non-empty.
+	res := &Result{Memo: m, Desired: d, Enabled: d.Enabled, Action: cmp.Or(r.Planned, ifi.ActionNone)}
+	if r.Imported {
+		res.Action = ifi.ActionNone
+	}
 	if r.Clustered == nil || !*r.Clustered {
 		out, err := s.Engine.Read(ctx, t, d)
 		if err != nil {

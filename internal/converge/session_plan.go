@@ -62,7 +62,7 @@ func unknownPrediction(t Target, why string) *Prediction {
 // apply, and an unknown value where the plan knew one is its "inconsistent final
 // plan". A second resource for one cluster role is refused (KindRefused).
 func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) {
-	t, d, m := r.Target, r.Desired, r.memo()
+	t := r.Target
 	switch {
 	case r.NameUnknown:
 		return unknownPrediction(t, ""), nil // no name to say it with
@@ -71,6 +71,8 @@ func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) 
 	case r.ArgsUnknown:
 		return unknownPrediction(t, "some of its arguments are not known until apply"), nil
 	}
+	m := r.memo()
+	d := s.held(r.Desired)
 	if r.Create {
 		return s.planCreate(ctx, r)
 	}
@@ -105,7 +107,7 @@ func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) 
 // after this run's destroy, predicts from the host as the destroy found it:
 // Terraform wants the plan it approved.
 func (s *Session) planCreate(ctx context.Context, r PlanRequest) (*Prediction, error) {
-	t, d := r.Target, r.Desired
+	t, d := r.Target, s.held(r.Desired)
 	if before := s.destroyedBefore(t); before != nil {
 		return s.predict(r, Target{Host: t.Host, Instance: t.Instance}, d, before.Read, &before.Verification, true), nil
 	}
@@ -138,11 +140,26 @@ func (s *Session) planCreate(ctx context.Context, r PlanRequest) (*Prediction, e
 
 // predict is ifi.Predict on the read ri and verification v.
 func (s *Session) predict(r PlanRequest, t Target, d ifi.Desired, ri *contract.ReadInstanceResult, v *ifi.Verification, create bool) *Prediction {
-	pred, err := ifi.Predict(d, ifi.Observed{Host: t.Host, Instance: ri, Verification: *v}, r.Drift)
+	o := ifi.Observed{Host: t.Host, Instance: ri, Verification: *v}
+	pred, err := ifi.Predict(d, o, r.Drift)
 	if err != nil {
 		return unknownPrediction(t, "its read cannot be assessed: "+safetext.Escape(err.Error()))
 	}
-	return s.prediction(pred, false, r, create)
+	p := s.prediction(pred, false, r, create)
+	if s.holds(r, pred.Action) {
+		a := d
+		a.Restart = r.Desired.Restart
+		if asked, err := ifi.Predict(a, o, r.Drift); err == nil && asked.Action.Restarts() {
+			p.Warnings = append(p.Warnings, ifi.RestartHeld(t.Host, t.Instance, asked.Action))
+		}
+	}
+	return p
+}
+
+// holds reports whether this run's held restarts may have changed what applying r
+// does (act, as held): the plan then says which restart waits.
+func (s *Session) holds(r PlanRequest, act ifi.Action) bool {
+	return s.HoldRestarts && r.Desired.Restart != ifi.RestartNever && !act.Restarts() && act != ifi.ActionRefuse
 }
 
 // prediction is what a plan shows of pred.
@@ -186,6 +203,13 @@ func (s *Session) planCluster(ctx context.Context, r PlanRequest, t Target, d if
 		return unknownPrediction(t, "its cluster cannot be assessed: "+safetext.Escape(err.Error())), nil
 	}
 	p := s.prediction(pred.Prediction, true, r, r.Create)
+	if s.holds(r, pred.Action) {
+		a := d
+		a.Restart = r.Desired.Restart
+		if asked, err := ifi.PredictCluster(a, *out.Observed, r.Drift); err == nil && asked.Action.Restarts() {
+			p.Warnings = append(p.Warnings, ifi.RestartHeld(t.Host, t.Instance, asked.Action))
+		}
+	}
 	p.Warnings = append(read, p.Warnings...)
 	return p, nil
 }

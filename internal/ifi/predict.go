@@ -302,3 +302,14 @@ func FailedCreateReplace(host, instance, at, failure string, runningIFI *bool, v
 			"grants again, and the create adopts it. If you have checked the host yourself, run terraform untaint on the resource instead: "+
 			"the next plan is then an update that verifies the instance.", a.where(), at, safetext.Escape(failure), need)}
 }
+
+// RestartHeld is the plan's warning for an instance whose apply would do asked
+// (a restart) but this run holds restarts (the provider's allow_restarts = false):
+// the apply changes the right only, and the restart waits for a run that allows it.
+func RestartHeld(host, instance string, asked Action) Warning {
+	a := &Assessment{Host: host, Instance: instance}
+	return Warning{Code: WarnRestartHeld, Summary: a.where() + ": restart held by allow_restarts = false",
+		Detail: fmt.Sprintf("The resource's restart policy would have the apply do %s on %s, but this run holds restarts: the apply "+
+			"changes the right only, and the running Engine keeps its IFI state (restart_pending) until a run with restarts allowed, "+
+			"whose plan then says restart.", asked, a.where())}
+}

@@ -245,6 +245,8 @@ const (
 	// WarnFailedCreate: a create failed part-way; its replace may restart
 	// (FailedCreateReplace).
 	WarnFailedCreate = "failed_create"
+	// WarnRestartHeld: the run holds restarts (RestartHeld).
+	WarnRestartHeld = "restart_held"
 )
 
 // Assessment is the decision's view of one instance.

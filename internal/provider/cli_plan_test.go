@@ -29,10 +29,11 @@ type plannedChange struct {
 	Unknown map[string]any `json:"after_unknown"`
 }
 
-// planOut runs terraform plan -out=file and returns the run and resName's change.
-func (w *cliWork) planOut(file string) (*tfRun, plannedChange) {
+// planOut runs terraform plan -out=file (with args) and returns the run and
+// resName's change.
+func (w *cliWork) planOut(file string, args ...string) (*tfRun, plannedChange) {
 	w.t.Helper()
-	r := w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-out="+file)
+	r := w.run(append([]string{"plan", "-json", "-detailed-exitcode", "-no-color", "-out=" + file}, args...)...)
 	if r.Exit == 1 {
 		return r, plannedChange{}
 	}
@@ -198,9 +199,12 @@ func wantSavedGrantRefused(t *testing.T, w *cliWork, e *accEnv, file string) {
 	}
 }
 
-// The documented postcondition on planned_action (examples/) fails the plan itself
-// outside the maintenance window, and lets it through inside.
-func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
+// The documented maintenance-window pattern (examples/): outside the window
+// (allow_restarts = false) the plan says grant and that the restart is held, and the
+// apply grants without restarting; the next plan is empty, its planned_action
+// output included; in the window the plan says restart and the apply restarts; the
+// plan after that is empty again, with the output unchanged.
+func TestCLI_maintenanceWindowExample(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := startSim(t, nil)
@@ -208,19 +212,44 @@ func TestCLI_postconditionOnPlannedActionFailsThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := strings.NewReplacer(`"sql01.contoso.com"`, strconv.Quote(e.addr), `instance = "REPORTING"`, "").Replace(string(example))
-	w.write(e.providerConfig(true) + body)
-	r := w.plan()
-	if r.Exit != 1 {
-		t.Fatalf("plan exit %d; want 1 (the postcondition fails):\n%s", r.Exit, r.describe())
+	provider := regexp.MustCompile(`(?s)\nprovider "mssqlifi" \{.*?\n\}\n`)
+	block := provider.FindString(string(example))
+	if !strings.Contains(block, "allow_restarts = var.restarts_allowed") {
+		t.Fatalf("the example's provider block does not set allow_restarts from the variable:\n%s", block)
 	}
-	r.wantDiag(t, "error", `postcondition`, `would restart SQL Server \(planned_action = grant_and_restart\)`)
-	if ops := e.operations(); countOp(ops, contract.OpSetRight) != 0 || countOp(ops, contract.OpRestartInstance) != 0 {
-		t.Errorf("the failed plan changed the host: %v", ops)
+	body := strings.NewReplacer(`"sql01.contoso.com"`, strconv.Quote(e.addr), `instance = "REPORTING"`, "",
+		`"mssqlifi_instant_file_initialization" "reporting"`, `"mssqlifi_instant_file_initialization" "this"`,
+		"mssqlifi_instant_file_initialization.reporting", resName).Replace(provider.ReplaceAllString(string(example), "\n"))
+	w.write(strings.Replace(e.providerConfig(true), `provider "mssqlifi" {`, "provider \"mssqlifi\" {\n  allow_restarts = var.restarts_allowed", 1) + body)
+	where := `instance MSSQLSERVER on ` + regexp.QuoteMeta(e.addr)
+
+	r, c := w.planOut("outside.tfplan")
+	wantPlanned(t, c, "grant")
+	r.wantDiag(t, "warning", `^`+where+`: restart held by allow_restarts = false$`, `would have the apply do grant_and_restart`)
+	stops := e.stops("MSSQLSERVER")
+	w.mustApply()
+	if e.stops("MSSQLSERVER") != stops || !e.holds(defaultSvcSID) {
+		t.Errorf("outside the window: stops %d -> %d, holds %v; want the grant and no restart", stops, e.stops("MSSQLSERVER"), e.holds(defaultSvcSID))
 	}
-	r = w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-var", "restarts_allowed=true")
+	if a := w.attrs(); a["planned_action"] != "grant" || a["restart_pending"] != true {
+		t.Errorf("state after the grant: planned_action %v, restart_pending %v; want grant, true", a["planned_action"], a["restart_pending"])
+	}
+	w.plan().wantPlanExit(t, 0)
+
+	r, c = w.planOut("window.tfplan", "-var", "restarts_allowed=true")
 	r.wantPlanExit(t, 2)
-	r.wantNoDiag(t, "warning", "Check block assertion failed")
+	wantPlanned(t, c, "restart")
+	if a := w.run("apply", "-json", "-no-color", "window.tfplan"); a.Exit != 0 {
+		t.Fatalf("the window's apply failed:\n%s", a.describe())
+	}
+	if e.stops("MSSQLSERVER") != stops+1 {
+		t.Errorf("in the window: stops %d -> %d; want one restart", stops, e.stops("MSSQLSERVER"))
+	}
+	for _, args := range [][]string{nil, {"-var", "restarts_allowed=true"}} {
+		p := w.run(append([]string{"plan", "-json", "-detailed-exitcode", "-no-color"}, args...)...)
+		p.wantPlanExit(t, 0)
+		p.wantNoDiag(t, "warning", where)
+	}
 }
 
 // A create's saved plan whose host changed before the apply: Terraform plans the

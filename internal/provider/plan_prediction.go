@@ -34,8 +34,10 @@ func plannedActionAttribute() schema.StringAttribute {
 			"`verify`: the last apply failed part-way, and the apply verifies and finishes it (it may restart). Unknown at plan time " +
 			"(the provider configuration, the host or an argument is not known yet) means the apply **may restart**; a host that " +
 			"cannot be read within the read timeout fails the plan. " +
-			"The apply stores the planned value; a refresh sets it to `none`. A `lifecycle { postcondition }` on it fails the plan " +
-			"itself, for example to forbid restarts of primary replicas or outside a maintenance window.",
+			"The apply stores the planned value and a refresh keeps it: in the state, and in a plan where this resource has no " +
+			"change, it is what the last apply did (none after an import), so the plan after an apply is empty whatever references it. " +
+			"A `lifecycle { postcondition }` on it fails the plan itself, for example when the apply would refuse; gate restarts by a " +
+			"maintenance window with the provider's `allow_restarts`, or in a policy on the plan's JSON that looks at changes only.",
 	}
 }
 

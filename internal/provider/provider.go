@@ -43,6 +43,8 @@ const (
 
 	// EnvMaxParallelRestarts is max_parallel_restarts when the configuration leaves it out.
 	EnvMaxParallelRestarts = "MSSQLIFI_MAX_PARALLEL_RESTARTS"
+	// EnvAllowRestarts is allow_restarts when the configuration leaves it out.
+	EnvAllowRestarts = "MSSQLIFI_ALLOW_RESTARTS"
 )
 
 // defaultMaxParallelRestarts: a fleet apply restarts one instance at a time.
@@ -60,6 +62,7 @@ type mssqlifiProvider struct {
 
 type providerModel struct {
 	MaxParallelRestarts types.Int64 `tfsdk:"max_parallel_restarts"`
+	AllowRestarts       types.Bool  `tfsdk:"allow_restarts"`
 	WinRM               *winrmModel `tfsdk:"winrm"`
 	SQL                 *sqlModel   `tfsdk:"sql"`
 }
@@ -117,6 +120,15 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 			"restarts the Database Engine when that is needed and allowed, and verifies the result through SQL Server itself " +
 			"(`sys.dm_server_services`) or its error log.",
 		Attributes: map[string]schema.Attribute{
+			"allow_restarts": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Whether this run may restart SQL Server at all. Default `true`. With `false` (outside a maintenance window, " +
+					"say `allow_restarts = var.in_window`), every resource is planned and applied as with `restart = \"never\"`: the right is " +
+					"granted or revoked now, `planned_action` says `grant` or `revoke`, `restart_pending` stays `true`, and the plan says that the " +
+					"restart waits for a run that allows it, where `planned_action` is then `restart`. A provider setting, unlike the resource's " +
+					"`restart`, changes no resource: a converged fleet's plan stays empty whichever the run. Defaults to the environment variable `" +
+					EnvAllowRestarts + "`.",
+			},
 			"max_parallel_restarts": schema.Int64Attribute{
 				Optional: true,
 				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
@@ -315,6 +327,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 				", or remove the sql block to verify through the error log instead.")
 	}
 	maxRestarts := maxParallelRestarts(cfg.MaxParallelRestarts, &resp.Diagnostics)
+	allow := allowRestarts(cfg.AllowRestarts, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -330,6 +343,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	}
 	c := newClients(rc, sc, p.openHost, p.openChecker, converge.NewRestartLimiter(maxRestarts))
 	c.session.Engine.SQLOptional = boolOr(q.Optional, false) // a login SQL Server refuses is then a warning
+	c.session.HoldRestarts = !allow // the run restarts nothing (allow_restarts = false)
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }
@@ -362,6 +376,30 @@ func maskSecrets(ctx context.Context, c *clients) context.Context {
 		ctx = tflog.MaskAllFieldValuesStrings(ctx, secrets...)
 	}
 	return ctx
+}
+
+// allowRestarts is allow_restarts: the configured value, else the environment
+// variable, else true.
+func allowRestarts(v types.Bool, diags *diag.Diagnostics) bool {
+	if !v.IsNull() && !v.IsUnknown() {
+		return v.ValueBool()
+	}
+	if v.IsUnknown() {
+		diags.AddAttributeError(path.Root("allow_restarts"), "Unknown allow_restarts",
+			"allow_restarts depends on a value known only after apply; use a value known at plan time.")
+		return false
+	}
+	env := os.Getenv(EnvAllowRestarts)
+	if env == "" {
+		return true
+	}
+	b, err := strconv.ParseBool(env)
+	if err != nil {
+		diags.AddAttributeError(path.Root("allow_restarts"), "Invalid "+EnvAllowRestarts,
+			fmt.Sprintf("%s = %q is not true or false.", EnvAllowRestarts, env))
+		return false
+	}
+	return b
 }
 
 // maxParallelRestarts is max_parallel_restarts: the configured value, else the

@@ -145,7 +145,8 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	resp.Diagnostics.Append(ds...)
 	u, ds := getUnverified(ctx, req.Private)
 	resp.Diagnostics.Append(ds...)
-	rr := converge.ReadRequest{Request: state.request(state.Clustered, m), Imported: state.Enabled.IsNull(), Unverified: u.engine()}
+	rr := converge.ReadRequest{Request: state.request(state.Clustered, m), Imported: state.Enabled.IsNull(), Unverified: u.engine(),
+		Planned: ifi.Action(state.PlannedAction.ValueString())}
 	res, err := r.c.session.Read(ctx, rr)
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, rr.Target)
 	if ce, ok := notFound(err); ok {
@@ -162,10 +163,9 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	}
 	st := state.withResult(res, state.computedModel)
 	// enabled keeps what was asked (for an import, what the host has); the computed
-	// attributes say what the host has, and the plan's planned_action what the
-	// apply will do about it.
+	// attributes say what the host has, planned_action what the last apply did.
 	st.Enabled = types.BoolValue(res.Enabled)
-	st.PlannedAction = types.StringValue(string(ifi.ActionNone))
+	st.PlannedAction = types.StringValue(string(res.Action))
 	if rr.Imported {
 		st.Grantee, st.Restart = types.StringValue(string(res.Desired.Grantee)), types.StringValue(string(res.Desired.Restart))
 		if st.Instance.IsNull() {
