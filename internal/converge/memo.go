@@ -39,6 +39,10 @@ type Memo struct {
 	ReadAt             time.Time                    `json:"read_at,omitzero"`
 	Read               *contract.ReadInstanceResult `json:"read,omitempty"`
 	Verification       *ifi.Verification            `json:"verification,omitempty"`
+	// Said: the standing conditions already said (digests, news.go); NTLMFallback:
+	// why the host was last reached with NTLM instead of Kerberos ("" when not).
+	Said         []string `json:"said,omitempty"`
+	NTLMFallback string   `json:"ntlm_fallback,omitempty"`
 }
 
 // NewMemo is an empty memo of t's instance.

@@ -153,6 +153,9 @@ type Result struct {
 	// Assessment is the running Engine's (the owner's on a failover cluster
 	// instance); after a read, never nil.
 	Assessment *ifi.Assessment
+	// NTLMFallback is why auth "negotiate" reached the host with NTLM, when that is
+	// to be said now (news.go); "" otherwise.
+	NTLMFallback string
 }
 
 // Clustered reports whether the operation took the cluster path.
@@ -209,6 +212,8 @@ func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
 		res.Outcome, act, res.Warnings, err = out, out.Action, out.Warnings, aerr
 		m.Remember(out)
 	}
+	res.Warnings = m.told(res.Warnings, r.Create)
+	m.NTLMFallback = s.ntlmFallback(t) // said by the plan this apply carries out
 	res.Action = cmp.Or(act, ifi.ActionNone)
 	if r.Planned != nil {
 		res.Action = *r.Planned
@@ -278,6 +283,7 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 			res.Outcome, res.Assessment, res.Warnings = out, out.Assessment, out.Warnings
 			m.Remember(out)
 			s.adopt(r, res)
+			res.Warnings, res.NTLMFallback = m.news(res.Warnings), s.refreshFallback(t, m)
 			return res, nil
 		}
 	}
@@ -292,6 +298,7 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		res.Assessment = &ifi.Assessment{Instance: t.Instance}
 	}
 	s.adopt(r, res)
+	res.Warnings, res.NTLMFallback = m.news(res.Warnings), s.refreshFallback(t, m)
 	return res, nil
 }
 
@@ -315,15 +322,22 @@ func (s *Session) adopt(r ReadRequest, res *Result) {
 func (s *Session) Destroy(ctx context.Context, r Request) (*Result, error) {
 	t := r.Target
 	res := &Result{Memo: r.memo(), Desired: r.Desired}
+	var err error
 	if r.Clustered != nil && *r.Clustered {
-		out, err := s.Engine.DestroyCluster(ctx, r.clusterTarget(t), r.Desired)
+		var out *ClusterOutcome
+		out, err = s.Engine.DestroyCluster(ctx, r.clusterTarget(t), r.Desired)
 		res.Cluster, res.Warnings = out, out.Warnings
-		return res, err
+	} else {
+		var out *Outcome
+		out, err = s.Engine.Destroy(ctx, t, r.Desired)
+		s.rememberDestroyed(t, out)
+		if out != nil {
+			res.Outcome, res.Warnings = out, out.Warnings
+		}
 	}
-	out, err := s.Engine.Destroy(ctx, t, r.Desired)
-	s.rememberDestroyed(t, out)
-	if out != nil {
-		res.Outcome, res.Warnings = out, out.Warnings
+	res.Warnings = res.Memo.news(res.Warnings) // what the refresh said is not said again
+	if err == nil {
+		res.NTLMFallback = s.sayFallback(t) // a destroy changes the host
 	}
 	return res, err
 }
@@ -338,6 +352,7 @@ func (s *Session) Describe(ctx context.Context, r Request, grantee ifi.Grantee) 
 		return res, err
 	}
 	res.Outcome, res.Assessment, res.Warnings = out, out.Assessment, out.Warnings
+	res.NTLMFallback = s.sayFallback(t)
 	if out.Read == nil || !out.Read.Clustered {
 		return res, nil
 	}

@@ -46,6 +46,9 @@ type Prediction struct {
 	// other fact keeps the state's value.
 	MayChange []ifi.Field
 	Warnings  []ifi.Warning
+	// NTLMFallback is why auth "negotiate" reaches the host with NTLM, said by a plan
+	// that changes the instance (once per host and run); "" otherwise.
+	NTLMFallback string
 }
 
 func unknownPrediction(t Target, why string) *Prediction {
@@ -74,7 +77,11 @@ func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) 
 	m := r.memo()
 	d := s.held(r.Desired)
 	if r.Create {
-		return s.planCreate(ctx, r)
+		p, err := s.planCreate(ctx, r)
+		if p != nil {
+			s.sayFallbackOfChange(t, p)
+		}
+		return p, err
 	}
 	if u := r.Unverified; u != nil {
 		verify := ifi.ActionVerify
@@ -98,6 +105,7 @@ func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) 
 	if r.Unchanged && p.Action != nil && *p.Action == ifi.ActionNone {
 		p.KeepState = true
 	}
+	s.sayFallbackOfChange(t, p)
 	return p, nil
 }
 
@@ -156,10 +164,18 @@ func (s *Session) predict(r PlanRequest, t Target, d ifi.Desired, ri *contract.R
 	return p
 }
 
+// sayFallbackOfChange says the NTLM fallback in a plan that changes the instance
+// (the apply then sends its changes over that logon).
+func (s *Session) sayFallbackOfChange(t Target, p *Prediction) {
+	if p.Action != nil && *p.Action != ifi.ActionNone && *p.Action != ifi.ActionRefuse {
+		p.NTLMFallback = s.sayFallback(t)
+	}
+}
+
 // holds reports whether this run's held restarts may have changed what applying r
 // does (act, as held): the plan then says which restart waits.
 func (s *Session) holds(r PlanRequest, act ifi.Action) bool {
-	return s.HoldRestarts && r.Desired.Restart != ifi.RestartNever && !act.Restarts() && act != ifi.ActionRefuse
+	return s.HoldRestarts && r.Desired.Restart != ifi.RestartNever && !act.Restarts() && act != ifi.ActionRefuse && act != ifi.ActionNone
 }
 
 // prediction is what a plan shows of pred.

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
 // The plan says what the apply will do (planned_action and one warning per
@@ -355,4 +357,59 @@ func TestCLI_blipBetweenSavedCreatePlanAndApply(t *testing.T) {
 	if !e.holds(defaultSvcSID) {
 		t.Error("the apply did not grant the right")
 	}
+}
+
+// Warnings are news, not weather: with the recommended configuration (HTTP with
+// encrypted messages, auth = "negotiate", which falls back to NTLM where no KDC
+// answers, and a sql block) and a standing condition (a TDE database), the plan and
+// the apply say each condition, the apply does not repeat what its plan said, and
+// the plans after the apply are empty and print no warning. A drift plan that only
+// grants keeps every attribute a grant cannot change known (sql_version,
+// availability_groups, ifi_enabled) and says the NTLM fallback again, since its
+// apply sends a change over it.
+func TestCLI_convergedPlanIsQuiet(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].TDEDatabases = []string{"Payroll"} })
+	w.write(e.winrmBlock(fmt.Sprintf("    port  = %d", e.httpPort), `    encrypt = "true"`) + resourceConfig(e.addr, "") +
+		"output \"action\" {\n  value = " + resName + ".planned_action\n}\n")
+	ntlm, tde := `^NTLM instead of Kerberos on `+regexp.QuoteMeta(e.addr)+`$`, `TDE`
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", ntlm, `reached `)
+	p.wantDiag(t, "warning", tde, `Payroll`)
+	a := w.mustApply()
+	// terraform apply plans, and plans again before it applies ("final plan"): each
+	// says what the plan says; the apply itself says none of it again.
+	for _, re := range []string{ntlm, tde, `: apply `} {
+		if n := len(a.find("warning", re, "")); n > 2 {
+			t.Errorf("the apply says %q %d times; want it from its plan and final plan only, never again by the apply", re, n)
+		}
+	}
+	for i := range 2 {
+		q := w.plan()
+		q.wantPlanExit(t, 0)
+		if ws := q.bySeverity("warning"); len(ws) > 0 {
+			t.Errorf("converged plan %d prints warnings: %v", i+1, ws)
+		}
+	}
+	// Someone revokes the right: a grant-only drift plan.
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	d, c := w.planOut("drift.tfplan")
+	wantPlanned(t, c, "grant")
+	d.wantDiag(t, "warning", ntlm, `reached `)
+	for _, name := range []string{"sql_version", "availability_groups", "ifi_enabled", "service_name", "clustered"} {
+		if c.Unknown[name] == true {
+			t.Errorf("the grant-only plan shows %s as known after apply; want the state's value", name)
+		}
+	}
+	for _, name := range []string{"privilege_granted", "restart_pending"} {
+		if c.Unknown[name] != true {
+			t.Errorf("the grant-only plan shows %s as %v; want known after apply", name, c.After[name])
+		}
+	}
+	if r := w.run("apply", "-json", "-no-color", "drift.tfplan"); r.Exit != 0 {
+		t.Fatalf("the drift plan's apply failed:\n%s", r.describe())
+	}
+	w.plan().wantPlanExit(t, 0)
 }

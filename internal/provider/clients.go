@@ -96,22 +96,13 @@ func (c *clients) Host(host string, port int) (converge.Host, error) {
 	return h, nil
 }
 
-// ntlmFallbackWarning adds, once per host and run, a warning that auth
-// "negotiate" reached t's host with NTLM instead of Kerberos, and why. remote
-// decides and says why; the provider names its arguments.
-func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target) {
-	k := hostKey{strings.ToLower(t.Host), c.port(t.Port)}
-	c.mu.Lock()
-	h, ok := c.hosts[k].(remote.LogonReporter)
-	c.mu.Unlock()
-	if !ok {
-		return
-	}
-	lg := h.Logon()
-	if !lg.Fallback {
-		return
-	}
-	if _, isNew := c.session.Once(c.hostOnce("ntlm", t), ""); !isNew {
+// ntlmFallbackWarning adds the warning that auth "negotiate" reached t's host with
+// NTLM instead of Kerberos because of why, which the engine says when it is news
+// (converge's news.go: once per host and run, in a refresh when it first appears or
+// its cause changed, and in a plan or destroy that changes the host); "" adds
+// nothing. remote decides and says why; the provider names its arguments.
+func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target, why string) {
+	if why == "" {
 		return
 	}
 	host := safetext.Escape(t.Host)
@@ -120,7 +111,7 @@ func (c *clients) ntlmFallbackWarning(diags *diag.Diagnostics, t converge.Target
 			"NTLM over HTTP proves it only by sealing each answer with the logon's key, and over HTTPS the certificate is the only proof. "+
 			"Anyone who can block port 88 or the KDC's answers can cause this fallback. Fix the cause (the user's realm as user@REALM "+
 			`or DOMAIN\user, winrm.realm, winrm.krb5_conf naming reachable KDCs, winrm.spn), set winrm.allow_ntlm_fallback = false to make it an error, `+
-			`or set winrm.auth = "ntlm" to choose NTLM knowingly.`, host, safetext.Escape(lg.Why)))
+			`or set winrm.auth = "ntlm" to choose NTLM knowingly.`, host, safetext.Escape(why)))
 }
 
 // report is what this run's engine errors need for their diagnostics: the WinRM

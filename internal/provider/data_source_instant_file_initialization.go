@@ -79,7 +79,7 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		grantee = ifi.Grantee(m.Grantee.ValueString())
 	}
 	res, err := d.c.run().Describe(ctx, converge.Request{Target: t, Nodes: nodeAddresses(m.Nodes), SQLHost: m.SQLHost.ValueString()}, grantee)
-	d.c.ntlmFallbackWarning(&resp.Diagnostics, t)
+	d.c.ntlmFallbackWarning(&resp.Diagnostics, t, res.NTLMFallback)
 	if err != nil {
 		addEngineError(&resp.Diagnostics, opRead, err, d.c.report())
 		return

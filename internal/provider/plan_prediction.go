@@ -80,6 +80,7 @@ func (r *ifiResource) plan(ctx context.Context, pr converge.PlanRequest, plan if
 	if p.Replacement != nil {
 		resp.Diagnostics.Append(setReplacement(ctx, resp.Private, *p.Replacement)...)
 	}
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, pr.Target, p.NTLMFallback)
 	addWarnings(&resp.Diagnostics, p.Warnings)
 }
 

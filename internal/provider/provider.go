@@ -343,7 +343,7 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	}
 	c := newClients(rc, sc, p.openHost, p.openChecker, converge.NewRestartLimiter(maxRestarts))
 	c.session.Engine.SQLOptional = boolOr(q.Optional, false) // a login SQL Server refuses is then a warning
-	c.session.HoldRestarts = !allow // the run restarts nothing (allow_restarts = false)
+	c.session.HoldRestarts = !allow                          // the run restarts nothing (allow_restarts = false)
 	resp.ResourceData = c
 	resp.DataSourceData = c
 }

@@ -105,7 +105,7 @@ const (
 func (r *ifiResource) apply(ctx context.Context, ar converge.ApplyRequest, plan ifiResourceModel, known computedModel, state *tfsdk.State,
 	identity *tfsdk.ResourceIdentity, private privateSetter, diags *diag.Diagnostics) {
 	res, err := r.c.session.Apply(ctx, ar)
-	r.c.ntlmFallbackWarning(diags, ar.Target)
+	r.c.ntlmFallbackWarning(diags, ar.Target, res.NTLMFallback)
 	if err != nil {
 		addEngineError(diags, opApply, err, r.c.report())
 	}
@@ -148,7 +148,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	rr := converge.ReadRequest{Request: state.request(state.Clustered, m), Imported: state.Enabled.IsNull(), Unverified: u.engine(),
 		Planned: ifi.Action(state.PlannedAction.ValueString())}
 	res, err := r.c.session.Read(ctx, rr)
-	r.c.ntlmFallbackWarning(&resp.Diagnostics, rr.Target)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, rr.Target, res.NTLMFallback)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
 			notFoundDetail(rr.Target, ce.Instance)+" Terraform then plans to create the resource again, and that plan fails while the instance is not installed: remove the resource from the configuration if the instance was uninstalled, or correct the instance argument.")
@@ -197,7 +197,7 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	// private state, which Terraform gives this request) says what it asks.
 	dr.Desired.Replacement = getReplacement(ctx, req.Private)
 	res, err := r.c.session.Destroy(ctx, dr)
-	r.c.ntlmFallbackWarning(&resp.Diagnostics, dr.Target)
+	r.c.ntlmFallbackWarning(&resp.Diagnostics, dr.Target, res.NTLMFallback)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance already gone", notFoundDetail(dr.Target, ce.Instance)+" Nothing to revoke.")
 		return

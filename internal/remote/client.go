@@ -345,3 +345,12 @@ func scriptHint(code string) string {
 	}
 	return ""
 }
+
+// NTLMFallback is why auth "negotiate" uses NTLM instead of Kerberos on the host,
+// "" when it does not (Kerberos, or NTLM chosen knowingly).
+func (h *winrmHost) NTLMFallback() string {
+	if lg := h.Logon(); lg.Fallback {
+		return lg.Why
+	}
+	return ""
+}
