@@ -17,7 +17,7 @@ import (
 // primaries, replicas of one group and running backups. Each row creates the
 // resource with restart = "never" (the grant, no restart), then asks for a restart
 // and checks five things: the Engine and its dependents end Running, the apply ends
-// within its timeout + 30 s (wantApplyEnds), the state matches the host, the next plan is empty or
+// (wantApplyEnds), the state matches the host, the next plan is empty or
 // an update in place, and nothing restarts twice.
 
 const agRowTimeout = time.Minute

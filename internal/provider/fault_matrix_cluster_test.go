@@ -17,8 +17,8 @@ import (
 // The fault matrix's rows about failover cluster instances (issue 18). Each row
 // starts a two-node FCI where neither node holds the right, creates the resource
 // with restart = "never" (both nodes granted, a restart pending), injects the
-// fault, then applies restart = "failover" and checks: the apply ends within its
-// timeout + 30 s (wantApplyEnds) with the diagnostic the row names; the role ends Online on the
+// fault, then applies restart = "failover" and checks: the apply ends
+// (wantApplyEnds) with the diagnostic the row names; the role ends Online on the
 // node the row names, with SQL Server and Agent running there; the state says what
 // the owner holds and the next plan is empty or an update in place
 // (wantStateOfHostAndPlanInPlace); the cluster moved the role at most as the row allows.
