@@ -91,6 +91,20 @@ func TestReplicasSeeEachOther(t *testing.T) {
 	if got := batch(t, si, "sa", contract.QueryReplicaStates); !strings.Contains(got, "|NOT_HEALTHY") {
 		t.Errorf("the secondary catching up sees itself:\n%s", got)
 	}
+	// EndAGSyncNow ends the catching up before its 60 s: both views say HEALTHY,
+	// and a second call fails (nothing to end).
+	if err := s.EndAGSyncNow("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch(t, pi, "sa", contract.QueryReplicaStates); !strings.Contains(got, "AG1|SQLS|false|SECONDARY|CONNECTED|HEALTHY") {
+		t.Errorf("the primary's view once the secondary caught up:\n%s", got)
+	}
+	if got := batch(t, si, "sa", contract.QueryReplicaStates); strings.Contains(got, "NOT_HEALTHY") {
+		t.Errorf("the secondary that caught up sees itself:\n%s", got)
+	}
+	if err := s.EndAGSyncNow("MSSQLSERVER"); err == nil {
+		t.Error("EndAGSyncNow of a replica that is not catching up succeeded")
+	}
 }
 
 // A running backup shows in sys.dm_exec_requests to a login with VIEW SERVER
