@@ -1,7 +1,8 @@
 // Command testreport reads `go test -json` on stdin and prints what a person needs
 // from a long run, as it happens: a line per finished package (ok, FAIL, no tests),
 // the whole output of each failed test, a "still running" line naming the running
-// tests every -heartbeat when nothing else was printed, and at the end the slowest
+// tests every -heartbeat when nothing else was printed (with how many tests ended
+// and how many wait for a parallel slot), and at the end the slowest
 // tests and the list of skipped tests with the reason each gave (its t.Skip text).
 //
 // It reads its input to the end (it never closes the pipe early, so go test never
@@ -293,8 +294,10 @@ func (r *report) beat(quiet time.Duration) {
 		dur  time.Duration
 	}
 	var runs []run
+	waiting := 0
 	for k, t := range r.tests {
 		if t.since.IsZero() {
+			waiting++
 			continue
 		}
 		runs = append(runs, run{k.test, now.Sub(t.since)})
@@ -328,7 +331,9 @@ func (r *report) beat(quiet time.Duration) {
 		more = fmt.Sprintf(" and %d more", len(names)-6)
 		names = names[:6]
 	}
-	r.printf("still running: %s%s\n", strings.Join(names, ", "), more)
+	// The progress so far: how many tests ended, how many parallel ones wait for a
+	// slot (go test's -parallel), so a long quiet stretch shows it is moving.
+	r.printf("still running (%d tests done, %d waiting for a slot): %s%s\n", len(r.times)+len(r.skips), waiting, strings.Join(names, ", "), more)
 }
 
 // finish prints the summary (the slowest and the skipped tests) when summary, and
