@@ -27,6 +27,7 @@ func lockResult(t *testing.T, h *Host, session int, batch string) string {
 // sp_getapplock as documented: 0 granted, -1 when another session holds it and the
 // timeout passes, 1 when granted after waiting; a session's end releases its locks.
 func TestAppLockSessionOwned(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	inst, _ := h.Instance("MSSQLSERVER")
 	at := func(ms string) string { return strings.Replace(getLock, "%s", ms, 1) }
@@ -81,6 +82,7 @@ func TestAppLockSessionOwned(t *testing.T) {
 
 // The Engine's stop ends every session, and so every lock.
 func TestAppLockEndsWithEngine(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	if got := lockResult(t, h, 51, strings.Replace(getLock, "%s", "0", 1)); got != "result:int\n0" {
 		t.Fatalf("%q", got)
@@ -98,6 +100,7 @@ func TestAppLockEndsWithEngine(t *testing.T) {
 // only its own row in sys.dm_hadr_availability_replica_states; the primary sees
 // every replica.
 func TestGroupStatesNamePrimary(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	q := `SELECT gs.primary_replica FROM sys.dm_hadr_availability_group_states AS gs`
 	sec, _ := h.Instance("REPORTING")

@@ -14,6 +14,7 @@ import (
 // 1 GB takes 1 to 2 s without IFI, a data file under IFI a small constant, and a
 // log file is zeroed with or without IFI.
 func TestZeroingDefaultsFromTheArticle(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, baseConfig())
 	inst, _ := h.Instance("MSSQLSERVER")
 	data, log := &dbFile{name: "d"}, &dbFile{name: "l", log: true}
@@ -83,6 +84,7 @@ func lastOperation(t *testing.T, inst *Instance) DatabaseOperation {
 // a restart the running Engine has IFI and the same statement costs the constant
 // plus the log, which is zeroed both times. The statement waits its modelled time.
 func TestCreateDatabaseZeroingWithAndWithoutIFI(t *testing.T) {
+	t.Parallel()
 	h, inst := zeroingHost(t)
 	const create = "CREATE DATABASE seed ON PRIMARY (NAME = seed, FILENAME = 'D:\\data\\seed.mdf', SIZE = 200MB) LOG ON (NAME = seed_log, FILENAME = 'L:\\log\\seed_log.ldf', SIZE = 8 MB);"
 	began := time.Now()
@@ -149,6 +151,7 @@ func waitReady(t *testing.T, inst *Instance) {
 // sys.dm_database_encryption_keys has no row for it; the snapshot shows its owner
 // and files. DROP removes it.
 func TestCreatedDatabaseInTheCatalog(t *testing.T) {
+	t.Parallel()
 	h, inst := zeroingHost(t)
 	mustBatch(t, inst, "creator", "create database [Seed 1] on (name='s1', filename='D:\\s1.mdf', size=1GB)")
 	got := render(mustBatch(t, inst, "sa", "SELECT name, database_id, is_encrypted FROM sys.databases WHERE database_id > 4"))
@@ -171,6 +174,7 @@ func TestCreatedDatabaseInTheCatalog(t *testing.T) {
 
 // Permissions as SQL Server checks them, and its errors.
 func TestDatabaseStatementErrors(t *testing.T) {
+	t.Parallel()
 	_, inst := zeroingHost(t)
 	mustBatch(t, inst, "creator", "CREATE DATABASE mine")
 	for _, tc := range []struct {
@@ -222,6 +226,7 @@ func TestDatabaseStatementErrors(t *testing.T) {
 
 // A cancelled CREATE DATABASE (ATTENTION, a lost connection) creates nothing.
 func TestCancelledCreateDatabaseCreatesNothing(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].ZeroMBPerSecond = 1 // 1 GB: 17 minutes
 	h := newHost(t, cfg)
