@@ -113,4 +113,12 @@ func TestReportHeartbeat(t *testing.T) {
 	if got := out.String(); !strings.HasPrefix(got, "still running: compiling or starting the test binaries") {
 		t.Errorf("heartbeat with no test running: %q", got)
 	}
+	// With a label (two runs side by side), the heartbeat names its run.
+	out.Reset()
+	r.label = "provider"
+	c.t = c.t.Add(time.Minute)
+	r.beat(30 * time.Second)
+	if got := out.String(); !strings.HasPrefix(got, "still running [provider]: compiling or starting") {
+		t.Errorf("labelled heartbeat: %q", got)
+	}
 }
