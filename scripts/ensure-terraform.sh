@@ -69,11 +69,13 @@ if [[ -z "$moddir" || ! -d "$moddir" ]]; then
 	exit 1
 fi
 
-log "building tofu from $moddir into $CACHE_DIR: 4 to 5 minutes on 2 cores, once; nothing is printed meanwhile"
+log "building tofu from $moddir into $CACHE_DIR: 4 to 5 minutes on 2 cores, once (a line every 30 s meanwhile)"
 # The module folder is read-only; the build writes only to -o and the build cache.
-if ! (cd "$moddir" && GOFLAGS=-buildvcs=false go build -trimpath \
+# heartbeat.sh's lines go to stderr: this script's stdout is the CLI's path only.
+heartbeat="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/heartbeat.sh"
+if ! (cd "$moddir" && GOFLAGS=-buildvcs=false "$heartbeat" "building OpenTofu" go build -trimpath \
 	-ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
-	-o "$TOFU_BIN.tmp" ./cmd/tofu); then
+	-o "$TOFU_BIN.tmp" ./cmd/tofu) >&2; then
 	rm -f "$TOFU_BIN.tmp"
 	log "building OpenTofu failed (see above); install terraform on PATH as an alternative"
 	exit 1

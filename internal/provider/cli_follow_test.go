@@ -178,9 +178,6 @@ func TestCLI_applyReadRidesThroughARefusal(t *testing.T) {
 			if ap.Exit == 0 {
 				t.Fatalf("the create succeeded although the host refused connections past its timeout:\n%s", ap.describe())
 			}
-			if limit := time.Minute + 30*time.Second; ap.Duration > limit {
-				t.Errorf("the create took %s, more than %s", ap.Duration.Round(time.Second), limit)
-			}
 			ap.wantDiag(t, "error", `^Cannot read SQL Server instance MSSQLSERVER on `+regexp.QuoteMeta(e.addr)+`$`, `(?s)connection refused.*firewall`)
 			if countOp(e.operations(), contract.OpSetRight) != 0 || countOp(e.operations(), contract.OpRestartInstance) != 0 || e.holds(defaultSvcSID) {
 				t.Errorf("the failed create changed the host: %v", e.operations())

@@ -31,7 +31,7 @@ func (li leaseInstance) config(e *accEnv, restart string) string {
 }
 
 // leaseFiveChecks checks, after the apply ap of li's run: the Engine and its Agent
-// end Running; the apply ended within its timeout + 30 s (wantApplyEnds); the state matches the
+// end Running; the apply ended (wantApplyEnds); the state matches the
 // host; the next plan is empty or an update in place; the Engine stopped stops times
 // in all (never twice).
 func leaseFiveChecks(t *testing.T, e *accEnv, li leaseInstance, ap *tfRun, stops int) {

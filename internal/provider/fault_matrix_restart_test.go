@@ -21,7 +21,7 @@ import (
 // The resource is first created with restart = "never" (the right granted, a restart
 // pending); then the fault is injected and an apply with restart = "if_needed" makes
 // the update that restarts. Each row checks that the Engine and its dependents end
-// Running, that the apply ends within its timeout + 30 s (wantApplyEnds), that the state says what
+// Running, that the apply ends (wantApplyEnds), that the state says what
 // the host has, that the next plan is empty or an update in place, and that nothing
 // restarted twice.
 func TestCLI_faultMatrixRestart(t *testing.T) {
@@ -158,7 +158,7 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 // a half-done change is adopted, not undone. Each row creates the resource with
 // restart = "if_needed" (grant and restart) under a fault, then clears the fault and
 // applies again. Besides the matrix's checks (the Engine and its dependents end
-// Running, the faulted apply ends within its timeout + 30 s, the state says what
+// Running, the faulted apply ends (wantApplyEnds), the state says what
 // the host has, the next plan's kind, nothing restarted twice), each checks that
 // the state keeps enabled = true as configured after the failure, and that no
 // follow-up revokes the right it then grants again (the audit of set_right and
@@ -176,6 +176,9 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 		// the DBA starts it once the cause is fixed, before the follow-up.
 		startAfter bool
 		wantErr    string // regexp on an error diagnostic of the create; "": any outcome
+		// holdStop: this service's stops last until the create has ended, when the
+		// row ends the stop (EndStopNow): slower than any deadline by construction.
+		holdStop string
 	}{
 		{name: "SIGINT during the restart", stopMS: 3000,
 			during: func(e *accEnv) func(*exec.Cmd) { return signalAtStopPending(e.t, e, syscall.SIGINT) }},
@@ -185,7 +188,8 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 		{name: "the Engine fails to start",
 			actions: []winsim.Action{{Action: winsim.ActionFailStart, Service: "MSSQLSERVER", Code: 1067, Times: -1}},
 			wantErr: `(?s)did not start after 3 attempts.*Windows error 1067`, startAfter: true},
-		{name: "a dependent slower to stop (70 s) than create = 1m", launchpad: 70000,
+		// Launchpad's stop lasts until the create ended: longer than the restart's deadline (about 30 s).
+		{name: "a dependent slower to stop than create = 1m", launchpad: 100, holdStop: "MSSQLLaunchpad",
 			wantErr: `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending`},
 	}
 	for _, r := range rows {
@@ -205,14 +209,23 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 			for _, a := range r.actions {
 				e.do(a)
 			}
+			if r.holdStop != "" {
+				if err := e.host().SetStopDuration(r.holdStop, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
 			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n  }", createTimeout)))
 			var during func(*exec.Cmd)
 			if r.during != nil {
 				during = r.during(e)
 			}
 			ap := w.runWhile(during, "apply", "-auto-approve", "-json", "-no-color")
-			if limit := createTimeout + 30*time.Second; ap.Duration > limit {
-				t.Errorf("the create took %s, more than %s", ap.Duration.Round(time.Second), limit)
+			wantApplyEnds(t, ap, createTimeout, true)
+			if r.holdStop != "" {
+				// The create ended while the stop was still pending; now it ends.
+				if err := e.host().EndStopNow(r.holdStop); err != nil {
+					t.Errorf("the held stop of %s: %v", r.holdStop, err)
+				}
 			}
 			if r.wantErr != "" {
 				re := regexp.MustCompile(r.wantErr)

@@ -334,16 +334,14 @@ func TestDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	begin := time.Now()
 	_, err = host.RestartInstance(ctx, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 600})
 	e := asError(t, err)
 	if e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error = %v (kind %d)", err, e.Kind)
 	}
-	// A hang guard, not a measure of speed: the host's restart would run 600 s.
-	if d := time.Since(begin); d > time.Minute {
-		t.Fatalf("the 1.5 s deadline was noticed only after %v: hang", d)
-	}
+	// The answer came from the 1.5 s deadline (the host's restart would run 600 s,
+	// and release is closed only when the test ends): a wait without it would hang
+	// until go test's -timeout, which fails the run.
 }
 
 func TestNewValidates(t *testing.T) {

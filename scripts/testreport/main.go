@@ -1,7 +1,8 @@
 // Command testreport reads `go test -json` on stdin and prints what a person needs
 // from a long run, as it happens: a line per finished package (ok, FAIL, no tests),
 // the whole output of each failed test, a "still running" line naming the running
-// tests every -heartbeat when nothing else was printed, and at the end the slowest
+// tests every -heartbeat when nothing else was printed (with how many tests ended
+// and how many wait for a parallel slot), and at the end the slowest
 // tests and the list of skipped tests with the reason each gave (its t.Skip text).
 //
 // It reads its input to the end (it never closes the pipe early, so go test never
@@ -31,6 +32,7 @@ func main() {
 	slowest := flag.Int("slowest", 5, "how many of the slowest tests to list at the end (0: none)")
 	summary := flag.Bool("summary", true, "end with the slowest and the skipped tests")
 	replay := flag.Bool("replay", false, "read the -raw files named as arguments (not stdin) and print only their summary")
+	label := flag.String("label", "", "name this run in its heartbeat lines (two runs printing side by side)")
 	flag.Parse()
 	if *replay {
 		r := newReport(os.Stdout, time.Now)
@@ -66,7 +68,7 @@ func main() {
 		in = io.TeeReader(in, f)
 	}
 	r := newReport(os.Stdout, time.Now)
-	r.slowest = *slowest
+	r.slowest, r.label = *slowest, *label
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -131,7 +133,8 @@ type report struct {
 	out       io.Writer
 	now       func() time.Time
 	slowest   int
-	quiet     bool // print nothing until finish (replay)
+	label     string // names this run in its heartbeat ("" : none), when two run side by side
+	quiet     bool   // print nothing until finish (replay)
 	lastPrint time.Time
 	tests     map[testKey]*running
 	pkgOutput map[string][]string
@@ -293,8 +296,10 @@ func (r *report) beat(quiet time.Duration) {
 		dur  time.Duration
 	}
 	var runs []run
+	waiting := 0
 	for k, t := range r.tests {
 		if t.since.IsZero() {
+			waiting++
 			continue
 		}
 		runs = append(runs, run{k.test, now.Sub(t.since)})
@@ -320,7 +325,7 @@ func (r *report) beat(quiet time.Duration) {
 		}
 	}
 	if len(names) == 0 {
-		r.printf("still running: compiling or starting the test binaries (%d packages done)\n", r.pkgs)
+		r.printf("still running%s: compiling or starting the test binaries (%d packages done)\n", r.labelled(), r.pkgs)
 		return
 	}
 	more := ""
@@ -328,7 +333,17 @@ func (r *report) beat(quiet time.Duration) {
 		more = fmt.Sprintf(" and %d more", len(names)-6)
 		names = names[:6]
 	}
-	r.printf("still running: %s%s\n", strings.Join(names, ", "), more)
+	// The progress so far: how many tests ended, how many parallel ones wait for a
+	// slot (go test's -parallel), so a long quiet stretch shows it is moving.
+	r.printf("still running%s (%d tests done, %d waiting for a slot): %s%s\n", r.labelled(), len(r.times)+len(r.skips), waiting, strings.Join(names, ", "), more)
+}
+
+// labelled is " [label]" for the heartbeat, or "" without a label.
+func (r *report) labelled() string {
+	if r.label == "" {
+		return ""
+	}
+	return " [" + r.label + "]"
 }
 
 // finish prints the summary (the slowest and the skipped tests) when summary, and

@@ -80,7 +80,8 @@ func TestReportNoPackageFails(t *testing.T) {
 }
 
 // After quiet time with nothing printed, the heartbeat names the innermost running
-// tests, longest first; a paused parallel test is not named; and it stays silent
+// tests, longest first, after how many ended and how many wait for a slot; a paused
+// parallel test is not named; and it stays silent
 // while lines are being printed.
 func TestReportHeartbeat(t *testing.T) {
 	var out strings.Builder
@@ -94,7 +95,7 @@ func TestReportHeartbeat(t *testing.T) {
 	r.handle(event{Action: "pause", Package: "ex/p", Test: "TestWaiting"})
 	c.t = c.t.Add(20 * time.Second)
 	r.beat(30 * time.Second)
-	if got := out.String(); got != "still running: TestMatrix/row_a (30s), TestOther (20s)\n" {
+	if got := out.String(); got != "still running (0 tests done, 1 waiting for a slot): TestMatrix/row_a (30s), TestOther (20s)\n" {
 		t.Errorf("heartbeat %q", got)
 	}
 	out.Reset()
@@ -111,5 +112,13 @@ func TestReportHeartbeat(t *testing.T) {
 	r.beat(30 * time.Second)
 	if got := out.String(); !strings.HasPrefix(got, "still running: compiling or starting the test binaries") {
 		t.Errorf("heartbeat with no test running: %q", got)
+	}
+	// With a label (two runs side by side), the heartbeat names its run.
+	out.Reset()
+	r.label = "provider"
+	c.t = c.t.Add(time.Minute)
+	r.beat(30 * time.Second)
+	if got := out.String(); !strings.HasPrefix(got, "still running [provider]: compiling or starting") {
+		t.Errorf("labelled heartbeat: %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 // reflection); the simulator would charge Add-Type's compilation where a script
 // still used it.
 func TestNoOperationCompilesCSharp(t *testing.T) {
+	t.Parallel()
 	for _, op := range contract.Operations {
 		if UsesAddType(op) {
 			t.Errorf("%s's script uses Add-Type: every call would start csc.exe", op)
@@ -22,6 +23,7 @@ func TestNoOperationCompilesCSharp(t *testing.T) {
 }
 
 func TestCostModelOffUnlessEnabled(t *testing.T) {
+	t.Parallel()
 	if c := (CostConfig{}).Resolve(); c != (Cost{}) {
 		t.Fatalf("a disabled cost model costs %+v", c)
 	}
@@ -34,6 +36,7 @@ func TestCostModelOffUnlessEnabled(t *testing.T) {
 
 // The process start is charged per powershell.exe and counted.
 func TestCostModelChargesProcessStart(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	ps := 300
 	cfg.Cost = CostConfig{Enabled: true, PowerShellStartMS: &ps}

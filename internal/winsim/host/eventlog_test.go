@@ -14,6 +14,7 @@ const testAgent = "terraform-provider-mssqlifi/1.2.3 (+https://example.test)"
 // under the provider's source, registered by the first; a request that changes
 // nothing writes none.
 func TestEventLogRecordsEachChange(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 15, 15
 	cfg.Rights = map[string][]string{contract.RightManageVolume: {winsid.Administrators}}
@@ -53,6 +54,7 @@ func TestEventLogRecordsEachChange(t *testing.T) {
 // A host where the event source cannot be registered still makes the change,
 // and says in the result why it left no entry.
 func TestEventLogSourceDeniedStillChanges(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.EventSourceDenied = true
 	h := newHost(t, cfg)
@@ -75,6 +77,7 @@ func TestEventLogSourceDeniedStillChanges(t *testing.T) {
 // later, so a refresh shorter than that pause leaves the entry; a longer one leaves
 // the change standing with a warning that says the write was tried twice.
 func TestEventLogFirstWriteAfterRegistration(t *testing.T) {
+	t.Parallel()
 	grant := contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true, Agent: testAgent}
 	cfg := baseConfig()
 	cfg.EventSourceRefreshMS = 800

@@ -57,6 +57,7 @@ func wantScriptError(t *testing.T, r execResult, code int, name string) contract
 }
 
 func TestExecuteReadInstance(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Rights = map[string][]string{contract.RightManageVolume: {winsid.Administrators, engineSID, "S-1-5-21-9-9-9-4242"}}
 	cfg.GroupPolicy.RSoPAvailable = boolp(false)
@@ -145,6 +146,7 @@ func TestExecuteReadInstance(t *testing.T) {
 }
 
 func TestExecuteSetRight(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, baseConfig())
 	grant := contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true}
 	r := execOp(t, h, "Administrator", contract.OpSetRight, grant)
@@ -184,6 +186,7 @@ func TestExecuteSetRight(t *testing.T) {
 }
 
 func TestExecuteRestartInstance(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 15, 15
 	cfg.Services = []ServiceConfig{
@@ -240,6 +243,7 @@ func TestExecuteRestartInstance(t *testing.T) {
 }
 
 func TestExecuteRestartRefusalsAndTimeout(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances = append(cfg.Instances,
 		InstanceConfig{Name: "FCI", Clustered: true},
@@ -281,6 +285,7 @@ func restartResult(t *testing.T, r execResult) contract.RestartInstanceResult {
 }
 
 func TestExecuteUnrecognised(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, baseConfig())
 	in, _ := contract.EncodeInput(contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
 	altered := strings.Replace(string(in), "$ErrorActionPreference", "Remove-Item C:\\ -Recurse; $ErrorActionPreference", 1)
@@ -328,6 +333,7 @@ func TestExecuteUnrecognised(t *testing.T) {
 }
 
 func TestClixmlEscape(t *testing.T) {
+	t.Parallel()
 	got := clixmlError("a <b> & c_x\r\nline2", "", "")
 	want := "#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">" +
 		"<S S=\"Error\">a &lt;b&gt; &amp; c_x005F_x_x000D__x000A_</S><S S=\"Error\">line2_x000D__x000A_</S><S S=\"Error\"> _x000D__x000A_</S></Objs>"
@@ -337,6 +343,7 @@ func TestClixmlEscape(t *testing.T) {
 }
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, baseConfig())
 	execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: contract.RightManageVolume, SID: engineSID, Grant: true})
 	execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "NOPE", TimeoutSeconds: 5})
@@ -363,6 +370,7 @@ func TestAudit(t *testing.T) {
 // An instance whose name starts with "_" (older Setup allowed it, and it survives
 // upgrades) is modelled like any other; names outside the rule never reach it.
 func TestExecuteUnderscoreInstanceAndHostileNames(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "_ETL"})
 	h := newHost(t, cfg)
@@ -389,6 +397,7 @@ func TestExecuteUnderscoreInstanceAndHostileNames(t *testing.T) {
 // not found (as on a host whose log the script must not read whole). And Group
 // Policy tells "RSoP has no data" (unknown) from "no policy defines the right".
 func TestReadInstanceBoundsAndGroupPolicyKnowledge(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		noise     int
@@ -421,6 +430,7 @@ func TestReadInstanceBoundsAndGroupPolicyKnowledge(t *testing.T) {
 // expand its members, although the start account's token has Administrators
 // through it (the restart after a revoke leaves IFI on).
 func TestReadInstanceDoesNotExpandNestedGroups(t *testing.T) {
+	t.Parallel()
 	const groupSID = "S-1-5-21-1004336348-1177238915-682003330-2201"
 	cfg := baseConfig()
 	cfg.Accounts[`CONTOSO\SQL Admins`] = groupSID
@@ -447,6 +457,7 @@ func TestReadInstanceDoesNotExpandNestedGroups(t *testing.T) {
 // runs the bootstrap in ConstrainedLanguage mode: it answers constrained_language
 // (exit 3) before it reads stdin, whatever the operation; lifting the policy ends it.
 func TestExecuteConstrainedLanguage(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.PowerShellLanguageMode = "constrainedlanguage"
 	h := newHost(t, cfg)

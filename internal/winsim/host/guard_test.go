@@ -14,6 +14,7 @@ import (
 // -File and refuses the unsigned guard file; the loader's -EncodedCommand is not
 // subject to it, and runs only a file with a trusted owner and the hash it names.
 func TestGuardProcessReadsItsCommandLine(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.GroupPolicyExecutionPolicy = "AllSigned"
 	h := newHost(t, cfg)
@@ -61,6 +62,7 @@ func TestGuardProcessReadsItsCommandLine(t *testing.T) {
 // to a scheduled task, the guard still starts (its loader is no script file): the
 // restart succeeds.
 func TestRestartGuardUnderGroupPolicyExecutionPolicy(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.GroupPolicyExecutionPolicy = "AllSigned"
 	cfg.Defender.ASRRules = map[string]int{ASRRulePsExecWMI: ASRBlock}
@@ -75,6 +77,7 @@ func TestRestartGuardUnderGroupPolicyExecutionPolicy(t *testing.T) {
 // stopped): the request refuses, naming what may have ended it, and nothing stops.
 // With the scheduled task allowed, its guard runs the restart.
 func TestRestartGuardKilledAtStart(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.EndpointProtection.KillsPowerShellFrom = []string{LauncherWMI}
 	cfg.TaskSchedulerStopped = true
@@ -105,6 +108,7 @@ func TestRestartGuardKilledAtStart(t *testing.T) {
 // stopped stays stopped, and the marker reads as failed. The model keeps that
 // possible so that the fault matrix can show it.
 func TestUnguardedRunnerDiesWithTheShell(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 200, 300
 	h := newHost(t, cfg)

@@ -279,6 +279,28 @@ func (h *Host) EndBackups(instance string) error {
 	return nil
 }
 
+// EndAGSyncNow ends a secondary replica's catching up now (ag_sync_ms after its
+// Engine's start), as when its redo queue drains sooner than the configured time
+// said: a test holds the group NOT_HEALTHY with a long ag_sync_ms and ends it once
+// it has seen what it waits for, instead of waiting the whole time. It fails unless
+// the replica is catching up.
+func (h *Host) EndAGSyncNow(instance string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	inst, ok := h.instanceLocked(instance)
+	if !ok {
+		return fmt.Errorf("%w: %q on host %s", ErrNoSuchInstance, instance, h.cfg.Name)
+	}
+	if now := h.now(); now.Before(inst.syncedAt) {
+		inst.syncedAt = now
+	} else {
+		return fmt.Errorf("end_ag_sync: instance %s on host %s is not catching up", inst.name, h.cfg.Name)
+	}
+	inst.publishReplicaLocked()
+	h.notifyLocked()
+	return nil
+}
+
 // SetHADRRegistry writes the instance's HADR_Enabled value now (nil deletes the
 // value), as SQL Server Configuration Manager does; the Engine reads it at its next
 // start.

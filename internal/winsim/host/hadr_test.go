@@ -44,6 +44,7 @@ func rowCount(rendered string) int { return strings.Count(strings.TrimSpace(rend
 // catalog views, without an error, so a DMV INNER JOINed with one shows nothing;
 // the provider's query (DMVs only) still finds the primary replica.
 func TestCatalogViewsNeedViewAnyDefinition(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: AGRolePrimary}
 	cfg.Instances[0].Logins = []LoginConfig{{Name: "sa", Password: "a"}, {Name: "monitor", Password: "m"},
@@ -70,6 +71,7 @@ func TestCatalogViewsNeedViewAnyDefinition(t *testing.T) {
 // do: the primary every replica, a secondary only itself; a stopped secondary is
 // DISCONNECTED on the primary, and one catching up after its start NOT_HEALTHY.
 func TestReplicasSeeEachOther(t *testing.T) {
+	t.Parallel()
 	dir := &AGDirectory{}
 	mk := func(name, role string) *Host {
 		cfg := baseConfig()
@@ -111,11 +113,26 @@ func TestReplicasSeeEachOther(t *testing.T) {
 	if got := batch(t, si, "sa", contract.QueryReplicaStates); !strings.Contains(got, "|NOT_HEALTHY") {
 		t.Errorf("the secondary catching up sees itself:\n%s", got)
 	}
+	// EndAGSyncNow ends the catching up before its 60 s: both views say HEALTHY,
+	// and a second call fails (nothing to end).
+	if err := s.EndAGSyncNow("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
+	}
+	if got := batch(t, pi, "sa", contract.QueryReplicaStates); !strings.Contains(got, "AG1|SQLS|false|SECONDARY|CONNECTED|HEALTHY") {
+		t.Errorf("the primary's view once the secondary caught up:\n%s", got)
+	}
+	if got := batch(t, si, "sa", contract.QueryReplicaStates); strings.Contains(got, "NOT_HEALTHY") {
+		t.Errorf("the secondary that caught up sees itself:\n%s", got)
+	}
+	if err := s.EndAGSyncNow("MSSQLSERVER"); err == nil {
+		t.Error("EndAGSyncNow of a replica that is not catching up succeeded")
+	}
 }
 
 // A running backup shows in sys.dm_exec_requests to a login with VIEW SERVER
 // STATE only (others see their own session), and ends when the Engine stops.
 func TestRunningBackups(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	inst, _ := h.Instance("REPORTING")
 	if err := h.StartBackup("REPORTING", ""); err != nil {
@@ -139,6 +156,7 @@ func TestRunningBackups(t *testing.T) {
 // Engine reads it at its next start (turning Always On off also leaves the group).
 // A WSFC group's primary makes its node the owner of the group's cluster resource.
 func TestHADRRegistry(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	r := h.instanceReport("MSSQLSERVER", contract.RightManageVolume)
 	if r.HADR == nil || !r.HADR.KeyFound || r.HADR.Enabled == nil || *r.HADR.Enabled != 1 || !r.HADR.KeyWritten.Before(*r.ProcessStartTime) ||
@@ -188,6 +206,7 @@ func mustInstance(t *testing.T, h *Host, name string) *Instance {
 // on (the replay of the synthetic transcript found them missing); before, the
 // columns are unknown (error 207).
 func TestAvailabilityGroupsClusterType(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].AvailabilityGroup = &AvailabilityGroupConfig{Name: "AG1", Role: AGRolePrimary, ClusterType: ClusterTypeNone}
 	inst, _ := newHost(t, cfg).Instance("MSSQLSERVER")

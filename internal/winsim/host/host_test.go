@@ -71,6 +71,7 @@ func dmvIFI(t *testing.T, inst *Instance) any {
 }
 
 func TestServiceSIDMatchesFacts(t *testing.T) {
+	t.Parallel()
 	if engineSID != "S-1-5-80-3880718306-3832830129-1677859214-2598158968-1052248003" {
 		t.Fatalf("service SID of MSSQLSERVER = %s", engineSID)
 	}
@@ -80,6 +81,7 @@ func TestServiceSIDMatchesFacts(t *testing.T) {
 // token is captured at start; IFI = SeManageVolumePrivilege through the token's SIDs (or
 // LocalSystem) and no TF 1806.
 func TestTokenIFIRule(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		mutate    func(*HostConfig)
@@ -170,6 +172,7 @@ func TestTokenIFIRule(t *testing.T) {
 }
 
 func TestGrantTakesEffectOnlyAfterRestart(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 20, 20
 	h := newHost(t, cfg)
@@ -210,6 +213,7 @@ func TestGrantTakesEffectOnlyAfterRestart(t *testing.T) {
 }
 
 func TestGroupPolicyRefreshOverwritesLocalGrants(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.GroupPolicy.Rights = map[string][]string{contract.RightManageVolume: {winsid.Administrators}}
 	h := newHost(t, cfg)
@@ -239,6 +243,7 @@ func TestGroupPolicyRefreshOverwritesLocalGrants(t *testing.T) {
 }
 
 func TestStopWithDependents(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 10, 30
 	h := newHost(t, cfg)
@@ -276,6 +281,7 @@ func TestStopWithDependents(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].Stopped = true
 	cfg.Instances[0].FailStart = true
@@ -297,6 +303,7 @@ func TestStartFailure(t *testing.T) {
 }
 
 func TestListenerHooksFollowEngine(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS, cfg.Instances[0].ReadyMS = 10, 10, 40
 	h := newHost(t, cfg)
@@ -344,6 +351,7 @@ func TestListenerHooksFollowEngine(t *testing.T) {
 }
 
 func TestErrorLogPerVersionAndArchive(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		version  string
 		line     bool
@@ -407,6 +415,7 @@ func TestErrorLogPerVersionAndArchive(t *testing.T) {
 }
 
 func TestSQLHandler(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "reporting", Version: "15.0.4355.3", Clustered: true,
 		TDEDatabases: []string{"Sales", "HR"}, Logins: []LoginConfig{{Name: "sa", Password: "x"}}})
@@ -473,6 +482,7 @@ func TestSQLHandler(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	cases := map[string]func(*HostConfig){
 		"unknown dependency":    func(c *HostConfig) { c.Services = []ServiceConfig{{Name: "X", DependsOn: []string{"nope"}}} },
 		"bad version":           func(c *HostConfig) { c.Instances[0].Version = "16" },

@@ -47,6 +47,7 @@ func engineStops(h *Host) int {
 // the Engine was never stopped. Before, the Engine's ServiceController.Stop() threw
 // 1061 and Agent was left stopped.
 func TestRestartDependentSlowToStop(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, withLaunchpad(2500))
 	r := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 1}))
 	if r.Error != contract.RestartStopTimeout || !strings.Contains(r.Message, "MSSQLLaunchpad is Stop Pending") || !strings.Contains(r.Message, "Nothing more was stopped") {
@@ -65,6 +66,7 @@ func TestRestartDependentSlowToStop(t *testing.T) {
 // A Paused dependent is stopped and started again with the others (before, it was
 // skipped, then stopped by .NET's loop and never started again).
 func TestRestartPausedDependent(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, withLaunchpad(100))
 	if err := h.PauseService("MSSQLLaunchpad"); err != nil {
 		t.Fatal(err)
@@ -79,6 +81,7 @@ func TestRestartPausedDependent(t *testing.T) {
 // A dependent that is Start Pending when the restart begins is waited for, then
 // stopped and started again like the others.
 func TestRestartStartPendingDependent(t *testing.T) {
+	t.Parallel()
 	cfg := withLaunchpad(100)
 	cfg.Services[0].StartMS = 800
 	cfg.Services[0].Stopped = true
@@ -99,6 +102,7 @@ func TestRestartStartPendingDependent(t *testing.T) {
 // ControlService(SERVICE_CONTROL_STOP), as sc.exe stop sends it: 1051 while a
 // dependent is not Stopped, 1061 for a pending service, 1062 for a stopped one.
 func TestControlStopErrors(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, withLaunchpad(2000))
 	var ce *ControlError
 	if err := h.ControlStop("MSSQLSERVER"); !errors.As(err, &ce) || ce.Code != 1051 {
@@ -130,6 +134,7 @@ func TestControlStopErrors(t *testing.T) {
 // throw at once (1061); a Running one is stopped and waited for at most 30 s
 // (shortened here), then it throws TimeoutException.
 func TestServiceControllerStopModel(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, withLaunchpad(1500))
 	// "At once": Stop() answers while the dependent is still Stop Pending, which it
 	// stays until the test ends its stop (an order, not a duration).
@@ -178,6 +183,7 @@ func TestServiceControllerStopModel(t *testing.T) {
 // guard is started by a scheduled task, which is gone once the restart ended. In
 // audit mode WMI is used.
 func TestRestartGuardUnderASRRule(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, baseConfig())
 	if err := h.SetASRRule(ASRRulePsExecWMI, ASRBlock); err != nil {
 		t.Fatal(err)
@@ -206,6 +212,7 @@ func TestRestartGuardUnderASRRule(t *testing.T) {
 
 // No launcher can start the guard: the request fails naming why, nothing is stopped.
 func TestRestartGuardNotStartable(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Defender.ASRRules = map[string]int{ASRRulePsExecWMI: ASRWarn}
 	cfg.TaskSchedulerStopped = true
@@ -227,6 +234,7 @@ func TestRestartGuardNotStartable(t *testing.T) {
 // A %ProgramData%\mssqlifi someone else owns (any user may create it) refuses the
 // restart before anything is written or stopped.
 func TestRestartGuardDirectoryOwner(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.GuardDirectoryOwner = `CONTOSO\sqlsvc`
 	h := newHost(t, cfg)
@@ -243,6 +251,7 @@ func TestRestartGuardDirectoryOwner(t *testing.T) {
 // control, 1052, after Agent and another one stopped) starts again what the restart
 // stopped before it reports; the Engine was never stopped.
 func TestRestartFailureStartsAgainWhatItStopped(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Services = []ServiceConfig{
 		{Name: "MSSQLLaunchpad", DependsOn: []string{"MSSQLSERVER"}, StopMS: 100},
@@ -270,6 +279,7 @@ func TestRestartFailureStartsAgainWhatItStopped(t *testing.T) {
 // a service that stopped by itself answers 1062, one that the SCM's recovery is
 // starting again answers 1061 while Start Pending; each race is used once.
 func TestRaceNextStop(t *testing.T) {
+	t.Parallel()
 	cfg := withLaunchpad(100)
 	cfg.Services[0].StartMS = 2000
 	h := newHost(t, cfg)

@@ -25,6 +25,7 @@ func execOpCtx(t *testing.T, ctx context.Context, h *Host, op contract.Operation
 // The shell of restart_instance ends (client gone, shell deleted) while the Engine is
 // Stop Pending: the restart completes on the host, and restart_status reports it.
 func TestRestartOutlivesTheShell(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 200, 300
 	h := newHost(t, cfg)
@@ -56,6 +57,7 @@ func TestRestartOutlivesTheShell(t *testing.T) {
 
 // A second request while a restart runs joins it: one stop, one start.
 func TestRestartRequestsJoin(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 300, 300
 	h := newHost(t, cfg)
@@ -99,6 +101,7 @@ func TestRestartRequestsJoin(t *testing.T) {
 // A stop that takes longer than the restart's deadline is reported at the deadline;
 // the host starts the Engine once it has stopped.
 func TestRestartSlowStop(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	h := newHost(t, cfg)
 	// The stop lasts until the test ends it, so "reported at the deadline" is an
@@ -139,6 +142,7 @@ func TestRestartSlowStop(t *testing.T) {
 
 // An injected start failure with its Windows error code: retried, then reported.
 func TestRestartInjectedStartFailure(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, baseConfig())
 	if err := h.FailStarts("MSSQLSERVER", 1069, 2); err != nil {
 		t.Fatal(err)

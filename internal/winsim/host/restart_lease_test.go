@@ -15,6 +15,7 @@ import (
 // a restart of another instance of the same host is refused before it changes
 // anything; once the first finished, it runs.
 func TestRestartLeaseOneInstancePerHost(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 200, 200
 	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "ETL"})
@@ -69,6 +70,7 @@ func TestRestartLeaseOneInstancePerHost(t *testing.T) {
 // a process whose liveness is unknown holds it until the restart's deadline plus the
 // late-stop limit, then no longer.
 func TestRestartLeaseStaleMarker(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		how     string
 		ago     time.Duration

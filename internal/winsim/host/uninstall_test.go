@@ -13,6 +13,7 @@ import (
 // entries, a closed SQL endpoint, and the orphaned service SID still in the right's
 // holder list, without a name.
 func TestUninstallInstance(t *testing.T) {
+	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "REPORTING"})
 	cfg.Services = []ServiceConfig{{Name: "MSSQLLaunchpad", DependsOn: []string{"MSSQLSERVER"}}}

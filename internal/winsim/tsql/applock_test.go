@@ -30,6 +30,7 @@ func lockResult(t *testing.T, h *host.Host, session int, batch string) string {
 // sp_getapplock as documented: 0 granted, -1 when another session holds it and the
 // timeout passes, 1 when granted after waiting; a session's end releases its locks.
 func TestAppLockSessionOwned(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	inst, _ := h.Instance("MSSQLSERVER")
 	at := func(ms string) string { return strings.Replace(getLock, "%s", ms, 1) }

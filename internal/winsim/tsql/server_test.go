@@ -17,6 +17,7 @@ const agQuery = `SELECT ars.role_desc, ag.name FROM sys.dm_hadr_availability_rep
 JOIN sys.availability_groups ag ON ars.group_id = ag.group_id WHERE ars.is_local = 1`
 
 func TestSQLQueries(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	for _, tc := range []struct {
 		name, instance, query, want string
@@ -94,6 +95,7 @@ func TestSQLQueries(t *testing.T) {
 }
 
 func TestSQLErrors(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	for _, tc := range []struct {
 		name, instance, user, query string
@@ -145,6 +147,7 @@ func TestSQLErrors(t *testing.T) {
 // The provider's queries (contract.Queries) keep the columns they had when the
 // endpoint matched their exact text: same names, types, sizes and nullability.
 func TestProviderQueriesKeepTheirShape(t *testing.T) {
+	t.Parallel()
 	h := sqlHost(t)
 	inst, _ := h.Instance("REPORTING")
 	want := map[string][]tds.Column{

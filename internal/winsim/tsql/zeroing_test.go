@@ -83,6 +83,7 @@ func lastOperation(t *testing.T, inst *host.Instance) tsql.DatabaseOperation {
 // a restart the running Engine has IFI and the same statement costs the constant
 // plus the log, which is zeroed both times. The statement waits its modelled time.
 func TestCreateDatabaseZeroingWithAndWithoutIFI(t *testing.T) {
+	t.Parallel()
 	h, inst := zeroingHost(t)
 	const create = "CREATE DATABASE seed ON PRIMARY (NAME = seed, FILENAME = 'D:\\data\\seed.mdf', SIZE = 200MB) LOG ON (NAME = seed_log, FILENAME = 'L:\\log\\seed_log.ldf', SIZE = 8 MB);"
 	began := time.Now()
@@ -153,6 +154,7 @@ func waitReady(t *testing.T, inst *host.Instance) {
 // sys.dm_database_encryption_keys has no row for it; the snapshot shows its owner
 // and files. DROP removes it.
 func TestCreatedDatabaseInTheCatalog(t *testing.T) {
+	t.Parallel()
 	h, inst := zeroingHost(t)
 	mustBatch(t, inst, "creator", "create database [Seed 1] on (name='s1', filename='D:\\s1.mdf', size=1GB)")
 	got := tdstest.Render(mustBatch(t, inst, "sa", "SELECT name, database_id, is_encrypted FROM sys.databases WHERE database_id > 4"))
@@ -175,6 +177,7 @@ func TestCreatedDatabaseInTheCatalog(t *testing.T) {
 
 // Permissions as SQL Server checks them, and its errors.
 func TestDatabaseStatementErrors(t *testing.T) {
+	t.Parallel()
 	_, inst := zeroingHost(t)
 	mustBatch(t, inst, "creator", "CREATE DATABASE mine")
 	for _, tc := range []struct {
