@@ -412,4 +412,22 @@ func TestCLI_convergedPlanIsQuiet(t *testing.T) {
 		t.Fatalf("the drift plan's apply failed:\n%s", r.describe())
 	}
 	w.plan().wantPlanExit(t, 0)
+	// A new standing condition (a Group Policy that now defines the right, granting
+	// it as asked): every plan says it until an apply records it; a refresh-only
+	// apply does, and the plans after it are quiet again.
+	e.do(winsim.Action{Action: winsim.ActionSetGroupPolicyRight, Right: contract.RightManageVolume, SIDs: []string{defaultSvcSID}})
+	e.do(winsim.Action{Action: winsim.ActionRefreshGroupPolicy})
+	for range 2 {
+		q := w.plan()
+		q.wantPlanExit(t, 0)
+		q.wantDiag(t, "warning", `Group Policy`, ``)
+	}
+	if r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color"); r.Exit != 0 {
+		t.Fatalf("terraform apply -refresh-only failed:\n%s", r.describe())
+	}
+	q := w.plan()
+	q.wantPlanExit(t, 0)
+	if ws := q.bySeverity("warning"); len(ws) > 0 {
+		t.Errorf("the plan after the refresh-only apply prints warnings: %v", ws)
+	}
 }
