@@ -21,6 +21,10 @@ var standing = []string{ifi.WarnTDE, ifi.WarnStaysOn, ifi.WarnRestartPending, if
 
 func isStanding(w ifi.Warning) bool { return slices.Contains(standing, w.Code) }
 
+// outcome are the standing conditions a change can bring about (the apply's own
+// news when it does): a pending restart, IFI that stays on.
+var outcome = []string{ifi.WarnRestartPending, ifi.WarnStaysOn, ifi.WarnHiddenMembership, ifi.WarnNotRunning}
+
 // digest names a warning's text, so that a changed condition is said again.
 func digest(w ifi.Warning) string {
 	h := sha256.Sum256([]byte(w.Code + "\x00" + w.Summary + "\x00" + w.Detail))
@@ -51,7 +55,8 @@ func (m *Memo) news(ws []ifi.Warning) []ifi.Warning {
 // told is what of an apply's warnings ws the apply says: not what its plan said.
 // An update's plan refreshed the memo, so a standing condition the memo holds as
 // said is left out and a new one (found by the apply) is said; a create's plan read
-// the host moments ago and said every standing condition it found.
+// the host moments ago and said every condition it found there, but not those the
+// change brings about (outcome). Every standing condition is then recorded as said.
 func (m *Memo) told(ws []ifi.Warning, create bool) []ifi.Warning {
 	if !create {
 		return m.news(ws)
@@ -61,7 +66,9 @@ func (m *Memo) told(ws []ifi.Warning, create bool) []ifi.Warning {
 	for _, w := range ws {
 		if isStanding(w) {
 			m.Said = append(m.Said, digest(w))
-			continue
+			if !slices.Contains(outcome, w.Code) {
+				continue
+			}
 		}
 		out = append(out, w)
 	}

@@ -35,10 +35,11 @@ func TestMemoNews(t *testing.T) {
 		t.Errorf("update's apply: said %v, want only what is not standing and already said", got)
 	}
 	c := &Memo{}
-	if got := codes(c.told([]ifi.Warning{tde, recovered}, true)); !slices.Equal(got, []string{WarnRecovered}) {
-		t.Errorf("create's apply: said %v, want no standing condition", got)
+	pending := ifi.Warning{Code: ifi.WarnRestartPending, Summary: "A restart of SQL Server is pending"}
+	if got := codes(c.told([]ifi.Warning{tde, pending, recovered}, true)); !slices.Equal(got, []string{ifi.WarnRestartPending, WarnRecovered}) {
+		t.Errorf("create's apply: said %v, want what the change brought about and what is not standing, not the TDE its plan said", got)
 	}
-	if got := codes(c.news([]ifi.Warning{tde})); len(got) != 0 {
+	if got := codes(c.news([]ifi.Warning{tde, pending})); len(got) != 0 {
 		t.Errorf("the refresh after a create: said %v, want nothing (the create's plan said it)", got)
 	}
 }
