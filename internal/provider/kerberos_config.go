@@ -3,7 +3,6 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -75,73 +74,59 @@ func applyKerberos(k kerberosModel, rc *remote.Config) {
 	}
 }
 
-// validateKerberos checks at plan what can be checked without a KDC: a readable
-// keytab and krb5.conf, and a KDC for the realm. With auth = "negotiate" it checks
-// what was set explicitly (a keytab, a krb5_conf, a realm), since negotiate uses NTLM
-// when Kerberos is not configured. Kerberos settings with "ntlm" or "basic" get a
-// warning, since they would be ignored.
+// validateKerberos says remote's Kerberos findings on rc (after SetDefaults) at
+// the winrm block's arguments: remote.Config.CheckKerberos decides what is checked
+// (a readable keytab and krb5.conf, a realm and a KDC for it, settings that auth
+// ignores); here each finding only becomes a diagnostic in the provider's words.
 // sqlKerberos: the sql block logs on with Kerberos, which reads winrm.krb5_conf too.
 func validateKerberos(rc remote.Config, sqlKerberos bool) diag.Diagnostics {
 	var diags diag.Diagnostics
-	at := func(name string) path.Path { return path.Root("winrm").AtName(name) }
-	auth := rc.Auth // after SetDefaults
-	if auth != remote.AuthKerberos && auth != remote.AuthNegotiate {
-		for name, v := range map[string]string{"keytab": rc.Keytab, "krb5_conf": rc.Krb5Conf, "realm": rc.Realm} {
-			if v != "" && !(sqlKerberos && name == "krb5_conf") {
-				diags.AddAttributeWarning(at(name), "Kerberos setting ignored",
-					fmt.Sprintf("winrm.%s is used only with auth = \"kerberos\" or \"negotiate\" (and krb5_conf with sql.auth = \"kerberos\"); auth is %q.", name, auth))
-			}
-		}
-		return diags
-	}
-	if auth == remote.AuthNegotiate && rc.Keytab == "" && rc.Krb5Conf == "" && rc.Realm == "" && rc.Password != "" {
-		return diags // Kerberos only if the default krb5.conf lists the realm's KDC, else NTLM
-	}
-	if rc.Keytab != "" && rc.Password == "" {
-		if st, err := os.Stat(rc.Keytab); err != nil || st.IsDir() {
-			why := "it is a directory"
-			if err != nil {
-				why = err.Error()
-			}
-			diags.AddAttributeError(at("keytab"), "Keytab not found",
-				fmt.Sprintf("winrm.keytab %s cannot be used: %s. Give the path of a keytab with the user's keys (ktutil, or ktpass on Windows), "+
-					"or set winrm.password instead.", rc.Keytab, why))
-		}
-	}
-	confPath := krb.Krb5ConfPath(rc.Krb5Conf)
-	conf, err := krb.LoadKrb5Conf(confPath)
-	if err != nil {
-		why := ""
-		if auth == remote.AuthNegotiate && rc.Password == "" && rc.Keytab == "" {
-			why = " Without a password (winrm.password or " + EnvWinRMPassword + ") negotiate logs on with Kerberos from the credential cache, which needs it."
-		}
-		diags.AddAttributeError(at("krb5_conf"), "Unreadable krb5.conf",
-			fmt.Sprintf("The Kerberos configuration %s cannot be used: %v. Set winrm.krb5_conf (or %s, or KRB5_CONFIG) to a readable krb5.conf that names the realm's KDCs.%s",
-				confPath, errText(err), EnvWinRMKrb5Conf, why))
-		return diags
-	}
-	if auth == remote.AuthNegotiate && rc.Password != "" && rc.Keytab == "" && rc.Realm == "" {
-		return diags // negotiate: NTLM when krb5.conf lists no KDC for the user's realm
-	}
-	if rc.Username == "" && rc.Password == "" && rc.Keytab == "" {
-		return diags // the credential cache names the realm; checked at the first logon
-	}
-	_, realm := krb.SplitPrincipal(rc.Username, conf)
-	attr := "username"
-	if rc.Realm != "" {
-		realm, attr = strings.ToUpper(rc.Realm), "realm"
-	}
-	if realm == "" {
-		diags.AddAttributeError(at("username"), "No Kerberos realm",
-			fmt.Sprintf("winrm.username %q names no realm and %s has no default_realm. Write it user@REALM (the domain's DNS name in upper case) or set winrm.realm.", rc.Username, confPath))
-		return diags
-	}
-	if !conf.LibDefaults.DNSLookupKDC && len(krb.RealmKDCs(conf, realm)) == 0 {
-		diags.AddAttributeError(at(attr), "Realm without KDC",
-			fmt.Sprintf("The realm %s (from winrm.%s) has no KDC in %s and dns_lookup_kdc is off. Add [realms] %s = { kdc = <domain controller> } to it, or set dns_lookup_kdc = true.",
-				realm, attr, confPath, realm))
+	for _, f := range rc.CheckKerberos(sqlKerberos) {
+		diags.Append(kerberosDiagnostic(f))
 	}
 	return diags
+}
+
+// kerberosDiagnostic says one CheckKerberos finding at its argument.
+func kerberosDiagnostic(f *remote.ConfigError) diag.Diagnostic {
+	name := winrmAttribute[f.Setting]
+	at := path.Root("winrm").AtName(name)
+	var ke remote.KerberosError
+	if k := (*remote.KerberosError)(nil); errors.As(f, &k) {
+		ke = *k
+	}
+	switch ke.Sentinel {
+	case remote.WarnKerberosUnused:
+		return diag.NewAttributeWarningDiagnostic(at, "Kerberos setting ignored",
+			fmt.Sprintf("winrm.%s is used only with auth = \"kerberos\" or \"negotiate\" (and krb5_conf with sql.auth = \"kerberos\"); auth is %q.", name, ke.Auth))
+	case remote.ErrKeytabUnusable:
+		why := "it is a directory"
+		if ke.Err != nil {
+			why = ke.Err.Error()
+		}
+		return diag.NewAttributeErrorDiagnostic(at, "Keytab not found",
+			fmt.Sprintf("winrm.keytab %s cannot be used: %s. Give the path of a keytab with the user's keys (ktutil, or ktpass on Windows), "+
+				"or set winrm.password instead.", ke.Path, why))
+	case remote.ErrKrb5ConfUnusable:
+		why := ""
+		if ke.FromCCache {
+			why = " Without a password (winrm.password or " + EnvWinRMPassword + ") negotiate logs on with Kerberos from the credential cache, which needs it."
+		}
+		return diag.NewAttributeErrorDiagnostic(at, "Unreadable krb5.conf",
+			fmt.Sprintf("The Kerberos configuration %s cannot be used: %v. Set winrm.krb5_conf (or %s, or KRB5_CONFIG) to a readable krb5.conf that names the realm's KDCs.%s",
+				ke.Path, errText(ke.Err), EnvWinRMKrb5Conf, why))
+	case remote.ErrNoRealm:
+		return diag.NewAttributeErrorDiagnostic(at, "No Kerberos realm",
+			fmt.Sprintf("winrm.username %q names no realm and %s has no default_realm. Write it user@REALM (the domain's DNS name in upper case) or set winrm.realm.", ke.Username, ke.Path))
+	case remote.ErrRealmWithoutKDC:
+		return diag.NewAttributeErrorDiagnostic(at, "Realm without KDC",
+			fmt.Sprintf("The realm %s (from winrm.%s) has no KDC in %s and dns_lookup_kdc is off. Add [realms] %s = { kdc = <domain controller> } to it, or set dns_lookup_kdc = true.",
+				ke.Realm, name, ke.Path, ke.Realm))
+	}
+	if f.Warning {
+		return diag.NewAttributeWarningDiagnostic(at, "WinRM Kerberos setting", "winrm."+name+": "+f.Error()+".")
+	}
+	return diag.NewAttributeErrorDiagnostic(at, "Invalid WinRM setting", "winrm."+name+": "+f.Error()+".")
 }
 
 // errText is an error's message without the package prefix.

@@ -142,11 +142,14 @@ func (s Setting) String() string {
 	return "none"
 }
 
-// ConfigError is one problem Validate found: which setting, and what (wrapping one of
-// the Err* sentinels).
+// ConfigError is one problem Validate, Warnings or CheckKerberos found: which
+// setting, and what (wrapping one of the Err* or Warn* sentinels).
 type ConfigError struct {
 	Setting Setting
 	Err     error
+	// Warning: the setting works, or is ignored, rather than failing (the Warn*
+	// sentinels).
+	Warning bool
 }
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
@@ -188,11 +191,11 @@ func (c Config) knownAuth() bool {
 func (c Config) Warnings() []*ConfigError {
 	var out []*ConfigError
 	if c.Auth == AuthBasic && !c.HTTPS && c.AllowUnencrypted {
-		out = append(out, &ConfigError{Setting: SettingAuth, Err: WarnClearTextPassword},
-			&ConfigError{Setting: SettingAllowUnencrypted, Err: WarnClearTextMessages})
+		out = append(out, &ConfigError{Setting: SettingAuth, Err: WarnClearTextPassword, Warning: true},
+			&ConfigError{Setting: SettingAllowUnencrypted, Err: WarnClearTextMessages, Warning: true})
 	}
 	if c.Insecure && c.HTTPS {
-		out = append(out, &ConfigError{Setting: SettingInsecure, Err: WarnUnverifiedCertificate})
+		out = append(out, &ConfigError{Setting: SettingInsecure, Err: WarnUnverifiedCertificate, Warning: true})
 	}
 	return out
 }
