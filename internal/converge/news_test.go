@@ -43,4 +43,3 @@ func TestMemoNews(t *testing.T) {
 		t.Errorf("the refresh after a create: said %v, want nothing (the create's plan said it)", got)
 	}
 }
-
