@@ -41,6 +41,8 @@ type clusterNode struct {
 	c    *fakeCluster
 	name string
 	down bool // nothing answers at its address
+	// eventLog: set_right's changes leave no entry in the node's event log (its warning).
+	eventLog string
 }
 
 func newFakeCluster(granted ...string) *fakeCluster {
@@ -97,7 +99,11 @@ func (n *clusterNode) SetRight(ctx context.Context, p contract.SetRightParams) (
 	if err := n.unreachable(); err != nil {
 		return nil, err
 	}
-	return n.fakeHost.SetRight(ctx, p)
+	res, err := n.fakeHost.SetRight(ctx, p)
+	if res != nil {
+		res.EventLogWarning = n.eventLog
+	}
+	return res, err
 }
 
 func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterParams) (*contract.ReadClusterResult, error) {
@@ -178,17 +184,24 @@ func (c *fakeCluster) setRights() int {
 	return n
 }
 
-// clusterChecker is SQL Server on the virtual name: the owner's Engine.
+// clusterChecker is SQL Server on the virtual name: the owner's Engine. err fails
+// each check.
 type clusterChecker struct {
-	c     *fakeCluster
-	hosts []string
+	c       *fakeCluster
+	hosts   []string
+	targets []contract.SQLTarget
+	err     error
 }
 
 func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
 	k.c.mu.Lock()
 	h := k.c.nodes[k.c.owner].fakeHost
 	k.hosts = append(k.hosts, t.Host)
+	k.targets = append(k.targets, t)
 	k.c.mu.Unlock()
+	if k.err != nil {
+		return nil, k.err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	on := h.runningIFI
@@ -201,6 +214,9 @@ func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) er
 type clusterClients struct {
 	c       *fakeCluster
 	checker *clusterChecker
+	// noSQL: the provider has no sql block; setupErr: the SQL client cannot be set up.
+	noSQL    bool
+	setupErr error
 }
 
 func (cl *clusterClients) Host(addr string, _ int) (Host, error) {
@@ -212,7 +228,15 @@ func (cl *clusterClients) Host(addr string, _ int) (Host, error) {
 	return nil, fmt.Errorf("no such host %s", addr)
 }
 
-func (cl *clusterClients) SQLChecker() (contract.SQLChecker, error) { return cl.checker, nil }
+func (cl *clusterClients) SQLChecker() (contract.SQLChecker, error) {
+	switch {
+	case cl.setupErr != nil:
+		return nil, cl.setupErr
+	case cl.noSQL:
+		return nil, nil
+	}
+	return cl.checker, nil
+}
 
 func clusterWorld(c *fakeCluster) (*Engine, *clusterChecker, ClusterTarget) {
 	k := &clusterChecker{c: c}
@@ -503,4 +527,232 @@ func TestDestroyClusterRevokesEverywhere(t *testing.T) {
 		t.Errorf("nodes %+v, moves %d, restarts %d", out.Nodes, len(c.moves), c.restarts)
 	}
 	wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
+}
+
+// HalfDone says the apply changed some node but did not make every step it
+// planned: what the state must record as done on one node and not on another.
+func TestClusterOutcomeHalfDone(t *testing.T) {
+	step := ifi.Step{SID: svcSID, Grant: true}
+	two := []ifi.Step{step, {SID: acctSID, Grant: true}}
+	denied := errors.New("access denied")
+	for _, tc := range []struct {
+		name  string
+		nodes []NodeResult
+		want  bool
+	}{
+		{"nothing planned", []NodeResult{{Node: "SQL01"}}, false},
+		{"every step done", []NodeResult{{Node: "SQL01", Planned: []ifi.Step{step}, Done: []ifi.Step{step}}, {Node: "SQL02"}}, false},
+		{"the first node failed before any change", []NodeResult{{Node: "SQL01", Planned: []ifi.Step{step}, Err: denied}}, false},
+		{"one node done, the next failed", []NodeResult{{Node: "SQL01", Planned: []ifi.Step{step}, Done: []ifi.Step{step}},
+			{Node: "SQL02", Planned: []ifi.Step{step}, Err: denied}}, true},
+		{"a node's first step done, its second failed", []NodeResult{{Node: "SQL01", Planned: two, Done: two[:1], Err: denied}}, true},
+		{"a node's second step not made", []NodeResult{{Node: "SQL01", Planned: two, Done: two[:1]}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (&ClusterOutcome{Nodes: tc.nodes}).HalfDone(); got != tc.want {
+				t.Errorf("HalfDone() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A change a node could not record in its event log: one warning for that node,
+// naming it and the host's reason.
+func TestApplyClusterEventLogWarningNamesTheNode(t *testing.T) {
+	c := newFakeCluster("SQL01")
+	c.nodes["SQL03"].eventLog = noEventLog
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []ifi.Warning
+	for _, w := range out.Warnings {
+		if w.Code == WarnEventLog {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0].Detail, "node SQL03") || !strings.Contains(got[0].Detail, addrOf("SQL03")) ||
+		!strings.Contains(got[0].Detail, noEventLog) {
+		t.Fatalf("event log warnings %+v; want one for SQL03", got)
+	}
+}
+
+// A failure half way whose read back fails too: the failure is the error, and a
+// warning says what the nodes hold is unknown (no stale assessment is kept).
+func TestApplyClusterHalfDoneThenUnreadable(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL03"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("LsaAddAccountRights failed: 0xC0000022 (access denied)")}
+	}
+	c.nodes["SQL01"].readErr = func(n int) error {
+		if n > 1 {
+			return transientErr{}
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL03" || !ce.Changed {
+		t.Fatalf("err = %v", err)
+	}
+	wantWarning(t, out.Warnings, WarnStateStale)
+	if out.Cluster != nil || !out.HalfDone() {
+		t.Errorf("cluster %+v, half done %v; want no assessment, half done", out.Cluster, out.HalfDone())
+	}
+}
+
+// What the observation warns about (here: where SQL Server answers is unknown)
+// reaches the outcome on every path: a read, an apply that changes nothing, one
+// that grants and reads back, and one that fails half way and is read back.
+func TestClusterObservationWarningsReachTheOutcome(t *testing.T) {
+	portless := func(c *fakeCluster) *fakeCluster {
+		for _, n := range c.nodes {
+			n.ri.TCPPort = 0
+		}
+		return c
+	}
+	lsaDenied := func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}
+	}
+	never := withRestartPolicy(enable, ifi.RestartNever)
+	for _, tc := range []struct {
+		name string
+		c    *fakeCluster
+		run  func(*Engine, ClusterTarget) (*ClusterOutcome, error)
+		fail bool
+	}{
+		{"read", portless(newFakeCluster("SQL01")), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ReadCluster(context.Background(), ct, never)
+		}, false},
+		{"apply, converged", portless(newFakeCluster("SQL01", "SQL02", "SQL03")), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ApplyCluster(context.Background(), ct, never)
+		}, false},
+		{"apply, grants", portless(newFakeCluster("SQL01")), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ApplyCluster(context.Background(), ct, never)
+		}, false},
+		{"apply, fails half way", func() *fakeCluster {
+			c := portless(newFakeCluster())
+			c.nodes["SQL03"].setRightErr = lsaDenied
+			return c
+		}(), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ApplyCluster(context.Background(), ct, never)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, ct := clusterWorld(tc.c)
+			out, err := tc.run(e, ct)
+			if (err != nil) != tc.fail {
+				t.Fatalf("err = %v", err)
+			}
+			wantWarning(t, out.Warnings, WarnSQLPortUnknown)
+			if out.Cluster == nil {
+				t.Fatal("no assessment")
+			}
+			// The assessment's own warnings come too (SQL02 and SQL03 lack the right
+			// unless the apply granted them).
+			if lacks := len(out.Cluster.Lacking) > 0; lacks != ifi.HasWarning(out.Warnings, ifi.WarnFailoverLosesIFI) {
+				t.Errorf("lacking %v, warnings %v", out.Cluster.Lacking, codes(out.Warnings))
+			}
+		})
+	}
+}
+
+// SQL Server of the FCI is asked at the sql block's address (else the virtual
+// name) and the configured port (else the owner's), only while the owner runs; when
+// it cannot be asked, verification falls back to the owner's error log and a
+// warning says why.
+func TestReadClusterSQLVerification(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(c *fakeCluster, cl *clusterClients, ct *ClusterTarget)
+		wantAt   []contract.SQLTarget
+		wantSrc  ifi.Source
+		wantWarn string
+		wantConf bool
+	}{
+		{"the sql block's address, the owner's port", func(*fakeCluster, *clusterClients, *ClusterTarget) {},
+			[]contract.SQLTarget{{Host: "listener.corp.example", Port: 1433, Instance: "MSSQLSERVER"}}, ifi.SourceSQLDMV, "", true},
+		{"no sql address: the virtual name", func(_ *fakeCluster, _ *clusterClients, ct *ClusterTarget) { ct.SQLHost = "" },
+			[]contract.SQLTarget{{Host: "sqlvs1.corp.example", Port: 1433, Instance: "MSSQLSERVER"}}, ifi.SourceSQLDMV, "", true},
+		{"the configured port", func(_ *fakeCluster, _ *clusterClients, ct *ClusterTarget) { ct.SQLPort = 14330 },
+			[]contract.SQLTarget{{Host: "listener.corp.example", Port: 14330, Instance: "MSSQLSERVER"}}, ifi.SourceSQLDMV, "", true},
+		{"the owner's port unknown", func(c *fakeCluster, _ *clusterClients, _ *ClusterTarget) { c.nodes["SQL01"].ri.TCPPort = 0 },
+			nil, ifi.SourceErrorLog, WarnSQLPortUnknown, true},
+		{"the owner stopped", func(c *fakeCluster, _ *clusterClients, _ *ClusterTarget) {
+			c.nodes["SQL01"].ri.ServiceState = contract.StateStopped
+		}, nil, ifi.SourceNone, "", true},
+		{"the check fails", func(_ *fakeCluster, cl *clusterClients, _ *ClusterTarget) {
+			cl.checker.err = errors.New("login failed")
+		},
+			[]contract.SQLTarget{{Host: "listener.corp.example", Port: 1433, Instance: "MSSQLSERVER"}}, ifi.SourceErrorLog, WarnSQLCheck, true},
+		{"the SQL client cannot be set up", func(_ *fakeCluster, cl *clusterClients, _ *ClusterTarget) {
+			cl.setupErr = errors.New("no Kerberos ticket")
+		}, nil, ifi.SourceErrorLog, WarnSQLSetup, true},
+		{"no sql block", func(_ *fakeCluster, cl *clusterClients, _ *ClusterTarget) { cl.noSQL = true }, nil, ifi.SourceErrorLog, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster("SQL01", "SQL02", "SQL03")
+			on := true
+			c.nodes["SQL01"].ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: &on}
+			e, k, ct := clusterWorld(c)
+			ct.SQLHost = "listener.corp.example"
+			tc.setup(c, e.Clients.(*clusterClients), &ct)
+			out, err := e.ReadCluster(context.Background(), ct, enable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(k.targets) != fmt.Sprint(tc.wantAt) {
+				t.Errorf("SQL Server asked at %+v; want %+v", k.targets, tc.wantAt)
+			}
+			v := out.Observed.Verification
+			if v.Source != tc.wantSrc || v.SQLConfigured != tc.wantConf {
+				t.Errorf("verified by %s (sql configured %v); want %s (%v)", v.Source, v.SQLConfigured, tc.wantSrc, tc.wantConf)
+			}
+			for _, code := range []string{WarnSQLPortUnknown, WarnSQLCheck, WarnSQLSetup} {
+				if ifi.HasWarning(out.Warnings, code) != (code == tc.wantWarn) {
+					t.Errorf("warnings %v; want %q among the SQL ones", codes(out.Warnings), tc.wantWarn)
+				}
+			}
+		})
+	}
+}
+
+// A revoke that fails on one node: the error names it, the nodes before it are
+// revoked and recorded, the nodes after it untouched.
+func TestDestroyClusterFailureNamesTheNode(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL02"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("LsaRemoveAccountRights failed: 0xC0000022 (access denied)")}
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL02" || !ce.Changed {
+		t.Fatalf("err = %v", err)
+	}
+	if c.nodes["SQL01"].holds(svcSID) || !c.nodes["SQL02"].holds(svcSID) || !c.nodes["SQL03"].holds(svcSID) {
+		t.Error("want SQL01 revoked, SQL02 and SQL03 untouched")
+	}
+	if len(out.Nodes) != 2 || !out.HalfDone() || c.nodes["SQL03"].setRightOps != 0 {
+		t.Errorf("nodes %+v", out.Nodes)
+	}
+}
+
+// A possible owner that cannot be read: destroy names it and revokes nothing on
+// any node.
+func TestDestroyClusterUnreadableNodeRevokesNothing(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL03"].down = true
+	e, _, ct := clusterWorld(c)
+	_, err := e.DestroyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindObserveFailed || ce.Node != "SQL03" || ce.Target.Host != addrOf("SQL03") ||
+		!strings.Contains(ce.Error(), "nothing was revoked on any node") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.setRights() != 0 {
+		t.Errorf("%d set_right requests; want none", c.setRights())
+	}
 }
