@@ -66,7 +66,8 @@ func covers(t target, f string) bool {
 func measuredAt(sel map[string]bool) (string, error) {
 	sha, err := git(".", "rev-parse", "HEAD")
 	if err != nil {
-		return "", err
+		// Not a git checkout (a source archive): the figures stand, unanchored.
+		return "an unknown commit (not a git checkout)", nil
 	}
 	sha = strings.TrimSpace(sha)
 	changed, err := changedSince(".", sha)
