@@ -43,6 +43,8 @@ type clusterNode struct {
 	down bool // nothing answers at its address
 	// eventLog: set_right's changes leave no entry in the node's event log (its warning).
 	eventLog string
+	// clusterErr fails read_cluster on this node.
+	clusterErr error
 }
 
 func newFakeCluster(granted ...string) *fakeCluster {
@@ -109,6 +111,9 @@ func (n *clusterNode) SetRight(ctx context.Context, p contract.SetRightParams) (
 func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterParams) (*contract.ReadClusterResult, error) {
 	if err := n.unreachable(); err != nil {
 		return nil, err
+	}
+	if n.clusterErr != nil {
+		return nil, n.clusterErr
 	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
@@ -185,12 +190,14 @@ func (c *fakeCluster) setRights() int {
 }
 
 // clusterChecker is SQL Server on the virtual name: the owner's Engine. err fails
-// each check.
+// each check, waitErr each wait for SQL Server after a restart (waited records them).
 type clusterChecker struct {
 	c       *fakeCluster
 	hosts   []string
 	targets []contract.SQLTarget
 	err     error
+	waitErr error
+	waited  []contract.SQLTarget
 }
 
 func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
@@ -209,7 +216,12 @@ func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*cont
 		EncryptedDatabases: []string{}}, nil
 }
 
-func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error { return nil }
+func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error {
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	k.waited = append(k.waited, t)
+	return k.waitErr
+}
 
 type clusterClients struct {
 	c       *fakeCluster
@@ -754,5 +766,62 @@ func TestDestroyClusterUnreadableNodeRevokesNothing(t *testing.T) {
 	}
 	if c.setRights() != 0 {
 		t.Errorf("%d set_right requests; want none", c.setRights())
+	}
+}
+
+// An FCI that cannot be observed on the node pointed at: each failure is its own
+// error, and nothing is read further.
+func TestReadClusterObserveFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(c *fakeCluster, ct *ClusterTarget)
+		kind  Kind
+	}{
+		{"no host at the address", func(_ *fakeCluster, ct *ClusterTarget) { ct.Host = "nowhere.corp.example" }, KindHostSetup},
+		{"read_instance fails", func(c *fakeCluster, _ *ClusterTarget) {
+			c.nodes["SQL01"].readErr = func(int) error { return errors.New("WinRM: 500") }
+		}, KindObserveFailed},
+		{"the instance is not installed", func(c *fakeCluster, _ *ClusterTarget) { c.nodes["SQL01"].installed = false }, KindNotFound},
+		{"read_cluster fails", func(c *fakeCluster, _ *ClusterTarget) {
+			c.nodes["SQL01"].clusterErr = errors.New("the cluster service is not running")
+		},
+			KindClusterReadFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster("SQL01")
+			e, k, ct := clusterWorld(c)
+			tc.setup(c, &ct)
+			_, err := e.ReadCluster(context.Background(), ct, enable)
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != tc.kind {
+				t.Fatalf("err = %v; want kind %s", err, tc.kind)
+			}
+			if c.nodes["SQL02"].reads != 0 || len(k.targets) != 0 {
+				t.Errorf("read on: SQL02 %d times, SQL Server %d times; want neither", c.nodes["SQL02"].reads, len(k.targets))
+			}
+		})
+	}
+}
+
+// After a failover SQL Server is awaited on the virtual name, as one that answered
+// before (so the wait lasts to the deadline); when it does not come back, the
+// error says the role moved and SQL Server restarted.
+func TestApplyClusterFailoverWaitsForSQLServer(t *testing.T) {
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover)); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.waited) != 1 || k.waited[0].Host != "sqlvs1.corp.example" || k.waited[0].Port != 1433 || !k.waited[0].AnsweredTDS {
+		t.Errorf("waited for %+v; want sqlvs1.corp.example:1433, seen answering", k.waited)
+	}
+
+	c = newFakeCluster()
+	e, k, ct = clusterWorld(c)
+	k.waitErr = errors.New("SQL Server did not accept a connection within 10m0s")
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindNotReady || !ce.Restarted || !ce.Changed || ce.Move == nil || ce.Move.To != "SQL02" {
+		t.Fatalf("err = %v (%+v)", err, ce)
 	}
 }
