@@ -71,6 +71,7 @@ func main() {
 	jobs := flag.Int("j", 4, "mutants whose tests run at once (they mostly wait; one builds at a time)")
 	files := flag.String("files", "", "run only the mutants of these decision files (comma-separated, from the module root); a partial run")
 	base := flag.String("base", "", "run only the mutants of the decision files changed since this commit or branch's merge base with HEAD (committed, uncommitted or new); a partial run")
+	survivors := flag.String("survivors", "", "run only the mutants a report (or a run's output) lists as survived or hung: a quick check that new tests kill them; a partial run")
 	check := flag.Bool("check", false, "run nothing: say which decision files changed since the commit the report's figures were measured at")
 	strict := flag.Bool("strict", false, "with -check: exit 1 when some did")
 	flag.Parse()
@@ -90,6 +91,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mutate: -match:", err)
 		os.Exit(2)
 	}
+	var again map[string]bool
+	if *survivors != "" {
+		raw, err := os.ReadFile(*survivors)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate: -survivors:", err)
+			os.Exit(2)
+		}
+		again = survivorKeys(raw)
+		if *update {
+			fmt.Fprintln(os.Stderr, "mutate: -update runs a whole package: not with -survivors")
+			os.Exit(2)
+		}
+	}
 	if *update && (*only == "" || *match != "") {
 		fmt.Fprintln(os.Stderr, "mutate: -update needs -only and no -match")
 		os.Exit(2)
@@ -107,7 +121,7 @@ func main() {
 		fmt.Println("mutate: no decision file changed since", *base, "(nothing to run)")
 		return
 	}
-	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re, *update, sel); err != nil {
+	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re, *update, sel, again); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
@@ -155,7 +169,7 @@ func selectFiles(files, base string) (map[string]bool, error) {
 	return sel, nil
 }
 
-func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp, update bool, sel map[string]bool) error {
+func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp, update bool, sel, again map[string]bool) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run from the module root (where go.mod is)")
 	}
@@ -190,6 +204,9 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 		}
 		var ms []mutate.Mutant
 		for _, m := range all {
+			if again != nil && !again[m.File+" "+m.Desc] {
+				continue
+			}
 			if match.MatchString(fmt.Sprintf("%s:%d %s", m.File, m.Line, m.Desc)) {
 				ms = append(ms, m)
 			}
@@ -218,6 +235,9 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 		return err
 	}
 	partial := match.String()
+	if again != nil {
+		partial = strings.TrimSpace("the survivors of an earlier run " + partial)
+	}
 	if sel != nil {
 		names := make([]string, 0, len(sel))
 		for f := range sel {
@@ -245,6 +265,24 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 		return os.WriteFile(out, rep, 0o644)
 	}
 	return os.WriteFile(out, report(tallies, results, stale, time.Since(started), only, partial, at), 0o644)
+}
+
+// survivorLine is a survived or hung mutant as a report lists it
+// ("- survived `file:line` Func: desc") or as a run prints it ("[3/9] survived file:line desc").
+var survivorLine = regexp.MustCompile("(?:survived|hung)\\s+`?([^\\s`:]+\\.go):\\d+`?\\s+(?:[A-Za-z0-9_.()]+: )?(.+)$")
+
+// survivorKeys are the "file desc" of the mutants a report or a run's output lists
+// as survived or hung. Line numbers are left out, so that the keys still name the
+// mutants after edits elsewhere in the file (a few others with the same
+// description in the same file may run too).
+func survivorKeys(raw []byte) map[string]bool {
+	keys := map[string]bool{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if m := survivorLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			keys[m[1]+" "+m[2]] = true
+		}
+	}
+	return keys
 }
 
 // decisionFiles are the files mutation covers in t: its Files, or every non-test

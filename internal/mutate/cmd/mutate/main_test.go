@@ -37,3 +37,21 @@ func TestUpdateReport(t *testing.T) {
 		t.Errorf("no mutant left at all:\n%s", got)
 	}
 }
+
+// -survivors reads the survived and hung mutants from a report and from a run's
+// output alike, and nothing else.
+func TestSurvivorKeys(t *testing.T) {
+	raw := "- survived `internal/a/x.go:3` T.f: `a == b`: == → !=\n- hung `internal/a/x.go:9` g: drop !\n" +
+		"  [7/362] survived internal/a/y.go:116 false → true\n  [8/362] killed   internal/a/y.go:118 delete assignment `x = 1`\n" +
+		"  [9/362] hung     internal/a/y.go:120 delete early `return nil`\n"
+	got := survivorKeys([]byte(raw))
+	want := []string{"internal/a/x.go `a == b`: == → !=", "internal/a/x.go drop !", "internal/a/y.go false → true", "internal/a/y.go delete early `return nil`"}
+	if len(got) != len(want) {
+		t.Errorf("keys %v; want %q", got, want)
+	}
+	for _, k := range want {
+		if !got[k] {
+			t.Errorf("keys %v lack %q", got, k)
+		}
+	}
+}
