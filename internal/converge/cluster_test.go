@@ -198,6 +198,23 @@ type clusterChecker struct {
 	err     error
 	waitErr error
 	waited  []contract.SQLTarget
+	// ag: the FCI is a replica of ag.replicas' groups, whose primary (ag) answers
+	// GroupHealth and LockGroup; nil: Always On off.
+	ag *fakeChecker
+}
+
+func (k *clusterChecker) GroupHealth(ctx context.Context, t contract.SQLTarget, group string) ([]contract.Replica, error) {
+	if k.ag == nil {
+		return nil, errors.New("Always On is off")
+	}
+	return k.ag.GroupHealth(ctx, t, group)
+}
+
+func (k *clusterChecker) LockGroup(ctx context.Context, t contract.SQLTarget, group, replica string) (contract.GroupLock, error) {
+	if k.ag == nil {
+		return nil, errors.New("Always On is off")
+	}
+	return k.ag.LockGroup(ctx, t, group, replica)
 }
 
 func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
@@ -212,8 +229,12 @@ func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*cont
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	on := h.runningIFI
-	return &contract.SQLReport{ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
-		EncryptedDatabases: []string{}}, nil
+	rep := &contract.SQLReport{ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
+		EncryptedDatabases: []string{}}
+	if k.ag != nil {
+		rep.HADREnabled, rep.Replicas, rep.Primaries = true, k.ag.replicas, k.ag.primaries()
+	}
+	return rep, nil
 }
 
 func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error {
@@ -823,5 +844,59 @@ func TestApplyClusterFailoverWaitsForSQLServer(t *testing.T) {
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Kind != KindNotReady || !ce.Restarted || !ce.Changed || ce.Move == nil || ce.Move.To != "SQL02" {
 		t.Fatalf("err = %v (%+v)", err, ce)
+	}
+}
+
+// An FCI that is a secondary replica of an availability group fails over under the
+// group's restart lock, taken on the primary and released after; while another run
+// holds it, the failover is refused naming the group and that replica.
+func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
+	secondary := func(k *clusterChecker) *fakeChecker {
+		k.ag = &fakeChecker{replicas: []contract.Replica{{Group: "AG1", Server: "SQLVS1", Local: true, Role: "SECONDARY",
+			Connected: "CONNECTED", Health: "HEALTHY"}}}
+		return k.ag
+	}
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	ag := secondary(k)
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover)); err != nil {
+		t.Fatal(err)
+	}
+	if len(ag.lockTargets) != 1 || ag.lockTargets[0].Host != "SQL01" || ag.locksHeld != 0 || len(c.moves) != 1 {
+		t.Errorf("lock taken at %+v, %d still held, %d moves; want once on the primary SQL01, released, one move", ag.lockTargets, ag.locksHeld, len(c.moves))
+	}
+
+	c = newFakeCluster()
+	e, k, ct = clusterWorld(c)
+	secondary(k).lockedBy = "SQL03"
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "AG1") ||
+		!strings.Contains(ce.Refusal.Detail, "SQL03") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(c.moves) != 0 || c.restarts != 0 {
+		t.Errorf("moves %d, restarts %d; want none", len(c.moves), c.restarts)
+	}
+}
+
+// A possible owner whose address has no WinRM client: the refusal names the node
+// and why, and nothing changes on any node.
+func TestApplyClusterNodeWithoutAClient(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	ct.Resolve = func(node string) string {
+		if node == "SQL03" {
+			return "nowhere.corp.example"
+		}
+		return addrOf(node)
+	}
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || !strings.Contains(ce.Error(), "SQL03") || !strings.Contains(ce.Error(), "no such host nowhere.corp.example") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.setRights() != 0 {
+		t.Errorf("%d set_right requests; want none", c.setRights())
 	}
 }
