@@ -900,3 +900,56 @@ func TestApplyClusterNodeWithoutAClient(t *testing.T) {
 		t.Errorf("%d set_right requests; want none", c.setRights())
 	}
 }
+
+// Each way another possible owner cannot be read is named in the refusal, with its
+// reason; a node that reports no computer name is taken at its word.
+func TestApplyClusterNodeReadFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(n *clusterNode)
+		want  string // "" = the apply succeeds
+	}{
+		{"read_instance fails", func(n *clusterNode) { n.down = true }, "connect: connection refused"},
+		{"the instance is not installed", func(n *clusterNode) { n.installed = false }, "instance MSSQLSERVER is not installed there"},
+		{"the address reaches another computer", func(n *clusterNode) { n.ri.ComputerName = "SQL09" },
+			"the address " + addrOf("SQL03") + " reaches SQL09, not the node SQL03"},
+		{"no computer name reported", func(n *clusterNode) { n.ri.ComputerName = "" }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster()
+			tc.setup(c.nodes["SQL03"])
+			e, _, ct := clusterWorld(c)
+			_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+			if tc.want == "" {
+				if err != nil || !c.nodes["SQL03"].holds(svcSID) {
+					t.Fatalf("err = %v, SQL03 granted %v; want the grant made", err, c.nodes["SQL03"].holds(svcSID))
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindRefused || !strings.Contains(ce.Error(), "SQL03") || !strings.Contains(ce.Error(), tc.want) {
+				t.Fatalf("err = %v; want a refusal naming SQL03 and %q", err, tc.want)
+			}
+			if c.setRights() != 0 {
+				t.Errorf("%d set_right requests; want none", c.setRights())
+			}
+		})
+	}
+}
+
+// An FCI that cannot be assessed (the grantee's account cannot be resolved) is
+// KindAssessFailed on a read, and nothing is changed by an apply.
+func TestClusterAssessFailure(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL01"].ri.StartAccount, c.nodes["SQL01"].ri.StartAccountSID = `CORP\gone`, ""
+	e, _, ct := clusterWorld(c)
+	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, Restart: ifi.RestartNever}
+	out, err := e.ReadCluster(context.Background(), ct, d)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindAssessFailed || out == nil || out.Cluster != nil {
+		t.Fatalf("read: %+v, err = %v; want KindAssessFailed and no assessment", out, err)
+	}
+	if _, err := e.ApplyCluster(context.Background(), ct, d); err == nil || c.setRights() != 0 {
+		t.Fatalf("apply: err = %v, %d set_right requests; want an error and none", err, c.setRights())
+	}
+}
