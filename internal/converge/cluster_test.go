@@ -30,10 +30,12 @@ type fakeCluster struct {
 	order     []string
 
 	cutAnswer bool // the cluster action happens, its answer is lost
-	failBack  bool // the next move ends Online on the old owner
-	moves     []contract.ClusterMoveParams
-	restarts  int
-	reads     int // read_cluster requests
+	// failbackAllow: the role fails back to its first preferred owner (AutoFailbackType 1).
+	failbackAllow bool
+	failBack      bool // the next move ends Online on the old owner
+	moves         []contract.ClusterMoveParams
+	restarts      int
+	reads         int // read_cluster requests
 }
 
 type clusterNode struct {
@@ -76,6 +78,9 @@ func (c *fakeCluster) readLocked(node string) *contract.ReadClusterResult {
 		Group: contract.ClusterGroup{Name: "SQL Server (MSSQLSERVER)", OwnerNode: c.owner, State: c.state, PreferredOwners: slices.Clone(c.preferred),
 			FailbackWindowStart: -1, FailbackWindowEnd: -1, FailoverThreshold: 2, FailoverPeriodHours: 6},
 		PossibleOwners: slices.Clone(c.order)}
+	if c.failbackAllow {
+		r.Group.AutoFailbackType = contract.FailbackAllow
+	}
 	for _, n := range c.order {
 		r.Nodes = append(r.Nodes, contract.ClusterNode{Name: n, State: c.nodeState[n]})
 	}
@@ -858,6 +863,7 @@ func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
 	}
 	c := newFakeCluster()
 	e, k, ct := clusterWorld(c)
+	e.Restarts = NewRestartLimiter(1)
 	ag := secondary(k)
 	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover)); err != nil {
 		t.Fatal(err)
@@ -865,9 +871,11 @@ func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
 	if len(ag.lockTargets) != 1 || ag.lockTargets[0].Host != "SQL01" || ag.locksHeld != 0 || len(c.moves) != 1 {
 		t.Errorf("lock taken at %+v, %d still held, %d moves; want once on the primary SQL01, released, one move", ag.lockTargets, ag.locksHeld, len(c.moves))
 	}
+	wantSlotFree(t, e, ct)
 
 	c = newFakeCluster()
 	e, k, ct = clusterWorld(c)
+	e.Restarts = NewRestartLimiter(1)
 	secondary(k).lockedBy = "SQL03"
 	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
 	var ce *Error
@@ -877,6 +885,81 @@ func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
 	}
 	if len(c.moves) != 0 || c.restarts != 0 {
 		t.Errorf("moves %d, restarts %d; want none", len(c.moves), c.restarts)
+	}
+	wantSlotFree(t, e, ct)
+}
+
+// wantSlotFree checks that the operation gave its restart slot back: the next
+// restart of the owner's host takes one at once (the context is already done, so a
+// slot still held fails at once too).
+func wantSlotFree(t *testing.T, e *Engine, ct ClusterTarget) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	release, err := e.restartSlot(ctx, ct.at(addrOf("SQL01")), &Outcome{})
+	if err != nil {
+		t.Fatalf("the restart slot is still held: %v", err)
+	}
+	release()
+}
+
+// After the failover of a secondary replica, a replica its primary does not see
+// HEALTHY again in time is a warning; the apply succeeds.
+func TestApplyClusterFailoverWarnsOfAnUnhealthyReplica(t *testing.T) {
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	e.Clock = fakeClock{now: time.Now()}
+	k.ag = &fakeChecker{replicas: []contract.Replica{{Group: "AG1", Server: "SQLVS1", Local: true, Role: "SECONDARY",
+		Connected: "CONNECTED", Health: "HEALTHY"}}}
+	k.ag.primarySees = func() []contract.Replica {
+		c.mu.Lock()
+		moved := len(c.moves) > 0
+		c.mu.Unlock()
+		health := "HEALTHY"
+		if moved {
+			health = "NOT_HEALTHY"
+		}
+		return []contract.Replica{{Group: "AG1", Server: "SQL01", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
+			{Group: "AG1", Server: "SQLVS1", Role: "SECONDARY", Connected: "CONNECTED", Health: health}}
+	}
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarning(t, out.Warnings, WarnGroupNotHealthy)
+	if k.ag.locksHeld != 0 {
+		t.Errorf("%d locks still held", k.ag.locksHeld)
+	}
+}
+
+// The plan's own warnings (here: a failback can follow the failover) are the
+// apply's too.
+func TestApplyClusterFailoverWarnsOfAFailback(t *testing.T) {
+	c := newFakeCluster()
+	c.failbackAllow = true
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarning(t, out.Warnings, ifi.WarnFailback)
+}
+
+// An FCI that changed since the plan refuses, saying what the apply would do now
+// as a plan of the same configuration would (not as a change made outside
+// Terraform), and changes nothing.
+func TestApplyClusterRefusesWhatThePlanDidNotSay(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	d := withRestartPolicy(enable, ifi.RestartNever)
+	d.Planned = ifi.ActionNone
+	_, err := e.ApplyCluster(context.Background(), ct, d)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "apply would grant, the plan said none") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(ce.Refusal.Detail, "outside Terraform") || c.setRights() != 0 {
+		t.Errorf("detail %q, %d set_right requests; want the prediction without drift, none", ce.Refusal.Detail, c.setRights())
 	}
 }
 
