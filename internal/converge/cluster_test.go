@@ -32,10 +32,12 @@ type fakeCluster struct {
 	cutAnswer bool // the cluster action happens, its answer is lost
 	// failbackAllow: the role fails back to its first preferred owner (AutoFailbackType 1).
 	failbackAllow bool
-	failBack      bool // the next move ends Online on the old owner
-	moves         []contract.ClusterMoveParams
-	restarts      int
-	reads         int // read_cluster requests
+	// noIFIOn: the Engine started on this node runs without IFI whatever the right's holders.
+	noIFIOn  string
+	failBack bool // the next move ends Online on the old owner
+	moves    []contract.ClusterMoveParams
+	restarts int
+	reads    int // read_cluster requests
 }
 
 type clusterNode struct {
@@ -136,7 +138,7 @@ func (c *fakeCluster) startOn(node string) {
 	h.mu.Lock()
 	h.restarts++
 	started := fakeBoot.Add(time.Duration(h.restarts) * time.Hour)
-	h.ri.ServiceState, h.ri.ProcessStartTime, h.runningIFI = contract.StateRunning, &started, h.effective()
+	h.ri.ServiceState, h.ri.ProcessStartTime, h.runningIFI = contract.StateRunning, &started, h.effective() && node != c.noIFIOn
 	h.mu.Unlock()
 	c.owner, c.state = node, contract.ClusterOnline
 }
@@ -1034,5 +1036,35 @@ func TestClusterAssessFailure(t *testing.T) {
 	}
 	if _, err := e.ApplyCluster(context.Background(), ct, d); err == nil || c.setRights() != 0 {
 		t.Fatalf("apply: err = %v, %d set_right requests; want an error and none", err, c.setRights())
+	}
+}
+
+// An apply with nothing to do reads the cluster once and changes nothing.
+func TestApplyClusterConvergedReadsOnce(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Changed || out.Cluster == nil || !out.Enabled || c.reads != 1 || c.setRights() != 0 || len(c.moves) != 0 {
+		t.Errorf("changed %v, enabled %v, read_cluster %d times, %d set_right, %d moves; want one read and nothing else",
+			out.Changed, out.Enabled, c.reads, c.setRights(), len(c.moves))
+	}
+}
+
+// A failover after which the new owner's Engine runs without IFI fails the check,
+// naming that node, with the state read back.
+func TestApplyClusterFailoverCheckFails(t *testing.T) {
+	c := newFakeCluster()
+	c.noIFIOn = "SQL02"
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindCheckFailed || ce.Node != "SQL02" || !ce.Restarted {
+		t.Fatalf("err = %v", err)
+	}
+	if out.Cluster == nil || out.Cluster.Owner != "SQL02" {
+		t.Errorf("read back %+v; want the owner SQL02", out.Cluster)
 	}
 }
