@@ -824,6 +824,9 @@ func TestReadClusterObserveFailures(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Kind != tc.kind {
 				t.Fatalf("err = %v; want kind %s", err, tc.kind)
 			}
+			if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever)); !errors.As(err, &ce) || ce.Kind != tc.kind {
+				t.Fatalf("apply: err = %v; want kind %s", err, tc.kind)
+			}
 			if c.nodes["SQL02"].reads != 0 || len(k.targets) != 0 {
 				t.Errorf("read on: SQL02 %d times, SQL Server %d times; want neither", c.nodes["SQL02"].reads, len(k.targets))
 			}
@@ -1066,5 +1069,72 @@ func TestApplyClusterFailoverCheckFails(t *testing.T) {
 	}
 	if out.Cluster == nil || out.Cluster.Owner != "SQL02" {
 		t.Errorf("read back %+v; want the owner SQL02", out.Cluster)
+	}
+}
+
+// A set_right whose answer is lost may have changed the node: the error says
+// something changed and the nodes are read back; one the host refused changed
+// nothing, and nothing is read again.
+func TestApplyClusterSetRightFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		changed bool
+	}{
+		{"the answer is lost", transientErr{}, true},
+		{"the host refused", &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster()
+			c.nodes["SQL01"].setRightErr = func(int, contract.SetRightParams) error { return tc.err }
+			e, _, ct := clusterWorld(c)
+			out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL01" || ce.Changed != tc.changed || out.Changed != tc.changed {
+				t.Fatalf("err = %v (changed %v), outcome changed %v; want changed %v", err, ce != nil && ce.Changed, out.Changed, tc.changed)
+			}
+			if (out.Cluster != nil) != tc.changed || c.setRights() != 1 {
+				t.Errorf("read back %v, %d set_right requests; want read back %v, one request", out.Cluster != nil, c.setRights(), tc.changed)
+			}
+		})
+	}
+}
+
+// A node's steps stop at the first that fails: when the grantee moved and the
+// revoke of the old one fails, the new one is not granted.
+func TestApplyClusterNodeStepsStopAtTheFirstFailure(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}
+	}
+	e, _, ct := clusterWorld(c)
+	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, PriorGranteeSID: svcSID, Restart: ifi.RestartNever}
+	out, err := e.ApplyCluster(context.Background(), ct, d)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL01" || ce.Step == nil || ce.Step.Grant {
+		t.Fatalf("err = %v; want the revoke on SQL01 failed", err)
+	}
+	r := nodeResult(t, out, "SQL01")
+	if len(r.Planned) != 2 || len(r.Done) != 0 || c.nodes["SQL01"].setRightOps != 1 || c.nodes["SQL01"].holds(acctSID) {
+		t.Errorf("SQL01 %+v, %d set_right requests; want two steps planned, none done, one request", r, c.nodes["SQL01"].setRightOps)
+	}
+}
+
+// A grant the node already holds when it is made (someone granted it since the
+// read) changes nothing: the node's result and the outcome say so.
+func TestApplyClusterGrantAlreadyMade(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02")
+	h := c.nodes["SQL03"].fakeHost
+	h.setRightErr = func(_ int, p contract.SetRightParams) error {
+		h.holders = append(h.holders, p.SID) // granted since the read (the host's lock is held)
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := nodeResult(t, out, "SQL03"); len(r.Done) != 1 || r.Changed || out.Changed {
+		t.Errorf("SQL03 %+v, outcome changed %v; want the step done without a change", r, out.Changed)
 	}
 }
