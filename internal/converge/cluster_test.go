@@ -257,9 +257,18 @@ type clusterClients struct {
 	// noSQL: the provider has no sql block; setupErr: the SQL client cannot be set up.
 	noSQL    bool
 	setupErr error
+	// hostsBeforeFailing: the WinRM client of an address is set up that many times,
+	// then no more (as when its credentials expire during the run).
+	hostsBeforeFailing map[string]int
 }
 
 func (cl *clusterClients) Host(addr string, _ int) (Host, error) {
+	if n, ok := cl.hostsBeforeFailing[addr]; ok {
+		if n == 0 {
+			return nil, fmt.Errorf("the WinRM client for %s could not be set up", addr)
+		}
+		cl.hostsBeforeFailing[addr] = n - 1
+	}
 	for name, n := range cl.c.nodes {
 		if addrOf(name) == addr {
 			return n, nil
@@ -1136,5 +1145,28 @@ func TestApplyClusterGrantAlreadyMade(t *testing.T) {
 	}
 	if r := nodeResult(t, out, "SQL03"); len(r.Done) != 1 || r.Changed || out.Changed {
 		t.Errorf("SQL03 %+v, outcome changed %v; want the step done without a change", r, out.Changed)
+	}
+}
+
+// A WinRM client that cannot be set up when it is needed for a change fails the
+// apply naming the node (its grant) or the node reached (the failover), and
+// nothing further is sent.
+func TestApplyClusterHostSetupFailsLater(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL03"): 1} // read, then not for the grant
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || ce.Node != "SQL03" || !ce.Changed {
+		t.Fatalf("grant: err = %v", err)
+	}
+
+	c = newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].runningIFI = false // a restart is pending
+	e, _, ct = clusterWorld(c)
+	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 1} // read, then not for the failover
+	_, err = e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || len(c.moves) != 0 {
+		t.Fatalf("failover: err = %v, %d moves", err, len(c.moves))
 	}
 }

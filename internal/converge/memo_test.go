@@ -188,3 +188,10 @@ func TestMemoDestroyPlanWarningsFromTheRead(t *testing.T) {
 		t.Errorf("warnings %+v; want the one stays-on-after-the-destroy warning", ws)
 	}
 }
+
+// A memo of the same instance on another host is not this one's.
+func TestDecodeMemoOfAnotherHost(t *testing.T) {
+	if m := DecodeMemo(encodedMemo(Target{Host: "sql02.example.com", Instance: defaultTarget.Instance}, 1433), defaultTarget); m.SQLPort != 0 {
+		t.Errorf("memo %+v; want an empty one", m)
+	}
+}
