@@ -33,7 +33,14 @@ type fakeCluster struct {
 	// failbackAllow: the role fails back to its first preferred owner (AutoFailbackType 1).
 	failbackAllow bool
 	// noIFIOn: the Engine started on this node runs without IFI whatever the right's holders.
-	noIFIOn  string
+	noIFIOn string
+	// moveErr fails the cluster action before anything moves; afterMove runs once
+	// the role moved (the cluster's lock held); beforeReadCluster runs before each
+	// read_cluster on a node (outside it), its error failing the read.
+	moveErr           error
+	afterMove         func()
+	beforeReadCluster func(node string) error
+
 	failBack bool // the next move ends Online on the old owner
 	moves    []contract.ClusterMoveParams
 	restarts int
@@ -122,6 +129,11 @@ func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterPar
 	if n.clusterErr != nil {
 		return nil, n.clusterErr
 	}
+	if n.c.beforeReadCluster != nil {
+		if err := n.c.beforeReadCluster(n.name); err != nil {
+			return nil, err
+		}
+	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	n.c.reads++
@@ -151,6 +163,9 @@ func (n *clusterNode) ClusterMove(ctx context.Context, p contract.ClusterMovePar
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.moves = append(c.moves, p)
+	if c.moveErr != nil {
+		return nil, c.moveErr
+	}
 	if c.nodeState[p.TargetNode] != contract.NodeUp {
 		return nil, &fakeScriptError{code: contract.CodeClusterError, err: fmt.Errorf("%s is %s", p.TargetNode, c.nodeState[p.TargetNode])}
 	}
@@ -164,6 +179,9 @@ func (n *clusterNode) ClusterMove(ctx context.Context, p contract.ClusterMovePar
 		c.startOn(p.TargetNode)
 	}
 	res.OwnerAfter, res.State = c.owner, c.state
+	if c.afterMove != nil {
+		c.afterMove()
+	}
 	if c.cutAnswer {
 		return nil, transientErr{}
 	}
@@ -1168,5 +1186,157 @@ func TestApplyClusterHostSetupFailsLater(t *testing.T) {
 	_, err = e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
 	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || len(c.moves) != 0 {
 		t.Fatalf("failover: err = %v, %d moves", err, len(c.moves))
+	}
+}
+
+// pendingCluster is an FCI where every possible owner holds the right and the
+// running Engine still lacks IFI: the apply only fails the role over.
+func pendingCluster() *fakeCluster {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].runningIFI = false
+	return c
+}
+
+// A failover alone (nothing to grant) is a change: the nodes are read back and the
+// outcome shows the role on its new owner, whether the answer came or the role was
+// followed after the connection was lost.
+func TestApplyClusterFailoverAloneIsAChange(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		c := pendingCluster()
+		c.cutAnswer = cut
+		e, _, ct := clusterWorld(c)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+		cancel()
+		if err != nil {
+			t.Fatalf("answer lost %v: %v", cut, err)
+		}
+		if !out.Changed || !out.Restarted || out.Cluster == nil || out.Cluster.Owner != "SQL02" || out.Action != ifi.ActionRestart {
+			t.Errorf("answer lost %v: changed %v, restarted %v, action %s, cluster %+v; want the move read back", cut, out.Changed, out.Restarted, out.Action, out.Cluster)
+		}
+	}
+}
+
+// The cluster's refusal (its own error, before anything stopped) is the error,
+// with nothing followed and nothing changed; another error the host answered with
+// does not say the role did not move, so the role is followed.
+func TestApplyClusterActionErrors(t *testing.T) {
+	c := pendingCluster()
+	c.moveErr = &fakeScriptError{code: contract.CodeClusterError, err: errors.New("the group is locked by another operation")}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || ce.Move.Followed || ce.Changed || out.Changed {
+		t.Fatalf("refused: err = %v (%+v), changed %v", err, ce, out.Changed)
+	}
+	if !strings.Contains(ce.Error(), "the group is locked by another operation") || c.reads != 1 {
+		t.Errorf("error %q, read_cluster %d times; want the cluster's words, no follow", ce.Error(), c.reads)
+	}
+
+	c = pendingCluster()
+	c.moveErr = &fakeScriptError{code: "timeout", err: errors.New("the script ran out of time")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.moves) > 0 {
+			cancel() // the operation's time is up at the follow's first read: the role stays where it was
+		}
+		return nil
+	}
+	e, _, ct = clusterWorld(c)
+	_, err = e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || !ce.Move.Followed || !ce.Changed {
+		t.Fatalf("another answer: err = %v (%+v); want the role followed", err, ce)
+	}
+}
+
+// The connection is lost during the failover and read_cluster fails everywhere
+// after it: the error says both, and that the state may be stale.
+func TestApplyClusterFollowFails(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	moved := false
+	c.afterMove = func() { moved = true }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	failed := 0
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !moved {
+			return nil
+		}
+		if failed++; failed == 3 { // every node once: the follow's first round
+			cancel()
+		}
+		return errors.New("the RPC server is unavailable")
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || !ce.Changed ||
+		!strings.Contains(ce.Error(), "following the role with read_cluster then failed: the RPC server is unavailable") {
+		t.Fatalf("err = %v", err)
+	}
+	wantWarning(t, out.Warnings, WarnStateStale)
+}
+
+// A role followed to Online after a lost connection: the warning quotes the lost
+// connection's error, which is then no longer the move's cluster error (the move
+// ended as asked).
+func TestApplyClusterFollowedWarningQuotesTheLostConnection(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *ifi.Warning
+	for i := range out.Warnings {
+		if out.Warnings[i].Code == WarnRecovered {
+			w = &out.Warnings[i]
+		}
+	}
+	if w == nil || !strings.Contains(w.Detail, "(connect: connection refused)") || !strings.Contains(w.Detail, "Online on SQL02") || out.Move.ClusterError != "" {
+		t.Errorf("warning %+v, move's cluster error %q; want the lost connection quoted, then cleared", w, out.Move.ClusterError)
+	}
+}
+
+// The role is followed on each possible owner once a round: with the old owner
+// down after the move, it is asked once and the new owner answers.
+func TestApplyClusterFollowAsksEachNodeOnce(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	moved := false
+	c.afterMove = func() { moved = true }
+	asked := map[string]int{}
+	c.beforeReadCluster = func(node string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !moved {
+			return nil
+		}
+		asked[node]++
+		if node == "SQL01" && asked[node] == 1 {
+			return transientErr{} // the old owner restarts
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The follow asked SQL01 once (it failed), then SQL02 (Online there); the
+	// read back asks SQL01 once more.
+	if !out.Move.Followed || out.Move.To != "SQL02" || asked["SQL01"] != 2 || asked["SQL02"] != 1 {
+		t.Errorf("move %+v, read_cluster asked %v; want SQL01 twice (the follow, the read back), SQL02 once", out.Move, asked)
 	}
 }

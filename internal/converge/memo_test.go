@@ -195,3 +195,14 @@ func TestDecodeMemoOfAnotherHost(t *testing.T) {
 		t.Errorf("memo %+v; want an empty one", m)
 	}
 }
+
+// A lesson an older version stored, with the members of Administrators, is read
+// as their digest and keeps no member.
+func TestDecodeMemoUpgradesAnOldLesson(t *testing.T) {
+	old := []byte(`{"host":"sql01.example.com","instance":"MSSQLSERVER","ineffective_restart":{"start_account_sid":"S-1-5-21-1-2-3-1001",` +
+		`"administrators":["S-1-5-21-1-2-3-500"]}}`)
+	m := DecodeMemo(old, defaultTarget)
+	if m.IneffectiveRestart == nil || m.IneffectiveRestart.AdministratorsDigest == "" || m.IneffectiveRestart.LegacyAdministrators != nil {
+		t.Errorf("lesson %+v; want the members' digest and no member", m.IneffectiveRestart)
+	}
+}
