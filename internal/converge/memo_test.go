@@ -206,3 +206,32 @@ func TestDecodeMemoUpgradesAnOldLesson(t *testing.T) {
 		t.Errorf("lesson %+v; want the members' digest and no member", m.IneffectiveRestart)
 	}
 }
+
+// The memo's lesson of an ineffective restart (the start account gets the right
+// through a group the host does not show) decides the planned destroy's warning:
+// IFI stays on after it, not only until the next restart.
+func TestMemoDestroyPlanWarningsUseTheLesson(t *testing.T) {
+	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}
+	on := true
+	read := &contract.ReadInstanceResult{Found: true, Instance: "MSSQLSERVER", ServiceName: "MSSQLSERVER", ServiceState: contract.StateRunning,
+		StartAccount: `CORP\svc-sql`, StartAccountSID: acctSID, ServiceSIDType: 1,
+		RightHolders: []contract.Principal{{SID: winsid.Administrators}}}
+	v := ifi.Verification{Source: ifi.SourceSQLDMV, Enabled: &on}
+	a, err := ifi.Assess(ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded},
+		ifi.Observed{Host: defaultTarget.Host, Instance: read, Verification: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lesson := ifi.LearnIneffectiveRestart(a)
+	if lesson == nil {
+		t.Fatal("no lesson learned from IFI on without a visible holder reaching the start account")
+	}
+	m := NewMemo(defaultTarget)
+	m.Read, m.Verification = read, &v
+	without := m.DestroyPlanWarnings(d, "MSSQLSERVER", &on, false)
+	m.IneffectiveRestart = lesson
+	with := m.DestroyPlanWarnings(d, "MSSQLSERVER", &on, false)
+	if len(with) != 1 || with[0].Summary != "IFI stays on after the destroy" || (len(without) == 1 && without[0].Summary == with[0].Summary) {
+		t.Errorf("with the lesson %+v, without it %+v; want the lesson to say IFI stays on after the destroy", with, without)
+	}
+}
