@@ -1247,8 +1247,9 @@ func TestApplyClusterActionErrors(t *testing.T) {
 	}
 	e, _, ct = clusterWorld(c)
 	_, err = e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
-	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || !ce.Move.Followed || !ce.Changed {
-		t.Fatalf("another answer: err = %v (%+v); want the role followed", err, ce)
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || !ce.Move.Followed || !ce.Changed ||
+		ce.Move.To != "SQL01" || ce.Move.State != contract.ClusterOnline {
+		t.Fatalf("another answer: err = %v (%+v); want the role followed and found Online on SQL01", err, ce)
 	}
 }
 
@@ -1315,6 +1316,7 @@ func TestApplyClusterFollowAsksEachNodeOnce(t *testing.T) {
 	moved := false
 	c.afterMove = func() { moved = true }
 	asked := map[string]int{}
+	var order []string
 	c.beforeReadCluster = func(node string) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -1322,6 +1324,7 @@ func TestApplyClusterFollowAsksEachNodeOnce(t *testing.T) {
 			return nil
 		}
 		asked[node]++
+		order = append(order, node)
 		if node == "SQL01" && asked[node] == 1 {
 			return transientErr{} // the old owner restarts
 		}
@@ -1338,5 +1341,43 @@ func TestApplyClusterFollowAsksEachNodeOnce(t *testing.T) {
 	// read back asks SQL01 once more.
 	if !out.Move.Followed || out.Move.To != "SQL02" || asked["SQL01"] != 2 || asked["SQL02"] != 1 {
 		t.Errorf("move %+v, read_cluster asked %v; want SQL01 twice (the follow, the read back), SQL02 once", out.Move, asked)
+	}
+	if strings.Join(order, ",") != "SQL01,SQL02,SQL01" {
+		t.Errorf("read_cluster asked %v in turn; want the node reached, then the others by address, then the read back", order)
+	}
+}
+
+// A role followed to Online on the failover's target ends the follow at once, even
+// when that node's clock puts its Engine's start before the old one's.
+func TestApplyClusterFollowEndsOnlineOnTheTarget(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	c.afterMove = func() {
+		h := c.nodes["SQL02"].fakeHost
+		h.mu.Lock()
+		early := fakeBoot.Add(-time.Hour) // SQL02's clock is behind
+		h.ri.ProcessStartTime = &early
+		h.mu.Unlock()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	follows := 0
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.moves) > 0 {
+			if follows++; follows == 2 {
+				cancel() // a second read would mean the follow went on
+			}
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil || !out.Move.Followed || out.Move.To != "SQL02" {
+		t.Fatalf("err = %v, move %+v", err, out.Move)
+	}
+	if follows != 2 { // the follow's read, then the read back
+		t.Errorf("read_cluster %d times after the move; want the follow's one and the read back", follows)
 	}
 }
