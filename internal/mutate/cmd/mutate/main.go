@@ -217,13 +217,15 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 			}
 			continue
 		}
+		began := time.Now()
 		rs, err := runTarget(t, ms, ignored, used, tmp, jobs)
 		if err != nil {
 			return err
 		}
 		tally := mutate.Count(t.Name, rs)
-		fmt.Printf("%s: %d valid, %d killed, %d survived, %d hung, %d invalid, %d ignored: %.1f %%\n",
-			t.Name, tally.Valid(), tally.Killed, tally.Survived, tally.Hung, tally.Invalid, tally.Ignored, tally.Rate())
+		fmt.Printf("%s: %d valid, %d killed, %d survived, %d hung, %d invalid, %d ignored: %.1f %% (%s)\n",
+			t.Name, tally.Valid(), tally.Killed, tally.Survived, tally.Hung, tally.Invalid, tally.Ignored, tally.Rate(),
+			time.Since(began).Round(time.Second))
 		tallies = append(tallies, tally)
 		results[t.Name] = rs
 	}
