@@ -466,7 +466,9 @@ func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []
 	b.WriteString("overlay and run against the package's tests. The kill rate counts valid mutants:\n")
 	b.WriteString("killed, survived or hung (a hang is not a kill). Mutants that do not compile are\n")
 	b.WriteString("invalid; those in internal/mutate/ignored.txt (equivalent or logging-only, each\n")
-	b.WriteString("with its reason) are not run.\n\n")
+	b.WriteString("with its reason) are not run. The figures are of the commit named below (a package\n")
+	b.WriteString("run again alone names its own); `make lint` (mutation-check) names the decision\n")
+	b.WriteString("files changed since, and `make mutate-changed` runs only their mutants.\n\n")
 	if only != "" || partial != "" {
 		fmt.Fprintf(&b, "**Partial run: only %s.**\n\n", strings.TrimSpace(only+" "+partial))
 	}
