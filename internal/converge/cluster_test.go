@@ -196,6 +196,9 @@ func (n *clusterNode) ClusterRestart(ctx context.Context, p contract.ClusterRest
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.restarts++
+	if c.moveErr != nil {
+		return nil, c.moveErr
+	}
 	owner := c.owner
 	c.startOn(owner)
 	if c.cutAnswer {
@@ -1379,5 +1382,86 @@ func TestApplyClusterFollowEndsOnlineOnTheTarget(t *testing.T) {
 	}
 	if follows != 2 { // the follow's read, then the read back
 		t.Errorf("read_cluster %d times after the move; want the follow's one and the read back", follows)
+	}
+}
+
+// followClock records the follow's pauses; the pause after the first limit ones
+// fails, as when the operation's deadline passes.
+type followClock struct {
+	fakeClock
+	pauses []time.Duration
+	limit  int
+}
+
+func (c *followClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.pauses = append(c.pauses, d)
+	if len(c.pauses) > c.limit {
+		return context.DeadlineExceeded
+	}
+	return ctx.Err()
+}
+
+// How the follow reads the role as it settles, step by step: the cluster action's
+// answer is lost before anything happened, then each read_cluster shows the next
+// state of the script (the last one stays). A role that comes Online on the node
+// it did not start on reports no process start (an older host), so only the
+// states decide. Each round of reads pauses 1 s, then 2 s.
+func TestApplyClusterFollowSettles(t *testing.T) {
+	type step struct{ state, owner string }
+	for _, tc := range []struct {
+		name   string
+		mode   ifi.RestartPolicy
+		script []step
+		ended  bool // the role ended Online where asked
+		pauses int  // the follow's pauses (one between rounds)
+	}{
+		{"failover: pending, then Online on the target", ifi.RestartFailover,
+			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL02"}}, true, 1},
+		{"failover: pending, then Online back on the owner", ifi.RestartFailover,
+			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, false, 1},
+		{"failover: Failed", ifi.RestartFailover, []step{{contract.ClusterFailed, "SQL01"}}, false, 0},
+		{"cluster restart: pending, then Online on the owner", ifi.RestartClusterRestart,
+			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, true, 1},
+		{"cluster restart: still Online, then pending, then Online", ifi.RestartClusterRestart,
+			[]step{{contract.ClusterOnline, "SQL01"}, {contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pendingCluster()
+			c.moveErr = transientErr{}
+			follows := 0
+			c.beforeReadCluster = func(string) error {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if len(c.moves) == 0 && c.restarts == 0 {
+					return nil // the observation before the action
+				}
+				st := tc.script[min(follows, len(tc.script)-1)]
+				if follows < len(tc.script) && st.state == contract.ClusterOnline && (st.owner != c.owner || follows > 0) {
+					c.startOn(st.owner)
+					h := c.nodes[st.owner].fakeHost
+					h.mu.Lock()
+					h.ri.ProcessStartTime = nil
+					h.mu.Unlock()
+				}
+				c.owner, c.state = st.owner, st.state
+				follows++
+				return nil
+			}
+			e, _, ct := clusterWorld(c)
+			clock := &followClock{fakeClock: fakeClock{now: time.Now()}, limit: tc.pauses}
+			e.Clock = clock
+			out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, tc.mode))
+			if out.Move == nil || !out.Move.Followed || out.Move.Ended() != tc.ended {
+				t.Fatalf("move %+v (err %v); want followed, ended %v", out.Move, err, tc.ended)
+			}
+			var ce *Error
+			if !tc.ended && (!errors.As(err, &ce) || ce.Kind != KindClusterActionFailed) {
+				t.Errorf("err = %v; want KindClusterActionFailed", err)
+			}
+			want := []time.Duration{time.Second, 2 * time.Second}[:tc.pauses]
+			if fmt.Sprint(clock.pauses) != fmt.Sprint(want) || follows < len(tc.script) {
+				t.Errorf("pauses %v, %d reads after the action; want pauses %v and the script's %d reads read", clock.pauses, follows, want, len(tc.script))
+			}
+		})
 	}
 }
