@@ -1275,6 +1275,9 @@ func TestApplyClusterFollowFails(t *testing.T) {
 		if failed++; failed == 3 { // every node once: the follow's first round
 			cancel()
 		}
+		if failed > 20 {
+			t.Fatalf("read_cluster %d times: the follow goes on after the operation's time is up", failed)
+		}
 		return errors.New("the RPC server is unavailable")
 	}
 	e, _, ct := clusterWorld(c)
@@ -1428,6 +1431,10 @@ func TestApplyClusterFollowSettles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pendingCluster()
 			c.moveErr = transientErr{}
+			lastWeek := fakeBoot.Add(-7 * 24 * time.Hour) // when the stopped nodes' Engines last ran
+			for _, n := range []string{"SQL02", "SQL03"} {
+				c.nodes[n].ri.ProcessStartTime = &lastWeek
+			}
 			follows := 0
 			c.beforeReadCluster = func(string) error {
 				c.mu.Lock()
