@@ -1,0 +1,86 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+)
+
+// statusScriptHost answers restart_status from a script, one step a call (nil
+// steps, and every call after the script, ask the fake host).
+type statusScriptHost struct {
+	*fakeHost
+	mu     sync.Mutex
+	script []func(h *fakeHost) (*contract.RestartInstanceResult, error)
+	calls  int
+}
+
+func (s *statusScriptHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
+	s.mu.Lock()
+	n := s.calls
+	s.calls++
+	s.mu.Unlock()
+	if n < len(s.script) && s.script[n] != nil {
+		return s.script[n](s.fakeHost)
+	}
+	return s.fakeHost.RestartStatus(ctx, p)
+}
+
+func lostAnswer(*fakeHost) (*contract.RestartInstanceResult, error) { return nil, transientErr{} }
+
+// inProgress is the host's last restart as still in phase.
+func inProgress(phase string) func(h *fakeHost) (*contract.RestartInstanceResult, error) {
+	return func(h *fakeHost) (*contract.RestartInstanceResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		r := *h.last
+		r.Finished, r.Phase, r.Instance = false, phase, nil
+		return &r, nil
+	}
+}
+
+// After the network's failures the engine pauses 1 s, 2 s, 4 s, ... between its
+// questions, and once the host answered it starts again from 1 s.
+func TestRestartPausesStartAgainAfterAnAnswer(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = transientErr{}, true // the restart runs, its answer is lost
+	h := &statusScriptHost{fakeHost: w.host, script: []func(*fakeHost) (*contract.RestartInstanceResult, error){
+		lostAnswer, lostAnswer, inProgress("starting"), lostAnswer}}
+	clock := &recordingClock{fakeClock: fakeClock{now: time.Now()}}
+	e := New(withHost{w.clients, h})
+	e.Clock = clock
+	out, err := e.Apply(context.Background(), defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, time.Second}; fmt.Sprint(clock.pauses) != fmt.Sprint(want) {
+		t.Errorf("pauses %v; want %v", clock.pauses, want)
+	}
+}
+
+// A restart not seen to finish names the last phase the host reported.
+func TestRestartUnfinishedNamesTheLastPhase(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartResult = &contract.RestartInstanceResult{Found: true, Phase: "stopping", ServiceName: "MSSQLSERVER"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	starting := inProgress("starting")
+	h := &statusScriptHost{fakeHost: w.host, script: []func(*fakeHost) (*contract.RestartInstanceResult, error){
+		starting, func(h *fakeHost) (*contract.RestartInstanceResult, error) {
+			cancel() // the operation's time is up
+			return starting(h)
+		}}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	_, err := e.Apply(ctx, defaultTarget, enable)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(err, &unfinished) || unfinished.Phase != "starting" || !strings.Contains(err.Error(), "last phase reported: starting") {
+		t.Fatalf("err = %v; want the restart unfinished in phase starting", err)
+	}
+}
