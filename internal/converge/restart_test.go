@@ -19,6 +19,10 @@ type statusScriptHost struct {
 	mu     sync.Mutex
 	script []func(h *fakeHost) (*contract.RestartInstanceResult, error)
 	calls  int
+	// t and max, when set, fail the test at the call after max: the engine asks on
+	// where it should have stopped.
+	t   *testing.T
+	max int
 }
 
 func (s *statusScriptHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
@@ -26,6 +30,9 @@ func (s *statusScriptHost) RestartStatus(ctx context.Context, p contract.Restart
 	n := s.calls
 	s.calls++
 	s.mu.Unlock()
+	if s.t != nil && n >= s.max {
+		s.t.Fatalf("restart_status asked %d times; want at most %d", n+1, s.max)
+	}
 	if n < len(s.script) && s.script[n] != nil {
 		return s.script[n](s.fakeHost)
 	}
@@ -82,5 +89,21 @@ func TestRestartUnfinishedNamesTheLastPhase(t *testing.T) {
 	var unfinished *RestartUnfinishedError
 	if !errors.As(err, &unfinished) || unfinished.Phase != "starting" || !strings.Contains(err.Error(), "last phase reported: starting") {
 		t.Fatalf("err = %v; want the restart unfinished in phase starting", err)
+	}
+}
+
+// When the pause after a network failure is cut short (the operation's time is
+// up), the engine stops asking and says why: the network's error.
+func TestRestartStopsWhenThePauseIsCutShort(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr = transientErr{} // lost on the way: nothing restarts
+	w.host.statusErr = transientErr{}
+	h := &statusScriptHost{fakeHost: w.host, t: t, max: 3}
+	e := New(withHost{w.clients, h})
+	e.Clock = &recordingClock{fakeClock: fakeClock{now: time.Now()}, failSleep: true}
+	_, err := e.Apply(context.Background(), defaultTarget, enable)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(err, &unfinished) || !errors.As(unfinished.Err, new(transientErr)) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v; want the restart unfinished, for the network's error", err)
 	}
 }
