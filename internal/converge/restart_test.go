@@ -107,3 +107,21 @@ func TestRestartStopsWhenThePauseIsCutShort(t *testing.T) {
 		t.Fatalf("err = %v; want the restart unfinished, for the network's error", err)
 	}
 }
+
+// The first request is lost on the way and the host has no record of it; the
+// request sent again is refused (another instance of the host restarts): that
+// refusal is the error, at once, and nothing was changed.
+func TestRestartResentRequestRefused(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.otherRestarting = true // what the host answers to the request that arrives
+	h := &firstSendHost{fakeHost: w.host, first: func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+		return nil, transientErr{}
+	}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(context.Background(), defaultTarget, enable)
+	ce := wantError(t, err, KindRestartInProgress)
+	if h.sends != 2 || w.host.restarts != 0 || ce.Changed || out.Changed {
+		t.Errorf("sent %d times, %d restarts, changed %v/%v; want two sends, the refusal, nothing changed", h.sends, w.host.restarts, ce.Changed, out.Changed)
+	}
+}
