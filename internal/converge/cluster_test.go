@@ -1472,3 +1472,42 @@ func TestApplyClusterFollowSettles(t *testing.T) {
 		})
 	}
 }
+
+// What a destroy leaves in effect: the owner's running Engine keeps IFI until its
+// next restart (SQL Server said it has it); the stopped nodes add nothing. The
+// outcome carries the cluster as observed.
+func TestDestroyClusterWarnings(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Warnings) != 1 || out.Warnings[0].Code != ifi.WarnStaysOnDestroy ||
+		!strings.Contains(out.Warnings[0].Detail, "the running service MSSQLSERVER keeps IFI until its next restart") {
+		t.Errorf("warnings %+v; want the owner's verified stays-on-until-restart one only", out.Warnings)
+	}
+	if out.Cluster == nil || out.Observed == nil || out.Cluster.Owner != "SQL01" {
+		t.Errorf("outcome cluster %+v, observed %v; want the cluster as observed", out.Cluster, out.Observed != nil)
+	}
+}
+
+// A destroy that cannot observe the FCI, or assess it, fails and revokes nothing.
+func TestDestroyClusterObserveAndAssessFailures(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].clusterErr = errors.New("the cluster service is not running")
+	e, _, ct := clusterWorld(c)
+	_, err := e.DestroyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterReadFailed || c.setRights() != 0 {
+		t.Fatalf("observe: err = %v, %d set_right", err, c.setRights())
+	}
+
+	c = newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].ri.StartAccount, c.nodes["SQL01"].ri.StartAccountSID = `CORP\gone`, ""
+	e, _, ct = clusterWorld(c)
+	_, err = e.DestroyCluster(context.Background(), ct, ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount})
+	if !errors.As(err, &ce) || ce.Kind != KindAssessFailed || c.setRights() != 0 {
+		t.Fatalf("assess: err = %v, %d set_right", err, c.setRights())
+	}
+}
