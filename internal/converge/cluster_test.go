@@ -1511,3 +1511,14 @@ func TestDestroyClusterObserveAndAssessFailures(t *testing.T) {
 		t.Fatalf("assess: err = %v, %d set_right", err, c.setRights())
 	}
 }
+
+// A node with nothing to change needs no WinRM client after it was read.
+func TestApplyClusterNodeWithNothingToDoNeedsNoClient(t *testing.T) {
+	c := newFakeCluster("SQL01")
+	e, _, ct := clusterWorld(c)
+	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 2} // the read and the read back only
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever)); err != nil {
+		t.Fatalf("err = %v; want the grants on SQL02 and SQL03 only", err)
+	}
+}
+
