@@ -1226,6 +1226,14 @@ func TestApplyClusterFailoverAloneIsAChange(t *testing.T) {
 func TestApplyClusterActionErrors(t *testing.T) {
 	c := pendingCluster()
 	c.moveErr = &fakeScriptError{code: contract.CodeClusterError, err: errors.New("the group is locked by another operation")}
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.moves) > 0 {
+			t.Fatal("the role is followed after the cluster refused the action")
+		}
+		return nil
+	}
 	e, _, ct := clusterWorld(c)
 	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
 	var ce *Error
@@ -1521,4 +1529,3 @@ func TestApplyClusterNodeWithNothingToDoNeedsNoClient(t *testing.T) {
 		t.Fatalf("err = %v; want the grants on SQL02 and SQL03 only", err)
 	}
 }
-

@@ -78,7 +78,7 @@ func TestRestartUnfinishedNamesTheLastPhase(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	starting := inProgress("starting")
-	h := &statusScriptHost{fakeHost: w.host, script: []func(*fakeHost) (*contract.RestartInstanceResult, error){
+	h := &statusScriptHost{fakeHost: w.host, t: t, max: 2, script: []func(*fakeHost) (*contract.RestartInstanceResult, error){
 		starting, func(h *fakeHost) (*contract.RestartInstanceResult, error) {
 			cancel() // the operation's time is up
 			return starting(h)
@@ -124,4 +124,39 @@ func TestRestartResentRequestRefused(t *testing.T) {
 	if h.sends != 2 || w.host.restarts != 0 || ce.Changed || out.Changed {
 		t.Errorf("sent %d times, %d restarts, changed %v/%v; want two sends, the refusal, nothing changed", h.sends, w.host.restarts, ce.Changed, out.Changed)
 	}
+}
+
+// otherTransient is another failure of the network.
+type otherTransient struct{}
+
+func (otherTransient) Error() string   { return "read tcp: i/o timeout" }
+func (otherTransient) Transient() bool { return true }
+
+// Every request is lost on the way: the error that nothing was received quotes the
+// last send's failure.
+func TestRestartNotReceivedQuotesTheLastSend(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &lostSendsHost{fakeHost: w.host}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	_, err := e.Apply(context.Background(), defaultTarget, enable)
+	var unfinished *RestartUnfinishedError
+	if !errors.As(err, &unfinished) || !unfinished.NotReceived || !strings.Contains(err.Error(), "i/o timeout") || h.sends != maxRestartSends {
+		t.Fatalf("err = %v after %d sends; want nothing received after %d, quoting the last send's error", err, h.sends, maxRestartSends)
+	}
+}
+
+// lostSendsHost loses every restart_instance request: the first to a refused
+// connection, the others to a timeout.
+type lostSendsHost struct {
+	*fakeHost
+	sends int
+}
+
+func (h *lostSendsHost) RestartInstance(context.Context, contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	h.sends++
+	if h.sends == 1 {
+		return nil, transientErr{}
+	}
+	return nil, otherTransient{}
 }
