@@ -30,10 +30,21 @@ type fakeCluster struct {
 	order     []string
 
 	cutAnswer bool // the cluster action happens, its answer is lost
-	failBack  bool // the next move ends Online on the old owner
-	moves     []contract.ClusterMoveParams
-	restarts  int
-	reads     int // read_cluster requests
+	// failbackAllow: the role fails back to its first preferred owner (AutoFailbackType 1).
+	failbackAllow bool
+	// noIFIOn: the Engine started on this node runs without IFI whatever the right's holders.
+	noIFIOn string
+	// moveErr fails the cluster action before anything moves; afterMove runs once
+	// the role moved (the cluster's lock held); beforeReadCluster runs before each
+	// read_cluster on a node (outside it), its error failing the read.
+	moveErr           error
+	afterMove         func()
+	beforeReadCluster func(node string) error
+
+	failBack bool // the next move ends Online on the old owner
+	moves    []contract.ClusterMoveParams
+	restarts int
+	reads    int // read_cluster requests
 }
 
 type clusterNode struct {
@@ -41,6 +52,10 @@ type clusterNode struct {
 	c    *fakeCluster
 	name string
 	down bool // nothing answers at its address
+	// eventLog: set_right's changes leave no entry in the node's event log (its warning).
+	eventLog string
+	// clusterErr fails read_cluster on this node.
+	clusterErr error
 }
 
 func newFakeCluster(granted ...string) *fakeCluster {
@@ -72,6 +87,9 @@ func (c *fakeCluster) readLocked(node string) *contract.ReadClusterResult {
 		Group: contract.ClusterGroup{Name: "SQL Server (MSSQLSERVER)", OwnerNode: c.owner, State: c.state, PreferredOwners: slices.Clone(c.preferred),
 			FailbackWindowStart: -1, FailbackWindowEnd: -1, FailoverThreshold: 2, FailoverPeriodHours: 6},
 		PossibleOwners: slices.Clone(c.order)}
+	if c.failbackAllow {
+		r.Group.AutoFailbackType = contract.FailbackAllow
+	}
 	for _, n := range c.order {
 		r.Nodes = append(r.Nodes, contract.ClusterNode{Name: n, State: c.nodeState[n]})
 	}
@@ -97,12 +115,24 @@ func (n *clusterNode) SetRight(ctx context.Context, p contract.SetRightParams) (
 	if err := n.unreachable(); err != nil {
 		return nil, err
 	}
-	return n.fakeHost.SetRight(ctx, p)
+	res, err := n.fakeHost.SetRight(ctx, p)
+	if res != nil {
+		res.EventLogWarning = n.eventLog
+	}
+	return res, err
 }
 
 func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterParams) (*contract.ReadClusterResult, error) {
 	if err := n.unreachable(); err != nil {
 		return nil, err
+	}
+	if n.clusterErr != nil {
+		return nil, n.clusterErr
+	}
+	if n.c.beforeReadCluster != nil {
+		if err := n.c.beforeReadCluster(n.name); err != nil {
+			return nil, err
+		}
 	}
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
@@ -120,7 +150,7 @@ func (c *fakeCluster) startOn(node string) {
 	h.mu.Lock()
 	h.restarts++
 	started := fakeBoot.Add(time.Duration(h.restarts) * time.Hour)
-	h.ri.ServiceState, h.ri.ProcessStartTime, h.runningIFI = contract.StateRunning, &started, h.effective()
+	h.ri.ServiceState, h.ri.ProcessStartTime, h.runningIFI = contract.StateRunning, &started, h.effective() && node != c.noIFIOn
 	h.mu.Unlock()
 	c.owner, c.state = node, contract.ClusterOnline
 }
@@ -133,6 +163,9 @@ func (n *clusterNode) ClusterMove(ctx context.Context, p contract.ClusterMovePar
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.moves = append(c.moves, p)
+	if c.moveErr != nil {
+		return nil, c.moveErr
+	}
 	if c.nodeState[p.TargetNode] != contract.NodeUp {
 		return nil, &fakeScriptError{code: contract.CodeClusterError, err: fmt.Errorf("%s is %s", p.TargetNode, c.nodeState[p.TargetNode])}
 	}
@@ -146,6 +179,9 @@ func (n *clusterNode) ClusterMove(ctx context.Context, p contract.ClusterMovePar
 		c.startOn(p.TargetNode)
 	}
 	res.OwnerAfter, res.State = c.owner, c.state
+	if c.afterMove != nil {
+		c.afterMove()
+	}
 	if c.cutAnswer {
 		return nil, transientErr{}
 	}
@@ -160,6 +196,9 @@ func (n *clusterNode) ClusterRestart(ctx context.Context, p contract.ClusterRest
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.restarts++
+	if c.moveErr != nil {
+		return nil, c.moveErr
+	}
 	owner := c.owner
 	c.startOn(owner)
 	if c.cutAnswer {
@@ -178,17 +217,39 @@ func (c *fakeCluster) setRights() int {
 	return n
 }
 
-// clusterChecker is SQL Server on the virtual name: the owner's Engine.
+// clusterChecker is SQL Server on the virtual name: the owner's Engine. err fails
+// each check, waitErr each wait for SQL Server after a restart (waited records them).
 type clusterChecker struct {
-	c     *fakeCluster
-	hosts []string
-	err   error // every check fails with it
+	c       *fakeCluster
+	hosts   []string
+	targets []contract.SQLTarget
+	err     error // every check fails with it
+	waitErr error
+	waited  []contract.SQLTarget
+	// ag: the FCI is a replica of ag.replicas' groups, whose primary (ag) answers
+	// GroupHealth and LockGroup; nil: Always On off.
+	ag *fakeChecker
+}
+
+func (k *clusterChecker) GroupHealth(ctx context.Context, t contract.SQLTarget, group string) ([]contract.Replica, error) {
+	if k.ag == nil {
+		return nil, errors.New("Always On is off")
+	}
+	return k.ag.GroupHealth(ctx, t, group)
+}
+
+func (k *clusterChecker) LockGroup(ctx context.Context, t contract.SQLTarget, group, replica string) (contract.GroupLock, error) {
+	if k.ag == nil {
+		return nil, errors.New("Always On is off")
+	}
+	return k.ag.LockGroup(ctx, t, group, replica)
 }
 
 func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*contract.SQLReport, error) {
 	k.c.mu.Lock()
 	h := k.c.nodes[k.c.owner].fakeHost
 	k.hosts = append(k.hosts, t.Host)
+	k.targets = append(k.targets, t)
 	k.c.mu.Unlock()
 	if k.err != nil {
 		return nil, k.err
@@ -196,18 +257,39 @@ func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*cont
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	on := h.runningIFI
-	return &contract.SQLReport{ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
-		EncryptedDatabases: []string{}}, nil
+	rep := &contract.SQLReport{ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
+		EncryptedDatabases: []string{}}
+	if k.ag != nil {
+		rep.HADREnabled, rep.Replicas, rep.Primaries = true, k.ag.replicas, k.ag.primaries()
+	}
+	return rep, nil
 }
 
-func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error { return nil }
+func (k *clusterChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error {
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	k.waited = append(k.waited, t)
+	return k.waitErr
+}
 
 type clusterClients struct {
 	c       *fakeCluster
 	checker *clusterChecker
+	// noSQL: the provider has no sql block; setupErr: the SQL client cannot be set up.
+	noSQL    bool
+	setupErr error
+	// hostsBeforeFailing: the WinRM client of an address is set up that many times,
+	// then no more (as when its credentials expire during the run).
+	hostsBeforeFailing map[string]int
 }
 
 func (cl *clusterClients) Host(addr string, _ int) (Host, error) {
+	if n, ok := cl.hostsBeforeFailing[addr]; ok {
+		if n == 0 {
+			return nil, fmt.Errorf("the WinRM client for %s could not be set up", addr)
+		}
+		cl.hostsBeforeFailing[addr] = n - 1
+	}
 	for name, n := range cl.c.nodes {
 		if addrOf(name) == addr {
 			return n, nil
@@ -216,7 +298,15 @@ func (cl *clusterClients) Host(addr string, _ int) (Host, error) {
 	return nil, fmt.Errorf("no such host %s", addr)
 }
 
-func (cl *clusterClients) SQLChecker() (contract.SQLChecker, error) { return cl.checker, nil }
+func (cl *clusterClients) SQLChecker() (contract.SQLChecker, error) {
+	switch {
+	case cl.setupErr != nil:
+		return nil, cl.setupErr
+	case cl.noSQL:
+		return nil, nil
+	}
+	return cl.checker, nil
+}
 
 func clusterWorld(c *fakeCluster) (*Engine, *clusterChecker, ClusterTarget) {
 	k := &clusterChecker{c: c}
@@ -507,4 +597,935 @@ func TestDestroyClusterRevokesEverywhere(t *testing.T) {
 		t.Errorf("nodes %+v, moves %d, restarts %d", out.Nodes, len(c.moves), c.restarts)
 	}
 	wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
+}
+
+// HalfDone says the apply changed some node but did not make every step it
+// planned: what the state must record as done on one node and not on another.
+func TestClusterOutcomeHalfDone(t *testing.T) {
+	step := ifi.Step{SID: svcSID, Grant: true}
+	two := []ifi.Step{step, {SID: acctSID, Grant: true}}
+	denied := errors.New("access denied")
+	for _, tc := range []struct {
+		name  string
+		nodes []NodeResult
+		want  bool
+	}{
+		{"nothing planned", []NodeResult{{Node: "SQL01"}}, false},
+		{"every step done", []NodeResult{{Node: "SQL01", Planned: []ifi.Step{step}, Done: []ifi.Step{step}}, {Node: "SQL02"}}, false},
+		{"the first node failed before any change", []NodeResult{{Node: "SQL01", Planned: []ifi.Step{step}, Err: denied}}, false},
+		{"one node done, the next failed", []NodeResult{{Node: "SQL01", Planned: []ifi.Step{step}, Done: []ifi.Step{step}},
+			{Node: "SQL02", Planned: []ifi.Step{step}, Err: denied}}, true},
+		{"a node's first step done, its second failed", []NodeResult{{Node: "SQL01", Planned: two, Done: two[:1], Err: denied}}, true},
+		{"a node's second step not made", []NodeResult{{Node: "SQL01", Planned: two, Done: two[:1]}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (&ClusterOutcome{Nodes: tc.nodes}).HalfDone(); got != tc.want {
+				t.Errorf("HalfDone() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A change a node could not record in its event log: one warning for that node,
+// naming it and the host's reason.
+func TestApplyClusterEventLogWarningNamesTheNode(t *testing.T) {
+	c := newFakeCluster("SQL01")
+	c.nodes["SQL03"].eventLog = noEventLog
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []ifi.Warning
+	for _, w := range out.Warnings {
+		if w.Code == WarnEventLog {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0].Detail, "node SQL03") || !strings.Contains(got[0].Detail, addrOf("SQL03")) ||
+		!strings.Contains(got[0].Detail, noEventLog) {
+		t.Fatalf("event log warnings %+v; want one for SQL03", got)
+	}
+}
+
+// A failure half way whose read back fails too: the failure is the error, and a
+// warning says what the nodes hold is unknown (no stale assessment is kept).
+func TestApplyClusterHalfDoneThenUnreadable(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL03"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("LsaAddAccountRights failed: 0xC0000022 (access denied)")}
+	}
+	c.nodes["SQL01"].readErr = func(n int) error {
+		if n > 1 {
+			return transientErr{}
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL03" || !ce.Changed {
+		t.Fatalf("err = %v", err)
+	}
+	wantWarning(t, out.Warnings, WarnStateStale)
+	if out.Cluster != nil || !out.HalfDone() {
+		t.Errorf("cluster %+v, half done %v; want no assessment, half done", out.Cluster, out.HalfDone())
+	}
+}
+
+// What the observation warns about (here: where SQL Server answers is unknown)
+// reaches the outcome on every path: a read, an apply that changes nothing, one
+// that grants and reads back, and one that fails half way and is read back.
+func TestClusterObservationWarningsReachTheOutcome(t *testing.T) {
+	portless := func(c *fakeCluster) *fakeCluster {
+		for _, n := range c.nodes {
+			n.ri.TCPPort = 0
+		}
+		return c
+	}
+	lsaDenied := func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}
+	}
+	never := withRestartPolicy(enable, ifi.RestartNever)
+	for _, tc := range []struct {
+		name string
+		c    *fakeCluster
+		run  func(*Engine, ClusterTarget) (*ClusterOutcome, error)
+		fail bool
+	}{
+		{"read", portless(newFakeCluster("SQL01")), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ReadCluster(context.Background(), ct, never)
+		}, false},
+		{"apply, converged", portless(newFakeCluster("SQL01", "SQL02", "SQL03")), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ApplyCluster(context.Background(), ct, never)
+		}, false},
+		{"apply, grants", portless(newFakeCluster("SQL01")), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ApplyCluster(context.Background(), ct, never)
+		}, false},
+		{"apply, fails half way", func() *fakeCluster {
+			c := portless(newFakeCluster())
+			c.nodes["SQL03"].setRightErr = lsaDenied
+			return c
+		}(), func(e *Engine, ct ClusterTarget) (*ClusterOutcome, error) {
+			return e.ApplyCluster(context.Background(), ct, never)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _, ct := clusterWorld(tc.c)
+			out, err := tc.run(e, ct)
+			if (err != nil) != tc.fail {
+				t.Fatalf("err = %v", err)
+			}
+			wantWarning(t, out.Warnings, WarnSQLPortUnknown)
+			if out.Cluster == nil {
+				t.Fatal("no assessment")
+			}
+			// The assessment's own warnings come too (SQL02 and SQL03 lack the right
+			// unless the apply granted them).
+			if lacks := len(out.Cluster.Lacking) > 0; lacks != ifi.HasWarning(out.Warnings, ifi.WarnFailoverLosesIFI) {
+				t.Errorf("lacking %v, warnings %v", out.Cluster.Lacking, codes(out.Warnings))
+			}
+		})
+	}
+}
+
+// SQL Server of the FCI is asked at the sql block's address (else the virtual
+// name) and the configured port (else the owner's), only while the owner runs; when
+// it cannot be asked, verification falls back to the owner's error log and a
+// warning says why.
+func TestReadClusterSQLVerification(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setup    func(c *fakeCluster, cl *clusterClients, ct *ClusterTarget)
+		wantAt   []contract.SQLTarget
+		wantSrc  ifi.Source
+		wantWarn string
+		wantConf bool
+	}{
+		{"the sql block's address, the owner's port", func(*fakeCluster, *clusterClients, *ClusterTarget) {},
+			[]contract.SQLTarget{{Host: "listener.corp.example", Port: 1433, Instance: "MSSQLSERVER"}}, ifi.SourceSQLDMV, "", true},
+		{"no sql address: the virtual name", func(_ *fakeCluster, _ *clusterClients, ct *ClusterTarget) { ct.SQLHost = "" },
+			[]contract.SQLTarget{{Host: "sqlvs1.corp.example", Port: 1433, Instance: "MSSQLSERVER"}}, ifi.SourceSQLDMV, "", true},
+		{"the configured port", func(_ *fakeCluster, _ *clusterClients, ct *ClusterTarget) { ct.SQLPort = 14330 },
+			[]contract.SQLTarget{{Host: "listener.corp.example", Port: 14330, Instance: "MSSQLSERVER"}}, ifi.SourceSQLDMV, "", true},
+		{"the owner's port unknown", func(c *fakeCluster, _ *clusterClients, _ *ClusterTarget) { c.nodes["SQL01"].ri.TCPPort = 0 },
+			nil, ifi.SourceErrorLog, WarnSQLPortUnknown, true},
+		{"the owner stopped", func(c *fakeCluster, _ *clusterClients, _ *ClusterTarget) {
+			c.nodes["SQL01"].ri.ServiceState = contract.StateStopped
+		}, nil, ifi.SourceNone, "", true},
+		{"the check fails", func(_ *fakeCluster, cl *clusterClients, _ *ClusterTarget) {
+			cl.checker.err = errors.New("login failed")
+		},
+			[]contract.SQLTarget{{Host: "listener.corp.example", Port: 1433, Instance: "MSSQLSERVER"}}, ifi.SourceErrorLog, WarnSQLCheck, true},
+		{"the SQL client cannot be set up", func(_ *fakeCluster, cl *clusterClients, _ *ClusterTarget) {
+			cl.setupErr = errors.New("no Kerberos ticket")
+		}, nil, ifi.SourceErrorLog, WarnSQLSetup, true},
+		{"no sql block", func(_ *fakeCluster, cl *clusterClients, _ *ClusterTarget) { cl.noSQL = true }, nil, ifi.SourceErrorLog, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster("SQL01", "SQL02", "SQL03")
+			on := true
+			c.nodes["SQL01"].ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: &on}
+			e, k, ct := clusterWorld(c)
+			ct.SQLHost = "listener.corp.example"
+			tc.setup(c, e.Clients.(*clusterClients), &ct)
+			out, err := e.ReadCluster(context.Background(), ct, enable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(k.targets) != fmt.Sprint(tc.wantAt) {
+				t.Errorf("SQL Server asked at %+v; want %+v", k.targets, tc.wantAt)
+			}
+			v := out.Observed.Verification
+			if v.Source != tc.wantSrc || v.SQLConfigured != tc.wantConf {
+				t.Errorf("verified by %s (sql configured %v); want %s (%v)", v.Source, v.SQLConfigured, tc.wantSrc, tc.wantConf)
+			}
+			for _, code := range []string{WarnSQLPortUnknown, WarnSQLCheck, WarnSQLSetup} {
+				if ifi.HasWarning(out.Warnings, code) != (code == tc.wantWarn) {
+					t.Errorf("warnings %v; want %q among the SQL ones", codes(out.Warnings), tc.wantWarn)
+				}
+			}
+		})
+	}
+}
+
+// A revoke that fails on one node: the error names it, the nodes before it are
+// revoked and recorded, the nodes after it untouched.
+func TestDestroyClusterFailureNamesTheNode(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL02"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("LsaRemoveAccountRights failed: 0xC0000022 (access denied)")}
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL02" || !ce.Changed {
+		t.Fatalf("err = %v", err)
+	}
+	if c.nodes["SQL01"].holds(svcSID) || !c.nodes["SQL02"].holds(svcSID) || !c.nodes["SQL03"].holds(svcSID) {
+		t.Error("want SQL01 revoked, SQL02 and SQL03 untouched")
+	}
+	if len(out.Nodes) != 2 || !out.HalfDone() || c.nodes["SQL03"].setRightOps != 0 {
+		t.Errorf("nodes %+v", out.Nodes)
+	}
+}
+
+// A possible owner that cannot be read: destroy names it and revokes nothing on
+// any node.
+func TestDestroyClusterUnreadableNodeRevokesNothing(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL03"].down = true
+	e, _, ct := clusterWorld(c)
+	_, err := e.DestroyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindObserveFailed || ce.Node != "SQL03" || ce.Target.Host != addrOf("SQL03") ||
+		!strings.Contains(ce.Error(), "nothing was revoked on any node") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.setRights() != 0 {
+		t.Errorf("%d set_right requests; want none", c.setRights())
+	}
+}
+
+// An FCI that cannot be observed on the node pointed at: each failure is its own
+// error, and nothing is read further.
+func TestReadClusterObserveFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(c *fakeCluster, ct *ClusterTarget)
+		kind  Kind
+	}{
+		{"no host at the address", func(_ *fakeCluster, ct *ClusterTarget) { ct.Host = "nowhere.corp.example" }, KindHostSetup},
+		{"read_instance fails", func(c *fakeCluster, _ *ClusterTarget) {
+			c.nodes["SQL01"].readErr = func(int) error { return errors.New("WinRM: 500") }
+		}, KindObserveFailed},
+		{"the instance is not installed", func(c *fakeCluster, _ *ClusterTarget) { c.nodes["SQL01"].installed = false }, KindNotFound},
+		{"read_cluster fails", func(c *fakeCluster, _ *ClusterTarget) {
+			c.nodes["SQL01"].clusterErr = errors.New("the cluster service is not running")
+		},
+			KindClusterReadFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster("SQL01")
+			e, k, ct := clusterWorld(c)
+			tc.setup(c, &ct)
+			_, err := e.ReadCluster(context.Background(), ct, enable)
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != tc.kind {
+				t.Fatalf("err = %v; want kind %s", err, tc.kind)
+			}
+			if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever)); !errors.As(err, &ce) || ce.Kind != tc.kind {
+				t.Fatalf("apply: err = %v; want kind %s", err, tc.kind)
+			}
+			if c.nodes["SQL02"].reads != 0 || len(k.targets) != 0 {
+				t.Errorf("read on: SQL02 %d times, SQL Server %d times; want neither", c.nodes["SQL02"].reads, len(k.targets))
+			}
+		})
+	}
+}
+
+// After a failover SQL Server is awaited on the virtual name, as one that answered
+// before (so the wait lasts to the deadline); when it does not come back, the
+// error says the role moved and SQL Server restarted.
+func TestApplyClusterFailoverWaitsForSQLServer(t *testing.T) {
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover)); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.waited) != 1 || k.waited[0].Host != "sqlvs1.corp.example" || k.waited[0].Port != 1433 || !k.waited[0].AnsweredTDS {
+		t.Errorf("waited for %+v; want sqlvs1.corp.example:1433, seen answering", k.waited)
+	}
+
+	c = newFakeCluster()
+	e, k, ct = clusterWorld(c)
+	k.waitErr = errors.New("SQL Server did not accept a connection within 10m0s")
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindNotReady || !ce.Restarted || !ce.Changed || ce.Move == nil || ce.Move.To != "SQL02" {
+		t.Fatalf("err = %v (%+v)", err, ce)
+	}
+}
+
+// An FCI that is a secondary replica of an availability group fails over under the
+// group's restart lock, taken on the primary and released after; while another run
+// holds it, the failover is refused naming the group and that replica.
+func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
+	secondary := func(k *clusterChecker) *fakeChecker {
+		k.ag = &fakeChecker{replicas: []contract.Replica{{Group: "AG1", Server: "SQLVS1", Local: true, Role: "SECONDARY",
+			Connected: "CONNECTED", Health: "HEALTHY"}}}
+		return k.ag
+	}
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	e.Restarts = NewRestartLimiter(1)
+	ag := secondary(k)
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover)); err != nil {
+		t.Fatal(err)
+	}
+	if len(ag.lockTargets) != 1 || ag.lockTargets[0].Host != "SQL01" || ag.locksHeld != 0 || len(c.moves) != 1 {
+		t.Errorf("lock taken at %+v, %d still held, %d moves; want once on the primary SQL01, released, one move", ag.lockTargets, ag.locksHeld, len(c.moves))
+	}
+	wantSlotFree(t, e, ct)
+
+	c = newFakeCluster()
+	e, k, ct = clusterWorld(c)
+	e.Restarts = NewRestartLimiter(1)
+	secondary(k).lockedBy = "SQL03"
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "AG1") ||
+		!strings.Contains(ce.Refusal.Detail, "SQL03") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(c.moves) != 0 || c.restarts != 0 {
+		t.Errorf("moves %d, restarts %d; want none", len(c.moves), c.restarts)
+	}
+	wantSlotFree(t, e, ct)
+}
+
+// wantSlotFree checks that the operation gave its restart slot back: the next
+// restart of the owner's host takes one at once (the context is already done, so a
+// slot still held fails at once too).
+func wantSlotFree(t *testing.T, e *Engine, ct ClusterTarget) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	release, err := e.restartSlot(ctx, ct.at(addrOf("SQL01")), &Outcome{})
+	if err != nil {
+		t.Fatalf("the restart slot is still held: %v", err)
+	}
+	release()
+}
+
+// After the failover of a secondary replica, a replica its primary does not see
+// HEALTHY again in time is a warning; the apply succeeds.
+func TestApplyClusterFailoverWarnsOfAnUnhealthyReplica(t *testing.T) {
+	c := newFakeCluster()
+	e, k, ct := clusterWorld(c)
+	e.Clock = fakeClock{now: time.Now()}
+	k.ag = &fakeChecker{replicas: []contract.Replica{{Group: "AG1", Server: "SQLVS1", Local: true, Role: "SECONDARY",
+		Connected: "CONNECTED", Health: "HEALTHY"}}}
+	k.ag.primarySees = func() []contract.Replica {
+		c.mu.Lock()
+		moved := len(c.moves) > 0
+		c.mu.Unlock()
+		health := "HEALTHY"
+		if moved {
+			health = "NOT_HEALTHY"
+		}
+		return []contract.Replica{{Group: "AG1", Server: "SQL01", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
+			{Group: "AG1", Server: "SQLVS1", Role: "SECONDARY", Connected: "CONNECTED", Health: health}}
+	}
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarning(t, out.Warnings, WarnGroupNotHealthy)
+	if k.ag.locksHeld != 0 {
+		t.Errorf("%d locks still held", k.ag.locksHeld)
+	}
+}
+
+// The plan's own warnings (here: a failback can follow the failover) are the
+// apply's too.
+func TestApplyClusterFailoverWarnsOfAFailback(t *testing.T) {
+	c := newFakeCluster()
+	c.failbackAllow = true
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarning(t, out.Warnings, ifi.WarnFailback)
+}
+
+// An FCI that changed since the plan refuses, saying what the apply would do now
+// as a plan of the same configuration would (not as a change made outside
+// Terraform), and changes nothing.
+func TestApplyClusterRefusesWhatThePlanDidNotSay(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	d := withRestartPolicy(enable, ifi.RestartNever)
+	d.Planned = ifi.ActionNone
+	_, err := e.ApplyCluster(context.Background(), ct, d)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "apply would grant, the plan said none") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(ce.Refusal.Detail, "outside Terraform") || c.setRights() != 0 {
+		t.Errorf("detail %q, %d set_right requests; want the prediction without drift, none", ce.Refusal.Detail, c.setRights())
+	}
+}
+
+// A possible owner whose address has no WinRM client: the refusal names the node
+// and why, and nothing changes on any node.
+func TestApplyClusterNodeWithoutAClient(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	ct.Resolve = func(node string) string {
+		if node == "SQL03" {
+			return "nowhere.corp.example"
+		}
+		return addrOf(node)
+	}
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || !strings.Contains(ce.Error(), "SQL03") || !strings.Contains(ce.Error(), "no such host nowhere.corp.example") {
+		t.Fatalf("err = %v", err)
+	}
+	if c.setRights() != 0 {
+		t.Errorf("%d set_right requests; want none", c.setRights())
+	}
+}
+
+// Each way another possible owner cannot be read is named in the refusal, with its
+// reason; a node that reports no computer name is taken at its word.
+func TestApplyClusterNodeReadFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(n *clusterNode)
+		want  string // "" = the apply succeeds
+	}{
+		{"read_instance fails", func(n *clusterNode) { n.down = true }, "connect: connection refused"},
+		{"the instance is not installed", func(n *clusterNode) { n.installed = false }, "instance MSSQLSERVER is not installed there"},
+		{"the address reaches another computer", func(n *clusterNode) { n.ri.ComputerName = "SQL09" },
+			"the address " + addrOf("SQL03") + " reaches SQL09, not the node SQL03"},
+		{"no computer name reported", func(n *clusterNode) { n.ri.ComputerName = "" }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster()
+			tc.setup(c.nodes["SQL03"])
+			e, _, ct := clusterWorld(c)
+			_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+			if tc.want == "" {
+				if err != nil || !c.nodes["SQL03"].holds(svcSID) {
+					t.Fatalf("err = %v, SQL03 granted %v; want the grant made", err, c.nodes["SQL03"].holds(svcSID))
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindRefused || !strings.Contains(ce.Error(), "SQL03") || !strings.Contains(ce.Error(), tc.want) {
+				t.Fatalf("err = %v; want a refusal naming SQL03 and %q", err, tc.want)
+			}
+			if c.setRights() != 0 {
+				t.Errorf("%d set_right requests; want none", c.setRights())
+			}
+		})
+	}
+}
+
+// An FCI that cannot be assessed (the grantee's account cannot be resolved) is
+// KindAssessFailed on a read, and nothing is changed by an apply.
+func TestClusterAssessFailure(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL01"].ri.StartAccount, c.nodes["SQL01"].ri.StartAccountSID = `CORP\gone`, ""
+	e, _, ct := clusterWorld(c)
+	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, Restart: ifi.RestartNever}
+	out, err := e.ReadCluster(context.Background(), ct, d)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindAssessFailed || out == nil || out.Cluster != nil {
+		t.Fatalf("read: %+v, err = %v; want KindAssessFailed and no assessment", out, err)
+	}
+	if _, err := e.ApplyCluster(context.Background(), ct, d); err == nil || c.setRights() != 0 {
+		t.Fatalf("apply: err = %v, %d set_right requests; want an error and none", err, c.setRights())
+	}
+}
+
+// An apply with nothing to do reads the cluster once and changes nothing.
+func TestApplyClusterConvergedReadsOnce(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Changed || out.Cluster == nil || !out.Enabled || c.reads != 1 || c.setRights() != 0 || len(c.moves) != 0 {
+		t.Errorf("changed %v, enabled %v, read_cluster %d times, %d set_right, %d moves; want one read and nothing else",
+			out.Changed, out.Enabled, c.reads, c.setRights(), len(c.moves))
+	}
+}
+
+// A failover after which the new owner's Engine runs without IFI fails the check,
+// naming that node, with the state read back.
+func TestApplyClusterFailoverCheckFails(t *testing.T) {
+	c := newFakeCluster()
+	c.noIFIOn = "SQL02"
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindCheckFailed || ce.Node != "SQL02" || !ce.Restarted {
+		t.Fatalf("err = %v", err)
+	}
+	if out.Cluster == nil || out.Cluster.Owner != "SQL02" {
+		t.Errorf("read back %+v; want the owner SQL02", out.Cluster)
+	}
+}
+
+// A set_right whose answer is lost may have changed the node: the error says
+// something changed and the nodes are read back; one the host refused changed
+// nothing, and nothing is read again.
+func TestApplyClusterSetRightFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		changed bool
+	}{
+		{"the answer is lost", transientErr{}, true},
+		{"the host refused", &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster()
+			c.nodes["SQL01"].setRightErr = func(int, contract.SetRightParams) error { return tc.err }
+			e, _, ct := clusterWorld(c)
+			out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL01" || ce.Changed != tc.changed || out.Changed != tc.changed {
+				t.Fatalf("err = %v (changed %v), outcome changed %v; want changed %v", err, ce != nil && ce.Changed, out.Changed, tc.changed)
+			}
+			if (out.Cluster != nil) != tc.changed || c.setRights() != 1 {
+				t.Errorf("read back %v, %d set_right requests; want read back %v, one request", out.Cluster != nil, c.setRights(), tc.changed)
+			}
+		})
+	}
+}
+
+// A node's steps stop at the first that fails: when the grantee moved and the
+// revoke of the old one fails, the new one is not granted.
+func TestApplyClusterNodeStepsStopAtTheFirstFailure(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].setRightErr = func(int, contract.SetRightParams) error {
+		return &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}
+	}
+	e, _, ct := clusterWorld(c)
+	d := ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, PriorGranteeSID: svcSID, Restart: ifi.RestartNever}
+	out, err := e.ApplyCluster(context.Background(), ct, d)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL01" || ce.Step == nil || ce.Step.Grant {
+		t.Fatalf("err = %v; want the revoke on SQL01 failed", err)
+	}
+	r := nodeResult(t, out, "SQL01")
+	if len(r.Planned) != 2 || len(r.Done) != 0 || c.nodes["SQL01"].setRightOps != 1 || c.nodes["SQL01"].holds(acctSID) {
+		t.Errorf("SQL01 %+v, %d set_right requests; want two steps planned, none done, one request", r, c.nodes["SQL01"].setRightOps)
+	}
+}
+
+// A grant the node already holds when it is made (someone granted it since the
+// read) changes nothing: the node's result and the outcome say so.
+func TestApplyClusterGrantAlreadyMade(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02")
+	h := c.nodes["SQL03"].fakeHost
+	h.setRightErr = func(_ int, p contract.SetRightParams) error {
+		h.holders = append(h.holders, p.SID) // granted since the read (the host's lock is held)
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := nodeResult(t, out, "SQL03"); len(r.Done) != 1 || r.Changed || out.Changed {
+		t.Errorf("SQL03 %+v, outcome changed %v; want the step done without a change", r, out.Changed)
+	}
+}
+
+// A WinRM client that cannot be set up when it is needed for a change fails the
+// apply naming the node (its grant) or the node reached (the failover), and
+// nothing further is sent.
+func TestApplyClusterHostSetupFailsLater(t *testing.T) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL03"): 1} // read, then not for the grant
+	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || ce.Node != "SQL03" || !ce.Changed {
+		t.Fatalf("grant: err = %v", err)
+	}
+
+	c = newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].runningIFI = false // a restart is pending
+	e, _, ct = clusterWorld(c)
+	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 1} // read, then not for the failover
+	_, err = e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || len(c.moves) != 0 {
+		t.Fatalf("failover: err = %v, %d moves", err, len(c.moves))
+	}
+}
+
+// pendingCluster is an FCI where every possible owner holds the right and the
+// running Engine still lacks IFI: the apply only fails the role over.
+func pendingCluster() *fakeCluster {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].runningIFI = false
+	return c
+}
+
+// A failover alone (nothing to grant) is a change: the nodes are read back and the
+// outcome shows the role on its new owner, whether the answer came or the role was
+// followed after the connection was lost.
+func TestApplyClusterFailoverAloneIsAChange(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		c := pendingCluster()
+		c.cutAnswer = cut
+		e, _, ct := clusterWorld(c)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+		cancel()
+		if err != nil {
+			t.Fatalf("answer lost %v: %v", cut, err)
+		}
+		if !out.Changed || !out.Restarted || out.Cluster == nil || out.Cluster.Owner != "SQL02" || out.Action != ifi.ActionRestart {
+			t.Errorf("answer lost %v: changed %v, restarted %v, action %s, cluster %+v; want the move read back", cut, out.Changed, out.Restarted, out.Action, out.Cluster)
+		}
+	}
+}
+
+// The cluster's refusal (its own error, before anything stopped) is the error,
+// with nothing followed and nothing changed; another error the host answered with
+// does not say the role did not move, so the role is followed.
+func TestApplyClusterActionErrors(t *testing.T) {
+	c := pendingCluster()
+	c.moveErr = &fakeScriptError{code: contract.CodeClusterError, err: errors.New("the group is locked by another operation")}
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.moves) > 0 {
+			t.Fatal("the role is followed after the cluster refused the action")
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || ce.Move.Followed || ce.Changed || out.Changed {
+		t.Fatalf("refused: err = %v (%+v), changed %v", err, ce, out.Changed)
+	}
+	if !strings.Contains(ce.Error(), "the group is locked by another operation") || c.reads != 1 {
+		t.Errorf("error %q, read_cluster %d times; want the cluster's words, no follow", ce.Error(), c.reads)
+	}
+
+	c = pendingCluster()
+	c.moveErr = &fakeScriptError{code: "timeout", err: errors.New("the script ran out of time")}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.moves) > 0 {
+			cancel() // the operation's time is up at the follow's first read: the role stays where it was
+		}
+		return nil
+	}
+	e, _, ct = clusterWorld(c)
+	_, err = e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || ce.Move == nil || !ce.Move.Followed || !ce.Changed ||
+		ce.Move.To != "SQL01" || ce.Move.State != contract.ClusterOnline {
+		t.Fatalf("another answer: err = %v (%+v); want the role followed and found Online on SQL01", err, ce)
+	}
+}
+
+// The connection is lost during the failover and read_cluster fails everywhere
+// after it: the error says both, and that the state may be stale.
+func TestApplyClusterFollowFails(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	moved := false
+	c.afterMove = func() { moved = true }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	failed := 0
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !moved {
+			return nil
+		}
+		if failed++; failed == 3 { // every node once: the follow's first round
+			cancel()
+		}
+		if failed > 20 {
+			t.Fatalf("read_cluster %d times: the follow goes on after the operation's time is up", failed)
+		}
+		return errors.New("the RPC server is unavailable")
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || !ce.Changed ||
+		!strings.Contains(ce.Error(), "following the role with read_cluster then failed: the RPC server is unavailable") {
+		t.Fatalf("err = %v", err)
+	}
+	wantWarning(t, out.Warnings, WarnStateStale)
+}
+
+// A role followed to Online after a lost connection: the warning quotes the lost
+// connection's error, which is then no longer the move's cluster error (the move
+// ended as asked).
+func TestApplyClusterFollowedWarningQuotesTheLostConnection(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *ifi.Warning
+	for i := range out.Warnings {
+		if out.Warnings[i].Code == WarnRecovered {
+			w = &out.Warnings[i]
+		}
+	}
+	if w == nil || !strings.Contains(w.Detail, "(connect: connection refused)") || !strings.Contains(w.Detail, "Online on SQL02") || out.Move.ClusterError != "" {
+		t.Errorf("warning %+v, move's cluster error %q; want the lost connection quoted, then cleared", w, out.Move.ClusterError)
+	}
+}
+
+// The role is followed on each possible owner once a round: with the old owner
+// down after the move, it is asked once and the new owner answers.
+func TestApplyClusterFollowAsksEachNodeOnce(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	moved := false
+	c.afterMove = func() { moved = true }
+	asked := map[string]int{}
+	var order []string
+	c.beforeReadCluster = func(node string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !moved {
+			return nil
+		}
+		asked[node]++
+		order = append(order, node)
+		if node == "SQL01" && asked[node] == 1 {
+			return transientErr{} // the old owner restarts
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The follow asked SQL01 once (it failed), then SQL02 (Online there); the
+	// read back asks SQL01 once more.
+	if !out.Move.Followed || out.Move.To != "SQL02" || asked["SQL01"] != 2 || asked["SQL02"] != 1 {
+		t.Errorf("move %+v, read_cluster asked %v; want SQL01 twice (the follow, the read back), SQL02 once", out.Move, asked)
+	}
+	if strings.Join(order, ",") != "SQL01,SQL02,SQL01" {
+		t.Errorf("read_cluster asked %v in turn; want the node reached, then the others by address, then the read back", order)
+	}
+}
+
+// A role followed to Online on the failover's target ends the follow at once, even
+// when that node's clock puts its Engine's start before the old one's.
+func TestApplyClusterFollowEndsOnlineOnTheTarget(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	c.afterMove = func() {
+		h := c.nodes["SQL02"].fakeHost
+		h.mu.Lock()
+		early := fakeBoot.Add(-time.Hour) // SQL02's clock is behind
+		h.ri.ProcessStartTime = &early
+		h.mu.Unlock()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	follows := 0
+	c.beforeReadCluster = func(string) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.moves) > 0 {
+			if follows++; follows == 2 {
+				cancel() // a second read would mean the follow went on
+			}
+		}
+		return nil
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil || !out.Move.Followed || out.Move.To != "SQL02" {
+		t.Fatalf("err = %v, move %+v", err, out.Move)
+	}
+	if follows != 2 { // the follow's read, then the read back
+		t.Errorf("read_cluster %d times after the move; want the follow's one and the read back", follows)
+	}
+}
+
+// followClock records the follow's pauses; the pause after the first limit ones
+// fails, as when the operation's deadline passes.
+type followClock struct {
+	fakeClock
+	pauses []time.Duration
+	limit  int
+}
+
+func (c *followClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.pauses = append(c.pauses, d)
+	if len(c.pauses) > c.limit {
+		return context.DeadlineExceeded
+	}
+	return ctx.Err()
+}
+
+// How the follow reads the role as it settles, step by step: the cluster action's
+// answer is lost before anything happened, then each read_cluster shows the next
+// state of the script (the last one stays). A role that comes Online on the node
+// it did not start on reports no process start (an older host), so only the
+// states decide. Each round of reads pauses 1 s, then 2 s.
+func TestApplyClusterFollowSettles(t *testing.T) {
+	type step struct{ state, owner string }
+	for _, tc := range []struct {
+		name   string
+		mode   ifi.RestartPolicy
+		script []step
+		ended  bool // the role ended Online where asked
+		pauses int  // the follow's pauses (one between rounds)
+	}{
+		{"failover: pending, then Online on the target", ifi.RestartFailover,
+			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL02"}}, true, 1},
+		{"failover: pending, then Online back on the owner", ifi.RestartFailover,
+			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, false, 1},
+		{"failover: Failed", ifi.RestartFailover, []step{{contract.ClusterFailed, "SQL01"}}, false, 0},
+		{"cluster restart: pending, then Online on the owner", ifi.RestartClusterRestart,
+			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, true, 1},
+		{"cluster restart: still Online, then pending, then Online", ifi.RestartClusterRestart,
+			[]step{{contract.ClusterOnline, "SQL01"}, {contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pendingCluster()
+			c.moveErr = transientErr{}
+			lastWeek := fakeBoot.Add(-7 * 24 * time.Hour) // when the stopped nodes' Engines last ran
+			for _, n := range []string{"SQL02", "SQL03"} {
+				c.nodes[n].ri.ProcessStartTime = &lastWeek
+			}
+			follows := 0
+			c.beforeReadCluster = func(string) error {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if len(c.moves) == 0 && c.restarts == 0 {
+					return nil // the observation before the action
+				}
+				st := tc.script[min(follows, len(tc.script)-1)]
+				if follows < len(tc.script) && st.state == contract.ClusterOnline && (st.owner != c.owner || follows > 0) {
+					c.startOn(st.owner)
+					h := c.nodes[st.owner].fakeHost
+					h.mu.Lock()
+					h.ri.ProcessStartTime = nil
+					h.mu.Unlock()
+				}
+				c.owner, c.state = st.owner, st.state
+				follows++
+				return nil
+			}
+			e, _, ct := clusterWorld(c)
+			clock := &followClock{fakeClock: fakeClock{now: time.Now()}, limit: tc.pauses}
+			e.Clock = clock
+			out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, tc.mode))
+			if out.Move == nil || !out.Move.Followed || out.Move.Ended() != tc.ended {
+				t.Fatalf("move %+v (err %v); want followed, ended %v", out.Move, err, tc.ended)
+			}
+			var ce *Error
+			if !tc.ended && (!errors.As(err, &ce) || ce.Kind != KindClusterActionFailed) {
+				t.Errorf("err = %v; want KindClusterActionFailed", err)
+			}
+			want := []time.Duration{time.Second, 2 * time.Second}[:tc.pauses]
+			if fmt.Sprint(clock.pauses) != fmt.Sprint(want) || follows < len(tc.script) {
+				t.Errorf("pauses %v, %d reads after the action; want pauses %v and the script's %d reads read", clock.pauses, follows, want, len(tc.script))
+			}
+		})
+	}
+}
+
+// What a destroy leaves in effect: the owner's running Engine keeps IFI until its
+// next restart (SQL Server said it has it); the stopped nodes add nothing. The
+// outcome carries the cluster as observed.
+func TestDestroyClusterWarnings(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Warnings) != 1 || out.Warnings[0].Code != ifi.WarnStaysOnDestroy ||
+		!strings.Contains(out.Warnings[0].Detail, "the running service MSSQLSERVER keeps IFI until its next restart") {
+		t.Errorf("warnings %+v; want the owner's verified stays-on-until-restart one only", out.Warnings)
+	}
+	if out.Cluster == nil || out.Observed == nil || out.Cluster.Owner != "SQL01" {
+		t.Errorf("outcome cluster %+v, observed %v; want the cluster as observed", out.Cluster, out.Observed != nil)
+	}
+}
+
+// A destroy that cannot observe the FCI, or assess it, fails and revokes nothing.
+func TestDestroyClusterObserveAndAssessFailures(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].clusterErr = errors.New("the cluster service is not running")
+	e, _, ct := clusterWorld(c)
+	_, err := e.DestroyCluster(context.Background(), ct, enable)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterReadFailed || c.setRights() != 0 {
+		t.Fatalf("observe: err = %v, %d set_right", err, c.setRights())
+	}
+
+	c = newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].ri.StartAccount, c.nodes["SQL01"].ri.StartAccountSID = `CORP\gone`, ""
+	e, _, ct = clusterWorld(c)
+	_, err = e.DestroyCluster(context.Background(), ct, ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount})
+	if !errors.As(err, &ce) || ce.Kind != KindAssessFailed || c.setRights() != 0 {
+		t.Fatalf("assess: err = %v, %d set_right", err, c.setRights())
+	}
+}
+
+// A node with nothing to change needs no WinRM client after it was read.
+func TestApplyClusterNodeWithNothingToDoNeedsNoClient(t *testing.T) {
+	c := newFakeCluster("SQL01")
+	e, _, ct := clusterWorld(c)
+	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 2} // the read and the read back only
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever)); err != nil {
+		t.Fatalf("err = %v; want the grants on SQL02 and SQL03 only", err)
+	}
 }

@@ -139,3 +139,109 @@ func TestMeasureRestart(t *testing.T) {
 		}
 	}
 }
+
+// The prediction's detail in a DBA's words: the steps, joined to the restart with
+// ", and " only when there are steps; the grantee by name; no dependents' phrase
+// when no dependent runs.
+func TestPredictDetailWords(t *testing.T) {
+	account := Desired{Enabled: true, Grantee: GranteeServiceAccount, Restart: RestartIfNeeded}
+	for _, tc := range []struct {
+		name   string
+		d      Desired
+		o      Observed
+		detail string // the start of the detail
+	}{
+		{"restart only", enable, obs(dmv(false), holders(svcSID)),
+			"The apply restarts the service MSSQLSERVER (the running Engine has IFI off"},
+		{"grant and restart", enable, obs(dmv(false)),
+			"The apply grants \"Perform volume maintenance tasks\" to NT SERVICE\\MSSQLSERVER (enabled = true and the grantee lacks the right), " +
+				"and restarts the service MSSQLSERVER (the running Engine has IFI off"},
+		{"the start account by name", account, obs(dmv(false)),
+			"The apply grants \"Perform volume maintenance tasks\" to CORP\\svc-sql (" + acctSID + ") (enabled = true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Predict(tc.d, tc.o, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(p.Warning.Detail, tc.detail) {
+				t.Errorf("detail %q; want it to start %q", p.Warning.Detail, tc.detail)
+			}
+		})
+	}
+}
+
+// With no plan, nothing is done; only a refusal is ActionRefuse.
+func TestActionOfNoPlan(t *testing.T) {
+	if got := ActionOf(nil, nil, nil); got != ActionNone {
+		t.Errorf("ActionOf(no plan) = %q; want %q", got, ActionNone)
+	}
+	if got := ActionOf(nil, nil, &Refusal{Summary: "no"}); got != ActionRefuse {
+		t.Errorf("ActionOf(refusal) = %q; want %q", got, ActionRefuse)
+	}
+}
+
+// An observation that cannot be assessed is an error, not a prediction of nothing.
+func TestPredictFailsWhenTheInstanceCannotBeAssessed(t *testing.T) {
+	o := obs(dmv(true), func(r *contract.ReadInstanceResult) { r.StartAccount, r.StartAccountSID = `CORP\gone`, "" })
+	p, err := Predict(Desired{Enabled: true, Grantee: GranteeServiceAccount, Restart: RestartIfNeeded}, o, false)
+	if err == nil || !strings.Contains(err.Error(), `grantee = "service_sid"`) || p.Action != "" {
+		t.Fatalf("Predict = %+v, %v; want the assessment's error", p, err)
+	}
+}
+
+// The plan's own warnings (here: a restart whose availability group role is
+// unknown, backups not checked) come with the prediction.
+func TestPredictCarriesThePlanWarnings(t *testing.T) {
+	p, err := Predict(withRestart(enable, RestartIfNeededIncludingPrimary), obs(Verification{Source: SourceErrorLog, Enabled: ptr(false)}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Action != ActionGrantAndRestart || !HasWarning(p.PlanWarnings, WarnAGUnknown) || !HasWarning(p.PlanWarnings, WarnBackupsUnchecked) {
+		t.Errorf("action %q, plan warnings %+v; want grant_and_restart with %s and %s", p.Action, p.PlanWarnings, WarnAGUnknown, WarnBackupsUnchecked)
+	}
+}
+
+// A drift's "why" names what changed outside Terraform: the right granted again,
+// a restart pending only when no grant or revoke explains the change, and the start
+// account only when the grantee is the service account.
+func TestPredictDriftFacts(t *testing.T) {
+	account := Desired{Enabled: true, Grantee: GranteeServiceAccount, Restart: RestartIfNeeded}
+	for _, tc := range []struct {
+		name    string
+		d       Desired
+		o       Observed
+		want    []string
+		wantNot []string
+	}{
+		{"granted outside Terraform, the Engine still without", disable, obs(dmv(false), holders(svcSID)),
+			[]string{`changed the instance: NT SERVICE\MSSQLSERVER holds the right again (granted outside Terraform). The apply revokes`},
+			[]string{"a restart is pending", "the service starts as"}},
+		{"revoked outside Terraform", enable, obs(dmv(true), holders(adminSID)),
+			[]string{`changed the instance: NT SERVICE\MSSQLSERVER no longer holds the right (revoked outside Terraform). The apply grants`},
+			[]string{"a restart is pending", "the service starts as"}},
+		{"a restart pending", disable, obs(dmv(true)),
+			[]string{"changed the instance: a restart is pending: the running Engine has IFI on and its next start gives it off. The apply restarts"},
+			[]string{"the service starts as"}},
+		{"the service account", account, obs(dmv(true)),
+			[]string{`changed the instance: CORP\svc-sql (` + acctSID + `) no longer holds the right (revoked outside Terraform); the service starts as CORP\svc-sql. The apply grants`},
+			nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Predict(tc.d, tc.o, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(p.Warning.Detail, w) {
+					t.Errorf("detail %q lacks %q", p.Warning.Detail, w)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(p.Warning.Detail, w) {
+					t.Errorf("detail %q has %q", p.Warning.Detail, w)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,9 @@
 // the module root:
 //
 //	go run ./internal/mutate/cmd/mutate [-out MUTATION.md] [-only internal/ifi] [-list]
+//	go run ./internal/mutate/cmd/mutate -files internal/converge/cluster.go,internal/ifi/plan.go -out /tmp/m.md
+//	go run ./internal/mutate/cmd/mutate -base main -out /tmp/m.md   (the decision files changed since main)
+//	go run ./internal/mutate/cmd/mutate -check [-strict]   (make lint: are MUTATION.md's figures current?)
 //
 // For each target package it builds the test binary once unchanged (its tests must
 // pass), then once per mutant with the mutated file given to the compiler as an
@@ -9,7 +12,9 @@
 // deadline and records the mutant as killed, survived, hung or invalid (does not
 // compile). Mutants listed in internal/mutate/ignored.txt (equivalent to the
 // original, or changing only a log line, each with its reason) are left out.
-// It writes the kill rate of each package and the surviving mutants to MUTATION.md.
+// It writes the kill rate of each package and the surviving mutants to MUTATION.md,
+// with the commit they were measured at; -check (check.go) names the decision files
+// changed since that commit.
 package main
 
 import (
@@ -64,23 +69,107 @@ func main() {
 	match := flag.String("match", "", "run only the mutants whose \"file:line description\" matches this regular expression (a partial run; checking tests)")
 	update := flag.Bool("update", false, "with -only: re-run that package and replace its row and mutants in the existing report, keeping the others")
 	jobs := flag.Int("j", 4, "mutants whose tests run at once (they mostly wait; one builds at a time)")
+	files := flag.String("files", "", "run only the mutants of these decision files (comma-separated, from the module root); a partial run")
+	base := flag.String("base", "", "run only the mutants of the decision files changed since this commit or branch's merge base with HEAD (committed, uncommitted or new); a partial run")
+	survivors := flag.String("survivors", "", "run only the mutants a report (or a run's output) lists as survived or hung: a quick check that new tests kill them; a partial run")
+	check := flag.Bool("check", false, "run nothing: say which decision files changed since the commit the report's figures were measured at")
+	strict := flag.Bool("strict", false, "with -check: exit 1 when some did")
 	flag.Parse()
+	if *check {
+		stale, err := checkReport(os.Stdout, *out, targets, ".")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate -check:", err)
+			os.Exit(1)
+		}
+		if stale && *strict {
+			os.Exit(1)
+		}
+		return
+	}
 	re, err := regexp.Compile(*match)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutate: -match:", err)
 		os.Exit(2)
 	}
+	var again map[string]bool
+	if *survivors != "" {
+		raw, err := os.ReadFile(*survivors)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate: -survivors:", err)
+			os.Exit(2)
+		}
+		again = survivorKeys(raw)
+		if *update {
+			fmt.Fprintln(os.Stderr, "mutate: -update runs a whole package: not with -survivors")
+			os.Exit(2)
+		}
+	}
 	if *update && (*only == "" || *match != "") {
 		fmt.Fprintln(os.Stderr, "mutate: -update needs -only and no -match")
 		os.Exit(2)
 	}
-	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re, *update); err != nil {
+	sel, err := selectFiles(*files, *base)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutate:", err)
+		os.Exit(2)
+	}
+	if *update && sel != nil {
+		fmt.Fprintln(os.Stderr, "mutate: -update runs a whole package: not with -files or -base")
+		os.Exit(2)
+	}
+	if sel != nil && len(sel) == 0 {
+		fmt.Println("mutate: no decision file changed since", *base, "(nothing to run)")
+		return
+	}
+	if err := run(*out, *ignoreFile, *only, *list, max(*jobs, 1), re, *update, sel, again); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp, update bool) error {
+// selectFiles is the set of decision files -files and -base name: nil when neither
+// is given (every file), empty when -base finds no decision file changed.
+func selectFiles(files, base string) (map[string]bool, error) {
+	if files == "" && base == "" {
+		return nil, nil
+	}
+	covered := map[string]bool{}
+	for _, t := range targets {
+		fs, err := decisionFiles(t)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fs {
+			covered[f] = true
+		}
+	}
+	sel := map[string]bool{}
+	for _, f := range strings.FieldsFunc(files, func(r rune) bool { return r == ',' || r == ' ' }) {
+		f = filepath.ToSlash(filepath.Clean(f))
+		if !covered[f] {
+			return nil, fmt.Errorf("-files: %s is not a file mutation covers (a non-test .go file of a target package)", f)
+		}
+		sel[f] = true
+	}
+	if base != "" {
+		mb, err := git(".", "merge-base", base, "HEAD")
+		if err != nil {
+			return nil, fmt.Errorf("-base %s: %w", base, err)
+		}
+		changed, err := changedSince(".", strings.TrimSpace(mb))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range changed {
+			if covered[f] {
+				sel[f] = true
+			}
+		}
+	}
+	return sel, nil
+}
+
+func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp, update bool, sel, again map[string]bool) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run from the module root (where go.mod is)")
 	}
@@ -106,12 +195,18 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 		if only != "" && t.Name != only {
 			continue
 		}
-		all, err := mutants(t)
+		all, err := mutants(t, sel)
 		if err != nil {
 			return err
 		}
+		if len(all) == 0 && sel != nil {
+			continue // none of the files chosen is this package's
+		}
 		var ms []mutate.Mutant
 		for _, m := range all {
+			if again != nil && !again[m.File+" "+m.Desc] {
+				continue
+			}
 			if match.MatchString(fmt.Sprintf("%s:%d %s", m.File, m.Line, m.Desc)) {
 				ms = append(ms, m)
 			}
@@ -122,22 +217,40 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 			}
 			continue
 		}
+		began := time.Now()
 		rs, err := runTarget(t, ms, ignored, used, tmp, jobs)
 		if err != nil {
 			return err
 		}
 		tally := mutate.Count(t.Name, rs)
-		fmt.Printf("%s: %d valid, %d killed, %d survived, %d hung, %d invalid, %d ignored: %.1f %%\n",
-			t.Name, tally.Valid(), tally.Killed, tally.Survived, tally.Hung, tally.Invalid, tally.Ignored, tally.Rate())
+		fmt.Printf("%s: %d valid, %d killed, %d survived, %d hung, %d invalid, %d ignored: %.1f %% (%s)\n",
+			t.Name, tally.Valid(), tally.Killed, tally.Survived, tally.Hung, tally.Invalid, tally.Ignored, tally.Rate(),
+			time.Since(began).Round(time.Second))
 		tallies = append(tallies, tally)
 		results[t.Name] = rs
 	}
 	if list {
 		return nil
 	}
+	at, err := measuredAt(sel)
+	if err != nil {
+		return err
+	}
+	partial := match.String()
+	if again != nil {
+		partial = strings.TrimSpace("the survivors of an earlier run " + partial)
+	}
+	if sel != nil {
+		names := make([]string, 0, len(sel))
+		for f := range sel {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		partial = strings.TrimSpace("the files " + strings.Join(names, ", ") + " " + partial)
+	}
 	var stale []string
 	for _, id := range ignored.Entries() {
-		if !used[id] && only == "" && match.String() == "" {
+		if !used[id] && only == "" && partial == "" {
 			stale = append(stale, id)
 		}
 	}
@@ -150,27 +263,60 @@ func run(out, ignoreFile, only string, list bool, jobs int, match *regexp.Regexp
 		if err != nil {
 			return err
 		}
-		rep := updateReport(old, only, report(tallies, results, nil, time.Since(started), only, ""), time.Since(started))
+		rep := updateReport(old, only, report(tallies, results, nil, time.Since(started), only, "", at), time.Since(started), at)
 		return os.WriteFile(out, rep, 0o644)
 	}
-	return os.WriteFile(out, report(tallies, results, stale, time.Since(started), only, match.String()), 0o644)
+	return os.WriteFile(out, report(tallies, results, stale, time.Since(started), only, partial, at), 0o644)
 }
 
-func mutants(t target) ([]mutate.Mutant, error) {
-	files := t.Files
-	if len(files) == 0 {
-		all, err := filepath.Glob(filepath.Join(filepath.FromSlash(t.Name), "*.go"))
-		if err != nil {
-			return nil, err
+// survivorLine is a survived or hung mutant as a report lists it
+// ("- survived `file:line` Func: desc") or as a run prints it ("[3/9] survived file:line desc").
+var survivorLine = regexp.MustCompile("(?:survived|hung)\\s+`?([^\\s`:]+\\.go):\\d+`?\\s+(?:[A-Za-z0-9_.()]+: )?(.+)$")
+
+// survivorKeys are the "file desc" of the mutants a report or a run's output lists
+// as survived or hung. Line numbers are left out, so that the keys still name the
+// mutants after edits elsewhere in the file (a few others with the same
+// description in the same file may run too).
+func survivorKeys(raw []byte) map[string]bool {
+	keys := map[string]bool{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if m := survivorLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			keys[m[1]+" "+m[2]] = true
 		}
-		for _, f := range all {
-			if !strings.HasSuffix(f, "_test.go") {
-				files = append(files, filepath.ToSlash(f))
-			}
+	}
+	return keys
+}
+
+// decisionFiles are the files mutation covers in t: its Files, or every non-test
+// .go file of the package.
+func decisionFiles(t target) ([]string, error) {
+	if len(t.Files) > 0 {
+		return t.Files, nil
+	}
+	all, err := filepath.Glob(filepath.Join(filepath.FromSlash(t.Name), "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range all {
+		if !strings.HasSuffix(f, "_test.go") {
+			files = append(files, filepath.ToSlash(f))
 		}
+	}
+	return files, nil
+}
+
+// mutants are the mutants of t's decision files (only those in sel, unless nil).
+func mutants(t target, sel map[string]bool) ([]mutate.Mutant, error) {
+	files, err := decisionFiles(t)
+	if err != nil {
+		return nil, err
 	}
 	var ms []mutate.Mutant
 	for _, f := range files {
+		if sel != nil && !sel[f] {
+			continue
+		}
 		src, err := os.ReadFile(filepath.FromSlash(f))
 		if err != nil {
 			return nil, err
@@ -310,7 +456,7 @@ func runTests(bin string, t target, deadline time.Duration) (failed, timedOut bo
 	return err != nil, ctx.Err() != nil, out
 }
 
-func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []string, took time.Duration, only, partial string) []byte {
+func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []string, took time.Duration, only, partial, at string) []byte {
 	var b strings.Builder
 	b.WriteString("# Mutation testing\n\n")
 	b.WriteString("Written by `make mutate` (internal/mutate/cmd/mutate); do not edit by hand. Run it\n")
@@ -320,11 +466,13 @@ func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []
 	b.WriteString("overlay and run against the package's tests. The kill rate counts valid mutants:\n")
 	b.WriteString("killed, survived or hung (a hang is not a kill). Mutants that do not compile are\n")
 	b.WriteString("invalid; those in internal/mutate/ignored.txt (equivalent or logging-only, each\n")
-	b.WriteString("with its reason) are not run.\n\n")
+	b.WriteString("with its reason) are not run. The figures are of the commit named below (a package\n")
+	b.WriteString("run again alone names its own); `make lint` (mutation-check) names the decision\n")
+	b.WriteString("files changed since, and `make mutate-changed` runs only their mutants.\n\n")
 	if only != "" || partial != "" {
-		fmt.Fprintf(&b, "**Partial run: only %s %s.**\n\n", only, partial)
+		fmt.Fprintf(&b, "**Partial run: only %s.**\n\n", strings.TrimSpace(only+" "+partial))
 	}
-	fmt.Fprintf(&b, "Run on %s, %s.\n\n", time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
+	fmt.Fprintf(&b, "Run on %s at %s, %s.\n\n", time.Now().UTC().Format("2006-01-02"), at, took.Round(time.Second))
 	b.WriteString("## Kill rate\n\n")
 	b.WriteString("| package | files | valid | killed | survived | hung | invalid | ignored | kill rate |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
@@ -362,7 +510,7 @@ func report(tallies []mutate.Tally, results map[string][]mutate.Result, stale []
 
 // updateReport replaces pkg's row and surviving mutants in a full run's report old
 // with those of fresh (a report of pkg alone), and says so under the run's date.
-func updateReport(old []byte, pkg string, fresh []byte, took time.Duration) []byte {
+func updateReport(old []byte, pkg string, fresh []byte, took time.Duration, at string) []byte {
 	rowPrefix := "| `" + pkg + "` |"
 	ofPkg := func(l string) bool {
 		for _, o := range []mutate.Outcome{mutate.Survived, mutate.Hung} {
@@ -382,8 +530,8 @@ func updateReport(old []byte, pkg string, fresh []byte, took time.Duration) []by
 			mutants = append(mutants, l)
 		}
 	}
-	note := "`" + pkg + "`" + fmt.Sprintf(" was run again alone on %s, %s (`-only %s -update`): its row and mutants are from that run.",
-		time.Now().UTC().Format("2006-01-02"), took.Round(time.Second), pkg)
+	note := "`" + pkg + "`" + fmt.Sprintf(" was run again alone on %s at %s, %s (`-only %s -update`): its row and mutants are from that run.",
+		time.Now().UTC().Format("2006-01-02"), at, took.Round(time.Second), pkg)
 	var out []string
 	section := ""
 	for _, l := range strings.Split(string(old), "\n") {
