@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -433,5 +434,78 @@ resource "mssqlifi_instant_file_initialization" "i%02d" {
 		if in := e.instance(name); in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
 			t.Errorf("instance %s runs without IFI after the apply: %+v", name, in)
 		}
+	}
+}
+
+// The fleet module (examples/modules/fleet) with planned_action in an output: after
+// the apply, plan -detailed-exitcode exits 0 with no warning; a right revoked
+// outside Terraform shows only what a grant changes (the running Engine kept IFI, so
+// ifi_enabled, sql_version and the rest keep their values) and the output says the
+// grant; its apply leaves an empty, quiet plan again.
+func TestCLI_fleetModuleOutputsPlannedAction(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	if err := os.CopyFS(filepath.Join(w.dir, "fleet"), os.DirFS("../../examples/modules/fleet")); err != nil {
+		t.Fatal(err)
+	}
+	w.write(e.providerConfig(true) + fmt.Sprintf(`
+module "fleet" {
+  source = "./fleet"
+  hosts  = { %q = { port = %d, instances = { MSSQLSERVER = {} } } }
+}
+
+output "actions" {
+  value = module.fleet.planned_actions
+}
+`, e.addr, e.httpsPort))
+	// The module's own directory is installed with terraform get; the provider is
+	// the dev override (no registry here, so no init).
+	if r := w.run("get", "-no-color"); r.Exit != 0 {
+		t.Fatalf("terraform get: exit %d\n%s%s", r.Exit, r.describe(), r.Stdout)
+	}
+	w.mustApply()
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	if ws := p.bySeverity("warning"); len(ws) > 0 {
+		t.Errorf("the plan after the apply prints warnings: %v", ws)
+	}
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+	d := w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-out=drift.tfplan")
+	d.wantPlanExit(t, 2)
+	s := w.run("show", "-json", "-no-color", "drift.tfplan")
+	var plan struct {
+		ResourceChanges []struct {
+			Change plannedChange `json:"change"`
+		} `json:"resource_changes"`
+		OutputChanges map[string]struct {
+			After any `json:"after"`
+		} `json:"output_changes"`
+	}
+	if err := json.Unmarshal([]byte(s.Stdout), &plan); err != nil || len(plan.ResourceChanges) != 1 {
+		t.Fatalf("terraform show -json: %v, %d changes\n%s", err, len(plan.ResourceChanges), s.Stdout)
+	}
+	c := plan.ResourceChanges[0].Change
+	wantPlanned(t, c, "grant")
+	var unknown []string
+	for name, v := range c.Unknown {
+		if v == true {
+			unknown = append(unknown, name)
+		}
+	}
+	slices.Sort(unknown)
+	if want := []string{"privilege_granted", "restart_pending", "verified_by"}; !slices.Equal(unknown, want) {
+		t.Errorf("the grant-only plan shows %v as known after apply; want only %v", unknown, want)
+	}
+	if got := fmt.Sprint(plan.OutputChanges["actions"].After); !strings.Contains(got, "grant") || strings.Contains(got, "restart") {
+		t.Errorf("the output after the drift plan: %s; want the grant", got)
+	}
+	if r := w.run("apply", "-json", "-no-color", "drift.tfplan"); r.Exit != 0 {
+		t.Fatalf("applying the drift plan: %s", r.describe())
+	}
+	q := w.plan()
+	q.wantPlanExit(t, 0)
+	if ws := q.bySeverity("warning"); len(ws) > 0 {
+		t.Errorf("the plan after the repair prints warnings: %v", ws)
 	}
 }

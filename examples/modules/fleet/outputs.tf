@@ -29,3 +29,8 @@ output "tde_warnings" {
     if length(coalesce(r.tde_databases, [])) > 0
   }
 }
+
+output "planned_actions" {
+  description = "What the last plan said each instance's apply does (planned_action), keyed HOST/INSTANCE: after an apply, what it did, until a plan changes the instance again."
+  value       = { for id, r in mssqlifi_instant_file_initialization.this : id => r.planned_action }
+}

@@ -105,9 +105,10 @@ run "plan_predicts_the_repair" {
     condition     = mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/MSSQLSERVER"].planned_action == "grant"
     error_message = "the plan does not predict a grant without restart for the revoked right: ${mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/MSSQLSERVER"].planned_action}"
   }
+  # An instance nobody touched has no change: it keeps what its last apply did.
   assert {
-    condition     = mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/REPORTING"].planned_action == "none"
-    error_message = "the plan predicts a change on an instance nobody touched"
+    condition     = mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/REPORTING"].planned_action == "grant_and_restart"
+    error_message = "the plan changes planned_action on an instance nobody touched: ${mssqlifi_instant_file_initialization.this["${var.winsim.hosts[0].address}/REPORTING"].planned_action}"
   }
 }
 
