@@ -52,7 +52,7 @@ func kerberosAttributes() map[string]schema.Attribute {
 			Optional: true,
 			MarkdownDescription: fmt.Sprintf("With `auth = \"negotiate\"`: whether a host may be reached with NTLM when no Kerberos ticket can be had "+
 				"(no realm for the user, the KDC does not answer, no ticket for the SPN). Default `%t`, as Windows clients do; the plan then warns "+
-				"once per host and names the cause. `false` makes that an error: over HTTP only Kerberos proves the host's identity before "+
+				"when it first appears for a host (and in a plan that changes an instance there), naming the cause. `false` makes that an error: over HTTP only Kerberos proves the host's identity before "+
 				"anything is sent, and anyone who can block port 88 can otherwise make the provider use NTLM.", remote.DefaultAllowNTLMFallback),
 		},
 		"realm": schema.StringAttribute{
