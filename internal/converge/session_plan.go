@@ -85,8 +85,14 @@ func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) 
 	}
 	if u := r.Unverified; u != nil {
 		verify := ifi.ActionVerify
-		return &Prediction{Action: &verify, MayChange: ifi.AllFields,
-			Warnings: []ifi.Warning{ifi.UnverifiedUpdate(t.Host, t.Instance, u.Op, u.At, u.Error)}}, nil
+		p := &Prediction{Action: &verify, MayChange: ifi.AllFields,
+			Warnings: []ifi.Warning{ifi.UnverifiedUpdate(t.Host, t.Instance, u.Op, u.At, u.Error)}}
+		if s != nil && s.HoldRestarts && r.Desired.Restart != ifi.RestartNever {
+			// The verify may have restarted; this run holds restarts.
+			p.Warnings = append(p.Warnings, ifi.RestartHeld(t.Host, t.Instance, verify))
+		}
+		s.sayFallbackOfChange(t, p) // the verify may change the host
+		return p, nil
 	}
 	clustered := r.Clustered != nil && *r.Clustered
 	if !clustered && (m.Read == nil || m.Verification == nil || m.Verification.Source == "") {

@@ -118,6 +118,10 @@ func kerberosDiagnostic(f *remote.ConfigError) diag.Diagnostic {
 	case remote.ErrNoRealm:
 		return diag.NewAttributeErrorDiagnostic(at, "No Kerberos realm",
 			fmt.Sprintf("winrm.username %q names no realm and %s has no default_realm. Write it user@REALM (the domain's DNS name in upper case) or set winrm.realm.", ke.Username, ke.Path))
+	case remote.ErrNTLMFallback:
+		return diag.NewAttributeErrorDiagnostic(at, "NTLM fallback refused",
+			fmt.Sprintf(`winrm.auth = "negotiate" would reach every host with NTLM (%s), and winrm.allow_ntlm_fallback = false refuses that. `+
+				`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, ke.Why))
 	case remote.ErrRealmWithoutKDC:
 		return diag.NewAttributeErrorDiagnostic(at, "Realm without KDC",
 			fmt.Sprintf("The realm %s (from winrm.%s) has no KDC in %s and dns_lookup_kdc is off. Add [realms] %s = { kdc = <domain controller> } to it, or set dns_lookup_kdc = true.",

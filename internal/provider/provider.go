@@ -303,12 +303,8 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	q := cfg.sql()
 	resp.Diagnostics.Append(validateKerberos(rc, sqlUsesKerberos(q))...)
 	resp.Diagnostics.Append(winrmDiagnostics(rc, false)...)
-	if rc.AllowNTLMFallback != nil && !*rc.AllowNTLMFallback {
-		if why := remote.NegotiateUsesNTLM(rc); why != "" {
-			resp.Diagnostics.AddAttributeError(path.Root("winrm").AtName("allow_ntlm_fallback"), "NTLM fallback refused",
-				fmt.Sprintf(`winrm.auth = "negotiate" would reach every host with NTLM (%s), and winrm.allow_ntlm_fallback = false refuses that. `+
-					`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, why))
-		}
+	if f := rc.CheckNTLMFallback(); f != nil {
+		resp.Diagnostics.Append(kerberosDiagnostic(f))
 	}
 
 	var sc *sqlcheck.Config

@@ -41,6 +41,8 @@ type KerberosError struct {
 	// FromCCache: without password and keytab, Negotiate would log on from the
 	// credential cache, which needs krb5.conf (ErrKrb5ConfUnusable).
 	FromCCache bool
+	// Why is why "negotiate" would use NTLM (ErrNTLMFallback).
+	Why string
 	// Err is the cause: the file system's error for the keytab, the *krb.Error for
 	// krb5.conf.
 	Err error
@@ -131,4 +133,19 @@ func (c Config) CheckKerberos(krb5ConfShared bool) []*ConfigError {
 		add(from, false, &KerberosError{Sentinel: ErrRealmWithoutKDC, Path: confPath, Realm: realm})
 	}
 	return out
+}
+
+// CheckNTLMFallback is the finding of a configuration that refuses NTLM with auth
+// "negotiate" (AllowNTLMFallback false) although negotiate would reach every host
+// with NTLM (no realm, no KDC for it): nil when there is none. It is decided before
+// any host is reached.
+func (c Config) CheckNTLMFallback() *ConfigError {
+	if c.AllowNTLMFallback == nil || *c.AllowNTLMFallback {
+		return nil
+	}
+	why := NegotiateUsesNTLM(c)
+	if why == "" {
+		return nil
+	}
+	return &ConfigError{Setting: SettingAllowNTLMFallback, Err: &KerberosError{Sentinel: ErrNTLMFallback, Why: why}}
 }

@@ -159,3 +159,28 @@ func TestWarningsAreWarnings(t *testing.T) {
 		}
 	}
 }
+
+// allow_ntlm_fallback = false with a negotiate that would reach every host with
+// NTLM (no realm anywhere) is refused before any host is reached, saying why; with
+// the fallback allowed, or auth "ntlm", there is nothing to refuse.
+func TestCheckNTLMFallback(t *testing.T) {
+	no, yes := false, true
+	t.Setenv("KRB5_CONFIG", filepath.Join(t.TempDir(), "missing-krb5.conf")) // no krb5.conf names a KDC
+	base := Config{Auth: AuthNegotiate, Username: "svc", Password: "pw"}
+	refused := base
+	refused.AllowNTLMFallback = &no
+	f := refused.CheckNTLMFallback()
+	var ke *KerberosError
+	if f == nil || f.Setting != SettingAllowNTLMFallback || !errors.As(f, &ke) || ke.Sentinel != ErrNTLMFallback || ke.Why == "" {
+		t.Fatalf("negotiate without a realm, fallback refused: %v; want ErrNTLMFallback at allow_ntlm_fallback, saying why", f)
+	}
+	allowed := base
+	allowed.AllowNTLMFallback = &yes
+	ntlm := refused
+	ntlm.Auth = AuthNTLM
+	for name, c := range map[string]Config{"allowed": allowed, "default": base, "auth ntlm": ntlm} {
+		if f := c.CheckNTLMFallback(); f != nil {
+			t.Errorf("%s: %v, want nothing", name, f)
+		}
+	}
+}
