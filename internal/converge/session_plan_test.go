@@ -301,6 +301,7 @@ func TestSessionPlanCreateAfterDestroy(t *testing.T) {
 	}{
 		{name: "the destroyed instance", destroy: defaultTarget, create: defaultTarget, want: ifi.ActionNone},
 		{name: "spelled otherwise", destroy: defaultTarget, create: Target{Host: "SQL01.Example.com.", Instance: "mssqlserver"}, want: ifi.ActionNone},
+		{name: "destroyed spelled otherwise", destroy: Target{Host: "SQL01.Example.com.", Instance: "MSSQLSERVER"}, create: defaultTarget, want: ifi.ActionNone},
 		{name: "another host", destroy: defaultTarget, create: Target{Host: "sql02.example.com", Instance: "MSSQLSERVER"}, want: ifi.ActionGrant, wantReads: true},
 		{name: "a failed destroy", destroy: defaultTarget, failing: true, create: defaultTarget, want: ifi.ActionNone, wantReads: true},
 	} {
