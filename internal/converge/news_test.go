@@ -100,6 +100,23 @@ func TestSessionSaysStandingConditionsOnce(t *testing.T) {
 			t.Errorf("the next run's refresh: %v, %v; want TDE not said again", codes(next.Warnings), err)
 		}
 	})
+	t.Run("the create's apply says what its change brought about", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		d := withRestartNever(enable)
+		s := NewSession(w.engine)
+		p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d}, Create: true})
+		if err != nil || ifi.HasWarning(p.Warnings, ifi.WarnRestartPending) {
+			t.Fatalf("the create's plan: %v, %v; want no pending restart yet", codes(p.Warnings), err)
+		}
+		res := applied(t, s, ApplyRequest{Request: Request{Target: defaultTarget, Desired: d}, Create: true, Planned: p.Action})
+		if !ifi.HasWarning(res.Warnings, ifi.WarnRestartPending) {
+			t.Errorf("the apply said %v, want the restart its grant left pending", codes(res.Warnings))
+		}
+		next, err := NewSession(w.engine).Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: res.Memo}})
+		if err != nil || ifi.HasWarning(next.Warnings, ifi.WarnRestartPending) {
+			t.Errorf("the next run's refresh: %v, %v; want the pending restart not said again", codes(next.Warnings), err)
+		}
+	})
 }
 
 // The NTLM fallback is said by a refresh when it is new or its cause changed since
