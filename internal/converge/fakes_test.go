@@ -68,6 +68,16 @@ type fakeHost struct {
 	statusErr error
 	// statusErrs: when > 0, only the first statusErrs restart_status calls fail.
 	statusErrs int
+	// ntlm is why auth "negotiate" reached the host with NTLM ("": Kerberos), as
+	// remote's client says it (NTLMFallback).
+	ntlm string
+}
+
+// NTLMFallback is why the client reached the host with NTLM instead of Kerberos.
+func (h *fakeHost) NTLMFallback() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ntlm
 }
 
 func newFakeHost() *fakeHost {

@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -91,5 +92,329 @@ func TestSessionOnce(t *testing.T) {
 	}
 	if _, isNew := s.Once("logon sql02:5985", "B"); !isNew {
 		t.Error("another key: not new")
+	}
+}
+
+// applied runs one apply of defaultTarget in s, failing the test on an error.
+func applied(t *testing.T, s *Session, r ApplyRequest) *Result {
+	t.Helper()
+	res, err := s.Apply(context.Background(), r)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return res
+}
+
+func action(a ifi.Action) *ifi.Action { return &a }
+
+// The apply does what its plan said, or refuses before any change; the create of a
+// replace after this run's destroy is held to nothing (its plan was made before the
+// destroy changed the host).
+func TestSessionApplyHoldsThePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		create  bool
+		planned *ifi.Action
+		refused bool
+	}{
+		{name: "update planned as grant", planned: action(ifi.ActionGrant), refused: true},
+		{name: "create planned as grant", create: true, planned: action(ifi.ActionGrant), refused: true},
+		{name: "update planned as none", planned: action(ifi.ActionNone), refused: true},
+		{name: "update planned as grant_and_restart", planned: action(ifi.ActionGrantAndRestart)},
+		{name: "the plan could not tell", create: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost()) // needs grant_and_restart
+			s := NewSession(w.engine)
+			res, err := s.Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: tc.create, Planned: tc.planned})
+			if !tc.refused {
+				if err != nil || !w.host.holds(svcSID) || w.host.restarts != 1 {
+					t.Fatalf("Apply: %v (granted %v, %d restarts); want grant_and_restart", err, w.host.holds(svcSID), w.host.restarts)
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil ||
+				!strings.Contains(ce.Refusal.Summary, "changed since the plan: apply would grant_and_restart, the plan said "+string(*tc.planned)) {
+				t.Fatalf("Apply: %v; want the plan-changed refusal", err)
+			}
+			if w.host.holds(svcSID) || w.host.restarts != 0 || w.host.setRightOps != 0 {
+				t.Errorf("the refused apply changed the host (granted %v, %d restarts)", w.host.holds(svcSID), w.host.restarts)
+			}
+			if res == nil {
+				t.Error("no result beside the refusal")
+			}
+		})
+	}
+}
+
+// The create of a replace after this run's destroy goes ahead whatever its plan
+// said, and its state holds the planned action (Terraform's planned value).
+func TestSessionApplyCreateAfterDestroy(t *testing.T) {
+	w := newWorld(newFakeHost().granted(svcSID))
+	s := NewSession(w.engine)
+	if _, err := s.Destroy(context.Background(), Request{Target: defaultTarget, Desired: enable}); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+	if err != nil || actionOf(p) != string(ifi.ActionNone) {
+		t.Fatalf("Plan: %s, %v; want none (from what the destroy found)", actionOf(p), err)
+	}
+	res, err := s.Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true, Planned: p.Action})
+	if err != nil {
+		t.Fatalf("Apply: %v; want the grant the destroy took away", err)
+	}
+	if !w.host.holds(svcSID) || w.host.restarts != 0 {
+		t.Errorf("granted %v, %d restarts; want the grant again, no restart", w.host.holds(svcSID), w.host.restarts)
+	}
+	if res.Action != ifi.ActionNone {
+		t.Errorf("planned_action in state %s, want the plan's none", res.Action)
+	}
+	// Without this run's destroy, the same apply is refused.
+	w2 := newWorld(newFakeHost())
+	w2.host.runningIFI = true
+	if _, err := NewSession(w2.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable},
+		Create: true, Planned: action(ifi.ActionNone)}); err == nil || w2.host.holds(svcSID) {
+		t.Errorf("a create planned as none without a destroy: %v, granted %v; want a refusal", err, w2.host.holds(svcSID))
+	}
+}
+
+// The state's planned_action after an apply is the plan's when it knew, else what
+// the apply did.
+func TestSessionApplyAction(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		host         *fakeHost
+		planned      *ifi.Action
+		want         ifi.Action
+		wantRestarts int
+	}{
+		{name: "unknown plan", host: newFakeHost(), want: ifi.ActionGrantAndRestart, wantRestarts: 1},
+		{name: "unknown plan, nothing to do", host: newFakeHost().granted(svcSID), want: ifi.ActionNone},
+		{name: "planned verify", host: newFakeHost(), planned: action(ifi.ActionVerify), want: ifi.ActionVerify, wantRestarts: 1},
+		{name: "planned grant_and_restart", host: newFakeHost(), planned: action(ifi.ActionGrantAndRestart), want: ifi.ActionGrantAndRestart, wantRestarts: 1},
+		{name: "planned none", host: newFakeHost().granted(svcSID), planned: action(ifi.ActionNone), want: ifi.ActionNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			res := applied(t, NewSession(w.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Planned: tc.planned})
+			if res.Action != tc.want || w.host.restarts != tc.wantRestarts {
+				t.Errorf("planned_action %q, %d restarts; want %q, %d", res.Action, w.host.restarts, tc.want, tc.wantRestarts)
+			}
+		})
+	}
+}
+
+// The memo an apply leaves holds what it asked and its last read: the next plan
+// predicts from it without reading the host, and is empty.
+func TestSessionApplyMemo(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(map[bool]string{true: "enabled", false: "disabled"}[enabled], func(t *testing.T) {
+			d := enable
+			d.Enabled = enabled
+			w := newWorld(newFakeHost())
+			if !enabled {
+				w.host.granted(svcSID)
+			}
+			res := applied(t, NewSession(w.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: d}, Create: true})
+			m := res.Memo
+			if m == nil || m.Enabled == nil || *m.Enabled != enabled {
+				t.Fatalf("memo %+v, want enabled = %v", m, enabled)
+			}
+			if m.Read == nil || m.Verification == nil {
+				t.Fatalf("memo %+v, want the apply's read", m)
+			}
+			m = DecodeMemo(m.Encode(), defaultTarget) // as the private state keeps it
+			reads := w.host.reads
+			p, err := NewSession(w.engine).Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m},
+				Unchanged: true, Drift: true})
+			if err != nil || actionOf(p) != string(ifi.ActionNone) || !p.KeepState || len(p.Warnings) != 0 {
+				t.Errorf("the next plan: %s, keep %v, warnings %v, %v; want an empty plan", actionOf(p), p.KeepState, codes(p.Warnings), err)
+			}
+			if w.host.reads != reads {
+				t.Errorf("the next plan read the host %d times, want none", w.host.reads-reads)
+			}
+		})
+	}
+}
+
+// Whether an instance takes the cluster path is the engine's choice: the memo's
+// read says, else the state, else a read of the host.
+func TestSessionApplyPath(t *testing.T) {
+	clusterReq := func() (*fakeCluster, *Engine, Request) {
+		c := newFakeCluster("SQL01")
+		e, _, ct := clusterWorld(c)
+		nodes := map[string]string{}
+		for _, n := range c.order {
+			nodes[n] = addrOf(n)
+		}
+		return c, e, Request{Target: ct.Target, Desired: withRestartNever(enable), Nodes: nodes, SQLHost: ct.SQLHost}
+	}
+	t.Run("a cluster node, not known", func(t *testing.T) {
+		c, e, r := clusterReq()
+		res := applied(t, NewSession(e), ApplyRequest{Request: r, Create: true})
+		if !res.Clustered() || res.Outcome != nil {
+			t.Fatalf("clustered %v, want the cluster path", res.Clustered())
+		}
+		for _, n := range c.order {
+			if !c.nodes[n].holds(svcSID) {
+				t.Errorf("%s lacks the grant, want every possible owner granted", n)
+			}
+		}
+	})
+	t.Run("a standalone instance, not known", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		res := applied(t, NewSession(w.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+		if res.Clustered() || res.Outcome == nil || !w.host.holds(svcSID) {
+			t.Errorf("clustered %v, granted %v; want the standalone path", res.Clustered(), w.host.holds(svcSID))
+		}
+	})
+	t.Run("the state says clustered", func(t *testing.T) {
+		w := newWorld(newFakeHost()) // no cluster node: the cluster path fails
+		yes := true
+		if _, err := NewSession(w.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable, Clustered: &yes}}); err == nil || w.host.holds(svcSID) {
+			t.Errorf("Apply: %v, granted %v; want the cluster path taken (and failing on a standalone host)", err, w.host.holds(svcSID))
+		}
+	})
+	t.Run("the memo's read outranks the state", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		s := NewSession(w.engine)
+		m := refreshed(t, s, enable)
+		yes := true
+		res := applied(t, s, ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m, Clustered: &yes}})
+		if res.Clustered() || !w.host.holds(svcSID) {
+			t.Errorf("clustered %v, granted %v; want the standalone path the read found", res.Clustered(), w.host.holds(svcSID))
+		}
+	})
+	t.Run("a read that fails changes nothing", func(t *testing.T) {
+		w := newWorld(newFakeHost())
+		w.host.readErr = func(int) error { return errBoom }
+		if _, err := NewSession(w.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true}); err == nil ||
+			w.host.setRightOps != 0 || w.host.restarts != 0 {
+			t.Errorf("Apply: %v (%d set_right, %d restarts); want the error, nothing changed", err, w.host.setRightOps, w.host.restarts)
+		}
+	})
+}
+
+// A run that holds restarts grants without restarting; the restart stays pending.
+func TestSessionApplyHoldRestarts(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "held", false: "allowed"}[hold], func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			s := NewSession(w.engine)
+			s.HoldRestarts = hold
+			m := refreshed(t, s, enable)
+			res := applied(t, s, ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
+			want, restarts := ifi.ActionGrantAndRestart, 1
+			if hold {
+				want, restarts = ifi.ActionGrant, 0
+			}
+			if !w.host.holds(svcSID) || w.host.restarts != restarts || res.Action != want {
+				t.Errorf("granted %v, %d restarts, action %s; want granted, %d, %s", w.host.holds(svcSID), w.host.restarts, res.Action, restarts, want)
+			}
+			if hold && (res.Outcome == nil || res.Outcome.Assessment == nil || res.Outcome.Assessment.RestartPending == nil || !*res.Outcome.Assessment.RestartPending) {
+				t.Errorf("restart_pending not true after a held restart")
+			}
+		})
+	}
+}
+
+// A refresh: an import adopts what the host has (enabled is whether the right is
+// granted) against the arguments' defaults, with no planned action; otherwise the
+// state's planned_action stays, and the memo's enabled (what the last apply asked)
+// is what the instance is assessed against. A failed create's refresh says what its
+// replace does.
+func TestSessionRead(t *testing.T) {
+	disabled := false
+	for _, tc := range []struct {
+		name        string
+		host        *fakeHost
+		desired     ifi.Desired
+		memoEnabled *bool
+		imported    bool
+		planned     ifi.Action
+		unverified  *Unverified
+		wantEnabled bool
+		wantDesired *ifi.Desired
+		wantAction  ifi.Action
+		wantFailed  bool
+	}{
+		{name: "import of a granted instance", host: newFakeHost().granted(svcSID), imported: true, planned: ifi.ActionGrant,
+			desired:     ifi.Desired{Grantee: ifi.GranteeServiceAccount, Restart: ifi.RestartNever},
+			wantEnabled: true, wantDesired: &ImportDefaults, wantAction: ifi.ActionNone},
+		{name: "import of an instance without the grant", host: newFakeHost(), imported: true,
+			wantEnabled: false, wantDesired: &ImportDefaults, wantAction: ifi.ActionNone},
+		{name: "refresh keeps the planned action", host: newFakeHost().granted(svcSID), desired: enable, planned: ifi.ActionGrantAndRestart,
+			wantEnabled: true, wantAction: ifi.ActionGrantAndRestart},
+		{name: "refresh without a planned action", host: newFakeHost().granted(svcSID), desired: enable,
+			wantEnabled: true, wantAction: ifi.ActionNone},
+		{name: "the memo's enabled outranks the state's", host: newFakeHost(), desired: enable, memoEnabled: &disabled,
+			wantEnabled: false, wantDesired: &ifi.Desired{Enabled: false, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeeded}, wantAction: ifi.ActionNone},
+		{name: "a failed create", host: newFakeHost(), desired: enable, planned: ifi.ActionGrantAndRestart,
+			unverified:  &Unverified{Op: "create", At: "2026-12-01T10:00:00Z", Error: "the WinRM connection was reset"},
+			wantEnabled: true, wantAction: ifi.ActionGrantAndRestart, wantFailed: true},
+		{name: "a failed update", host: newFakeHost(), desired: enable, planned: ifi.ActionGrantAndRestart,
+			unverified:  &Unverified{Op: "update", At: "2026-12-01T10:00:00Z", Error: "the WinRM connection was reset"},
+			wantEnabled: true, wantAction: ifi.ActionGrantAndRestart},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			m := NewMemo(defaultTarget)
+			m.Enabled = tc.memoEnabled
+			res, err := NewSession(w.engine).Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: tc.desired, Memo: m},
+				Imported: tc.imported, Planned: tc.planned, Unverified: tc.unverified})
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			if res.Enabled != tc.wantEnabled || res.Action != tc.wantAction {
+				t.Errorf("enabled %v, planned_action %q; want %v, %q", res.Enabled, res.Action, tc.wantEnabled, tc.wantAction)
+			}
+			if d := tc.wantDesired; d != nil && (res.Desired.Enabled != d.Enabled || res.Desired.Grantee != d.Grantee || res.Desired.Restart != d.Restart) {
+				t.Errorf("assessed against %+v, want %+v", res.Desired, *d)
+			}
+			if tc.imported && (res.Memo.Enabled == nil || *res.Memo.Enabled != tc.wantEnabled) {
+				t.Errorf("the memo's enabled %v, want the adopted %v", res.Memo.Enabled, tc.wantEnabled)
+			}
+			if res.Assessment == nil {
+				t.Fatal("no assessment")
+			}
+			if tc.memoEnabled != nil && !res.Assessment.Converged {
+				t.Error("not converged against the memo's enabled = false")
+			}
+			fw := warningWith(res.Warnings, ifi.WarnFailedCreate)
+			if (fw != nil) != tc.wantFailed {
+				t.Errorf("warnings %v, want failed_create %v", codes(res.Warnings), tc.wantFailed)
+			}
+			if fw != nil && (!strings.Contains(fw.Summary, "its replace restarts SQL Server") || !strings.Contains(fw.Detail, "2026-12-01T10:00:00Z")) {
+				t.Errorf("failed_create %+v, want it to say the replace restarts, and when the create failed", fw)
+			}
+		})
+	}
+}
+
+// A destroy revokes the grant and remembers what the host had, for the create of a
+// replace in this run (TestSessionPlanCreateAfterDestroy); a destroy that failed
+// before it read remembers nothing.
+func TestSessionDestroy(t *testing.T) {
+	w := newWorld(newFakeHost().granted(svcSID))
+	s := NewSession(w.engine)
+	res, err := s.Destroy(context.Background(), Request{Target: defaultTarget, Desired: enable})
+	if err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if w.host.holds(svcSID) || res.Outcome == nil {
+		t.Errorf("granted %v after the destroy, outcome %v; want revoked", w.host.holds(svcSID), res.Outcome)
+	}
+	if b := s.destroyedBefore(Target{Host: "SQL01.EXAMPLE.COM", Instance: "mssqlserver"}); b == nil || b.Assessment == nil || !b.Assessment.PrivilegeGranted {
+		t.Errorf("remembered %+v, want the host as it was (granted)", b)
+	}
+	w2 := newWorld(newFakeHost().granted(svcSID))
+	w2.host.readErr = func(int) error { return errBoom }
+	s2 := NewSession(w2.engine)
+	if _, err := s2.Destroy(context.Background(), Request{Target: defaultTarget, Desired: enable}); err == nil {
+		t.Fatal("Destroy: no error from a host that cannot be read")
+	}
+	if b := s2.destroyedBefore(defaultTarget); b != nil {
+		t.Errorf("a failed destroy remembered %+v, want nothing", b)
 	}
 }

@@ -1,0 +1,415 @@
+package converge
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+)
+
+// The rules of Session.Plan, on the fake host: what planned_action a user sees, and
+// what the plan says with it.
+
+// refreshed is the memo a plan's refresh of defaultTarget against d leaves in s's
+// run (Session.Read).
+func refreshed(t *testing.T, s *Session, d ifi.Desired) *Memo {
+	t.Helper()
+	res, err := s.Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: d}})
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	return res.Memo
+}
+
+// actionOf is a prediction's planned_action, "(unknown)" when the plan cannot tell.
+func actionOf(p *Prediction) string {
+	if p == nil || p.Action == nil {
+		return "(unknown)"
+	}
+	return string(*p.Action)
+}
+
+// warningWith is the first warning of ws with code, nil when none.
+func warningWith(ws []ifi.Warning, code string) *ifi.Warning {
+	for i := range ws {
+		if ws[i].Code == code {
+			return &ws[i]
+		}
+	}
+	return nil
+}
+
+func pendingRestart() *fakeHost {
+	h := newFakeHost().granted(svcSID)
+	h.runningIFI = false // granted, not restarted since
+	return h
+}
+
+func withoutIFI() *fakeHost {
+	h := newFakeHost()
+	h.runningIFI = true // revoked, not restarted since
+	return h
+}
+
+// A plan that cannot know the instance, the provider or the arguments predicts an
+// unknown action (the apply may change anything, restart included) without
+// touching the host; it says why, except when the instance has no name yet to say
+// it with.
+func TestSessionPlanUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		req     func(*PlanRequest)
+		wantWhy string // "": no warning
+	}{
+		{"host or instance unknown", func(r *PlanRequest) { r.NameUnknown = true }, ""},
+		{"provider configuration unknown", func(r *PlanRequest) { r.ConfigUnknown = true }, "the provider's configuration is not known until apply"},
+		{"an argument unknown", func(r *PlanRequest) { r.ArgsUnknown = true }, "some of its arguments are not known until apply"},
+	} {
+		for _, create := range []bool{true, false} {
+			t.Run(tc.name+map[bool]string{true: ", create", false: ", update"}[create], func(t *testing.T) {
+				w := newWorld(newFakeHost())
+				r := PlanRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: create}
+				tc.req(&r)
+				p, err := NewSession(w.engine).Plan(context.Background(), r)
+				if err != nil {
+					t.Fatalf("Plan: %v", err)
+				}
+				if p.Action != nil {
+					t.Errorf("planned_action %s, want unknown", actionOf(p))
+				}
+				if !slices.Equal(p.MayChange, ifi.AllFields) {
+					t.Errorf("may change %v, want every fact", p.MayChange)
+				}
+				if w.host.reads != 0 || w.checker.checks != 0 {
+					t.Errorf("the plan read the host (%d reads, %d SQL checks), want none", w.host.reads, w.checker.checks)
+				}
+				if tc.wantWhy == "" {
+					if len(p.Warnings) != 0 {
+						t.Errorf("warnings %v, want none", codes(p.Warnings))
+					}
+					return
+				}
+				if len(p.Warnings) != 1 || p.Warnings[0].Code != ifi.WarnPlannedAction ||
+					!strings.Contains(p.Warnings[0].Summary, "apply may restart SQL Server (not known at plan time)") ||
+					!strings.Contains(p.Warnings[0].Detail, tc.wantWhy) || !strings.Contains(p.Warnings[0].Detail, defaultTarget.Host) {
+					t.Errorf("warnings %+v, want one planned_action warning naming the host and saying %q", p.Warnings, tc.wantWhy)
+				}
+			})
+		}
+	}
+}
+
+// An update is predicted from the read the state holds (the plan's refresh), not
+// from a read of its own: an unverified change is verified, no read is unknown,
+// and otherwise the action is ifi.Predict's on that read.
+func TestSessionPlanUpdate(t *testing.T) {
+	unverified := &Unverified{Op: "update", At: "2026-12-01T10:00:00Z", Error: "the WinRM connection was reset"}
+	for _, tc := range []struct {
+		name       string
+		host       *fakeHost
+		refresh    bool            // the state holds the refresh's read
+		afterwards func(*fakeHost) // the host changes after the refresh
+		unverified *Unverified
+		want       string // planned_action; "(unknown)"
+		wantWarn   string // a planned_action warning's text; "": no warning
+	}{
+		{name: "unverified update", host: newFakeHost(), refresh: true, unverified: unverified,
+			want: string(ifi.ActionVerify), wantWarn: "The update of instance MSSQLSERVER on sql01.example.com at 2026-12-01T10:00:00Z failed after its change was sent (the WinRM connection was reset)"},
+		{name: "unverified update without a read", host: newFakeHost(), unverified: unverified,
+			want: string(ifi.ActionVerify), wantWarn: "this update reads the instance, finishes what is missing"},
+		{name: "no read in the state", host: newFakeHost(),
+			want: "(unknown)", wantWarn: "the state holds no read of it (a plan with refresh records one)"},
+		{name: "the read lacks the grant", host: newFakeHost(), refresh: true,
+			want: string(ifi.ActionGrantAndRestart), wantWarn: "MSSQLSERVER"},
+		{name: "the read is converged", host: newFakeHost().granted(svcSID), refresh: true,
+			want: string(ifi.ActionNone)},
+		{name: "the host changed after the refresh: the read counts", host: newFakeHost(), refresh: true,
+			afterwards: func(h *fakeHost) { h.granted(svcSID) }, want: string(ifi.ActionGrantAndRestart), wantWarn: "MSSQLSERVER"},
+		{name: "the running Engine has IFI without the grant", host: withoutIFI(), refresh: true,
+			want: string(ifi.ActionGrant), wantWarn: "MSSQLSERVER"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			s := NewSession(w.engine)
+			var m *Memo
+			if tc.refresh {
+				m = refreshed(t, s, enable)
+			}
+			if tc.afterwards != nil {
+				tc.afterwards(w.host)
+			}
+			reads, checks := w.host.reads, w.checker.checks
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}, Unverified: tc.unverified})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if actionOf(p) != tc.want {
+				t.Errorf("planned_action %s, want %s", actionOf(p), tc.want)
+			}
+			if w.host.reads != reads || w.checker.checks != checks {
+				t.Errorf("the update's plan read the host (%d reads, %d SQL checks), want none", w.host.reads-reads, w.checker.checks-checks)
+			}
+			pw := warningWith(p.Warnings, ifi.WarnPlannedAction)
+			switch {
+			case tc.wantWarn == "" && len(p.Warnings) != 0:
+				t.Errorf("warnings %v, want none", codes(p.Warnings))
+			case tc.wantWarn != "" && (pw == nil || !strings.Contains(pw.Summary+" "+pw.Detail, tc.wantWarn)):
+				t.Errorf("warnings %+v, want a planned_action warning saying %q", p.Warnings, tc.wantWarn)
+			}
+			if tc.unverified != nil && (pw == nil || !strings.HasPrefix(pw.Summary, "Unverified change of")) {
+				t.Errorf("warnings %+v, want the unverified change's", p.Warnings)
+			}
+		})
+	}
+}
+
+// Nothing to do and nothing else changed: the plan keeps the state's
+// planned_action (an empty plan); a change of anything else, or an action, does not.
+func TestSessionPlanKeepState(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		host      *fakeHost
+		unchanged bool
+		want      bool
+	}{
+		{"converged and unchanged", newFakeHost().granted(svcSID), true, true},
+		{"converged, an argument changed", newFakeHost().granted(svcSID), false, false},
+		{"unchanged but the host lacks the grant", newFakeHost(), true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			s := NewSession(w.engine)
+			m := refreshed(t, s, enable)
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m},
+				Unchanged: tc.unchanged, Drift: tc.unchanged})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if p.KeepState != tc.want {
+				t.Errorf("keep state %v (planned_action %s), want %v", p.KeepState, actionOf(p), tc.want)
+			}
+		})
+	}
+}
+
+// A plan marks unknown exactly the facts its action may change (ifi.MayChange);
+// every other one shows as the state has it.
+func TestSessionPlanMayChange(t *testing.T) {
+	core := []ifi.Field{ifi.FieldPrivilegeGranted, ifi.FieldRestartPending, ifi.FieldVerifiedBy}
+	restart := append(slices.Clone(core), ifi.FieldIFIEnabled, ifi.FieldAvailabilityRole)
+	grantee := []ifi.Field{ifi.FieldGranteeSID, ifi.FieldPrivilegeGranted}
+	for _, tc := range []struct {
+		name           string
+		host           *fakeHost
+		desired        ifi.Desired
+		create         bool
+		granteeChanged bool
+		want           ifi.Action
+		wantFields     []ifi.Field
+	}{
+		{name: "grant", host: newFakeHost(), desired: withRestartNever(enable), want: ifi.ActionGrant, wantFields: core},
+		{name: "grant and restart", host: newFakeHost(), desired: enable, want: ifi.ActionGrantAndRestart, wantFields: restart},
+		{name: "none", host: newFakeHost().granted(svcSID), desired: enable, want: ifi.ActionNone},
+		{name: "grant to another grantee", host: newFakeHost(), desired: withRestartNever(enable), granteeChanged: true,
+			want: ifi.ActionGrant, wantFields: append(slices.Clone(core), grantee...)},
+		{name: "a create's grant and restart", host: newFakeHost(), desired: enable, create: true,
+			want: ifi.ActionGrantAndRestart, wantFields: append(slices.Clone(restart), grantee...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			s := NewSession(w.engine)
+			var m *Memo
+			if !tc.create {
+				m = refreshed(t, s, tc.desired)
+			}
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: tc.desired, Memo: m},
+				Create: tc.create, GranteeChanged: tc.granteeChanged})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if actionOf(p) != string(tc.want) {
+				t.Fatalf("planned_action %s, want %s", actionOf(p), tc.want)
+			}
+			if !slices.Equal(p.MayChange, tc.wantFields) {
+				t.Errorf("may change %v, want %v", p.MayChange, tc.wantFields)
+			}
+			if want := ifi.MayChange(tc.want, false, tc.granteeChanged || tc.create); !slices.Equal(p.MayChange, want) {
+				t.Errorf("may change %v, want ifi.MayChange's %v", p.MayChange, want)
+			}
+		})
+	}
+}
+
+// A create's plan reads the host (one read_instance, one SQL check) and predicts
+// from it; it says what the apply would say of the instance, and what the create
+// asks, for the destroy half of a replace.
+func TestSessionPlanCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		host     *fakeHost
+		tde      []string
+		want     ifi.Action
+		wantWarn []string
+	}{
+		{name: "lacking the grant", host: newFakeHost(), want: ifi.ActionGrantAndRestart, wantWarn: []string{ifi.WarnPlannedAction}},
+		{name: "converged", host: newFakeHost().granted(svcSID), want: ifi.ActionNone},
+		{name: "a standing condition", host: newFakeHost().granted(svcSID), tde: []string{"Payroll"}, want: ifi.ActionNone, wantWarn: []string{ifi.WarnTDE}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			w.checker.tde = tc.tde
+			p, err := NewSession(w.engine).Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if actionOf(p) != string(tc.want) {
+				t.Errorf("planned_action %s, want %s", actionOf(p), tc.want)
+			}
+			if w.host.reads != 1 || w.checker.checks != 1 {
+				t.Errorf("%d reads and %d SQL checks, want one of each", w.host.reads, w.checker.checks)
+			}
+			if !slices.Equal(codes(p.Warnings), tc.wantWarn) {
+				t.Errorf("warnings %v, want %v", codes(p.Warnings), tc.wantWarn)
+			}
+			want := ifi.Replacement{Host: defaultTarget.Host, Instance: defaultTarget.Instance, Enabled: true, Grantee: ifi.GranteeServiceSID, GranteeSID: svcSID}
+			if p.Replacement == nil || *p.Replacement != want {
+				t.Errorf("replacement %+v, want %+v", p.Replacement, want)
+			}
+			if p.Clustered || p.KeepState {
+				t.Errorf("clustered %v, keep state %v; want neither", p.Clustered, p.KeepState)
+			}
+		})
+	}
+}
+
+// The create of a replace is planned again during the apply, after this run's
+// destroy: it predicts from what the destroy found (the plan the user approved),
+// without reading the host, however the instance is spelled. A destroy that found
+// nothing, or of another host, leaves the create to read the host.
+func TestSessionPlanCreateAfterDestroy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		destroy   Target
+		failing   bool // the destroy fails before it reads back
+		create    Target
+		want      ifi.Action
+		wantReads bool
+	}{
+		{name: "the destroyed instance", destroy: defaultTarget, create: defaultTarget, want: ifi.ActionNone},
+		{name: "spelled otherwise", destroy: defaultTarget, create: Target{Host: "SQL01.Example.com.", Instance: "mssqlserver"}, want: ifi.ActionNone},
+		{name: "destroyed spelled otherwise", destroy: Target{Host: "SQL01.Example.com.", Instance: "MSSQLSERVER"}, create: defaultTarget, want: ifi.ActionNone},
+		{name: "another host", destroy: defaultTarget, create: Target{Host: "sql02.example.com", Instance: "MSSQLSERVER"}, want: ifi.ActionGrant, wantReads: true},
+		{name: "a failed destroy", destroy: defaultTarget, failing: true, create: defaultTarget, want: ifi.ActionNone, wantReads: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost().granted(svcSID))
+			if tc.failing {
+				w.host.setRightErr = func(int, contract.SetRightParams) error { return errBoom }
+			}
+			s := NewSession(w.engine)
+			_, err := s.Destroy(context.Background(), Request{Target: tc.destroy, Desired: enable})
+			if (err != nil) != tc.failing {
+				t.Fatalf("Destroy: %v", err)
+			}
+			if !tc.failing && w.host.holds(svcSID) {
+				t.Fatal("the destroy kept the grant")
+			}
+			reads, checks := w.host.reads, w.checker.checks
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: tc.create, Desired: enable}, Create: true})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if actionOf(p) != string(tc.want) {
+				t.Errorf("planned_action %s, want %s", actionOf(p), tc.want)
+			}
+			if read := w.host.reads != reads || w.checker.checks != checks; read != tc.wantReads {
+				t.Errorf("the create's plan read the host: %v (%d reads, %d checks), want %v", read, w.host.reads-reads, w.checker.checks-checks, tc.wantReads)
+			}
+		})
+	}
+}
+
+// A create's plan that cannot read the host is an error naming it, not an unknown
+// prediction: Terraform plans the create again during its apply, and an unknown
+// value where the plan knew one is its "inconsistent final plan".
+func TestSessionPlanCreateReadFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"the connection is reset", errBoom},
+		{"the connection is refused", transientErr{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			w.host.readErr = func(int) error { return tc.err }
+			p, err := NewSession(w.engine).Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+			if err == nil {
+				t.Fatalf("Plan: planned_action %s, warnings %v; want an error", actionOf(p), codes(p.Warnings))
+			}
+			if p != nil {
+				t.Errorf("prediction %+v beside the error, want none", p)
+			}
+			if !strings.Contains(err.Error(), defaultTarget.Host) {
+				t.Errorf("error %q does not name the host", err)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Errorf("error %v (%T), want a *converge.Error", err, err)
+			}
+		})
+	}
+}
+
+// A run that holds restarts plans a restart-needing grant as a grant and says which
+// restart waits; with nothing to do (or restart = "never" asked anyway) it says
+// nothing of it.
+func TestSessionPlanHoldRestarts(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		host     *fakeHost
+		desired  ifi.Desired
+		create   bool
+		want     ifi.Action
+		wantHeld bool
+		quiet    bool // no warning at all
+	}{
+		{name: "update that would restart", host: newFakeHost(), desired: enable, want: ifi.ActionGrant, wantHeld: true},
+		{name: "create that would restart", host: newFakeHost(), desired: enable, create: true, want: ifi.ActionGrant, wantHeld: true},
+		{name: "restart never asked", host: newFakeHost(), desired: withRestartNever(enable), want: ifi.ActionGrant},
+		{name: "a grant without restart", host: withoutIFI(), desired: enable, want: ifi.ActionGrant},
+		{name: "converged", host: newFakeHost().granted(svcSID), desired: enable, want: ifi.ActionNone, quiet: true},
+		{name: "a pending restart", host: pendingRestart(), desired: enable, want: ifi.ActionNone, quiet: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(tc.host)
+			s := NewSession(w.engine)
+			s.HoldRestarts = true
+			var m *Memo
+			if !tc.create {
+				m = refreshed(t, s, tc.desired)
+			}
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: tc.desired, Memo: m}, Create: tc.create})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if actionOf(p) != string(tc.want) {
+				t.Errorf("planned_action %s, want %s", actionOf(p), tc.want)
+			}
+			held := warningWith(p.Warnings, ifi.WarnRestartHeld)
+			if (held != nil) != tc.wantHeld {
+				t.Errorf("warnings %v, want restart_held %v", codes(p.Warnings), tc.wantHeld)
+			}
+			if held != nil && (!strings.Contains(held.Detail, string(ifi.ActionGrantAndRestart)) || !strings.Contains(held.Summary, "allow_restarts = false")) {
+				t.Errorf("restart_held %+v, want it to name grant_and_restart and allow_restarts", held)
+			}
+			if tc.quiet && len(p.Warnings) != 0 {
+				t.Errorf("warnings %v, want none", codes(p.Warnings))
+			}
+		})
+	}
+}
