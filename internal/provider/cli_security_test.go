@@ -217,7 +217,7 @@ func TestCLI_logonAdviceOncePerHost(t *testing.T) {
 	r.wantDiag(t, "error", "", regexp.QuoteMeta(logonAdviceGiven(first)))
 	if n := strings.Count(r.Stdout, "local Administrator of the host"); n != 1 {
 		t.Errorf("the host's hint appears %d times, want once:\n%s", n, r.describe())
-	}	// A warning about a logon says what happened on the wire: negotiate fell back
+	} // A warning about a logon says what happened on the wire: negotiate fell back
 	// to NTLM, and NTLM was refused, so nothing "reached" the host with NTLM.
 	r.wantNoDiag(t, "warning", `^NTLM instead of Kerberos`)
 }
