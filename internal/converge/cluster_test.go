@@ -768,7 +768,7 @@ func TestReadClusterSQLVerification(t *testing.T) {
 			c.nodes["SQL01"].ri.ErrorLog = contract.ErrorLogInfo{Found: true, Enabled: &on}
 			e, k, ct := clusterWorld(c)
 			ct.SQLHost = "listener.corp.example"
-			tc.setup(c, e.Clients.(*clusterClients), &ct)
+			tc.setup(c, clientsOf(e), &ct)
 			out, err := e.ReadCluster(context.Background(), ct, enable)
 			if err != nil {
 				t.Fatal(err)
@@ -1175,7 +1175,7 @@ func TestApplyClusterGrantAlreadyMade(t *testing.T) {
 func TestApplyClusterHostSetupFailsLater(t *testing.T) {
 	c := newFakeCluster()
 	e, _, ct := clusterWorld(c)
-	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL03"): 1} // read, then not for the grant
+	clientsOf(e).hostsBeforeFailing = map[string]int{addrOf("SQL03"): 1} // read, then not for the grant
 	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever))
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || ce.Node != "SQL03" || !ce.Changed {
@@ -1185,7 +1185,7 @@ func TestApplyClusterHostSetupFailsLater(t *testing.T) {
 	c = newFakeCluster("SQL01", "SQL02", "SQL03")
 	c.nodes["SQL01"].runningIFI = false // a restart is pending
 	e, _, ct = clusterWorld(c)
-	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 1} // read, then not for the failover
+	clientsOf(e).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 1} // read, then not for the failover
 	_, err = e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
 	if !errors.As(err, &ce) || ce.Kind != KindHostSetup || len(c.moves) != 0 {
 		t.Fatalf("failover: err = %v, %d moves", err, len(c.moves))
@@ -1524,8 +1524,17 @@ func TestDestroyClusterObserveAndAssessFailures(t *testing.T) {
 func TestApplyClusterNodeWithNothingToDoNeedsNoClient(t *testing.T) {
 	c := newFakeCluster("SQL01")
 	e, _, ct := clusterWorld(c)
-	e.Clients.(*clusterClients).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 2} // the read and the read back only
+	clientsOf(e).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 2} // the read and the read back only
 	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever)); err != nil {
 		t.Fatalf("err = %v; want the grants on SQL02 and SQL03 only", err)
 	}
+}
+
+// clientsOf is the fake cluster clients of an engine made by clusterWorld.
+func clientsOf(e *Engine) *clusterClients {
+	c, ok := e.Clients.(*clusterClients)
+	if !ok {
+		panic(fmt.Sprintf("the engine's clients are %T, not the cluster's fakes", e.Clients))
+	}
+	return c
 }

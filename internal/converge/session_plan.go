@@ -2,6 +2,7 @@ package converge
 
 import (
 	"context"
+	"slices"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
@@ -189,7 +190,7 @@ func (s *Session) prediction(pred ifi.Prediction, clustered bool, r PlanRequest,
 	act := pred.Action
 	p := &Prediction{Action: &act, MayChange: ifi.MayChange(act, clustered, r.GranteeChanged || create)}
 	if act != ifi.ActionNone {
-		p.Warnings = append(pred.PlanWarnings, pred.Warning)
+		p.Warnings = append(slices.Clone(pred.PlanWarnings), pred.Warning)
 	}
 	return p
 }

@@ -114,7 +114,7 @@ func TestSessionPlanUpdate(t *testing.T) {
 		refresh    bool            // the state holds the refresh's read
 		afterwards func(*fakeHost) // the host changes after the refresh
 		unverified *Unverified
-		want       string // planned_action; "(unknown)"
+		want       string // the planned_action, or "(unknown)" when none is known
 		wantWarn   string // a planned_action warning's text; "": no warning
 	}{
 		{name: "unverified update", host: newFakeHost(), refresh: true, unverified: unverified,

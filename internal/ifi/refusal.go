@@ -25,8 +25,8 @@ func refusal(summary, asked, whyNot, unchanged string, waysOut ...string) *Refus
 	return r
 }
 
-// detail writes the parts as one text: "Asked, but why not. Unchanged. To go on: a;
-// or b."
+// detail writes the parts as one text, "Asked, but why not. Unchanged. To go on:
+// a; or b.", in that order.
 func (r *Refusal) detail() string {
 	d := r.Asked + ", but " + r.WhyNot + ". " + r.Unchanged
 	if len(r.WaysOut) > 0 {
