@@ -65,8 +65,8 @@ func covers(t target, f string) bool {
 // decision files (of sel, or of every target) that differed from it if any did.
 func measuredAt(sel map[string]bool) (string, error) {
 	sha, err := git(".", "rev-parse", "HEAD")
-	if err != nil { //nolint:nilerr // not a git checkout (a source archive): the figures stand, unanchored
-		return "an unknown commit (not a git checkout)", nil
+	if err != nil {
+		return "an unknown commit (not a git checkout)", nil //nolint:nilerr // not a git checkout (a source archive): the figures stand, unanchored
 	}
 	sha = strings.TrimSpace(sha)
 	changed, err := changedSince(".", sha)
@@ -96,9 +96,9 @@ func measuredAt(sel map[string]bool) (string, error) {
 // figures. stale is true when a package's figures may no longer hold (a decision
 // file changed, or the report names no commit this clone has).
 func checkReport(w io.Writer, report string, ts []target, dir string) (stale bool, err error) {
-	if _, err := git(dir, "rev-parse", "--git-dir"); err != nil { //nolint:nilerr // not a git checkout: nothing to compare with, said and skipped
+	if _, err := git(dir, "rev-parse", "--git-dir"); err != nil {
 		fmt.Fprintln(w, "mutation-check: skipped: not a git checkout, so nothing to compare with")
-		return false, nil
+		return false, nil //nolint:nilerr // not a git checkout: nothing to compare with, said and skipped
 	}
 	raw, err := os.ReadFile(report)
 	if os.IsNotExist(err) {
