@@ -147,13 +147,12 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 	if err != nil {
 		return nil, err
 	}
-	e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+	ri, err := e.readInstance(ctx, h, t, "")
 	if err != nil {
 		return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
 	}
-	if !ri.Found {
-		return nil, &Error{Kind: KindNotFound, Target: t, Instance: ri}
+	if err := notFound(t, ri); err != nil {
+		return nil, err
 	}
 	e.debug(ctx, "read_cluster", map[string]any{"host": t.Host, "instance": t.Instance})
 	rc, err := h.ReadCluster(ctx, contract.ReadClusterParams{Instance: t.Instance})
@@ -228,8 +227,7 @@ func (e *Engine) readNode(ctx context.Context, ct ClusterTarget, name string) if
 		n.Err = err
 		return n
 	}
-	e.debug(ctx, "read_instance", map[string]any{"host": nt.Host, "instance": nt.Instance, "node": name})
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: nt.Instance, Right: contract.RightManageVolume})
+	ri, err := e.readInstance(ctx, h, nt, name)
 	switch {
 	case err != nil:
 		n.Err = err
@@ -553,11 +551,12 @@ func (e *Engine) startedSince(ctx context.Context, ct ClusterTarget, obs *cluste
 			addr = n.Address
 		}
 	}
-	h, err := e.host(ct.at(addr))
+	nt := ct.at(addr)
+	h, err := e.host(nt)
 	if err != nil {
 		return false
 	}
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: ct.Instance, Right: contract.RightManageVolume})
+	ri, err := e.readInstance(ctx, h, nt, node)
 	if err != nil || ri.ServiceState != contract.StateRunning || ri.ProcessStartTime == nil {
 		return false
 	}

@@ -64,8 +64,7 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 		early = e.startEarlyCheck(ctx, t, checker)
 		defer early.discard()
 
-		e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
-		ri, err = h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+		ri, err = e.readInstance(ctx, h, t, "")
 		if err != nil {
 			return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
 		}
@@ -253,14 +252,34 @@ func (e *Engine) host(t Target) (Host, error) {
 	return h, nil
 }
 
+// readInstance is one read_instance of t's instance on h, the host of t (node: the
+// failover cluster node it is, "" for none). Its error is the host's own.
+func (e *Engine) readInstance(ctx context.Context, h Host, t Target, node string) (*contract.ReadInstanceResult, error) {
+	fields := map[string]any{"host": t.Host, "instance": t.Instance}
+	if node != "" {
+		fields["node"] = node
+	}
+	e.debug(ctx, "read_instance", fields)
+	return h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+}
+
+// notFound is the KindNotFound error of t when ri says its instance is not
+// installed; nil when it is.
+func notFound(t Target, ri *contract.ReadInstanceResult) error {
+	if ri.Found {
+		return nil
+	}
+	return &Error{Kind: KindNotFound, Target: t, Instance: ri}
+}
+
 // found observes t once and turns a missing instance into a KindNotFound error.
 func (e *Engine) found(ctx context.Context, t Target) (*Observation, error) {
 	o, err := e.observe(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
-	if !o.Instance.Found {
-		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
+	if err := notFound(t, o.Instance); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -320,8 +339,8 @@ func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadIn
 	if err != nil {
 		return nil, err
 	}
-	if !o.Instance.Found {
-		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
+	if err := notFound(t, o.Instance); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
