@@ -133,12 +133,11 @@ func (o *ClusterOutcome) fail(err *Error) *Error {
 // clusterObservation is one look at an FCI: the reached node, read_cluster there,
 // each other possible owner at its address, and SQL Server on the virtual name.
 type clusterObservation struct {
-	Observed  ifi.ClusterObserved
-	SQLTarget *contract.SQLTarget
-	Warnings  []ifi.Warning
-	// groups: the availability groups SQL Server on the virtual name is a replica
-	// of, for the restart gate's lock (group_lock.go); nil when none.
-	groups *Observation
+	Observed ifi.ClusterObserved
+	// sql is the SQL check at the virtual name (checkSQL): where SQL Server answers,
+	// the observation's warnings, and the availability groups it is a replica of, for
+	// the restart gate's lock (group_lock.go).
+	sql *Observation
 }
 
 func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*clusterObservation, error) {
@@ -173,13 +172,6 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 			owner = n.Instance
 		}
 	}
-	checker, setupErr := e.Clients.SQLChecker()
-	v := ifi.Verification{Source: ifi.SourceNone, SQLConfigured: checker != nil || setupErr != nil}
-	var dmv *bool
-	if setupErr != nil {
-		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLSetup, Summary: "SQL verification is not available",
-			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the owner's error log.", t, setupErr), Err: setupErr})
-	}
 	sqlHost := ct.SQLHost
 	if sqlHost == "" {
 		sqlHost = rc.VirtualName
@@ -188,33 +180,15 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 	if port == 0 && owner != nil {
 		port = owner.TCPPort
 	}
-	if checker != nil && port != 0 && sqlHost != "" {
-		o.SQLTarget = &contract.SQLTarget{Host: sqlHost, Port: port, Instance: t.Instance}
-		if owner != nil && owner.ServiceState == contract.StateRunning {
-			e.debug(ctx, "sql check", map[string]any{"host": sqlHost, "instance": t.Instance, "sql_port": port})
-			rep, err := checker.Check(ctx, *o.SQLTarget)
-			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
-			if err != nil {
-				w, lerr := e.sqlCheckFailed(t, fmt.Sprintf("at its virtual name %s:%d", safetext.Escape(sqlHost), port), port, "the owner's error log", err)
-				if lerr != nil {
-					return nil, lerr
-				}
-				o.Warnings = append(o.Warnings, w)
-			} else {
-				dmv = fromReport(&v, rep)
-				if len(v.AG.Groups) > 0 {
-					o.groups = &Observation{Target: t, SQLTarget: o.SQLTarget}
-					e.askPrimaries(ctx, o.groups, checker, rep, v.AG)
-				}
-			}
-		}
-	} else if checker != nil {
-		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's virtual name or port is unknown",
+	site := sqlSite{at: sqlTarget(t, sqlHost, owner), where: "at its virtual name", fallback: "the owner's error log",
+		unknown: ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's virtual name or port is unknown",
 			Detail: fmt.Sprintf("Neither the configuration nor the cluster gives where SQL Server of %s answers (virtual name %q, port %d), so it cannot be "+
-				"asked; verification falls back to the owner's error log.", t, safetext.Escape(sqlHost), port)})
+				"asked; verification falls back to the owner's error log.", t, safetext.Escape(sqlHost), port)}}
+	checker, setupErr := e.Clients.SQLChecker()
+	o.sql = &Observation{Target: t}
+	if o.Observed.Verification, err = e.checkSQL(ctx, o.sql, owner, checker, setupErr, site, &earlyCheck{}); err != nil {
+		return nil, err
 	}
-	v.Source, v.Enabled = ifi.Verify(owner, dmv)
-	o.Observed.Verification = v
 	return o, nil
 }
 
@@ -253,7 +227,7 @@ func (e *Engine) ReadCluster(ctx context.Context, ct ClusterTarget, d ifi.Desire
 		return &ClusterOutcome{}, &Error{Kind: KindAssessFailed, Target: ct.Target, Err: err}
 	}
 	return &ClusterOutcome{Cluster: ca, Observed: &obs.Observed, Enabled: clusterEnabled(d, ca),
-		Warnings: append(slices.Clone(obs.Warnings), ca.Warnings...)}, nil
+		Warnings: append(slices.Clone(obs.sql.Warnings), ca.Warnings...)}, nil
 }
 
 func clusterEnabled(d ifi.Desired, ca *ifi.ClusterAssessment) bool {
@@ -323,16 +297,16 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 			return e.recoverCluster(ctx, ct, d, out, err)
 		}
 		// One replica of a group restarts at a time (the restart gate's lock).
-		held, err := e.lockGroups(ctx, t, obs.groups, p.RestartReason)
+		held, err := e.lockGroups(ctx, t, obs.sql, p.RestartReason)
 		if err != nil {
 			release()
 			return out, err
 		}
 		err = e.clusterRestart(ctx, ct, obs, ca, p, out)
-		if err == nil && obs.SQLTarget != nil {
+		if err == nil && obs.sql.SQLTarget != nil {
 			if checker, _ := e.Clients.SQLChecker(); checker != nil {
-				if werr := checker.WaitReady(ctx, *obs.SQLTarget); werr != nil {
-					err = out.fail(&Error{Kind: KindNotReady, Target: ct.at(obs.SQLTarget.Host), Err: werr, SQLPort: obs.SQLTarget.Port})
+				if werr := checker.WaitReady(ctx, *obs.sql.SQLTarget); werr != nil {
+					err = out.fail(&Error{Kind: KindNotReady, Target: ct.at(obs.sql.SQLTarget.Host), Err: werr, SQLPort: obs.sql.SQLTarget.Port})
 				}
 			}
 		}
@@ -348,7 +322,7 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 	}
 	if !out.Changed {
 		out.Cluster, out.Observed, out.Enabled = ca, &obs.Observed, clusterEnabled(d, ca)
-		out.Warnings = append(append(slices.Clone(obs.Warnings), ca.Warnings...), out.Warnings...)
+		out.Warnings = append(append(slices.Clone(obs.sql.Warnings), ca.Warnings...), out.Warnings...)
 		return out, nil
 	}
 	back, err := e.observeCluster(ctx, ct)
@@ -362,7 +336,7 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 		return out, ferr
 	}
 	out.Cluster, out.Observed, out.Enabled = ca, &back.Observed, clusterEnabled(d, ca)
-	out.Warnings = append(append(slices.Clone(back.Warnings), ca.Warnings...), out.Warnings...)
+	out.Warnings = append(append(slices.Clone(back.sql.Warnings), ca.Warnings...), out.Warnings...)
 	if out.Restarted && ca.OwnerAssessment != nil {
 		if err := ifi.Check(ca.OwnerAssessment); err != nil {
 			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: ca.Owner})
@@ -582,7 +556,7 @@ func (e *Engine) recoverCluster(ctx context.Context, ct ClusterTarget, d ifi.Des
 		return out, err
 	}
 	out.Cluster, out.Observed, out.Enabled = ca, &obs.Observed, clusterEnabled(d, ca)
-	out.Warnings = append(out.Warnings, obs.Warnings...)
+	out.Warnings = append(out.Warnings, obs.sql.Warnings...)
 	out.Warnings = append(out.Warnings, ca.Warnings...)
 	return out, err
 }
