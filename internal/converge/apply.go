@@ -9,6 +9,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // Apply converges t to d: observe, decide, change the right's holders, restart the
@@ -84,9 +85,9 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
 	} else {
-		var err error
-		if back, err = e.setRights(ctx, h, t, p.Steps, true, out); err != nil {
-			return e.recover(ctx, t, d, p.Restart, out, err)
+		var nr NodeResult
+		if nr, back = e.setRights(ctx, h, t, "", p.Steps, true, out); nr.Err != nil {
+			return e.recover(ctx, t, d, p.Restart, out, nr.Err)
 		}
 	}
 
@@ -234,8 +235,8 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	if err != nil {
 		return out, err
 	}
-	if _, err := e.setRights(ctx, h, t, p.Steps, false, out); err != nil {
-		return out, err
+	if nr, _ := e.setRights(ctx, h, t, "", p.Steps, false, out); nr.Err != nil {
+		return out, nr.Err
 	}
 	out.Assessment = a
 	out.Read, out.Verification = obs.Instance, obs.Observed.Verification // what the host had before
@@ -243,42 +244,78 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	return out, nil
 }
 
-// eventLogWarning records that a change on t's host left no entry in its event
-// log (the host says why: contract.SetRightResult.EventLogWarning); "" records
-// nothing.
-func (o *Outcome) eventLogWarning(t Target, why string) {
+// ledger is what an operation records as it goes: an Outcome, or a ClusterOutcome
+// for a failover cluster instance.
+type ledger interface {
+	// changed records that the host was changed.
+	changed()
+	// unanswered records a set_right whose answer was lost: the request may have
+	// arrived. A ClusterOutcome counts it as a change (unknown is unsafe); an
+	// Outcome counts only what the host confirmed.
+	unanswered()
+	warn(w ifi.Warning)
+	// fail records on err what the operation had done so far.
+	fail(err *Error) *Error
+}
+
+func (o *Outcome) changed()           { o.Changed = true }
+func (o *Outcome) unanswered()        {}
+func (o *Outcome) warn(w ifi.Warning) { o.Warnings = append(o.Warnings, w) }
+
+// eventLogWarning records in out that a change on t's host (node: the failover
+// cluster node it is, "" for none) left no entry in its event log (the host says
+// why: contract.SetRightResult.EventLogWarning); "" records nothing.
+func eventLogWarning(out ledger, t Target, node, why string) {
 	if why == "" {
 		return
 	}
-	o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
-		Detail: fmt.Sprintf("On %s: %s", t, why)})
+	on := t.String()
+	if node != "" {
+		on += " (node " + safetext.Escape(node) + ")"
+	}
+	out.warn(ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
+		Detail: fmt.Sprintf("On %s: %s", on, why)})
 }
 
-// setRights runs the plan's steps in order; out.Changed records whether any changed
-// the host. With readBack, the last step reads the instance back in its own process,
-// and that read is returned (nil when there was no step, or the host did not send it).
-func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.Step, readBack bool, out *Outcome) (*contract.ReadInstanceResult, error) {
+// setRights runs steps in order on h, the host of t (node: the failover cluster
+// node it is, "" for none), stopping at the first failure (NodeResult.Err, recorded
+// by out.fail); out records whether any changed the host. With readBack, the last
+// step reads the instance back in its own process, and that read is returned (nil
+// when there was no step, or the host did not send it).
+func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, steps []ifi.Step, readBack bool,
+	out ledger) (NodeResult, *contract.ReadInstanceResult) {
+	nr := NodeResult{Node: node, Address: t.Host, Planned: steps}
 	var back *contract.ReadInstanceResult
 	for i := range steps {
 		s := steps[i]
-		e.debug(ctx, "set_right", map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant})
+		fields := map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant}
+		if node != "" {
+			fields["node"] = node
+		}
+		e.debug(ctx, "set_right", fields)
 		p := contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant}
 		if readBack && i == len(steps)-1 {
 			p.ReadBack = t.Instance
 		}
 		res, err := h.SetRight(ctx, p)
 		if err != nil {
-			return nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s})
+			if !hostAnswered(err) {
+				out.unanswered()
+			}
+			nr.Err = out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s, Node: node})
+			return nr, nil
 		}
+		nr.Done = append(nr.Done, s)
 		if res != nil && res.Changed {
-			out.Changed = true
+			nr.Changed = true
+			out.changed()
 		}
 		if res != nil {
 			back = res.Instance
-			out.eventLogWarning(t, res.EventLogWarning)
+			eventLogWarning(out, t, node, res.EventLogWarning)
 		}
 	}
-	return back, nil
+	return nr, back
 }
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or

@@ -121,6 +121,10 @@ func (o *ClusterOutcome) HalfDone() bool {
 	return some && !all
 }
 
+func (o *ClusterOutcome) changed()           { o.Changed = true }
+func (o *ClusterOutcome) unanswered()        { o.Changed = true }
+func (o *ClusterOutcome) warn(w ifi.Warning) { o.Warnings = append(o.Warnings, w) }
+
 func (o *ClusterOutcome) fail(err *Error) *Error {
 	err.Changed = err.Changed || o.Changed
 	err.Restarted = err.Restarted || o.Restarted
@@ -348,36 +352,16 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 
 // setNodeRights makes one node's steps, in order, stopping at the first failure.
 func (e *Engine) setNodeRights(ctx context.Context, ct ClusterTarget, ns ifi.NodeSteps, out *ClusterOutcome) NodeResult {
-	nr := NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps}
 	if len(ns.Steps) == 0 {
-		return nr
+		return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps}
 	}
 	nt := ct.at(ns.Address)
 	h, err := e.host(nt)
 	if err != nil {
-		nr.Err = out.fail(&Error{Kind: KindHostSetup, Target: nt, Err: err, Node: ns.Node})
-		return nr
+		return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps,
+			Err: out.fail(&Error{Kind: KindHostSetup, Target: nt, Err: err, Node: ns.Node})}
 	}
-	for i := range ns.Steps {
-		s := ns.Steps[i]
-		e.debug(ctx, "set_right", map[string]any{"host": nt.Host, "node": ns.Node, "instance": nt.Instance, "sid": s.SID, "grant": s.Grant})
-		res, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant})
-		if err != nil {
-			if !hostAnswered(err) {
-				out.Changed = true // the request may have arrived: unknown is unsafe
-			}
-			nr.Err = out.fail(&Error{Kind: KindSetRightFailed, Target: nt, Err: err, Step: &s, Node: ns.Node})
-			return nr
-		}
-		nr.Done = append(nr.Done, s)
-		if res != nil && res.Changed {
-			nr.Changed, out.Changed = true, true
-		}
-		if res != nil && res.EventLogWarning != "" {
-			out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
-				Detail: fmt.Sprintf("On %s (node %s): %s", nt, safetext.Escape(ns.Node), res.EventLogWarning)})
-		}
-	}
+	nr, _ := e.setRights(ctx, h, nt, ns.Node, ns.Steps, false, out)
 	return nr
 }
 

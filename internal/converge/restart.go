@@ -201,7 +201,7 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 	out.Changed = true // a restart request may have changed the holders and stopped services
 	res, err := h.RestartInstance(ctx, first)
 	if err == nil {
-		out.eventLogWarning(t, res.EventLogWarning)
+		eventLogWarning(out, t, "", res.EventLogWarning)
 	}
 	if err != nil && hostAnswered(err) {
 		return fail(err, nil)
