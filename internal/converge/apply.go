@@ -320,7 +320,7 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, s
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
-func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out *Outcome) error {
+func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out ledger) error {
 	checker, _ := e.Clients.SQLChecker()
 	if checker == nil || st == nil {
 		return nil

@@ -307,12 +307,8 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 			return out, err
 		}
 		err = e.clusterRestart(ctx, ct, obs, ca, p, out)
-		if err == nil && obs.sql.SQLTarget != nil {
-			if checker, _ := e.Clients.SQLChecker(); checker != nil {
-				if werr := checker.WaitReady(ctx, *obs.sql.SQLTarget); werr != nil {
-					err = out.fail(&Error{Kind: KindNotReady, Target: ct.at(obs.sql.SQLTarget.Host), Err: werr, SQLPort: obs.sql.SQLTarget.Port})
-				}
-			}
+		if st := obs.sql.SQLTarget; err == nil && st != nil {
+			err = e.waitReady(ctx, ct.at(st.Host), st, out)
 		}
 		if err == nil {
 			e.awaitHealthy(ctx, t, held, slotOut)
