@@ -35,16 +35,11 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	startedBefore := obs.Instance.ProcessStartTime
 	a, p, err := ifi.PlanApply(d, obs.Observed)
 	out.Action = ifi.ActionOf(a, p, err)
-	if d.Planned != "" && d.Planned != ifi.ActionVerify && out.Action != d.Planned && out.Action != ifi.ActionRefuse {
+	if err := decided(t, d, out.Action, err, func() ifi.Prediction {
 		now, _ := ifi.Predict(d, obs.Observed, false)
-		return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now)}
-	}
-	if err != nil {
-		var ref *ifi.Refusal
-		if errors.As(err, &ref) {
-			return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
-		}
-		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+		return now
+	}); err != nil {
+		return out, err
 	}
 	e.info(ctx, "applying IFI", map[string]any{
 		"host": t.Host, "instance": t.Instance, "steps": fmt.Sprintf("%+v", p.Steps), "restart": p.Restart, "reason": p.RestartReason,
@@ -117,6 +112,24 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 		}
 	}
 	return out, nil
+}
+
+// decided is what an apply's decision means (act, from ifi.PlanApply or
+// ifi.PlanCluster, which returned err): a plan that no longer does what the plan
+// phase said (d.Planned; now predicts what it would do now) is refused, and so is a
+// refusal; any other error is KindDecideFailed; nil goes on.
+func decided(t Target, d ifi.Desired, act ifi.Action, err error, now func() ifi.Prediction) error {
+	if d.Planned != "" && d.Planned != ifi.ActionVerify && act != d.Planned && act != ifi.ActionRefuse {
+		return &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now())}
+	}
+	if err != nil {
+		var ref *ifi.Refusal
+		if errors.As(err, &ref) {
+			return &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
+		}
+		return &Error{Kind: KindDecideFailed, Target: t, Err: err}
+	}
+	return nil
 }
 
 // learn is the end of an apply that restarted the Engine: when SQL Server reports

@@ -268,16 +268,11 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 	}
 	ca, p, err := ifi.PlanCluster(d, obs.Observed)
 	out.Action = clusterAction(p, err)
-	if d.Planned != "" && d.Planned != ifi.ActionVerify && out.Action != d.Planned && out.Action != ifi.ActionRefuse {
+	if err := decided(t, d, out.Action, err, func() ifi.Prediction {
 		now, _ := ifi.PredictCluster(d, obs.Observed, false)
-		return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now.Prediction)}
-	}
-	if err != nil {
-		var ref *ifi.Refusal
-		if errors.As(err, &ref) {
-			return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
-		}
-		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+		return now.Prediction
+	}); err != nil {
+		return out, err
 	}
 	out.Warnings = slices.Clone(p.Warnings)
 	e.info(ctx, "applying IFI on a failover cluster instance", map[string]any{"host": t.Host, "instance": t.Instance,
