@@ -369,15 +369,16 @@ func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, known *c
 // and the host in fact converged (the Engine runs, and after a restart SQL Server
 // reports IFI as asked), the apply succeeds with a warning naming the error.
 func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPlanned bool, out *Outcome, err error) (*Outcome, error) {
-	if !out.Changed {
-		return out, err
-	}
-	rctx, cancel := e.recoveryContext(ctx)
-	defer cancel()
-	obs, oerr := e.observeUntilDeadline(rctx, t)
-	if oerr != nil || !obs.Instance.Found {
-		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date",
-			Detail: fmt.Sprintf("After the failure, %s could not be read back; what it holds now is unknown.", t)})
+	obs, ok := readAfterFailure(e, ctx, out.Changed, out, func(rctx context.Context) (*Observation, error) {
+		obs, err := e.observeUntilDeadline(rctx, t)
+		if err == nil {
+			err = notFound(t, obs.Instance)
+		}
+		return obs, err
+	}, func(error) string {
+		return fmt.Sprintf("After the failure, %s could not be read back; what it holds now is unknown.", t)
+	})
+	if !ok {
 		return out, err
 	}
 	a, aerr := ifi.Assess(d, obs.Observed)
@@ -399,6 +400,27 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 		return out, nil
 	}
 	return out, err
+}
+
+// readAfterFailure is the read-back of an operation whose step failed: once it
+// changed something (changed), look reads what is true now, with a fresh, short
+// deadline (recoveryContext), so that the outcome can say so. When look fails, out
+// records a WarnStateStale warning, stale saying from look's error what could not be
+// read. It reports whether look read.
+func readAfterFailure[O any](e *Engine, ctx context.Context, changed bool, out ledger, look func(context.Context) (O, error),
+	stale func(error) string) (O, bool) {
+	var none O
+	if !changed {
+		return none, false
+	}
+	rctx, cancel := e.recoveryContext(ctx)
+	defer cancel()
+	o, err := look(rctx)
+	if err != nil {
+		out.warn(ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date", Detail: stale(err)})
+		return none, false
+	}
+	return o, true
 }
 
 // recoveryContext is the context of the read-back after a failure: until the

@@ -515,15 +515,12 @@ func (e *Engine) startedSince(ctx context.Context, ct ClusterTarget, obs *cluste
 // recoverCluster is the end of an apply whose step failed: once something changed,
 // every node is read back so that the Outcome says what is true now.
 func (e *Engine) recoverCluster(ctx context.Context, ct ClusterTarget, d ifi.Desired, out *ClusterOutcome, err error) (*ClusterOutcome, error) {
-	if !out.Changed {
-		return out, err
-	}
-	rctx, cancel := e.recoveryContext(ctx)
-	defer cancel()
-	obs, oerr := e.observeCluster(rctx, ct)
-	if oerr != nil {
-		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date",
-			Detail: fmt.Sprintf("After the failure, %s could not be read back (%v); what its nodes hold now is unknown.", ct.Target, oerr)})
+	obs, ok := readAfterFailure(e, ctx, out.Changed, out, func(rctx context.Context) (*clusterObservation, error) {
+		return e.observeCluster(rctx, ct)
+	}, func(oerr error) string {
+		return fmt.Sprintf("After the failure, %s could not be read back (%v); what its nodes hold now is unknown.", ct.Target, oerr)
+	})
+	if !ok {
 		return out, err
 	}
 	ca, aerr := ifi.AssessCluster(d, obs.Observed)
