@@ -240,9 +240,9 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	if err != nil {
 		return out, err
 	}
-	a, p, ws, err := ifi.PlanDestroy(d, obs.Observed)
+	a, p, ws, err := destroyPlan(t, "", d, obs.Observed)
 	if err != nil {
-		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+		return out, err
 	}
 	h, err := e.host(t)
 	if err != nil {
@@ -255,6 +255,17 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	out.Read, out.Verification = obs.Instance, obs.Observed.Verification // what the host had before
 	out.Warnings = append(ws, out.Warnings...)
 	return out, nil
+}
+
+// destroyPlan is the destroy's decision on one host, t's (node: the failover
+// cluster node it is, "" for none), as observed there (o): what to revoke
+// (ifi.PlanDestroy), which the destroy's steps (setRights) then make.
+func destroyPlan(t Target, node string, d ifi.Desired, o ifi.Observed) (*ifi.Assessment, *ifi.Plan, []ifi.Warning, error) {
+	a, p, ws, err := ifi.PlanDestroy(d, o)
+	if err != nil {
+		return nil, nil, nil, &Error{Kind: KindDecideFailed, Target: t, Err: err, Node: node}
+	}
+	return a, p, ws, nil
 }
 
 // ledger is what an operation records as it goes: an Outcome, or a ClusterOutcome

@@ -563,9 +563,9 @@ func (e *Engine) DestroyCluster(ctx context.Context, ct ClusterTarget, d ifi.Des
 		if node.Owner {
 			v = obs.Observed.Verification
 		}
-		_, dp, ws, derr := ifi.PlanDestroy(d, ifi.Observed{Host: node.Name, Instance: n.Instance, Verification: v})
-		if derr != nil {
-			return out, &Error{Kind: KindDecideFailed, Target: ct.at(n.Address), Err: derr, Node: node.Name}
+		_, dp, ws, err := destroyPlan(ct.at(n.Address), node.Name, d, ifi.Observed{Host: node.Name, Instance: n.Instance, Verification: v})
+		if err != nil {
+			return out, err
 		}
 		for _, w := range ws {
 			if node.Owner || w.Code == ifi.WarnGroupPolicy { // a stopped node's service keeps nothing running
