@@ -105,13 +105,25 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	out.Verification = obs.Observed.Verification
 	out.Enabled = d.Enabled
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
-	if out.Restarted {
-		if err := ifi.Check(a); err != nil {
-			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
-			return out, ferr
-		}
+	if err := checked(out.Restarted, t, "", a, out); err != nil {
+		return out, err
 	}
 	return out, nil
+}
+
+// checked is the last step of an apply: after a restart (restarted), SQL Server of
+// t (node: the failover cluster node it runs on, "" for none), assessed as a, must
+// report IFI as the right and start account should give (ifi.Check); else the
+// error is KindCheckFailed, recorded by out.fail. Without a restart, or without an
+// assessment of the running Engine (a nil), there is nothing to check.
+func checked(restarted bool, t Target, node string, a *ifi.Assessment, out ledger) error {
+	if !restarted || a == nil {
+		return nil
+	}
+	if err := ifi.Check(a); err != nil {
+		return out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: node})
+	}
+	return nil
 }
 
 // decided is what an apply's decision means (act, from ifi.PlanApply or

@@ -332,11 +332,8 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 	}
 	out.Cluster, out.Observed, out.Enabled = ca, &back.Observed, clusterEnabled(d, ca)
 	out.Warnings = append(append(slices.Clone(back.sql.Warnings), ca.Warnings...), out.Warnings...)
-	if out.Restarted && ca.OwnerAssessment != nil {
-		if err := ifi.Check(ca.OwnerAssessment); err != nil {
-			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: ca.Owner})
-			return out, ferr
-		}
+	if err := checked(out.Restarted, t, ca.Owner, ca.OwnerAssessment, out); err != nil {
+		return out, err
 	}
 	return out, nil
 }
