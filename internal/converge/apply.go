@@ -55,27 +55,21 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	var back *contract.ReadInstanceResult
 	changeAt := e.clock().Now() // the read-back of the change is no older
 	if p.Restart {
-		release, err := e.restartSlot(ctx, t, out)
-		if err != nil {
-			return e.recover(ctx, t, d, p.Restart, out, err)
+		refused, err := e.gatedRestart(ctx, t, t, obs, p.RestartReason, out, out, func() error {
+			requested := e.clock().Now()
+			var err error
+			back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
+			if err == nil {
+				err = e.waitReady(ctx, t, obs.SQLTarget, out)
+			}
+			if err == nil {
+				out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
+			}
+			return err
+		})
+		if refused != nil {
+			return out, refused
 		}
-		// One replica of a group restarts at a time, across runs and states.
-		held, err := e.lockGroups(ctx, t, obs, p.RestartReason)
-		if err != nil {
-			release()
-			return out, err
-		}
-		requested := e.clock().Now()
-		back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
-		if err == nil {
-			err = e.waitReady(ctx, t, obs.SQLTarget, out)
-		}
-		if err == nil {
-			out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
-			e.awaitHealthy(ctx, t, held, out)
-		}
-		held.release()
-		release()
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}

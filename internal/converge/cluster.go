@@ -290,27 +290,17 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 		if owner == "" {
 			owner = ct.address(ca.Owner)
 		}
-		slotOut := &Outcome{}
-		release, err := e.restartSlot(ctx, ct.at(owner), slotOut)
-		if err != nil {
-			return e.recoverCluster(ctx, ct, d, out, err)
+		// The slot's failure carries no change of the nodes (a fresh Outcome).
+		refused, err := e.gatedRestart(ctx, t, ct.at(owner), obs.sql, p.RestartReason, &Outcome{}, out, func() error {
+			err := e.clusterRestart(ctx, ct, obs, ca, p, out)
+			if st := obs.sql.SQLTarget; err == nil && st != nil {
+				err = e.waitReady(ctx, ct.at(st.Host), st, out)
+			}
+			return err
+		})
+		if refused != nil {
+			return out, refused
 		}
-		// One replica of a group restarts at a time (the restart gate's lock).
-		held, err := e.lockGroups(ctx, t, obs.sql, p.RestartReason)
-		if err != nil {
-			release()
-			return out, err
-		}
-		err = e.clusterRestart(ctx, ct, obs, ca, p, out)
-		if st := obs.sql.SQLTarget; err == nil && st != nil {
-			err = e.waitReady(ctx, ct.at(st.Host), st, out)
-		}
-		if err == nil {
-			e.awaitHealthy(ctx, t, held, slotOut)
-			out.Warnings = append(out.Warnings, slotOut.Warnings...)
-		}
-		held.release()
-		release()
 		if err != nil {
 			return e.recoverCluster(ctx, ct, d, out, err)
 		}
