@@ -9,7 +9,6 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // Apply converges t to d: observe, decide, change the right's holders, restart the
@@ -74,10 +73,11 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
 	} else {
-		var nr NodeResult
-		if nr, back = e.setRights(ctx, h, t, "", p.Steps, true, out); nr.Err != nil {
-			return e.recover(ctx, t, d, p.Restart, out, nr.Err)
+		run := e.setRights(ctx, h, t, "", p.Steps, true, out)
+		if run.err != nil {
+			return e.recover(ctx, t, d, p.Restart, out, run.err)
 		}
+		back = run.back
 	}
 
 	if len(p.Steps) > 0 || out.Restarted {
@@ -254,8 +254,8 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	if err != nil {
 		return out, err
 	}
-	if nr, _ := e.setRights(ctx, h, t, "", p.Steps, false, out); nr.Err != nil {
-		return out, nr.Err
+	if run := e.setRights(ctx, h, t, "", p.Steps, false, out); run.err != nil {
+		return out, run.err
 	}
 	out.Assessment = a
 	out.Read, out.Verification = obs.Instance, obs.Observed.Verification // what the host had before
@@ -274,48 +274,22 @@ func destroyPlan(t Target, node string, d ifi.Desired, o ifi.Observed) (*ifi.Ass
 	return a, p, ws, nil
 }
 
-// ledger is what an operation records as it goes: an Outcome, or a ClusterOutcome
-// for a failover cluster instance.
-type ledger interface {
-	// changed records that the host was changed.
-	changed()
-	// unanswered records a set_right whose answer was lost: the request may have
-	// arrived. A ClusterOutcome counts it as a change (unknown is unsafe); an
-	// Outcome counts only what the host confirmed.
-	unanswered()
-	warn(w ifi.Warning)
-	// fail records on err what the operation had done so far.
-	fail(err *Error) *Error
-}
-
-func (o *Outcome) changed()           { o.Changed = true }
-func (o *Outcome) unanswered()        {}
-func (o *Outcome) warn(w ifi.Warning) { o.Warnings = append(o.Warnings, w) }
-
-// eventLogWarning records in out that a change on t's host (node: the failover
-// cluster node it is, "" for none) left no entry in its event log (the host says
-// why: contract.SetRightResult.EventLogWarning); "" records nothing.
-func eventLogWarning(out ledger, t Target, node, why string) {
-	if why == "" {
-		return
-	}
-	on := t.String()
-	if node != "" {
-		on += " (node " + safetext.Escape(node) + ")"
-	}
-	out.warn(ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
-		Detail: fmt.Sprintf("On %s: %s", on, why)})
+// rightsRun is what setRights did on one host.
+type rightsRun struct {
+	done    []ifi.Step // the steps the host confirmed, in order
+	changed bool       // one of done changed the holders
+	// back is the instance as the last step read it back (nil when not asked, or
+	// the host did not send it).
+	back *contract.ReadInstanceResult
+	err  error // the failure (the later steps were not made), recorded by out.fail
 }
 
 // setRights runs steps in order on h, the host of t (node: the failover cluster
-// node it is, "" for none), stopping at the first failure (NodeResult.Err, recorded
-// by out.fail); out records whether any changed the host. With readBack, the last
-// step reads the instance back in its own process, and that read is returned (nil
-// when there was no step, or the host did not send it).
-func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, steps []ifi.Step, readBack bool,
-	out ledger) (NodeResult, *contract.ReadInstanceResult) {
-	nr := NodeResult{Node: node, Address: t.Host, Planned: steps}
-	var back *contract.ReadInstanceResult
+// node it is, "" for none), stopping at the first failure; out records whether any
+// changed the host. With readBack, the last step reads the instance back in its own
+// process.
+func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, steps []ifi.Step, readBack bool, out ledger) rightsRun {
+	var run rightsRun
 	for i := range steps {
 		s := steps[i]
 		fields := map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant}
@@ -332,20 +306,20 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, s
 			if !hostAnswered(err) {
 				out.unanswered()
 			}
-			nr.Err = out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s, Node: node})
-			return nr, nil
+			run.back, run.err = nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s, Node: node})
+			return run
 		}
-		nr.Done = append(nr.Done, s)
+		run.done = append(run.done, s)
 		if res != nil && res.Changed {
-			nr.Changed = true
+			run.changed = true
 			out.changed()
 		}
 		if res != nil {
-			back = res.Instance
+			run.back = res.Instance
 			eventLogWarning(out, t, node, res.EventLogWarning)
 		}
 	}
-	return nr, back
+	return run
 }
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
@@ -494,11 +468,4 @@ func connectionFailure(err error) bool {
 		return true
 	}
 	return !hostAnswered(ce.Err)
-}
-
-// fail records on err what the operation had done so far.
-func (o *Outcome) fail(err *Error) *Error {
-	err.Changed = err.Changed || o.Changed
-	err.Restarted = err.Restarted || o.Restarted
-	return err
 }

@@ -339,8 +339,8 @@ func (e *Engine) setNodeRights(ctx context.Context, ct ClusterTarget, ns ifi.Nod
 		return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps,
 			Err: out.fail(&Error{Kind: KindHostSetup, Target: nt, Err: err, Node: ns.Node})}
 	}
-	nr, _ := e.setRights(ctx, h, nt, ns.Node, ns.Steps, false, out)
-	return nr
+	run := e.setRights(ctx, h, nt, ns.Node, ns.Steps, false, out)
+	return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps, Done: run.done, Changed: run.changed, Err: run.err}
 }
 
 // clusterSeconds is the time the cluster action may take on the host.

@@ -19,7 +19,6 @@ const (
 	WarnSQLCheck       = "sql_check"        // asking SQL Server failed
 	WarnStateStale     = "state_stale"      // after a failure the host could not be read back
 	WarnRecovered      = "recovered"        // after a connection failure the host was read back as asked
-	WarnEventLog       = "event_log"        // a change was made but not written to the host's event log
 )
 
 // Observation is one look at an instance: one read_instance and at most one SQL
