@@ -121,6 +121,7 @@ func (o *ClusterOutcome) HalfDone() bool {
 	return some && !all
 }
 
+// A ClusterOutcome is the ledger (ledger.go) of an operation on every node.
 func (o *ClusterOutcome) changed()           { o.Changed = true }
 func (o *ClusterOutcome) unanswered()        { o.Changed = true }
 func (o *ClusterOutcome) warn(w ifi.Warning) { o.Warnings = append(o.Warnings, w) }
