@@ -34,16 +34,11 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	startedBefore := obs.Instance.ProcessStartTime
 	a, p, err := ifi.PlanApply(d, obs.Observed)
 	out.Action = ifi.ActionOf(a, p, err)
-	if d.Planned != "" && d.Planned != ifi.ActionVerify && out.Action != d.Planned && out.Action != ifi.ActionRefuse {
+	if err := decided(t, d, out.Action, err, func() ifi.Prediction {
 		now, _ := ifi.Predict(d, obs.Observed, false)
-		return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now)}
-	}
-	if err != nil {
-		var ref *ifi.Refusal
-		if errors.As(err, &ref) {
-			return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
-		}
-		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+		return now
+	}); err != nil {
+		return out, err
 	}
 	e.info(ctx, "applying IFI", map[string]any{
 		"host": t.Host, "instance": t.Instance, "steps": fmt.Sprintf("%+v", p.Steps), "restart": p.Restart, "reason": p.RestartReason,
@@ -59,35 +54,30 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	var back *contract.ReadInstanceResult
 	changeAt := e.clock().Now() // the read-back of the change is no older
 	if p.Restart {
-		release, err := e.restartSlot(ctx, t, out)
-		if err != nil {
-			return e.recover(ctx, t, d, p.Restart, out, err)
+		refused, err := e.gatedRestart(ctx, t, t, obs, p.RestartReason, out, out, func() error {
+			requested := e.clock().Now()
+			var err error
+			back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
+			if err == nil {
+				err = e.waitReady(ctx, t, obs.SQLTarget, out)
+			}
+			if err == nil {
+				out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
+			}
+			return err
+		})
+		if refused != nil {
+			return out, refused
 		}
-		// One replica of a group restarts at a time, across runs and states.
-		held, err := e.lockGroups(ctx, t, obs, p.RestartReason)
-		if err != nil {
-			release()
-			return out, err
-		}
-		requested := e.clock().Now()
-		back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
-		if err == nil {
-			err = e.waitReady(ctx, t, obs.SQLTarget, out)
-		}
-		if err == nil {
-			out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
-			e.awaitHealthy(ctx, t, held, out)
-		}
-		held.release()
-		release()
 		if err != nil {
 			return e.recover(ctx, t, d, p.Restart, out, err)
 		}
 	} else {
-		var err error
-		if back, err = e.setRights(ctx, h, t, p.Steps, true, out); err != nil {
-			return e.recover(ctx, t, d, p.Restart, out, err)
+		run := e.setRights(ctx, h, t, "", p.Steps, true, out)
+		if run.err != nil {
+			return e.recover(ctx, t, d, p.Restart, out, run.err)
 		}
+		back = run.back
 	}
 
 	if len(p.Steps) > 0 || out.Restarted {
@@ -109,13 +99,43 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	out.Verification = obs.Observed.Verification
 	out.Enabled = d.Enabled
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
-	if out.Restarted {
-		if err := ifi.Check(a); err != nil {
-			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err})
-			return out, ferr
-		}
+	if err := checked(out.Restarted, t, "", a, out); err != nil {
+		return out, err
 	}
 	return out, nil
+}
+
+// checked is the last step of an apply: after a restart (restarted), SQL Server of
+// t (node: the failover cluster node it runs on, "" for none), assessed as a, must
+// report IFI as the right and start account should give (ifi.Check); else the
+// error is KindCheckFailed, recorded by out.fail. Without a restart, or without an
+// assessment of the running Engine (a nil), there is nothing to check.
+func checked(restarted bool, t Target, node string, a *ifi.Assessment, out ledger) error {
+	if !restarted || a == nil {
+		return nil
+	}
+	if err := ifi.Check(a); err != nil {
+		return out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: node})
+	}
+	return nil
+}
+
+// decided is what an apply's decision means (act, from ifi.PlanApply or
+// ifi.PlanCluster, which returned err): a plan that no longer does what the plan
+// phase said (d.Planned; now predicts what it would do now) is refused, and so is a
+// refusal; any other error is KindDecideFailed; nil goes on.
+func decided(t Target, d ifi.Desired, act ifi.Action, err error, now func() ifi.Prediction) error {
+	if d.Planned != "" && d.Planned != ifi.ActionVerify && act != d.Planned && act != ifi.ActionRefuse {
+		return &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now())}
+	}
+	if err != nil {
+		var ref *ifi.Refusal
+		if errors.As(err, &ref) {
+			return &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
+		}
+		return &Error{Kind: KindDecideFailed, Target: t, Err: err}
+	}
+	return nil
 }
 
 // learn is the end of an apply that restarted the Engine: when SQL Server reports
@@ -226,16 +246,16 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	if err != nil {
 		return out, err
 	}
-	a, p, ws, err := ifi.PlanDestroy(d, obs.Observed)
+	a, p, ws, err := destroyPlan(t, "", d, obs.Observed)
 	if err != nil {
-		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+		return out, err
 	}
 	h, err := e.host(t)
 	if err != nil {
 		return out, err
 	}
-	if _, err := e.setRights(ctx, h, t, p.Steps, false, out); err != nil {
-		return out, err
+	if run := e.setRights(ctx, h, t, "", p.Steps, false, out); run.err != nil {
+		return out, run.err
 	}
 	out.Assessment = a
 	out.Read, out.Verification = obs.Instance, obs.Observed.Verification // what the host had before
@@ -243,47 +263,68 @@ func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome
 	return out, nil
 }
 
-// eventLogWarning records that a change on t's host left no entry in its event
-// log (the host says why: contract.SetRightResult.EventLogWarning); "" records
-// nothing.
-func (o *Outcome) eventLogWarning(t Target, why string) {
-	if why == "" {
-		return
+// destroyPlan is the destroy's decision on one host, t's (node: the failover
+// cluster node it is, "" for none), as observed there (o): what to revoke
+// (ifi.PlanDestroy), which the destroy's steps (setRights) then make.
+func destroyPlan(t Target, node string, d ifi.Desired, o ifi.Observed) (*ifi.Assessment, *ifi.Plan, []ifi.Warning, error) {
+	a, p, ws, err := ifi.PlanDestroy(d, o)
+	if err != nil {
+		return nil, nil, nil, &Error{Kind: KindDecideFailed, Target: t, Err: err, Node: node}
 	}
-	o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
-		Detail: fmt.Sprintf("On %s: %s", t, why)})
+	return a, p, ws, nil
 }
 
-// setRights runs the plan's steps in order; out.Changed records whether any changed
-// the host. With readBack, the last step reads the instance back in its own process,
-// and that read is returned (nil when there was no step, or the host did not send it).
-func (e *Engine) setRights(ctx context.Context, h Host, t Target, steps []ifi.Step, readBack bool, out *Outcome) (*contract.ReadInstanceResult, error) {
-	var back *contract.ReadInstanceResult
+// rightsRun is what setRights did on one host.
+type rightsRun struct {
+	done    []ifi.Step // the steps the host confirmed, in order
+	changed bool       // one of done changed the holders
+	// back is the instance as the last step read it back (nil when not asked, or
+	// the host did not send it).
+	back *contract.ReadInstanceResult
+	err  error // the failure (the later steps were not made), recorded by out.fail
+}
+
+// setRights runs steps in order on h, the host of t (node: the failover cluster
+// node it is, "" for none), stopping at the first failure; out records whether any
+// changed the host. With readBack, the last step reads the instance back in its own
+// process.
+func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, steps []ifi.Step, readBack bool, out ledger) rightsRun {
+	var run rightsRun
 	for i := range steps {
 		s := steps[i]
-		e.debug(ctx, "set_right", map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant})
+		fields := map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant}
+		if node != "" {
+			fields["node"] = node
+		}
+		e.debug(ctx, "set_right", fields)
 		p := contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant}
 		if readBack && i == len(steps)-1 {
 			p.ReadBack = t.Instance
 		}
 		res, err := h.SetRight(ctx, p)
 		if err != nil {
-			return nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s})
+			if !hostAnswered(err) {
+				out.unanswered()
+			}
+			run.back, run.err = nil, out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &s, Node: node})
+			return run
 		}
+		run.done = append(run.done, s)
 		if res != nil && res.Changed {
-			out.Changed = true
+			run.changed = true
+			out.changed()
 		}
 		if res != nil {
-			back = res.Instance
-			out.eventLogWarning(t, res.EventLogWarning)
+			run.back = res.Instance
+			eventLogWarning(out, t, node, res.EventLogWarning)
 		}
 	}
-	return back, nil
+	return run
 }
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
-func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out *Outcome) error {
+func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out ledger) error {
 	checker, _ := e.Clients.SQLChecker()
 	if checker == nil || st == nil {
 		return nil
@@ -319,15 +360,16 @@ func (e *Engine) readBack(ctx context.Context, t Target, d ifi.Desired, known *c
 // and the host in fact converged (the Engine runs, and after a restart SQL Server
 // reports IFI as asked), the apply succeeds with a warning naming the error.
 func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPlanned bool, out *Outcome, err error) (*Outcome, error) {
-	if !out.Changed {
-		return out, err
-	}
-	rctx, cancel := e.recoveryContext(ctx)
-	defer cancel()
-	obs, oerr := e.observeUntilDeadline(rctx, t)
-	if oerr != nil || !obs.Instance.Found {
-		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date",
-			Detail: fmt.Sprintf("After the failure, %s could not be read back; what it holds now is unknown.", t)})
+	obs, ok := readAfterFailure(e, ctx, out.Changed, out, func(rctx context.Context) (*Observation, error) {
+		obs, err := e.observeUntilDeadline(rctx, t)
+		if err == nil {
+			err = notFound(t, obs.Instance)
+		}
+		return obs, err
+	}, func(error) string {
+		return fmt.Sprintf("After the failure, %s could not be read back; what it holds now is unknown.", t)
+	})
+	if !ok {
 		return out, err
 	}
 	a, aerr := ifi.Assess(d, obs.Observed)
@@ -349,6 +391,27 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 		return out, nil
 	}
 	return out, err
+}
+
+// readAfterFailure is the read-back of an operation whose step failed: once it
+// changed something (changed), look reads what is true now, with a fresh, short
+// deadline (recoveryContext), so that the outcome can say so. When look fails, out
+// records a WarnStateStale warning, stale saying from look's error what could not be
+// read. It reports whether look read.
+func readAfterFailure[O any](e *Engine, ctx context.Context, changed bool, out ledger, look func(context.Context) (O, error),
+	stale func(error) string) (O, bool) {
+	var none O
+	if !changed {
+		return none, false
+	}
+	rctx, cancel := e.recoveryContext(ctx)
+	defer cancel()
+	o, err := look(rctx)
+	if err != nil {
+		out.warn(ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date", Detail: stale(err)})
+		return none, false
+	}
+	return o, true
 }
 
 // recoveryContext is the context of the read-back after a failure: until the
@@ -405,11 +468,4 @@ func connectionFailure(err error) bool {
 		return true
 	}
 	return !hostAnswered(ce.Err)
-}
-
-// fail records on err what the operation had done so far.
-func (o *Outcome) fail(err *Error) *Error {
-	err.Changed = err.Changed || o.Changed
-	err.Restarted = err.Restarted || o.Restarted
-	return err
 }

@@ -121,6 +121,11 @@ func (o *ClusterOutcome) HalfDone() bool {
 	return some && !all
 }
 
+// A ClusterOutcome is the ledger (ledger.go) of an operation on every node.
+func (o *ClusterOutcome) changed()           { o.Changed = true }
+func (o *ClusterOutcome) unanswered()        { o.Changed = true }
+func (o *ClusterOutcome) warn(w ifi.Warning) { o.Warnings = append(o.Warnings, w) }
+
 func (o *ClusterOutcome) fail(err *Error) *Error {
 	err.Changed = err.Changed || o.Changed
 	err.Restarted = err.Restarted || o.Restarted
@@ -133,12 +138,11 @@ func (o *ClusterOutcome) fail(err *Error) *Error {
 // clusterObservation is one look at an FCI: the reached node, read_cluster there,
 // each other possible owner at its address, and SQL Server on the virtual name.
 type clusterObservation struct {
-	Observed  ifi.ClusterObserved
-	SQLTarget *contract.SQLTarget
-	Warnings  []ifi.Warning
-	// groups: the availability groups SQL Server on the virtual name is a replica
-	// of, for the restart gate's lock (group_lock.go); nil when none.
-	groups *Observation
+	Observed ifi.ClusterObserved
+	// sql is the SQL check at the virtual name (checkSQL): where SQL Server answers,
+	// the observation's warnings, and the availability groups it is a replica of, for
+	// the restart gate's lock (group_lock.go).
+	sql *Observation
 }
 
 func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*clusterObservation, error) {
@@ -147,13 +151,12 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 	if err != nil {
 		return nil, err
 	}
-	e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+	ri, err := e.readInstance(ctx, h, t, "")
 	if err != nil {
 		return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
 	}
-	if !ri.Found {
-		return nil, &Error{Kind: KindNotFound, Target: t, Instance: ri}
+	if err := notFound(t, ri); err != nil {
+		return nil, err
 	}
 	e.debug(ctx, "read_cluster", map[string]any{"host": t.Host, "instance": t.Instance})
 	rc, err := h.ReadCluster(ctx, contract.ReadClusterParams{Instance: t.Instance})
@@ -174,13 +177,6 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 			owner = n.Instance
 		}
 	}
-	checker, setupErr := e.Clients.SQLChecker()
-	v := ifi.Verification{Source: ifi.SourceNone, SQLConfigured: checker != nil || setupErr != nil}
-	var dmv *bool
-	if setupErr != nil {
-		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLSetup, Summary: "SQL verification is not available",
-			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the owner's error log.", t, setupErr), Err: setupErr})
-	}
 	sqlHost := ct.SQLHost
 	if sqlHost == "" {
 		sqlHost = rc.VirtualName
@@ -189,33 +185,15 @@ func (e *Engine) observeCluster(ctx context.Context, ct ClusterTarget) (*cluster
 	if port == 0 && owner != nil {
 		port = owner.TCPPort
 	}
-	if checker != nil && port != 0 && sqlHost != "" {
-		o.SQLTarget = &contract.SQLTarget{Host: sqlHost, Port: port, Instance: t.Instance}
-		if owner != nil && owner.ServiceState == contract.StateRunning {
-			e.debug(ctx, "sql check", map[string]any{"host": sqlHost, "instance": t.Instance, "sql_port": port})
-			rep, err := checker.Check(ctx, *o.SQLTarget)
-			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
-			if err != nil {
-				w, lerr := e.sqlCheckFailed(t, fmt.Sprintf("at its virtual name %s:%d", safetext.Escape(sqlHost), port), port, "the owner's error log", err)
-				if lerr != nil {
-					return nil, lerr
-				}
-				o.Warnings = append(o.Warnings, w)
-			} else {
-				dmv = fromReport(&v, rep)
-				if len(v.AG.Groups) > 0 {
-					o.groups = &Observation{Target: t, SQLTarget: o.SQLTarget}
-					e.askPrimaries(ctx, o.groups, checker, rep, v.AG)
-				}
-			}
-		}
-	} else if checker != nil {
-		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's virtual name or port is unknown",
+	site := sqlSite{at: sqlTarget(t, sqlHost, owner), where: "at its virtual name", fallback: "the owner's error log",
+		unknown: ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's virtual name or port is unknown",
 			Detail: fmt.Sprintf("Neither the configuration nor the cluster gives where SQL Server of %s answers (virtual name %q, port %d), so it cannot be "+
-				"asked; verification falls back to the owner's error log.", t, safetext.Escape(sqlHost), port)})
+				"asked; verification falls back to the owner's error log.", t, safetext.Escape(sqlHost), port)}}
+	checker, setupErr := e.Clients.SQLChecker()
+	o.sql = &Observation{Target: t}
+	if o.Observed.Verification, err = e.checkSQL(ctx, o.sql, owner, checker, setupErr, site, &earlyCheck{}); err != nil {
+		return nil, err
 	}
-	v.Source, v.Enabled = ifi.Verify(owner, dmv)
-	o.Observed.Verification = v
 	return o, nil
 }
 
@@ -228,8 +206,7 @@ func (e *Engine) readNode(ctx context.Context, ct ClusterTarget, name string) if
 		n.Err = err
 		return n
 	}
-	e.debug(ctx, "read_instance", map[string]any{"host": nt.Host, "instance": nt.Instance, "node": name})
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: nt.Instance, Right: contract.RightManageVolume})
+	ri, err := e.readInstance(ctx, h, nt, name)
 	switch {
 	case err != nil:
 		n.Err = err
@@ -255,7 +232,7 @@ func (e *Engine) ReadCluster(ctx context.Context, ct ClusterTarget, d ifi.Desire
 		return &ClusterOutcome{}, &Error{Kind: KindAssessFailed, Target: ct.Target, Err: err}
 	}
 	return &ClusterOutcome{Cluster: ca, Observed: &obs.Observed, Enabled: clusterEnabled(d, ca),
-		Warnings: append(slices.Clone(obs.Warnings), ca.Warnings...)}, nil
+		Warnings: append(slices.Clone(obs.sql.Warnings), ca.Warnings...)}, nil
 }
 
 func clusterEnabled(d ifi.Desired, ca *ifi.ClusterAssessment) bool {
@@ -292,16 +269,11 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 	}
 	ca, p, err := ifi.PlanCluster(d, obs.Observed)
 	out.Action = clusterAction(p, err)
-	if d.Planned != "" && d.Planned != ifi.ActionVerify && out.Action != d.Planned && out.Action != ifi.ActionRefuse {
+	if err := decided(t, d, out.Action, err, func() ifi.Prediction {
 		now, _ := ifi.PredictCluster(d, obs.Observed, false)
-		return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ifi.PlanChanged(t.Host, t.Instance, d.Planned, now.Prediction)}
-	}
-	if err != nil {
-		var ref *ifi.Refusal
-		if errors.As(err, &ref) {
-			return out, &Error{Kind: KindRefused, Target: t, Err: err, Refusal: ref}
-		}
-		return out, &Error{Kind: KindDecideFailed, Target: t, Err: err}
+		return now.Prediction
+	}); err != nil {
+		return out, err
 	}
 	out.Warnings = slices.Clone(p.Warnings)
 	e.info(ctx, "applying IFI on a failover cluster instance", map[string]any{"host": t.Host, "instance": t.Instance,
@@ -319,38 +291,24 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 		if owner == "" {
 			owner = ct.address(ca.Owner)
 		}
-		slotOut := &Outcome{}
-		release, err := e.restartSlot(ctx, ct.at(owner), slotOut)
-		if err != nil {
-			return e.recoverCluster(ctx, ct, d, out, err)
-		}
-		// One replica of a group restarts at a time (the restart gate's lock).
-		held, err := e.lockGroups(ctx, t, obs.groups, p.RestartReason)
-		if err != nil {
-			release()
-			return out, err
-		}
-		err = e.clusterRestart(ctx, ct, obs, ca, p, out)
-		if err == nil && obs.SQLTarget != nil {
-			if checker, _ := e.Clients.SQLChecker(); checker != nil {
-				if werr := checker.WaitReady(ctx, *obs.SQLTarget); werr != nil {
-					err = out.fail(&Error{Kind: KindNotReady, Target: ct.at(obs.SQLTarget.Host), Err: werr, SQLPort: obs.SQLTarget.Port})
-				}
+		// The slot's failure carries no change of the nodes (a fresh Outcome).
+		refused, err := e.gatedRestart(ctx, t, ct.at(owner), obs.sql, p.RestartReason, &Outcome{}, out, func() error {
+			err := e.clusterRestart(ctx, ct, obs, ca, p, out)
+			if st := obs.sql.SQLTarget; err == nil && st != nil {
+				err = e.waitReady(ctx, ct.at(st.Host), st, out)
 			}
+			return err
+		})
+		if refused != nil {
+			return out, refused
 		}
-		if err == nil {
-			e.awaitHealthy(ctx, t, held, slotOut)
-			out.Warnings = append(out.Warnings, slotOut.Warnings...)
-		}
-		held.release()
-		release()
 		if err != nil {
 			return e.recoverCluster(ctx, ct, d, out, err)
 		}
 	}
 	if !out.Changed {
 		out.Cluster, out.Observed, out.Enabled = ca, &obs.Observed, clusterEnabled(d, ca)
-		out.Warnings = append(append(slices.Clone(obs.Warnings), ca.Warnings...), out.Warnings...)
+		out.Warnings = append(append(slices.Clone(obs.sql.Warnings), ca.Warnings...), out.Warnings...)
 		return out, nil
 	}
 	back, err := e.observeCluster(ctx, ct)
@@ -364,49 +322,26 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 		return out, ferr
 	}
 	out.Cluster, out.Observed, out.Enabled = ca, &back.Observed, clusterEnabled(d, ca)
-	out.Warnings = append(append(slices.Clone(back.Warnings), ca.Warnings...), out.Warnings...)
-	if out.Restarted && ca.OwnerAssessment != nil {
-		if err := ifi.Check(ca.OwnerAssessment); err != nil {
-			ferr := out.fail(&Error{Kind: KindCheckFailed, Target: t, Err: err, Node: ca.Owner})
-			return out, ferr
-		}
+	out.Warnings = append(append(slices.Clone(back.sql.Warnings), ca.Warnings...), out.Warnings...)
+	if err := checked(out.Restarted, t, ca.Owner, ca.OwnerAssessment, out); err != nil {
+		return out, err
 	}
 	return out, nil
 }
 
 // setNodeRights makes one node's steps, in order, stopping at the first failure.
 func (e *Engine) setNodeRights(ctx context.Context, ct ClusterTarget, ns ifi.NodeSteps, out *ClusterOutcome) NodeResult {
-	nr := NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps}
 	if len(ns.Steps) == 0 {
-		return nr
+		return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps}
 	}
 	nt := ct.at(ns.Address)
 	h, err := e.host(nt)
 	if err != nil {
-		nr.Err = out.fail(&Error{Kind: KindHostSetup, Target: nt, Err: err, Node: ns.Node})
-		return nr
+		return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps,
+			Err: out.fail(&Error{Kind: KindHostSetup, Target: nt, Err: err, Node: ns.Node})}
 	}
-	for i := range ns.Steps {
-		s := ns.Steps[i]
-		e.debug(ctx, "set_right", map[string]any{"host": nt.Host, "node": ns.Node, "instance": nt.Instance, "sid": s.SID, "grant": s.Grant})
-		res, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant})
-		if err != nil {
-			if !hostAnswered(err) {
-				out.Changed = true // the request may have arrived: unknown is unsafe
-			}
-			nr.Err = out.fail(&Error{Kind: KindSetRightFailed, Target: nt, Err: err, Step: &s, Node: ns.Node})
-			return nr
-		}
-		nr.Done = append(nr.Done, s)
-		if res != nil && res.Changed {
-			nr.Changed, out.Changed = true, true
-		}
-		if res != nil && res.EventLogWarning != "" {
-			out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnEventLog, Summary: "Change not recorded in the host's event log",
-				Detail: fmt.Sprintf("On %s (node %s): %s", nt, safetext.Escape(ns.Node), res.EventLogWarning)})
-		}
-	}
-	return nr
+	run := e.setRights(ctx, h, nt, ns.Node, ns.Steps, false, out)
+	return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps, Done: run.done, Changed: run.changed, Err: run.err}
 }
 
 // clusterSeconds is the time the cluster action may take on the host.
@@ -553,11 +488,12 @@ func (e *Engine) startedSince(ctx context.Context, ct ClusterTarget, obs *cluste
 			addr = n.Address
 		}
 	}
-	h, err := e.host(ct.at(addr))
+	nt := ct.at(addr)
+	h, err := e.host(nt)
 	if err != nil {
 		return false
 	}
-	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: ct.Instance, Right: contract.RightManageVolume})
+	ri, err := e.readInstance(ctx, h, nt, node)
 	if err != nil || ri.ServiceState != contract.StateRunning || ri.ProcessStartTime == nil {
 		return false
 	}
@@ -567,15 +503,12 @@ func (e *Engine) startedSince(ctx context.Context, ct ClusterTarget, obs *cluste
 // recoverCluster is the end of an apply whose step failed: once something changed,
 // every node is read back so that the Outcome says what is true now.
 func (e *Engine) recoverCluster(ctx context.Context, ct ClusterTarget, d ifi.Desired, out *ClusterOutcome, err error) (*ClusterOutcome, error) {
-	if !out.Changed {
-		return out, err
-	}
-	rctx, cancel := e.recoveryContext(ctx)
-	defer cancel()
-	obs, oerr := e.observeCluster(rctx, ct)
-	if oerr != nil {
-		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnStateStale, Summary: "State may be out of date",
-			Detail: fmt.Sprintf("After the failure, %s could not be read back (%v); what its nodes hold now is unknown.", ct.Target, oerr)})
+	obs, ok := readAfterFailure(e, ctx, out.Changed, out, func(rctx context.Context) (*clusterObservation, error) {
+		return e.observeCluster(rctx, ct)
+	}, func(oerr error) string {
+		return fmt.Sprintf("After the failure, %s could not be read back (%v); what its nodes hold now is unknown.", ct.Target, oerr)
+	})
+	if !ok {
 		return out, err
 	}
 	ca, aerr := ifi.AssessCluster(d, obs.Observed)
@@ -583,7 +516,7 @@ func (e *Engine) recoverCluster(ctx context.Context, ct ClusterTarget, d ifi.Des
 		return out, err
 	}
 	out.Cluster, out.Observed, out.Enabled = ca, &obs.Observed, clusterEnabled(d, ca)
-	out.Warnings = append(out.Warnings, obs.Warnings...)
+	out.Warnings = append(out.Warnings, obs.sql.Warnings...)
 	out.Warnings = append(out.Warnings, ca.Warnings...)
 	return out, err
 }
@@ -618,9 +551,9 @@ func (e *Engine) DestroyCluster(ctx context.Context, ct ClusterTarget, d ifi.Des
 		if node.Owner {
 			v = obs.Observed.Verification
 		}
-		_, dp, ws, derr := ifi.PlanDestroy(d, ifi.Observed{Host: node.Name, Instance: n.Instance, Verification: v})
-		if derr != nil {
-			return out, &Error{Kind: KindDecideFailed, Target: ct.at(n.Address), Err: derr, Node: node.Name}
+		_, dp, ws, err := destroyPlan(ct.at(n.Address), node.Name, d, ifi.Observed{Host: node.Name, Instance: n.Instance, Verification: v})
+		if err != nil {
+			return out, err
 		}
 		for _, w := range ws {
 			if node.Owner || w.Code == ifi.WarnGroupPolicy { // a stopped node's service keeps nothing running

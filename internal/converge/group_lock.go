@@ -249,7 +249,7 @@ func (e *Engine) lockGroups(ctx context.Context, t Target, obs *Observation, rea
 // for it (keeping a margin for the read-back); a replica not yet HEALTHY then is a
 // warning. A primary that restarted itself lost its lock's session with its stop:
 // there is nothing to wait on.
-func (e *Engine) awaitHealthy(ctx context.Context, t Target, held *heldGroups, out *Outcome) {
+func (e *Engine) awaitHealthy(ctx context.Context, t Target, held *heldGroups, out ledger) {
 	// The wait's budget, in polls: until the operation's deadline less half the
 	// read-back margin, or groupHealthyTimeout without one.
 	budget := groupHealthyTimeout
@@ -282,7 +282,7 @@ func (e *Engine) awaitHealthy(ctx context.Context, t Target, held *heldGroups, o
 				last = err.Error()
 			}
 			if polls--; polls <= 0 || e.clock().Sleep(wctx, groupHealthPoll) != nil {
-				out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnGroupNotHealthy,
+				out.warn(ifi.Warning{Code: WarnGroupNotHealthy,
 					Summary: "Availability group replica not yet HEALTHY after the restart",
 					Detail: fmt.Sprintf("%s restarted, but its primary %s did not see it CONNECTED and HEALTHY in %s before the apply had to go on (last: %s). "+
 						"The group's restart lock is released now; another run's restart of a replica of %s refuses until the group is HEALTHY again.",

@@ -19,7 +19,6 @@ const (
 	WarnSQLCheck       = "sql_check"        // asking SQL Server failed
 	WarnStateStale     = "state_stale"      // after a failure the host could not be read back
 	WarnRecovered      = "recovered"        // after a connection failure the host was read back as asked
-	WarnEventLog       = "event_log"        // a change was made but not written to the host's event log
 )
 
 // Observation is one look at an instance: one read_instance and at most one SQL
@@ -64,8 +63,7 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 		early = e.startEarlyCheck(ctx, t, checker)
 		defer early.discard()
 
-		e.debug(ctx, "read_instance", map[string]any{"host": t.Host, "instance": t.Instance})
-		ri, err = h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+		ri, err = e.readInstance(ctx, h, t, "")
 		if err != nil {
 			return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
 		}
@@ -74,6 +72,37 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 	if !ri.Found {
 		return o, nil
 	}
+	site := sqlSite{at: sqlTarget(t, t.Host, ri), where: "at", fallback: "the error log",
+		unknown: ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's port is unknown",
+			Detail: fmt.Sprintf("The host does not report a TCP port for %s (dynamic ports or TCP disabled), so SQL Server "+
+				"cannot be asked; verification falls back to the error log.", t)}}
+	v, err := e.checkSQL(ctx, o, ri, checker, setupErr, site, early)
+	if err != nil {
+		return nil, err
+	}
+	o.Observed.Verification = v
+	return o, nil
+}
+
+// sqlSite is where an observation asks SQL Server, and how its warnings say so.
+type sqlSite struct {
+	// at is where SQL Server is asked; nil when that is not known (unknown is then
+	// the warning).
+	at      *contract.SQLTarget
+	unknown ifi.Warning
+	// where names the place before its host:port ("at", "at its virtual name");
+	// fallback is what verification falls back to without SQL Server's answer.
+	where, fallback string
+}
+
+// checkSQL is the SQL check of an observation o (of t, o.Target): it asks SQL
+// Server at site when ri, the instance whose Engine answers there, runs (the early
+// check's answer standing in when it asked at that port), asks the primaries of its
+// availability groups, records the SQL target, the warnings and the groups in o, and
+// returns the Verification of ri.
+func (e *Engine) checkSQL(ctx context.Context, o *Observation, ri *contract.ReadInstanceResult, checker contract.SQLChecker, setupErr error,
+	site sqlSite, early *earlyCheck) (ifi.Verification, error) {
+	t := o.Target
 	// A configured sql block whose answer is missing leaves the gate's questions
 	// unknown, not unasked.
 	v := ifi.Verification{Source: ifi.SourceNone, SQLConfigured: checker != nil || setupErr != nil}
@@ -81,30 +110,29 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 
 	if setupErr != nil {
 		o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLSetup, Summary: "SQL verification is not available",
-			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to the error log.", t, setupErr),
+			Detail: fmt.Sprintf("The SQL client could not be set up for %s: %v. Verification falls back to %s.", t, setupErr, site.fallback),
 			Err:    setupErr})
 	}
 	if checker != nil {
-		o.SQLTarget = e.sqlTarget(t, ri)
+		o.SQLTarget = site.at
 		if o.SQLTarget == nil {
-			o.Warnings = append(o.Warnings, ifi.Warning{Code: WarnSQLPortUnknown, Summary: "SQL Server's port is unknown",
-				Detail: fmt.Sprintf("The host does not report a TCP port for %s (dynamic ports or TCP disabled), so SQL Server "+
-					"cannot be asked; verification falls back to the error log.", t)})
-		} else if ri.ServiceState == contract.StateRunning {
+			o.Warnings = append(o.Warnings, site.unknown)
+		} else if ri != nil && ri.ServiceState == contract.StateRunning {
 			port := o.SQLTarget.Port
 			rep, err := early.result(port)
 			if !early.used(port) {
 				early.discard() // it asked at another port
-				e.debug(ctx, "sql check", map[string]any{"host": t.Host, "instance": t.Instance, "sql_port": port})
+				e.debug(ctx, "sql check", map[string]any{"host": o.SQLTarget.Host, "instance": t.Instance, "sql_port": port})
 				rep, err = checker.Check(ctx, *o.SQLTarget)
 			}
 			// A port SQL Server answered at is waited on after a restart until the
 			// deadline; any other fails within a minute (the checker's WaitReady).
 			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
 			if err != nil {
-				w, lerr := e.sqlCheckFailed(t, fmt.Sprintf("at %s:%d", safetext.Escape(t.Host), port), port, "the error log", err)
+				where := fmt.Sprintf("%s %s:%d", site.where, safetext.Escape(o.SQLTarget.Host), port)
+				w, lerr := e.sqlCheckFailed(t, where, port, site.fallback, err)
 				if lerr != nil {
-					return nil, lerr
+					return v, lerr
 				}
 				o.Warnings = append(o.Warnings, w)
 			} else {
@@ -116,8 +144,7 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 		}
 	}
 	v.Source, v.Enabled = ifi.Verify(ri, dmv)
-	o.Observed.Verification = v
-	return o, nil
+	return v, nil
 }
 
 // sqlCheckFailed is what a failed SQL check of t (asked where, at port) means. A
@@ -213,17 +240,18 @@ func (ec *earlyCheck) discard() {
 	<-ec.done
 }
 
-// sqlTarget is where SQL Server listens: the configured port, else the one the
-// host reports; nil when neither is known.
-func (e *Engine) sqlTarget(t Target, ri *contract.ReadInstanceResult) *contract.SQLTarget {
+// sqlTarget is where SQL Server of t listens on host: the configured port, else the
+// one the host reports for ri (nil when none is read); nil when neither is known,
+// or host is "".
+func sqlTarget(t Target, host string, ri *contract.ReadInstanceResult) *contract.SQLTarget {
 	port := t.SQLPort
-	if port == 0 {
+	if port == 0 && ri != nil {
 		port = ri.TCPPort
 	}
-	if port == 0 {
+	if port == 0 || host == "" {
 		return nil
 	}
-	return &contract.SQLTarget{Host: t.Host, Port: port, Instance: t.Instance}
+	return &contract.SQLTarget{Host: host, Port: port, Instance: t.Instance}
 }
 
 // freshRead is t.Read when Apply may use it instead of reading the host: an
@@ -253,14 +281,34 @@ func (e *Engine) host(t Target) (Host, error) {
 	return h, nil
 }
 
+// readInstance is one read_instance of t's instance on h, the host of t (node: the
+// failover cluster node it is, "" for none). Its error is the host's own.
+func (e *Engine) readInstance(ctx context.Context, h Host, t Target, node string) (*contract.ReadInstanceResult, error) {
+	fields := map[string]any{"host": t.Host, "instance": t.Instance}
+	if node != "" {
+		fields["node"] = node
+	}
+	e.debug(ctx, "read_instance", fields)
+	return h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+}
+
+// notFound is the KindNotFound error of t when ri says its instance is not
+// installed; nil when it is.
+func notFound(t Target, ri *contract.ReadInstanceResult) error {
+	if ri.Found {
+		return nil
+	}
+	return &Error{Kind: KindNotFound, Target: t, Instance: ri}
+}
+
 // found observes t once and turns a missing instance into a KindNotFound error.
 func (e *Engine) found(ctx context.Context, t Target) (*Observation, error) {
 	o, err := e.observe(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
-	if !o.Instance.Found {
-		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
+	if err := notFound(t, o.Instance); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -320,8 +368,8 @@ func (e *Engine) foundWith(ctx context.Context, t Target, known *contract.ReadIn
 	if err != nil {
 		return nil, err
 	}
-	if !o.Instance.Found {
-		return nil, &Error{Kind: KindNotFound, Target: t, Instance: o.Instance}
+	if err := notFound(t, o.Instance); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

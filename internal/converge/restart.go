@@ -41,6 +41,32 @@ func retryPause(n int) time.Duration {
 	return min(d, maxRestartRetryPause)
 }
 
+// gatedRestart runs restart (the Engine's restart and the wait for SQL Server,
+// standalone or through the cluster) under the restart gate: a restart slot for
+// slot's host (restartSlot: its failure, recorded by slotOut, is err), then the
+// restart lock of each availability group of groups (lockGroups: its refusal, which
+// changed nothing, is refused), and after a restart that went well the wait until
+// each group's primary sees the replica HEALTHY again (awaitHealthy, its warning in
+// out). The locks and the slot are given back before it returns.
+func (e *Engine) gatedRestart(ctx context.Context, t, slot Target, groups *Observation, reason string, slotOut *Outcome, out ledger,
+	restart func() error) (refused, err error) {
+	release, err := e.restartSlot(ctx, slot, slotOut)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	// One replica of a group restarts at a time, across runs and states.
+	held, err := e.lockGroups(ctx, t, groups, reason)
+	if err != nil {
+		return err, nil
+	}
+	defer held.release()
+	if err = restart(); err == nil {
+		e.awaitHealthy(ctx, t, held, out)
+	}
+	return nil, err
+}
+
 // maxRestartSends bounds how often restart_instance is sent when the host has no
 // record of the request (it was lost on the way): a failure that persists ends the
 // apply within seconds.
@@ -201,7 +227,7 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 	out.Changed = true // a restart request may have changed the holders and stopped services
 	res, err := h.RestartInstance(ctx, first)
 	if err == nil {
-		out.eventLogWarning(t, res.EventLogWarning)
+		eventLogWarning(out, t, "", res.EventLogWarning)
 	}
 	if err != nil && hostAnswered(err) {
 		return fail(err, nil)
