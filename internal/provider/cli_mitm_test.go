@@ -109,8 +109,11 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	w.write(cfg + resourceConfig(e.addr, ""))
 	summary := "NTLM instead of Kerberos on " + strings.ReplaceAll(e.addr, ".", "\\.")
 	apply := w.mustApply()
-	if n := len(apply.find("warning", summary, "the KDC did not answer")); n != 1 {
-		t.Fatalf("apply: %d fallback warnings, want 1:\n%s", n, apply.describe())
+	// terraform apply plans and plans again before applying (the final plan, in
+	// another provider process): each plan of this create says it once; the apply
+	// itself does not repeat it.
+	if n := len(apply.find("warning", summary, "the KDC did not answer")); n < 1 || n > 2 {
+		t.Fatalf("apply: %d fallback warnings, want it from the plan (and its final plan) only:\n%s", n, apply.describe())
 	}
 	log, err := os.ReadFile(logPath)
 	if err != nil {
@@ -130,9 +133,10 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	if !strings.Contains(string(log), "WinRM operation finished") {
 		t.Fatal("no DEBUG line for the operations")
 	}
+	// The apply recorded it: the next plan, which changes nothing, is quiet.
 	plan := w.plan()
 	plan.wantPlanExit(t, 0)
-	plan.wantDiag(t, "warning", summary, "the KDC did not answer")
+	plan.wantNoDiag(t, "warning", summary)
 
 	// The hardened setting: the KDC still does not answer, so the plan fails; and a
 	// bare user name has no realm, which fails at plan before any host is asked.
