@@ -449,6 +449,16 @@ func TestCLI_fleetModuleOutputsPlannedAction(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(w.dir, "fleet"), os.DirFS("../../examples/modules/fleet")); err != nil {
 		t.Fatal(err)
 	}
+	// The module names the provider as the registry does; here it is the dev
+	// override's source (OpenTofu reads a bare source as registry.opentofu.org).
+	versions := filepath.Join(w.dir, "fleet", "versions.tf")
+	text, err := os.ReadFile(versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(versions, []byte(mssqlifiSource.ReplaceAllString(string(text), fmt.Sprintf("${1}%q", cliProviderSource))), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	w.write(e.providerConfig(true) + fmt.Sprintf(`
 module "fleet" {
   source = "./fleet"
