@@ -7,13 +7,16 @@ variable "restarts_allowed" {
   default     = false
 }
 
-provider "mssqlifi" {
-  # Outside the maintenance window the apply changes the right only (planned_action
-  # "grant", the plan says the restart is held); the next run with
-  # -var restarts_allowed=true plans and does the restart (planned_action "restart").
-  # A provider setting changes no resource: a converged plan stays empty either way.
-  allow_restarts = var.restarts_allowed
-}
+# In the provider block (the provider page's example): outside the maintenance window
+# the apply changes the right only (planned_action "grant", the plan says the restart
+# is held); the next run with -var restarts_allowed=true plans and does the restart
+# (planned_action "restart"). A provider setting changes no resource: a converged
+# plan stays empty either way.
+#
+#   provider "mssqlifi" {
+#     allow_restarts = var.restarts_allowed
+#     # winrm { ... }
+#   }
 
 resource "mssqlifi_instant_file_initialization" "reporting" {
   host     = "sql01.contoso.com"
