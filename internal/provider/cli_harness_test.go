@@ -252,6 +252,13 @@ func (w *cliWork) mustApply() *tfRun {
 // attrs returns the state's attributes of the resource resName (terraform show -json).
 func (w *cliWork) attrs() map[string]any {
 	w.t.Helper()
+	return w.state()[resName]
+}
+
+// state is the state's resources' attributes by address (terraform show -json);
+// empty when the state holds none.
+func (w *cliWork) state() map[string]map[string]any {
+	w.t.Helper()
 	r := w.run("show", "-json", "-no-color")
 	if r.Exit != 0 {
 		w.t.Fatalf("terraform show failed (exit %d): %s", r.Exit, r.Stderr)
@@ -266,15 +273,16 @@ func (w *cliWork) attrs() map[string]any {
 			} `json:"root_module"`
 		} `json:"values"`
 	}
-	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
-		w.t.Fatalf("terraform show -json: %v\n%s", err, r.Stdout)
-	}
-	for _, res := range st.Values.RootModule.Resources {
-		if res.Address == resName {
-			return res.Values
+	if r.Stdout != "" && strings.TrimSpace(r.Stdout) != "{}" {
+		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+			w.t.Fatalf("terraform show -json: %v\n%s", err, r.Stdout)
 		}
 	}
-	return nil
+	out := map[string]map[string]any{}
+	for _, res := range st.Values.RootModule.Resources {
+		out[res.Address] = res.Values
+	}
+	return out
 }
 
 // errors are the errors the provider raised (terraform's own notice about

@@ -42,30 +42,7 @@ func readmeWalkthroughConfig(t *testing.T) string {
 // readmeState is the state's resources by address (terraform show -json).
 func readmeState(t *testing.T, w *cliWork) map[string]map[string]any {
 	t.Helper()
-	r := w.run("show", "-json", "-no-color")
-	if r.Exit != 0 {
-		t.Fatalf("terraform show failed (exit %d): %s", r.Exit, r.Stderr)
-	}
-	var st struct {
-		Values struct {
-			RootModule struct {
-				Resources []struct {
-					Address string         `json:"address"`
-					Values  map[string]any `json:"values"`
-				} `json:"resources"`
-			} `json:"root_module"`
-		} `json:"values"`
-	}
-	if r.Stdout != "" && strings.TrimSpace(r.Stdout) != "{}" {
-		if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
-			t.Fatalf("terraform show -json: %v\n%s", err, r.Stdout)
-		}
-	}
-	out := map[string]map[string]any{}
-	for _, res := range st.Values.RootModule.Resources {
-		out[res.Address] = res.Values
-	}
-	return out
+	return w.state()
 }
 
 // readmePlanned runs terraform plan -out and returns the run and each resource's
