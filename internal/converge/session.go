@@ -374,10 +374,7 @@ func (s *Session) rememberDestroyed(t Target, out *Outcome) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.destroyed == nil {
-		s.destroyed = map[InstanceKey]*Outcome{}
-	}
-	s.destroyed[NewInstanceKey(t.Host, t.Instance)] = out
+	keep(&s.destroyed, t, out)
 }
 
 // destroyedBefore is what the host had before this run destroyed the resource of
@@ -391,16 +388,22 @@ func (s *Session) destroyedBefore(t Target) *Outcome {
 func (s *Session) rememberCluster(t Target, out *ClusterOutcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.clusterSeen == nil {
-		s.clusterSeen = map[InstanceKey]*ClusterOutcome{}
-	}
-	s.clusterSeen[NewInstanceKey(t.Host, t.Instance)] = out
+	keep(&s.clusterSeen, t, out)
 }
 
 func (s *Session) seenCluster(t Target) *ClusterOutcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.clusterSeen[NewInstanceKey(t.Host, t.Instance)]
+}
+
+// keep records v for t's instance in the run-wide registry m (made on first use);
+// the caller holds s.mu.
+func keep[V any](m *map[InstanceKey]V, t Target, v V) {
+	if *m == nil {
+		*m = map[InstanceKey]V{}
+	}
+	(*m)[NewInstanceKey(t.Host, t.Instance)] = v
 }
 
 // claim records that a resource spelled by manages k in this run; when another
