@@ -161,13 +161,7 @@ func (s *Session) predict(r PlanRequest, t Target, d ifi.Desired, ri *contract.R
 		return unknownPrediction(t, "its read cannot be assessed: "+safetext.Escape(err.Error()))
 	}
 	p := s.prediction(pred, false, r, create)
-	if s.holds(r, pred.Action) {
-		a := d
-		a.Restart = r.Desired.Restart
-		if asked, err := ifi.Predict(a, o, r.Drift); err == nil && asked.Action.Restarts() {
-			p.Warnings = append(p.Warnings, ifi.RestartHeld(t.Host, t.Instance, asked.Action))
-		}
-	}
+	s.sayHeld(r, t, d, pred.Action, p, func(a ifi.Desired) (ifi.Prediction, error) { return ifi.Predict(a, o, r.Drift) })
 	return p
 }
 
@@ -176,6 +170,19 @@ func (s *Session) predict(r PlanRequest, t Target, d ifi.Desired, ri *contract.R
 func (s *Session) sayFallbackOfChange(t Target, p *Prediction) {
 	if p.Action != nil && *p.Action != ifi.ActionNone && *p.Action != ifi.ActionRefuse {
 		p.NTLMFallback = s.sayFallback(t)
+	}
+}
+
+// sayHeld adds to p, when this run's held restarts changed what applying r does
+// (act, as held from d), the restart that waits: predict decides with r's own
+// restart policy, on the same observation, for either topology.
+func (s *Session) sayHeld(r PlanRequest, t Target, d ifi.Desired, act ifi.Action, p *Prediction, predict func(ifi.Desired) (ifi.Prediction, error)) {
+	if !s.holds(r, act) {
+		return
+	}
+	d.Restart = r.Desired.Restart
+	if asked, err := predict(d); err == nil && asked.Action.Restarts() {
+		p.Warnings = append(p.Warnings, ifi.RestartHeld(t.Host, t.Instance, asked.Action))
 	}
 }
 
@@ -226,13 +233,10 @@ func (s *Session) planCluster(ctx context.Context, r PlanRequest, t Target, d if
 		return unknownPrediction(t, "its cluster cannot be assessed: "+safetext.Escape(err.Error())), nil
 	}
 	p := s.prediction(pred.Prediction, true, r, r.Create)
-	if s.holds(r, pred.Action) {
-		a := d
-		a.Restart = r.Desired.Restart
-		if asked, err := ifi.PredictCluster(a, *out.Observed, r.Drift); err == nil && asked.Action.Restarts() {
-			p.Warnings = append(p.Warnings, ifi.RestartHeld(t.Host, t.Instance, asked.Action))
-		}
-	}
+	s.sayHeld(r, t, d, pred.Action, p, func(a ifi.Desired) (ifi.Prediction, error) {
+		cp, err := ifi.PredictCluster(a, *out.Observed, r.Drift)
+		return cp.Prediction, err
+	})
 	p.Warnings = append(read, p.Warnings...)
 	return p, nil
 }
