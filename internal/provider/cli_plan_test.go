@@ -214,15 +214,18 @@ func TestCLI_maintenanceWindowExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The example shows the provider setting as a comment (its directory's provider
-	// block is the provider page's); the test's provider block sets it.
-	if !strings.Contains(string(example), "#     allow_restarts = var.restarts_allowed") {
-		t.Fatalf("the example does not show allow_restarts set from the variable:\n%s", example)
+	// The example shows the variable and the provider setting as a comment (its
+	// directory's provider block is the provider page's): the test declares the
+	// variable as the comment does, and its provider block sets allow_restarts.
+	variable := regexp.MustCompile(`(?m)^#   (variable "restarts_allowed" \{\n(?:#   .*\n)*?)#   \}\n`).FindStringSubmatch(string(example))
+	if variable == nil || !strings.Contains(string(example), "#     allow_restarts = var.restarts_allowed") {
+		t.Fatalf("the example does not show the restarts_allowed variable and allow_restarts set from it:\n%s", example)
 	}
+	declared := regexp.MustCompile(`(?m)^#   `).ReplaceAllString(variable[1], "") + "}\n"
 	body := strings.NewReplacer(`"sql01.contoso.com"`, strconv.Quote(e.addr), `instance = "REPORTING"`, "",
 		`"mssqlifi_instant_file_initialization" "reporting"`, `"mssqlifi_instant_file_initialization" "this"`,
 		"mssqlifi_instant_file_initialization.reporting", resName).Replace(string(example))
-	w.write(strings.Replace(e.providerConfig(true), `provider "mssqlifi" {`, "provider \"mssqlifi\" {\n  allow_restarts = var.restarts_allowed", 1) + body)
+	w.write(strings.Replace(e.providerConfig(true), `provider "mssqlifi" {`, "provider \"mssqlifi\" {\n  allow_restarts = var.restarts_allowed", 1) + declared + body)
 	where := `instance MSSQLSERVER on ` + regexp.QuoteMeta(e.addr)
 
 	r, c := w.planOut("outside.tfplan")

@@ -1,17 +1,18 @@
 # Act on what the apply will do before it does it: planned_action is known at plan
 # time (none, grant, grant_and_restart, revoke, revoke_and_restart, restart, refuse,
 # verify; unknown means "may restart").
-variable "restarts_allowed" {
-  description = "true in the maintenance window (terraform plan -var restarts_allowed=true): lets the apply restart SQL Server."
-  type        = bool
-  default     = false
-}
 
-# In the provider block (the provider page's example): outside the maintenance window
-# the apply changes the right only (planned_action "grant", the plan says the restart
-# is held); the next run with -var restarts_allowed=true plans and does the restart
-# (planned_action "restart"). A provider setting changes no resource: a converged
-# plan stays empty either way.
+# The maintenance window, set in the provider block (the provider page's example):
+# outside the window the apply changes the right only (planned_action "grant", the
+# plan says the restart is held); the next run with -var restarts_allowed=true plans
+# and does the restart (planned_action "restart"). A provider setting changes no
+# resource: a converged plan stays empty either way.
+#
+#   variable "restarts_allowed" {
+#     description = "true in the maintenance window: lets the apply restart SQL Server."
+#     type        = bool
+#     default     = false
+#   }
 #
 #   provider "mssqlifi" {
 #     allow_restarts = var.restarts_allowed
