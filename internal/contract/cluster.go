@@ -122,6 +122,26 @@ type ReadClusterResult struct {
 	PossibleOwners []string `json:"possible_owners"`
 	// VirtualName is the DNS name of the role's network name: where SQL Server answers.
 	VirtualName string `json:"virtual_name"`
+	// Guard is what the guard of the last cluster action started from this node
+	// recorded for the instance (cluster_guard.ps1's marker
+	// HKLM:\SOFTWARE\mssqlifi\Cluster\<instance>, value State); nil when no cluster
+	// action ran from this node, or its record is of another role or unreadable.
+	Guard *ClusterGuardRecord `json:"guard,omitempty"`
+}
+
+// ClusterGuardRecord is what a cluster action's guard recorded. Until the guard
+// ends, Finished is false and only Group is set (the action writes that much before
+// it takes anything offline). Once it has ended: BroughtOnline is how often it called
+// BringOnline after the action's process had ended (0: the action left the role
+// Online), State is "Online" when it saw the role and its SQL Server and Agent
+// resources Online, "" when it gave up (after 2 hours), and Error the last error it
+// met.
+type ClusterGuardRecord struct {
+	Finished      bool   `json:"finished"`
+	Group         string `json:"group"`
+	BroughtOnline int    `json:"brought_online"`
+	State         string `json:"state"`
+	Error         string `json:"error"`
 }
 
 // ClusterMoveParams asks the cluster to move the instance's role to TargetNode

@@ -83,6 +83,12 @@ type MoveResult struct {
 	// Followed: the connection was lost during the action and the engine followed
 	// the role with read_cluster.
 	Followed bool
+	// Refused: the cluster refused the action before anything was taken offline.
+	Refused bool
+	// Guard is what the action's guard (started on the node reached before anything
+	// was taken offline) had recorded at the follow's last read of that node; nil
+	// when the role was not followed or that node did not answer.
+	Guard *contract.ClusterGuardRecord
 }
 
 // Ended reports whether the role ended Online where it was asked to.
@@ -378,6 +384,7 @@ func (e *Engine) clusterRestart(ctx context.Context, ct ClusterTarget, obs *clus
 		mv.To, mv.State, mv.ClusterError = res.OwnerAfter, res.State, res.Error
 	case hostAnswered(err) && scriptCode(err) == contract.CodeClusterError:
 		// The cluster refused before anything was stopped.
+		mv.Refused = true
 		return out.fail(&Error{Kind: KindClusterActionFailed, Target: t, Err: err})
 	default:
 		// The connection was lost (or the host could not say where the role is): the
@@ -397,9 +404,13 @@ func (e *Engine) clusterRestart(ctx context.Context, ct ClusterTarget, obs *clus
 		return out.fail(&Error{Kind: KindClusterActionFailed, Target: t})
 	}
 	if mv.Followed {
-		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnRecovered, Summary: "The connection was lost during the cluster action; the role was followed to Online",
-			Detail: fmt.Sprintf("On %s the connection was lost while the cluster moved or restarted the role %q (%s); reading the cluster again shows it Online on %s.",
-				t, safetext.Escape(mv.Group), safetext.Escape(mv.ClusterError), safetext.Escape(mv.To))})
+		detail := fmt.Sprintf("On %s the connection was lost while the cluster moved or restarted the role %q (%s); reading the cluster again shows it Online on %s.",
+			t, safetext.Escape(mv.Group), safetext.Escape(mv.ClusterError), safetext.Escape(mv.To))
+		if g := mv.Guard; g != nil && g.Finished && g.BroughtOnline > 0 {
+			detail += fmt.Sprintf(" The action's process on %s ended before the role was Online again, and the guard it had started brought the role online (BringOnline called %d time(s)).",
+				safetext.Escape(t.Host), g.BroughtOnline)
+		}
+		out.Warnings = append(out.Warnings, ifi.Warning{Code: WarnRecovered, Summary: "The connection was lost during the cluster action; the role was followed to Online", Detail: detail})
 		mv.ClusterError = ""
 	}
 	return nil
@@ -446,6 +457,9 @@ func (e *Engine) followCluster(ctx context.Context, ct ClusterTarget, obs *clust
 				continue
 			}
 			last = rc
+			if a == ct.Host {
+				mv.Guard = rc.Guard // the guard runs on the node the action was sent to
+			}
 			g := rc.Group
 			e.debug(ctx, "following the role", map[string]any{"host": a, "group": g.Name, "owner": g.OwnerNode, "state": g.State})
 			switch {

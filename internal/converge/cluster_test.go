@@ -41,6 +41,10 @@ type fakeCluster struct {
 	afterMove         func()
 	beforeReadCluster func(node string) error
 
+	// guards: what read_cluster on a node reports of the guard of the last cluster
+	// action sent to it (nil: no record).
+	guards map[string]*contract.ClusterGuardRecord
+
 	failBack bool // the next move ends Online on the old owner
 	moves    []contract.ClusterMoveParams
 	restarts int
@@ -94,6 +98,7 @@ func (c *fakeCluster) readLocked(node string) *contract.ReadClusterResult {
 		r.Nodes = append(r.Nodes, contract.ClusterNode{Name: n, State: c.nodeState[n]})
 	}
 	r.Resources = []contract.ClusterResource{{Name: "SQL Server", Type: contract.ResourceSQLServer, State: c.state, PossibleOwners: slices.Clone(c.order)}}
+	r.Guard = c.guards[node]
 	return r
 }
 
@@ -550,6 +555,40 @@ func TestApplyClusterRestartLostConnection(t *testing.T) {
 		t.Errorf("restarts %d, move %+v, read_cluster %d times; want the restart followed with one read", c.restarts, out.Move, c.reads)
 	}
 	wantWarning(t, out.Warnings, WarnRecovered)
+	if w := warningWith(out.Warnings, WarnRecovered); w != nil && strings.Contains(w.Detail, "guard") {
+		t.Errorf("the follow's warning %q speaks of the guard, which recorded nothing", w.Detail)
+	}
+}
+
+// When the node the cluster restart was sent to reports that the action's guard
+// brought the role online (its process ended before the role was Online again), the
+// follow's warning says so, and the move keeps the guard's record; the same record
+// on another node is not the action's guard.
+func TestApplyClusterFollowReportsTheGuard(t *testing.T) {
+	for _, tc := range []struct {
+		node string
+		want bool
+	}{{"SQL01", true}, {"SQL02", false}} {
+		c := newFakeCluster()
+		c.cutAnswer = true
+		rec := &contract.ClusterGuardRecord{Finished: true, Group: "SQL Server (MSSQLSERVER)", BroughtOnline: 2, State: contract.ClusterOnline}
+		c.guards = map[string]*contract.ClusterGuardRecord{tc.node: rec}
+		e, _, ct := clusterWorld(c)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := warningWith(out.Warnings, WarnRecovered)
+		if w == nil {
+			t.Fatalf("record on %s: warnings %v; want %s", tc.node, codes(out.Warnings), WarnRecovered)
+		}
+		said := strings.Contains(w.Detail, "the guard it had started brought the role online (BringOnline called 2 time(s))")
+		if said != tc.want || (out.Move.Guard == rec) != tc.want {
+			t.Errorf("record on %s: warning %q, move's guard %+v; want the guard said: %v", tc.node, w.Detail, out.Move.Guard, tc.want)
+		}
+	}
 }
 
 // restart = "if_needed" on an FCI that needs a restart refuses before any change.
@@ -1242,6 +1281,9 @@ func TestApplyClusterActionErrors(t *testing.T) {
 	}
 	if !strings.Contains(ce.Error(), "the group is locked by another operation") || c.reads != 1 {
 		t.Errorf("error %q, read_cluster %d times; want the cluster's words, no follow", ce.Error(), c.reads)
+	}
+	if !ce.Move.Refused || !strings.Contains(ce.Error(), `before anything was taken offline: the role "SQL Server (MSSQLSERVER)" stays on SQL01`) {
+		t.Errorf("error %q; want the refusal to say the role stays where it was", ce.Error())
 	}
 
 	c = pendingCluster()

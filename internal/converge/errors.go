@@ -184,6 +184,10 @@ func (m *MoveResult) describe(t Target) string {
 	if m.Mode == ifi.RestartClusterRestart {
 		what, asked = "the cluster restart", "to restart the role on "+safetext.Escape(m.Target)
 	}
+	if m.Refused {
+		return fmt.Sprintf("the cluster refused %s of %s (%s) before anything was taken offline: the role %q stays on %s",
+			what, t, asked, safetext.Escape(m.Group), safetext.Escape(m.From))
+	}
 	s := fmt.Sprintf("%s of %s did not end as asked (%s): ", what, t, asked)
 	switch {
 	case m.To == "" && m.State == "":
@@ -191,9 +195,20 @@ func (m *MoveResult) describe(t Target) string {
 	case m.State == contract.ClusterOnline:
 		s += fmt.Sprintf("the cluster left the role %q Online on %s, not on %s (a fail back, or its failover policy)",
 			safetext.Escape(m.Group), safetext.Escape(m.To), safetext.Escape(m.Target))
+	case m.Guard != nil && m.Guard.Finished:
+		s += fmt.Sprintf("the role %q is %s on %s, and the guard the action started on %s has ended without seeing it Online",
+			safetext.Escape(m.Group), safetext.Escape(m.State), safetext.Escape(m.To), safetext.Escape(t.Host))
+		if m.Guard.Error != "" {
+			s += " (its last error: " + safetext.Escape(m.Guard.Error) + ")"
+		}
+		s += "; bring it online in Failover Cluster Manager and check the cluster log (Get-ClusterLog)"
 	default:
-		s += fmt.Sprintf("the role %q is %s on %s; bring it online in Failover Cluster Manager and check the cluster log (Get-ClusterLog)",
-			safetext.Escape(m.Group), safetext.Escape(m.State), safetext.Escape(m.To))
+		// The scripts take nothing offline before their guard has started, and the
+		// guard outlives them: it brings the role online once the cluster is done.
+		s += fmt.Sprintf("the role %q is %s on %s. The guard the action started on %s before taking anything offline brings the role online "+
+			"once the cluster is done with it, and keeps trying for up to 2 hours: run terraform plan in a few minutes to see where the role is; "+
+			"if it is still not Online, bring it online in Failover Cluster Manager and check the cluster log (Get-ClusterLog)",
+			safetext.Escape(m.Group), safetext.Escape(m.State), safetext.Escape(m.To), safetext.Escape(t.Host))
 	}
 	if m.ClusterError != "" {
 		s += "; the cluster said: " + safetext.Escape(m.ClusterError)

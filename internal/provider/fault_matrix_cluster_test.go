@@ -146,6 +146,8 @@ func TestCLI_fciHalfDoneGrantsAreRecorded(t *testing.T) {
 // with SQL Server and Agent running, the state saying what that node holds and the
 // next plan empty or an update in place (wantStateOfHostAndPlanInPlace), and the
 // cluster brought the role online at most once more than the action itself did.
+// When the offline outlasts the budget, the apply's error says that the guard
+// brings the role online.
 func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 	t.Parallel()
 	type fault int
@@ -214,6 +216,11 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 				}
 			}
 			t.Logf("the apply (exit %d):\n%s", ap.Exit, ap.describe())
+			if r.fault == slowOffline {
+				// The apply's time ran out with the role not Online: its error says that
+				// the action's guard brings it online, and how to look again.
+				ap.wantDiag(t, "error", "The cluster did not restart SQL Server", `The guard the action started on .* brings the role online once the cluster is done with it.*run terraform plan in a few minutes`)
+			}
 			// The role ends Online, whoever was left holding it.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

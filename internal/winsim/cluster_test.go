@@ -572,3 +572,54 @@ func TestClusterMoveSurvivesALostConnection(t *testing.T) {
 		t.Errorf("read_cluster after the lost connection: %+v, %v", r, err)
 	}
 }
+
+// read_cluster reports what the last cluster action's guard recorded on the node the
+// action was sent to (cluster_guard.ps1's marker): nothing before any action; after
+// a cluster_restart whose shell ended while SQL Server's resource went offline, the
+// guard, once the cluster was done, brought the role online once and recorded it.
+func TestReadClusterReportsTheGuardsRecord(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	n1 := nodeHost(t, sim, "node1")
+	r, err := n1.ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Guard != nil {
+		t.Fatalf("read_cluster before any cluster action: guard %+v, %v; want none", r.Guard, err)
+	}
+	m1, _ := sim.Host("node1")
+	// The Engine's stop lasts until EndStopNow: the shell ends while it is pending.
+	if err := m1.SetStopDuration("MSSQLSERVER", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := sim.Cluster("CLU1")
+	ctx := opCtx(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := n1.ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 600})
+		done <- err
+	}()
+	if _, err := c.WaitRole(ctx, fciGroup, func(v wsfc.ClusterRoleView) bool { return v.Action != "" }); err != nil {
+		t.Fatalf("the cluster was not seen taking the role offline: %v", err)
+	}
+	if err := sim.Do("node1", winsim.Action{Action: winsim.ActionRestartWinRM}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("cluster_restart answered although its shell was ended")
+	}
+	if err := m1.EndStopNow("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.WaitClusterGuard(ctx, "MSSQLSERVER"); err != nil {
+		t.Fatalf("the guard did not finish: %v", err)
+	}
+	r, err = nodeHost(t, sim, "node1").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	want := contract.ClusterGuardRecord{Finished: true, Group: fciGroup, BroughtOnline: 1, State: contract.ClusterOnline}
+	if err != nil || r.Guard == nil || *r.Guard != want || r.Group.State != contract.ClusterOnline {
+		t.Fatalf("read_cluster after the guard: %+v (guard %+v), %v; want the role Online and the guard's record %+v", r, r.Guard, err, want)
+	}
+	// The other node ran no action: it has no record.
+	r, err = nodeHost(t, sim, "node2").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
+	if err != nil || r.Guard != nil {
+		t.Errorf("read_cluster on node2: guard %+v, %v; want none", r.Guard, err)
+	}
+}

@@ -28,6 +28,31 @@ foreach ($resource in (Get-RoleResource -Group $group)) {
 }
 if ($null -eq $possible) { $possible = @() }
 
+# What the guard of the last cluster action started from this node recorded
+# (cluster_guard.ps1): the follow-up read after a lost connection reports it. A
+# record of another role, or one that does not parse, is left out.
+$guard = $null
+$markerPath = 'HKLM:\SOFTWARE\mssqlifi\Cluster\' + $instanceName
+if (Test-Path -LiteralPath $markerPath) {
+    $recorded = [string](Get-Item -LiteralPath $markerPath).GetValue('State', '')
+    $parsed = $null
+    try {
+        $parsed = ConvertFrom-Json -InputObject $recorded
+    }
+    catch {
+        $parsed = $null
+    }
+    if ($null -ne $parsed -and [string]$parsed.group -ceq [string]$group.Name) {
+        $guard = [ordered]@{
+            finished       = [bool]$parsed.finished
+            group          = [string]$parsed.group
+            brought_online = [int]$parsed.brought_online
+            state          = [string]$parsed.state
+            error          = [string]$parsed.error
+        }
+    }
+}
+
 Write-Result -Value ([ordered]@{
         cluster         = [string](Get-CimInstance -Namespace 'root\MSCluster' -ClassName 'MSCluster_Cluster' | Select-Object -First 1).Name
         node            = [string]$env:COMPUTERNAME
@@ -46,4 +71,5 @@ Write-Result -Value ([ordered]@{
         resources       = $resources.ToArray()
         possible_owners = [string[]]@($possible)
         virtual_name    = $virtualName
+        guard           = $guard
     })

@@ -94,6 +94,10 @@ func (h *Host) opReadCluster(p *contract.ReadClusterParams, admin bool, stdout i
 	for _, n := range cv.Nodes {
 		res.Nodes = append(res.Nodes, contract.ClusterNode{Name: n.Name, State: n.State})
 	}
+	// The last cluster guard's record on this node, when it is of this role.
+	if g, ok := h.ClusterGuard(p.Instance); ok && g.Role == v.Name {
+		res.Guard = &contract.ClusterGuardRecord{Finished: g.Finished, Group: g.Role, BroughtOnline: g.BroughtOnline, State: g.State, Error: g.Error}
+	}
 	writeJSON(stdout, res)
 	return contract.ExitOK
 }
@@ -392,6 +396,21 @@ type ClusterGuardOutcome struct {
 	BroughtOnline int
 	State         string
 	Error         string
+}
+
+// WaitClusterGuard waits until the last cluster guard for instance has finished and
+// returns its outcome, or ctx's error.
+func (h *Host) WaitClusterGuard(ctx context.Context, instance string) (ClusterGuardOutcome, error) {
+	var out ClusterGuardOutcome
+	err := h.waitFor(ctx, func() (bool, error) {
+		g := h.clusterGuards[strings.ToUpper(instance)]
+		if g != nil && g.Finished {
+			out = *g
+			return true, nil
+		}
+		return false, nil
+	})
+	return out, err
 }
 
 // ClusterGuard returns the outcome the last cluster guard for instance recorded.
