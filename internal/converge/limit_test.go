@@ -13,7 +13,7 @@ import (
 func TestApplyWaitsForARestartSlotUntilTheDeadline(t *testing.T) {
 	w := newWorld(newFakeHost())
 	w.engine.Restarts = NewRestartLimiter(1)
-	w.engine.Restarts.slots <- struct{}{} // another instance is restarting
+	occupy(t, w.engine.Restarts.slots) // another instance is restarting
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	out, err := w.engine.Apply(ctx, defaultTarget, enable)
@@ -29,7 +29,7 @@ func TestApplyWaitsForARestartSlotUntilTheDeadline(t *testing.T) {
 	}
 
 	// Once the slot is free the same apply restarts, and gives the slot back.
-	<-w.engine.Restarts.slots
+	release(t, w.engine.Restarts.slots)
 	if _, err := w.engine.Apply(context.Background(), defaultTarget, enable); err != nil {
 		t.Fatalf("Apply with a free slot: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestInstancesOfOneHostRestartOneAtATime(t *testing.T) {
 	w := newWorld(newFakeHost())
 	w.engine.Restarts = NewRestartLimiter(0)
 	busy := w.engine.Restarts.hostSlot(strings.ToUpper(defaultTarget.Host) + ".")
-	busy <- struct{}{} // another instance of the same host (spelled otherwise) is restarting
+	occupy(t, busy) // another instance of the same host (spelled otherwise) is restarting
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := w.engine.Apply(ctx, defaultTarget, enable)
@@ -78,11 +78,91 @@ func TestInstancesOfOneHostRestartOneAtATime(t *testing.T) {
 		t.Errorf("the other host's instance restarted %d times, want 1", w.host.restarts)
 	}
 
-	<-busy
+	release(t, busy)
 	if _, err := w.engine.Apply(context.Background(), defaultTarget, enable); err != nil {
 		t.Fatalf("Apply once the host is free: %v", err)
 	}
 	if len(busy) != 0 {
 		t.Error("the host's slot was not given back")
+	}
+}
+
+// occupy takes a slot of c as another instance's restart would; the test fails,
+// rather than hangs, when c has no room for it.
+func occupy(t *testing.T, c chan struct{}) {
+	t.Helper()
+	select {
+	case c <- struct{}{}:
+	default:
+		t.Fatalf("the slot (capacity %d, %d taken) has no room for another restart", cap(c), len(c))
+	}
+}
+
+// release gives back a slot of c that occupy took; the test fails when none is taken.
+func release(t *testing.T, c chan struct{}) {
+	t.Helper()
+	select {
+	case <-c:
+	default:
+		t.Fatal("no slot is taken")
+	}
+}
+
+// waitWatch is a Logger that calls cancel the moment the engine says it waits for
+// a slot (ending the operation's context, or giving a slot back), and records
+// what it waited for.
+type waitWatch struct {
+	cancel func()
+	waits  []string
+}
+
+func (w *waitWatch) Debug(context.Context, string, map[string]any) {}
+func (w *waitWatch) Info(_ context.Context, msg string, _ map[string]any) {
+	if strings.HasPrefix(msg, "waiting for") {
+		w.waits = append(w.waits, msg)
+		w.cancel()
+	}
+}
+
+// With no limit on their number (max_parallel_restarts = 0), and with a limit whose
+// slots are free, a restart of a free host takes its slots without waiting, and the
+// next restart of the same host finds them given back.
+func TestFreeSlotsAreTakenWithoutWaiting(t *testing.T) {
+	for _, n := range []int{0, 2} {
+		w := newWorld(newFakeHost())
+		w.engine.Restarts = NewRestartLimiter(n)
+		for round := 1; round <= 2; round++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			watch := &waitWatch{cancel: cancel}
+			w.engine.Log = watch
+			d := enable
+			if round == 2 {
+				d.Enabled = false
+			}
+			_, err := w.engine.Apply(ctx, defaultTarget, d)
+			cancel()
+			if err != nil || len(watch.waits) > 0 {
+				t.Errorf("limit %d, restart %d: %v, waited %q; want a restart without waiting", n, round, err, watch.waits)
+			}
+		}
+		if w.host.restarts != 2 || len(w.engine.Restarts.hostSlot(defaultTarget.Host)) != 0 {
+			t.Errorf("limit %d: %d restarts, host slot taken %d; want 2 and the slot given back", n, w.host.restarts, len(w.engine.Restarts.hostSlot(defaultTarget.Host)))
+		}
+	}
+}
+
+// A restart that waits for a slot goes ahead once the other restart gives it back,
+// and gives it back in turn.
+func TestAWaitingRestartGoesAheadWhenTheSlotIsGivenBack(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.engine.Restarts = NewRestartLimiter(1)
+	occupy(t, w.engine.Restarts.slots) // another instance is restarting
+	watch := &waitWatch{cancel: func() { release(t, w.engine.Restarts.slots) }}
+	w.engine.Log = watch
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, enable); err != nil {
+		t.Fatalf("Apply once the other restart gave its slot back: %v", err)
+	}
+	if len(watch.waits) != 1 || w.host.restarts != 1 || len(w.engine.Restarts.slots) != 0 {
+		t.Errorf("waited %q, %d restarts, %d slots taken; want one wait, one restart, the slot given back", watch.waits, w.host.restarts, len(w.engine.Restarts.slots))
 	}
 }
