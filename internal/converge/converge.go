@@ -24,8 +24,8 @@ type Host = contract.Host
 // Clients opens the clients the engine needs. Implementations may open them lazily
 // and share them between instances.
 type Clients interface {
-	// Host returns the client of one host's WinRM listener; port 0 means the
-	// configured default.
+	// Host returns the client of one host's WinRM listener, or a nil Host and the
+	// error; port 0 means the configured default.
 	Host(host string, port int) (Host, error)
 	// SQLChecker returns the SQL Server checker, or (nil, nil) when no SQL
 	// credentials are configured.

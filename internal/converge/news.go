@@ -82,9 +82,6 @@ type fallbackReporter interface{ NTLMFallback() string }
 // ntlmFallback is why the run reaches t's host with NTLM instead of Kerberos; ""
 // when it does not, or the client cannot say.
 func (s *Session) ntlmFallback(t Target) string {
-	if s == nil || s.Engine == nil || s.Engine.Clients == nil {
-		return ""
-	}
 	h, err := s.Engine.Clients.Host(t.Host, t.Port)
 	if err != nil {
 		return ""

@@ -43,6 +43,25 @@ func TestMemoNews(t *testing.T) {
 	if got := codes(c.news([]ifi.Warning{tde, pending})); len(got) != 0 {
 		t.Errorf("the refresh after a create: said %v, want nothing (the create's plan said it)", got)
 	}
+
+	// An update's apply that finds a condition its plan's refresh did not (a Group
+	// Policy set meanwhile) says it.
+	gp := ifi.Warning{Code: ifi.WarnGroupPolicy, Summary: "A Group Policy sets the right"}
+	u := &Memo{}
+	u.news([]ifi.Warning{tde})
+	if got := codes(u.told([]ifi.Warning{tde, gp}, false)); !slices.Equal(got, []string{ifi.WarnGroupPolicy}) {
+		t.Errorf("update's apply that found a new condition: said %v, want the Group Policy only", got)
+	}
+
+	// A create's apply records the conditions it found, and only those: one its
+	// memo held before (another resource's address, an earlier life of the
+	// instance) that the create did not find is said when a refresh finds it.
+	r := &Memo{}
+	r.news([]ifi.Warning{gp})
+	r.told([]ifi.Warning{tde}, true)
+	if got := codes(r.news([]ifi.Warning{tde, gp})); !slices.Equal(got, []string{ifi.WarnGroupPolicy}) {
+		t.Errorf("the refresh after a create that found no Group Policy: said %v, want the Group Policy it finds now", got)
+	}
 }
 
 // A standing condition is said by the first refresh that finds it, then not again,
@@ -235,5 +254,22 @@ func TestSessionDestroySaysNTLMFallback(t *testing.T) {
 	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
 	if err != nil || actionOf(p) != string(ifi.ActionGrant) || p.NTLMFallback != "" {
 		t.Errorf("a plan that grants after it: %s, said %q, %v; want grant, nothing said", actionOf(p), p.NTLMFallback, err)
+	}
+}
+
+// A host first reached with Kerberos that later in the run falls back to NTLM (its
+// ticket could not be renewed) has the fallback said by the first change that
+// uses it: having said nothing before does not count as having said it.
+func TestSessionSaysALaterNTLMFallback(t *testing.T) {
+	const noKDC = "no domain controller answered"
+	w := newWorld(newFakeHost())
+	s := NewSession(w.engine)
+	r := PlanRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true}
+	if p, err := s.Plan(context.Background(), r); err != nil || p.NTLMFallback != "" {
+		t.Fatalf("the plan over Kerberos: said %q, %v; want nothing", p.NTLMFallback, err)
+	}
+	w.host.ntlm = noKDC
+	if p, err := s.Plan(context.Background(), r); err != nil || p.NTLMFallback != noKDC {
+		t.Errorf("the plan once the host fell back: said %q, %v; want %q", p.NTLMFallback, err, noKDC)
 	}
 }
