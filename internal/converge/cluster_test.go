@@ -45,6 +45,11 @@ type fakeCluster struct {
 	// action sent to it (nil: no record).
 	guards map[string]*contract.ClusterGuardRecord
 
+	// noVirtualName: read_cluster reports no virtual name.
+	noVirtualName bool
+	// readDeadlines: whether each read_cluster request's context had a deadline.
+	readDeadlines []bool
+
 	failBack bool // the next move ends Online on the old owner
 	moves    []contract.ClusterMoveParams
 	restarts int
@@ -99,6 +104,9 @@ func (c *fakeCluster) readLocked(node string) *contract.ReadClusterResult {
 	}
 	r.Resources = []contract.ClusterResource{{Name: "SQL Server", Type: contract.ResourceSQLServer, State: c.state, PossibleOwners: slices.Clone(c.order)}}
 	r.Guard = c.guards[node]
+	if c.noVirtualName {
+		r.VirtualName = ""
+	}
 	return r
 }
 
@@ -142,6 +150,8 @@ func (n *clusterNode) ReadCluster(ctx context.Context, p contract.ReadClusterPar
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	n.c.reads++
+	_, bounded := ctx.Deadline()
+	n.c.readDeadlines = append(n.c.readDeadlines, bounded)
 	return n.c.readLocked(n.name), nil
 }
 
@@ -1473,6 +1483,8 @@ func TestApplyClusterFollowSettles(t *testing.T) {
 		{"failover: pending, then Online back on the owner", ifi.RestartFailover,
 			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, false, 1},
 		{"failover: Failed", ifi.RestartFailover, []step{{contract.ClusterFailed, "SQL01"}}, false, 0},
+		{"failover: pending already on the target, then Online there", ifi.RestartFailover,
+			[]step{{contract.ClusterPending, "SQL02"}, {contract.ClusterOnline, "SQL02"}}, true, 1},
 		{"cluster restart: pending, then Online on the owner", ifi.RestartClusterRestart,
 			[]step{{contract.ClusterPending, "SQL01"}, {contract.ClusterOnline, "SQL01"}}, true, 1},
 		{"cluster restart: still Online, then pending, then Online", ifi.RestartClusterRestart,
@@ -1579,4 +1591,318 @@ func clientsOf(e *Engine) *clusterClients {
 		panic(fmt.Sprintf("the engine's clients are %T, not the cluster's fakes", e.Clients))
 	}
 	return c
+}
+
+// When SQL Server's virtual name is unknown (neither the sql block nor the cluster
+// gives it), the warning says the port it would have been asked at: the configured
+// one, else the owner's.
+func TestClusterVirtualNameUnknownWarningSaysThePort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		port int
+		want string
+	}{
+		{"the owner's port", 0, "port 1433)"},
+		{"the configured port", 14330, "port 14330)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster("SQL01", "SQL02", "SQL03")
+			c.noVirtualName = true
+			e, k, ct := clusterWorld(c)
+			ct.SQLHost, ct.SQLPort = "", tc.port
+			out, err := e.ReadCluster(context.Background(), ct, enable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := warningWith(out.Warnings, WarnSQLPortUnknown)
+			if w == nil || !strings.Contains(w.Detail, `(virtual name "", `+tc.want) || len(k.targets) != 0 {
+				t.Errorf("warning %+v, SQL Server asked at %v; want the port %s said, nothing asked", w, k.targets, tc.want)
+			}
+		})
+	}
+}
+
+// The nodes' grants ask set_right for no read-back of the instance: the apply
+// reads every node back itself, once, after the last change.
+func TestApplyClusterGrantsAskNoReadBack(t *testing.T) {
+	c := newFakeCluster()
+	var readBacks []string
+	for _, n := range c.order {
+		c.nodes[n].setRightErr = func(_ int, p contract.SetRightParams) error {
+			if p.ReadBack != "" {
+				readBacks = append(readBacks, n)
+			}
+			return nil
+		}
+	}
+	e, _, ct := clusterWorld(c)
+	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartNever)); err != nil {
+		t.Fatal(err)
+	}
+	if c.setRights() != 3 || len(readBacks) != 0 {
+		t.Errorf("%d set_right changes, read-back asked on %v; want 3, none", c.setRights(), readBacks)
+	}
+}
+
+// cancelOnLog ends the operation when the engine logs msg (as when its deadline
+// passes while it waits).
+type cancelOnLog struct {
+	msg    string
+	cancel context.CancelFunc
+	at     []string // the hosts the message named
+}
+
+func (l *cancelOnLog) Debug(context.Context, string, map[string]any) {}
+func (l *cancelOnLog) Info(_ context.Context, msg string, fields map[string]any) {
+	if msg == l.msg {
+		l.at = append(l.at, fmt.Sprint(fields["host"]))
+		l.cancel()
+	}
+}
+
+// The failover waits for the owner's host at the address the owner was read at,
+// even when the nodes argument does not give that node's address: while another
+// instance of that host restarts, nothing is moved.
+func TestApplyClusterFailoverWaitsForTheOwnersHost(t *testing.T) {
+	c := pendingCluster()
+	e, _, ct := clusterWorld(c)
+	ct.Resolve = func(node string) string {
+		if node == "SQL01" {
+			return "" // the node pointed at: reached at ct.Host
+		}
+		return addrOf(node)
+	}
+	e.Restarts = NewRestartLimiter(2)
+	e.Restarts.hostSlot(addrOf("SQL01")) <- struct{}{} // another instance of SQL01 restarts
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &cancelOnLog{msg: "waiting for the host: another instance of it is restarting in this run", cancel: cancel}
+	e.Log = log
+	_, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindRestartSlot || !ce.HostBusy || len(c.moves) != 0 {
+		t.Fatalf("err = %v, %d moves; want the wait for %s, no move", err, len(c.moves), addrOf("SQL01"))
+	}
+	if strings.Join(log.at, ",") != addrOf("SQL01") {
+		t.Errorf("waited for %v; want %s", log.at, addrOf("SQL01"))
+	}
+}
+
+// The guard's part is told only when it brought the role online at least once.
+func TestApplyClusterFollowTellsTheGuardOnlyWhenItActed(t *testing.T) {
+	for _, tc := range []struct {
+		brought  int
+		finished bool
+		want     string
+	}{
+		{0, true, ""},
+		{1, true, "(BringOnline called 1 time(s))"},
+		{3, false, ""},
+	} {
+		c := newFakeCluster()
+		c.cutAnswer = true
+		rec := &contract.ClusterGuardRecord{Finished: tc.finished, Group: "SQL Server (MSSQLSERVER)", BroughtOnline: tc.brought, State: contract.ClusterOnline}
+		c.guards = map[string]*contract.ClusterGuardRecord{"SQL01": rec}
+		e, _, ct := clusterWorld(c)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := warningWith(out.Warnings, WarnRecovered)
+		if w == nil {
+			t.Fatalf("brought online %d: warnings %v; want %s", tc.brought, codes(out.Warnings), WarnRecovered)
+		}
+		said := strings.Contains(w.Detail, "the guard it had started brought the role online")
+		if said != (tc.want != "") || !strings.Contains(w.Detail, tc.want) || out.Move.Guard != rec {
+			t.Errorf("brought online %d, finished %v: warning %q, move's guard %+v; want %q", tc.brought, tc.finished, w.Detail, out.Move.Guard, tc.want)
+		}
+	}
+}
+
+// The follow is bounded by the action's time even when the operation has no
+// deadline: each read_cluster it sends has one.
+func TestApplyClusterFollowHasADeadlineOfItsOwn(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil || !out.Move.Followed {
+		t.Fatalf("err = %v, move %+v", err, out.Move)
+	}
+	// The observation, the follow's one read, the read back.
+	if len(c.readDeadlines) != 3 || !c.readDeadlines[1] {
+		t.Errorf("read_cluster with a deadline: %v; want the follow's (the second) bounded", c.readDeadlines)
+	}
+}
+
+// The follow asks the node reached first, then the other possible owners in the
+// order of their addresses, the same every time.
+func TestApplyClusterFollowOrder(t *testing.T) {
+	for i := 0; i < 50; i++ {
+		c := pendingCluster()
+		c.cutAnswer = true
+		var order []string
+		c.beforeReadCluster = func(node string) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.moves) == 0 {
+				return nil
+			}
+			order = append(order, node)
+			if len(order) <= 3 {
+				return transientErr{} // the first round fails on every node
+			}
+			return nil
+		}
+		e, _, ct := clusterWorld(c)
+		ct.Host = addrOf("SQL03")
+		e.Clock = fakeClock{now: time.Now()}
+		out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+		if err != nil || !out.Move.Followed || out.Move.To != "SQL02" {
+			t.Fatalf("err = %v, move %+v", err, out.Move)
+		}
+		if len(order) < 3 || strings.Join(order[:3], ",") != "SQL03,SQL01,SQL02" {
+			t.Fatalf("the follow asked %v in turn; want SQL03 (reached), then SQL01, SQL02", order)
+		}
+	}
+}
+
+// When no node can be reached during the follow (their WinRM clients cannot be
+// set up), the error says why.
+func TestApplyClusterFollowCannotSetUpAnyClient(t *testing.T) {
+	c := pendingCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	// Each node's client: the observation, and SQL01's for the failover; none after.
+	clientsOf(e).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 2, addrOf("SQL02"): 1, addrOf("SQL03"): 1}
+	e.Clock = &followClock{fakeClock: fakeClock{now: time.Now()}, limit: 1}
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || !ce.Changed ||
+		!strings.Contains(ce.Error(), "following the role with read_cluster then failed") || !strings.Contains(ce.Error(), "could not be set up") {
+		t.Fatalf("err = %v", err)
+	}
+	wantWarning(t, out.Warnings, WarnStateStale)
+}
+
+// A cluster restart whose answer was lost is recognised at the follow's first read
+// by the owner's new process, read at the address the owner was read at (the
+// nodes argument need not give the node pointed at).
+func TestApplyClusterRestartFollowReadsTheOwnerWhereItWasRead(t *testing.T) {
+	c := newFakeCluster()
+	c.cutAnswer = true
+	e, _, ct := clusterWorld(c)
+	ct.Resolve = func(node string) string {
+		if node == "SQL01" {
+			return ""
+		}
+		return addrOf(node)
+	}
+	clock := &followClock{fakeClock: fakeClock{now: time.Now()}, limit: 3}
+	e.Clock = clock
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
+	if err != nil || !out.Move.Followed || !out.Move.Ended() {
+		t.Fatalf("err = %v, move %+v", err, out.Move)
+	}
+	if len(clock.pauses) != 0 || c.reads != 3 {
+		t.Errorf("pauses %v, read_cluster %d times; want the restart seen at the first read", clock.pauses, c.reads)
+	}
+}
+
+// A failover whose answer was lost, with the role still Online on the old owner at
+// the follow's first read: when the old owner's process start cannot be read (its
+// client cannot be set up, or it reports none), the follow does not take the role
+// for restarted there and goes on until it is Online on the target.
+func TestApplyClusterFollowOldOwnerUnconfirmed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(c *fakeCluster, cl *clusterClients)
+	}{
+		{"no client", func(_ *fakeCluster, cl *clusterClients) {
+			cl.hostsBeforeFailing = map[string]int{addrOf("SQL01"): 1} // the observation only
+		}},
+		{"no process start", func(c *fakeCluster, _ *clusterClients) { c.nodes["SQL01"].ri.ProcessStartTime = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pendingCluster()
+			c.moveErr = transientErr{}
+			follows := 0
+			c.beforeReadCluster = func(string) error {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if len(c.moves) == 0 {
+					return nil
+				}
+				if follows++; follows == 2 {
+					c.startOn("SQL02")
+				}
+				return nil
+			}
+			e, _, ct := clusterWorld(c)
+			ct.Host = addrOf("SQL02")
+			tc.setup(c, clientsOf(e))
+			e.Clock = &followClock{fakeClock: fakeClock{now: time.Now()}, limit: 3}
+			out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+			if out.Move == nil || !out.Move.Followed || !out.Move.Ended() || out.Move.To != "SQL02" {
+				t.Fatalf("move %+v (err %v); want followed to Online on SQL02", out.Move, err)
+			}
+			var ce *Error
+			if errors.As(err, &ce) && ce.Kind == KindClusterActionFailed {
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+}
+
+// A failure half way whose read back cannot be assessed: the failure is the error,
+// and no assessment is kept.
+func TestApplyClusterHalfDoneThenUnassessable(t *testing.T) {
+	c := newFakeCluster()
+	c.nodes["SQL03"].setRightErr = func(int, contract.SetRightParams) error {
+		h := c.nodes["SQL01"].fakeHost
+		h.mu.Lock()
+		h.ri.StartAccount, h.ri.StartAccountSID = `CORP\gone`, "" // the account is gone meanwhile
+		h.mu.Unlock()
+		return &fakeScriptError{code: "lsa_error", err: errors.New("access denied")}
+	}
+	e, _, ct := clusterWorld(c)
+	out, err := e.ApplyCluster(context.Background(), ct, ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceAccount, Restart: ifi.RestartNever})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Node != "SQL03" || !ce.Changed {
+		t.Fatalf("err = %v", err)
+	}
+	if out.Cluster != nil || !out.HalfDone() {
+		t.Errorf("cluster %+v, half done %v; want no assessment, half done", out.Cluster, out.HalfDone())
+	}
+}
+
+// Destroy assesses the cluster as the destroy asks (enabled = false): a cluster
+// whose nodes hold the right is not as asked.
+func TestDestroyClusterAssessesTheDestroy(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Cluster == nil || out.Cluster.Converged || out.Enabled {
+		t.Errorf("cluster %+v, enabled %v; want not converged", out.Cluster, out.Enabled)
+	}
+}
+
+// Destroy's warnings about the owner come from what SQL Server said of its running
+// Engine: when it runs without IFI (a restart was pending), nothing stays on until
+// a restart, so there is nothing to warn of.
+func TestDestroyClusterOwnerVerified(t *testing.T) {
+	c := pendingCluster()
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Warnings) != 0 || len(out.Nodes) != 3 || c.nodes["SQL01"].holds(svcSID) {
+		t.Errorf("warnings %+v, nodes %+v; want every node revoked, no warning", out.Warnings, out.Nodes)
+	}
 }
