@@ -50,6 +50,11 @@ type fakeCluster struct {
 	// readDeadlines: whether each read_cluster request's context had a deadline.
 	readDeadlines []bool
 
+	// ownersOnly: read_cluster lists no resources, only the role's possible owners,
+	// spelled by ownerSpelling (nil: as the node list spells them).
+	ownersOnly    bool
+	ownerSpelling func(string) string
+
 	failBack bool // the next move ends Online on the old owner
 	moves    []contract.ClusterMoveParams
 	restarts int
@@ -106,6 +111,14 @@ func (c *fakeCluster) readLocked(node string) *contract.ReadClusterResult {
 	r.Guard = c.guards[node]
 	if c.noVirtualName {
 		r.VirtualName = ""
+	}
+	if c.ownersOnly {
+		r.Resources = nil
+		if c.ownerSpelling != nil {
+			for i, o := range r.PossibleOwners {
+				r.PossibleOwners[i] = c.ownerSpelling(o)
+			}
+		}
 	}
 	return r
 }
@@ -646,6 +659,27 @@ func TestDestroyClusterRevokesEverywhere(t *testing.T) {
 		t.Errorf("nodes %+v, moves %d, restarts %d", out.Nodes, len(c.moves), c.restarts)
 	}
 	wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
+}
+
+// The role's possible owners spelled in another case than the cluster's node list
+// (Windows compares computer names without case) are the same nodes: the destroy
+// revokes on each, at the address it was read at.
+func TestDestroyClusterOwnersSpelledOtherwise(t *testing.T) {
+	c := newFakeCluster("SQL01", "SQL02", "SQL03")
+	c.ownersOnly, c.ownerSpelling = true, strings.ToLower
+	e, _, ct := clusterWorld(c)
+	out, err := e.DestroyCluster(context.Background(), ct, enable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.order {
+		if c.nodes[n].holds(svcSID) {
+			t.Errorf("%s still holds the right", n)
+		}
+	}
+	if len(out.Nodes) != 3 {
+		t.Errorf("nodes %+v; want the three possible owners", out.Nodes)
+	}
 }
 
 // HalfDone says the apply changed some node but did not make every step it
