@@ -412,3 +412,94 @@ func TestSQLLogonFailureCluster(t *testing.T) {
 		}
 	}
 }
+
+// pauseClock is a sleepClock that records each pause and runs onSleep (when set)
+// before it answers.
+type pauseClock struct {
+	sleepClock
+	pauses  []time.Duration
+	onSleep func()
+}
+
+func (c *pauseClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.pauses = append(c.pauses, d)
+	if c.onSleep != nil {
+		c.onSleep()
+	}
+	return c.sleepClock.Sleep(ctx, d)
+}
+
+func pauseWorld(t *testing.T, left time.Duration) (*world, context.Context, context.CancelFunc, *pauseClock) {
+	w := newWorld(newFakeHost())
+	c := &pauseClock{sleepClock: sleepClock{now: time.Now()}}
+	w.engine.Clock = c
+	ctx, cancel := context.WithDeadline(context.Background(), c.now.Add(left))
+	t.Cleanup(cancel)
+	return w, ctx, cancel, c
+}
+
+// A read refused again and again is asked again after 1, 2, 4 s, then every 5 s.
+func TestReadRidingPausesGrow(t *testing.T) {
+	w, ctx, _, c := pauseWorld(t, time.Minute)
+	w.host.readErr = func(n int) error {
+		if n <= 4 {
+			return refusedErr{}
+		}
+		return nil
+	}
+	if _, err := w.engine.ReadRiding(ctx, defaultTarget, enable); err != nil {
+		t.Fatalf("ReadRiding: %v", err)
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
+	if !slices.Equal(c.pauses, want) {
+		t.Errorf("pauses %v; want %v", c.pauses, want)
+	}
+}
+
+// After a refusal, what ends the riding is said: a failure the host answered is
+// the error; an attempt the deadline cut short leaves the refusal as the error
+// (which names the host and what to check); so does a pause the deadline ended,
+// without asking again.
+func TestReadRidingSaysWhatEndedIt(t *testing.T) {
+	t.Run("the host answers a failure", func(t *testing.T) {
+		w, ctx, _, _ := pauseWorld(t, time.Minute)
+		w.host.readErr = func(n int) error {
+			if n == 1 {
+				return refusedErr{}
+			}
+			return transientErr{}
+		}
+		_, err := w.engine.ReadRiding(ctx, defaultTarget, enable)
+		if e := wantError(t, err, KindObserveFailed); !errors.As(e.Err, new(transientErr)) {
+			t.Errorf("error %v; want the host's answer, not the refusal before it", e.Err)
+		}
+	})
+	t.Run("the deadline cuts the next attempt", func(t *testing.T) {
+		w, ctx, cancel, _ := pauseWorld(t, time.Minute)
+		w.host.readErr = func(n int) error {
+			if n == 1 {
+				return refusedErr{}
+			}
+			cancel() // the operation's time ends during this attempt
+			return ctx.Err()
+		}
+		_, err := w.engine.ReadRiding(ctx, defaultTarget, enable)
+		if e := wantError(t, err, KindObserveFailed); !errors.As(e.Err, new(refusedErr)) {
+			t.Errorf("error %v; want the refusal, not the deadline", e.Err)
+		}
+	})
+	t.Run("the deadline ends the pause", func(t *testing.T) {
+		w, ctx, cancel, c := pauseWorld(t, time.Minute)
+		c.onSleep = cancel
+		w.host.readErr = func(n int) error {
+			if n > 1 {
+				return transientErr{} // asked again: the test fails below
+			}
+			return refusedErr{}
+		}
+		_, err := w.engine.ReadRiding(ctx, defaultTarget, enable)
+		if e := wantError(t, err, KindObserveFailed); !errors.As(e.Err, new(refusedErr)) || w.host.reads != 1 {
+			t.Errorf("error %v after %d reads; want the refusal and no read after the pause", e.Err, w.host.reads)
+		}
+	})
+}
