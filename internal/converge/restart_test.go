@@ -175,13 +175,14 @@ func TestRestartSendsThePlansChanges(t *testing.T) {
 }
 
 // scriptedHost answers restart_instance and restart_status from scripts, one step
-// a call (a nil step, and every call after the script, asks the fake host). It
-// fails the test, and answers with the host's own error, at the status question
-// after max.
+// a call (a nil step, and every call after the script, asks the fake host). At the
+// status question after max it fails the test and ends the operation's context
+// (cancel, when set), so that an engine that would ask on forever stops.
 type scriptedHost struct {
 	*fakeHost
 	t        *testing.T
 	max      int
+	cancel   context.CancelFunc
 	sends    []contract.RestartInstanceParams
 	send     []func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
 	status   []func() (*contract.RestartInstanceResult, error)
@@ -201,8 +202,13 @@ func (s *scriptedHost) RestartStatus(ctx context.Context, p contract.RestartStat
 	n := s.statuses
 	s.statuses++
 	if n >= s.max {
-		s.t.Errorf("restart_status asked %d times; want at most %d", n+1, s.max)
-		return nil, errors.New("the test's host stops answering")
+		if n == s.max {
+			s.t.Errorf("restart_status asked %d times; want at most %d", n+1, s.max)
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return nil, transientErr{}
 	}
 	if n < len(s.status) && s.status[n] != nil {
 		return s.status[n]()
@@ -273,5 +279,65 @@ func TestRestartLostSendsDoNotTakeAnotherRestart(t *testing.T) {
 	}
 	if len(h.sends) != maxRestartSends || w.host.restarts != 1 || !w.host.holds(svcSID) {
 		t.Errorf("sent %d times, %d restarts; want %d sends, the last one restarting", len(h.sends), w.host.restarts, maxRestartSends)
+	}
+}
+
+// The host's own answer to restart_status (a script's error, a refused login) ends
+// the asking at once: waiting does not heal it.
+func TestRestartStatusRefusedEndsTheAsking(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = transientErr{}, true // the restart runs, its answer is lost
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	refused := &fakeScriptError{code: "access_denied", err: errors.New("restart_status refused")}
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 1, cancel: cancel,
+		status: []func() (*contract.RestartInstanceResult, error){func() (*contract.RestartInstanceResult, error) { return nil, refused }}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	_, _ = e.Apply(ctx, defaultTarget, enable)
+	if h.statuses != 1 {
+		t.Errorf("restart_status asked %d times; want once", h.statuses)
+	}
+}
+
+// The host has no record of a request it accepted: the engine sends it again,
+// once, instead of asking restart_status on.
+func TestRestartSendsAgainWhatTheHostHasNoRecordOf(t *testing.T) {
+	w := newWorld(newFakeHost())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 1, cancel: cancel,
+		send: []func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error){
+			func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+				return &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+			}}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(ctx, defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if len(h.sends) != 2 || h.statuses != 1 || w.host.restarts != 1 {
+		t.Errorf("sent %d times, asked restart_status %d times, %d restarts; want 2 sends, 1 question, 1 restart", len(h.sends), h.statuses, w.host.restarts)
+	}
+}
+
+// After the network's failure, the host's next answer is read: a restart it
+// reports finished ends the following.
+func TestRestartReadsTheAnswerAfterANetworkFailure(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = transientErr{}, true // the restart runs, its answer is lost
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 2, cancel: cancel,
+		status: []func() (*contract.RestartInstanceResult, error){func() (*contract.RestartInstanceResult, error) { return nil, transientErr{} }}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(ctx, defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if len(h.sends) != 1 || h.statuses != 2 || w.host.restarts != 1 {
+		t.Errorf("sent %d times, asked restart_status %d times, %d restarts; want 1 send, 2 questions, 1 restart", len(h.sends), h.statuses, w.host.restarts)
 	}
 }
