@@ -270,10 +270,13 @@ func TestApplyFailsAfterAChange(t *testing.T) {
 			kind: KindSetRightFailed, wantGranted: false, wantEnabled: true, wantIFI: ptr(true),
 		},
 		{
-			name:  "the restart fails and leaves the service stopped",
-			host:  newFakeHost,
-			setup: func(w *world) { w.host.restartErr, w.host.restartStops = errBoom, true },
-			d:     enable, kind: KindRestartFailed, wantGranted: true, wantEnabled: true, wantIFI: nil,
+			name: "the restart fails and leaves the service stopped",
+			host: newFakeHost,
+			setup: func(w *world) {
+				w.host.restartErr, w.host.restartStops = errBoom, true
+				w.engine.Clock = fakeClock{now: time.Now()} // the pauses between the sends pass at once
+			},
+			d: enable, kind: KindRestartFailed, wantGranted: true, wantEnabled: true, wantIFI: nil,
 		},
 		{
 			name:  "SQL Server does not accept connections after the restart",
@@ -616,6 +619,7 @@ func TestApplyConvergedDespiteTheConnection(t *testing.T) {
 	w := newWorld(newFakeHost())
 	w.host.restartErr, w.host.restartErrAfterEffect = errBoom, true
 	w.host.statusErr = errBoom
+	w.engine.Clock = fakeClock{now: time.Now()} // the pause after the lost answer passes at once
 	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
 	if err != nil {
 		t.Fatalf("Apply = %v; want success with a warning", err)
@@ -625,6 +629,9 @@ func TestApplyConvergedDespiteTheConnection(t *testing.T) {
 	}
 	if out.Assessment == nil || !out.Assessment.PrivilegeGranted || !out.Restarted {
 		t.Fatalf("outcome %+v", out)
+	}
+	if w.host.statuses != 1 { // the host's own answer: waiting does not heal it
+		t.Errorf("restart_status asked %d times; want once", w.host.statuses)
 	}
 }
 

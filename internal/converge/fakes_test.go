@@ -250,11 +250,19 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	return &res, nil
 }
 
+// maxFakeStatuses bounds the restart_status questions one fake host answers.
+const maxFakeStatuses = 1000
+
 // RestartStatus reports the last restart (or none).
 func (h *fakeHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.statuses++
+	if h.statuses > maxFakeStatuses {
+		// No test's restart takes that many questions: the engine would ask on
+		// forever (a test that never ends fails instead).
+		panic(fmt.Sprintf("fakeHost: restart_status asked %d times; the engine does not stop asking", h.statuses))
+	}
 	if h.statusErr != nil && (h.statusErrs == 0 || h.statuses <= h.statusErrs) {
 		return nil, h.statusErr
 	}

@@ -160,3 +160,184 @@ func (h *lostSendsHost) RestartInstance(context.Context, contract.RestartInstanc
 	}
 	return nil, otherTransient{}
 }
+
+// The restart request carries the plan's changes, and nothing else.
+func TestRestartSendsThePlansChanges(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.engine.Clock = fakeClock{now: time.Now()}
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, enable); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	want := []contract.RightChange{{SID: svcSID, Grant: true}}
+	if len(w.host.restartParams) != 1 || fmt.Sprint(w.host.restartParams[0].Changes) != fmt.Sprint(want) {
+		t.Fatalf("restart requests %+v; want one, with the changes %+v", w.host.restartParams, want)
+	}
+}
+
+// scriptedHost answers restart_instance and restart_status from scripts, one step
+// a call (a nil step, and every call after the script, asks the fake host). At the
+// status question after max it fails the test and ends the operation's context
+// (cancel, when set), so that an engine that would ask on forever stops.
+type scriptedHost struct {
+	*fakeHost
+	t        *testing.T
+	max      int
+	cancel   context.CancelFunc
+	sends    []contract.RestartInstanceParams
+	send     []func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error)
+	status   []func() (*contract.RestartInstanceResult, error)
+	statuses int
+}
+
+func (s *scriptedHost) RestartInstance(ctx context.Context, p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	n := len(s.sends)
+	s.sends = append(s.sends, p)
+	if n < len(s.send) && s.send[n] != nil {
+		return s.send[n](p)
+	}
+	return s.fakeHost.RestartInstance(ctx, p)
+}
+
+func (s *scriptedHost) RestartStatus(ctx context.Context, p contract.RestartStatusParams) (*contract.RestartInstanceResult, error) {
+	n := s.statuses
+	s.statuses++
+	if n >= s.max {
+		if n == s.max {
+			s.t.Errorf("restart_status asked %d times; want at most %d", n+1, s.max)
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return nil, transientErr{}
+	}
+	if n < len(s.status) && s.status[n] != nil {
+		return s.status[n]()
+	}
+	return s.fakeHost.RestartStatus(ctx, p)
+}
+
+func lostSend(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+	return nil, transientErr{}
+}
+
+// otherRestartDone is restart_status reporting a restart of another request (not
+// this one's), finished.
+func otherRestartDone() (*contract.RestartInstanceResult, error) {
+	return &contract.RestartInstanceResult{Found: true, RestartID: "another request", Phase: contract.PhaseDone, Finished: true,
+		ServiceName: "MSSQLSERVER"}, nil
+}
+
+// The host reports a restart of another request, that this one did not join: the
+// engine neither takes it for its own nor takes its id; sent again (the host lost
+// the request), the request keeps its own id.
+func TestRestartKeepsItsIDBesideAnotherRestart(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 2,
+		send: []func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error){
+			func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+				return &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+			}},
+		status: []func() (*contract.RestartInstanceResult, error){
+			func() (*contract.RestartInstanceResult, error) {
+				return &contract.RestartInstanceResult{Found: true, RestartID: "another request", Phase: "starting", ServiceName: "MSSQLSERVER"}, nil
+			},
+			func() (*contract.RestartInstanceResult, error) { // the host lost the record
+				return &contract.RestartInstanceResult{ServiceName: "MSSQLSERVER"}, nil
+			}}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(context.Background(), defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if len(h.sends) != 2 || h.sends[1].RestartID != h.sends[0].RestartID || w.host.restarts != 1 {
+		t.Errorf("sent %d times (ids %v), %d restarts; want the request sent again with its own id, one restart", len(h.sends), ids(h.sends), w.host.restarts)
+	}
+}
+
+func ids(ps []contract.RestartInstanceParams) []string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.RestartID)
+	}
+	return s
+}
+
+// Two requests are lost on the way, and restart_status meanwhile reports another
+// request's restart, finished: that is not this request's, so the engine sends it
+// a third time and follows the restart it starts.
+func TestRestartLostSendsDoNotTakeAnotherRestart(t *testing.T) {
+	w := newWorld(newFakeHost())
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 2,
+		send:   []func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error){lostSend, lostSend},
+		status: []func() (*contract.RestartInstanceResult, error){otherRestartDone, otherRestartDone}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(context.Background(), defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if len(h.sends) != maxRestartSends || w.host.restarts != 1 || !w.host.holds(svcSID) {
+		t.Errorf("sent %d times, %d restarts; want %d sends, the last one restarting", len(h.sends), w.host.restarts, maxRestartSends)
+	}
+}
+
+// The host's own answer to restart_status (a script's error, a refused login) ends
+// the asking at once: waiting does not heal it.
+func TestRestartStatusRefusedEndsTheAsking(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = transientErr{}, true // the restart runs, its answer is lost
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	refused := &fakeScriptError{code: "access_denied", err: errors.New("restart_status refused")}
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 1, cancel: cancel,
+		status: []func() (*contract.RestartInstanceResult, error){func() (*contract.RestartInstanceResult, error) { return nil, refused }}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	_, _ = e.Apply(ctx, defaultTarget, enable)
+	if h.statuses != 1 {
+		t.Errorf("restart_status asked %d times; want once", h.statuses)
+	}
+}
+
+// The host has no record of a request it accepted: the engine sends it again,
+// once, instead of asking restart_status on.
+func TestRestartSendsAgainWhatTheHostHasNoRecordOf(t *testing.T) {
+	w := newWorld(newFakeHost())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 1, cancel: cancel,
+		send: []func(contract.RestartInstanceParams) (*contract.RestartInstanceResult, error){
+			func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+				return &contract.RestartInstanceResult{Found: true, RestartID: p.RestartID, Phase: "stopping", ServiceName: "MSSQLSERVER"}, nil
+			}}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(ctx, defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if len(h.sends) != 2 || h.statuses != 1 || w.host.restarts != 1 {
+		t.Errorf("sent %d times, asked restart_status %d times, %d restarts; want 2 sends, 1 question, 1 restart", len(h.sends), h.statuses, w.host.restarts)
+	}
+}
+
+// After the network's failure, the host's next answer is read: a restart it
+// reports finished ends the following.
+func TestRestartReadsTheAnswerAfterANetworkFailure(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.restartErr, w.host.restartErrAfterEffect = transientErr{}, true // the restart runs, its answer is lost
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &scriptedHost{fakeHost: w.host, t: t, max: 2, cancel: cancel,
+		status: []func() (*contract.RestartInstanceResult, error){func() (*contract.RestartInstanceResult, error) { return nil, transientErr{} }}}
+	e := New(withHost{w.clients, h})
+	e.Clock = fakeClock{now: time.Now()}
+	out, err := e.Apply(ctx, defaultTarget, enable)
+	if err != nil || !out.Restarted {
+		t.Fatalf("Apply = %v, restarted %v", err, out.Restarted)
+	}
+	if len(h.sends) != 1 || h.statuses != 2 || w.host.restarts != 1 {
+		t.Errorf("sent %d times, asked restart_status %d times, %d restarts; want 1 send, 2 questions, 1 restart", len(h.sends), h.statuses, w.host.restarts)
+	}
+}
