@@ -89,7 +89,9 @@ func (l *fakeGroupLock) Health(ctx context.Context) ([]contract.Replica, error) 
 	defer l.c.mu.Unlock()
 	l.c.healthPolls++
 	if l.c.healthErr != nil {
-		return nil, l.c.healthErr
+		if err := l.c.healthErr(l.c.healthPolls); err != nil {
+			return nil, err
+		}
 	}
 	return l.c.seenByPrimaryLocked(l.group), nil
 }

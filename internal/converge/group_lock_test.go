@@ -375,6 +375,29 @@ func TestApplyRefusalSaysWhereThePrimaryWasAsked(t *testing.T) {
 	}
 }
 
+// budgeted gives w's apply 3.5 s for the wait after the restart (three polls),
+// and the primary sees the replica HEALTHY only from poll 11 on, so that a wait
+// that kept going past its budget ends without the warning.
+func budgeted(t *testing.T, w *world) context.Context {
+	t.Helper()
+	deadline := time.Now().Add(time.Hour)
+	w.engine.Clock = fakeClock{now: deadline.Add(-readBackMargin/2 - 3500*time.Millisecond)}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// lateHealth is what the primary sees: the replica HEALTHY at the gate's read
+// before the restart and from the 11th poll after it, else as during (nil: not listed).
+func lateHealth(c *fakeChecker, during []contract.Replica) func() []contract.Replica {
+	return func() []contract.Replica {
+		if c.healthPolls == 0 || c.healthPolls > 10 {
+			return []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: "HEALTHY"}}
+		}
+		return during
+	}
+}
+
 // The warning of a replica not HEALTHY in time says what the primary said last.
 func TestApplyUnhealthyWarningSaysWhatThePrimarySaidLast(t *testing.T) {
 	for _, tc := range []struct {
@@ -382,21 +405,22 @@ func TestApplyUnhealthyWarningSaysWhatThePrimarySaidLast(t *testing.T) {
 		mod        func(c *fakeChecker)
 	}{
 		{"the primary does not list the replica", "(last: not reported by the primary)", func(c *fakeChecker) {
-			asked := 0
-			c.primarySees = func() []contract.Replica {
-				asked++
-				if asked == 1 { // the gate's read before the restart
-					return []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: "HEALTHY"}}
+			c.primarySees = lateHealth(c, []contract.Replica{{Group: "AG1", Server: "SQL01", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}})
+		}},
+		{"asking fails", "(last: the primary's session ended)", func(c *fakeChecker) {
+			c.healthErr = func(poll int) error {
+				if poll > 10 {
+					return nil
 				}
-				return []contract.Replica{{Group: "AG1", Server: "SQL01", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}}
+				return errors.New("the primary's session ended")
 			}
 		}},
-		{"asking fails", "(last: the primary's session ended)", func(c *fakeChecker) { c.healthErr = errors.New("the primary's session ended") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := secondaryOf(t)
+			ctx := budgeted(t, w)
 			tc.mod(w.checker)
-			out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+			out, err := w.engine.Apply(ctx, defaultTarget, enable)
 			if err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
@@ -406,8 +430,8 @@ func TestApplyUnhealthyWarningSaysWhatThePrimarySaidLast(t *testing.T) {
 					detail = wn.Detail
 				}
 			}
-			if !strings.Contains(detail, tc.last) {
-				t.Errorf("warning %q, want it to say %q", detail, tc.last)
+			if !strings.Contains(detail, tc.last) || w.checker.healthPolls != 3 {
+				t.Errorf("warning %q after %d polls, want it to say %q after three", detail, w.checker.healthPolls, tc.last)
 			}
 		})
 	}
@@ -425,7 +449,7 @@ func TestApplyWaitsUntilTheReplicaIsHealthy(t *testing.T) {
 		}
 		return []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: health}}
 	}
-	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	out, err := w.engine.Apply(budgeted(t, w), defaultTarget, enable)
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -438,17 +462,8 @@ func TestApplyWaitsUntilTheReplicaIsHealthy(t *testing.T) {
 // with 3.5 s of that left, three polls, then the warning.
 func TestApplyWaitsForHealthWithinTheDeadline(t *testing.T) {
 	w := secondaryOf(t)
-	deadline := time.Now().Add(time.Hour)
-	w.engine.Clock = fakeClock{now: deadline.Add(-readBackMargin/2 - 3500*time.Millisecond)}
-	w.checker.primarySees = func() []contract.Replica {
-		health := "NOT_HEALTHY"
-		if w.checker.healthPolls == 0 { // the gate's read before the restart
-			health = "HEALTHY"
-		}
-		return []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: health}}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
+	ctx := budgeted(t, w)
+	w.checker.primarySees = lateHealth(w.checker, []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: "NOT_HEALTHY"}})
 	out, err := w.engine.Apply(ctx, defaultTarget, enable)
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
