@@ -95,6 +95,7 @@ func TestApplySucceeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(tc.host)
+			w.engine.Clock = fakeClock{now: time.Now()} // waits end at once: no real pause, and a wait that would not end fails fast
 			w.checker.replicas = tc.replicas
 			if tc.noSQL {
 				w.clients.checker = nil
@@ -215,6 +216,7 @@ func TestApplyFailsBeforeAnyChange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(newFakeHost())
+			w.engine.Clock = fakeClock{now: time.Now()} // waits end at once: no real pause, and a wait that would not end fails fast
 			tc.setup(w)
 			d := tc.d
 			if d == (ifi.Desired{}) {
