@@ -49,3 +49,46 @@ func TestClusterActionErrorAdvice(t *testing.T) {
 		}
 	}
 }
+
+// An error whose kind was never set passes for no kind: the first kind is 1.
+func TestErrorKindZeroIsNoKind(t *testing.T) {
+	if KindHostSetup == 0 || Kind(0).String() != "kind(0)" {
+		t.Errorf("KindHostSetup is %d and kind 0 reads %q; want the zero kind to be none", KindHostSetup, Kind(0).String())
+	}
+	msg := (&Error{Target: Target{Host: "sql01", Instance: "MSSQLSERVER"}}).Error()
+	if strings.Contains(msg, "WinRM") {
+		t.Errorf("an error of no kind says %q", msg)
+	}
+}
+
+// The messages of the cluster's errors say what failed, and a failed cluster
+// action whose outcome is unknown says so.
+func TestClusterErrorMessages(t *testing.T) {
+	at := Target{Host: "sql01.corp.example", Instance: "MSSQLSERVER"}
+	for _, tc := range []struct {
+		name string
+		err  *Error
+		want string
+		not  string
+	}{
+		{"read failed", &Error{Kind: KindClusterReadFailed, Target: at}, "cannot read the failover cluster of " + at.String(), ""},
+		{"no move result", &Error{Kind: KindClusterActionFailed, Target: at}, "the cluster action on " + at.String() + " failed", ""},
+		{"where the role is unknown", &Error{Kind: KindClusterActionFailed, Target: at,
+			Move: &MoveResult{Group: "SQL Server (MSSQLSERVER)", From: "SQL01", Target: "SQL02"}},
+			`where the role "SQL Server (MSSQLSERVER)" is now is unknown; check it in Failover Cluster Manager`, "is  on"},
+		{"the state known, the node not", &Error{Kind: KindClusterActionFailed, Target: at,
+			Move: &MoveResult{Group: "SQL Server (MSSQLSERVER)", From: "SQL01", Target: "SQL02", State: contract.ClusterOffline}},
+			`the role "SQL Server (MSSQLSERVER)" is Offline on`, "is unknown"},
+		{"the node known, the state not", &Error{Kind: KindClusterActionFailed, Target: at,
+			Move: &MoveResult{Group: "SQL Server (MSSQLSERVER)", From: "SQL01", Target: "SQL02", To: "SQL01"}},
+			"on SQL01. The guard", "is unknown"},
+	} {
+		msg := tc.err.Error()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %q; want it to say %q", tc.name, msg, tc.want)
+		}
+		if tc.not != "" && strings.Contains(msg, tc.not) {
+			t.Errorf("%s: %q; must not say %q", tc.name, msg, tc.not)
+		}
+	}
+}

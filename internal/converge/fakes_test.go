@@ -296,6 +296,10 @@ type fakeChecker struct {
 	groupErr      error                     // asking the primary fails
 	lockedBy      string                    // another run restarts this replica
 	lockErr       error                     // the lock cannot be asked for
+	lockErrFor    map[string]error          // the lock of that group cannot be asked for
+	healthErr     func(poll int) error      // the held lock's health question (poll from 1) fails
+	lockGroups    []string                  // the groups whose lock was asked for, in order
+	lockReplicas  []string                  // the replica each lock was asked for
 	primaryAsks   []contract.SQLTarget
 	lockTargets   []contract.SQLTarget
 	locksHeld     int

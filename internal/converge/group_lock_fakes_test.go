@@ -63,6 +63,11 @@ func (c *fakeChecker) LockGroup(ctx context.Context, t contract.SQLTarget, group
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lockTargets = append(c.lockTargets, t)
+	c.lockGroups = append(c.lockGroups, group)
+	c.lockReplicas = append(c.lockReplicas, replica)
+	if err := c.lockErrFor[group]; err != nil {
+		return nil, err
+	}
 	if c.lockedBy != "" {
 		return nil, &contract.GroupLockedError{Group: group, Replica: c.lockedBy}
 	}
@@ -83,6 +88,11 @@ func (l *fakeGroupLock) Health(ctx context.Context) ([]contract.Replica, error) 
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
 	l.c.healthPolls++
+	if l.c.healthErr != nil {
+		if err := l.c.healthErr(l.c.healthPolls); err != nil {
+			return nil, err
+		}
+	}
 	return l.c.seenByPrimaryLocked(l.group), nil
 }
 

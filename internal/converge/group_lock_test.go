@@ -136,7 +136,7 @@ func TestApplyWarnsWhenTheReplicaStaysUnhealthy(t *testing.T) {
 }
 
 func TestParseReplicaAddress(t *testing.T) {
-	for in, want := range map[string]string{"sql01": "sql01:0", "sql01:1433": "sql01:1433", "[fe80::1]:1433": "fe80::1:1433", "10.0.0.1": "10.0.0.1:0"} {
+	for in, want := range map[string]string{"sql01": "sql01:0", "sql01:1433": "sql01:1433", " sql01:1433 ": "sql01:1433", "sql01:1": "sql01:1", "sql01:65535": "sql01:65535", "[fe80::1]:1433": "fe80::1:1433", "10.0.0.1": "10.0.0.1:0"} {
 		h, p, err := ParseReplicaAddress(in)
 		if err != nil || h+":"+itoa(p) != want {
 			t.Errorf("%q: %s:%d %v, want %s", in, h, p, err, want)
@@ -161,5 +161,314 @@ func TestCheckReplicaName(t *testing.T) {
 		if err := CheckReplicaName(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// includingPrimary opts in to restarting a primary replica.
+var includingPrimary = ifi.Desired{Enabled: true, Grantee: ifi.GranteeServiceSID, Restart: ifi.RestartIfNeededIncludingPrimary}
+
+// plainChecker is an SQL client that cannot ask a primary (no contract.GroupChecker).
+type plainChecker struct{ contract.SQLChecker }
+
+type plainClients struct{ *fakeClients }
+
+func (c plainClients) SQLChecker() (contract.SQLChecker, error) {
+	return plainChecker{c.checker}, nil
+}
+
+// The lock names the replica being restarted (what another run's refusal shows),
+// and a replica HEALTHY at the first poll ends the wait without a warning.
+func TestApplySecondaryLocksForItsOwnName(t *testing.T) {
+	w := secondaryOf(t)
+	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if len(w.checker.lockReplicas) != 1 || w.checker.lockReplicas[0] != "SQL02" {
+		t.Errorf("the lock was asked for %q, want for SQL02", w.checker.lockReplicas)
+	}
+	if ifi.HasWarning(out.Warnings, WarnGroupNotHealthy) || w.checker.healthPolls != 1 {
+		t.Errorf("warnings %v after %d health polls; want none after one", codes(out.Warnings), w.checker.healthPolls)
+	}
+}
+
+// The locks of several groups are taken in one order, whatever the case of the
+// groups' names, so that two runs never each hold one and wait for the other.
+func TestApplyLocksGroupsInOneOrder(t *testing.T) {
+	w := secondaryOf(t)
+	w.checker.replicas = []contract.Replica{
+		{Group: "Sales", Server: "SQL02", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"},
+		{Group: "accounts", Server: "SQL02", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"},
+	}
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, enable); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if strings.Join(w.checker.lockGroups, ",") != "accounts,Sales" {
+		t.Errorf("locks asked for %q, want accounts then Sales", w.checker.lockGroups)
+	}
+}
+
+// The primary of its group asks no one: it takes the lock on itself and, having
+// restarted, has no lock left to wait on.
+func TestApplyPrimaryLocksOnItself(t *testing.T) {
+	w := secondaryOf(t)
+	w.checker.replicas = []contract.Replica{{Group: "AG1", Server: "SQL02", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}}
+	out, err := w.engine.Apply(context.Background(), defaultTarget, includingPrimary)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if w.host.restarts != 1 || len(w.checker.primaryAsks) != 0 {
+		t.Errorf("restarts %d, primary asked at %+v; want one restart, no one asked", w.host.restarts, w.checker.primaryAsks)
+	}
+	if len(w.checker.lockTargets) != 1 || w.checker.lockTargets[0].Host != defaultTarget.Host || w.checker.lockTargets[0].Port != 1433 {
+		t.Errorf("lock taken at %+v, want once at %s:1433", w.checker.lockTargets, defaultTarget.Host)
+	}
+	if w.checker.healthPolls != 0 || w.checker.locksHeld != 0 || ifi.HasWarning(out.Warnings, WarnGroupNotHealthy) {
+		t.Errorf("health polls %d, locks held %d, warnings %v", w.checker.healthPolls, w.checker.locksHeld, codes(out.Warnings))
+	}
+}
+
+// Primary of one group and secondary of another: nobody is asked for health (a
+// primary sees every replica), but the other group's lock is taken on its primary
+// and the wait is for that group only.
+func TestApplyPrimaryOfOneGroupSecondaryOfAnother(t *testing.T) {
+	w := secondaryOf(t)
+	w.checker.replicas = []contract.Replica{
+		{Group: "AG1", Server: "SQL02", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"},
+		{Group: "AG2", Server: "SQL02", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
+	}
+	if _, err := w.engine.Apply(context.Background(), defaultTarget, includingPrimary); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if len(w.checker.primaryAsks) != 0 {
+		t.Errorf("primary asked at %+v, want no one", w.checker.primaryAsks)
+	}
+	var at []string
+	for _, lt := range w.checker.lockTargets {
+		at = append(at, lt.Host)
+	}
+	if strings.Join(w.checker.lockGroups, ",") != "AG1,AG2" || strings.Join(at, ",") != "SQL01,"+defaultTarget.Host {
+		t.Errorf("locks of %q taken at %q, want AG1 at SQL01 and AG2 at %s", w.checker.lockGroups, at, defaultTarget.Host)
+	}
+	if w.checker.healthPolls != 1 {
+		t.Errorf("health polls %d, want one (AG1's)", w.checker.healthPolls)
+	}
+}
+
+// A lock that cannot be taken after another was refuses, and gives back the one taken.
+func TestApplyReleasesTheLocksTakenWhenALaterOneFails(t *testing.T) {
+	w := secondaryOf(t)
+	w.checker.replicas = []contract.Replica{
+		{Group: "AG1", Server: "SQL02", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
+		{Group: "AG2", Server: "SQL02", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"},
+	}
+	w.checker.lockErrFor = map[string]error{"AG2": errors.New("login failed at AG2's primary")}
+	_, err := w.engine.Apply(context.Background(), defaultTarget, includingPrimary)
+	ce := wantError(t, err, KindRefused)
+	if ce.Refusal == nil || !strings.Contains(ce.Refusal.Detail, "login failed at AG2's primary") {
+		t.Errorf("refusal %+v", ce.Refusal)
+	}
+	if len(w.checker.lockGroups) != 2 || w.checker.locksHeld != 0 || w.host.restarts != 0 {
+		t.Errorf("locks asked %q, still held %d, restarts %d; want AG1's given back and no restart", w.checker.lockGroups, w.checker.locksHeld, w.host.restarts)
+	}
+}
+
+// A group whose primary is not named has no lock to take: the restart refuses.
+func TestApplyRefusesWhenAGroupsPrimaryIsUnknown(t *testing.T) {
+	w := secondaryOf(t)
+	w.checker.replicas = []contract.Replica{
+		{Group: "AG1", Server: "SQL02", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
+		{Group: "AG2", Server: "SQL02", Local: true, Role: "SECONDARY", Connected: "CONNECTED", Health: "HEALTHY"},
+	}
+	w.checker.noPrimaryName = true
+	_, err := w.engine.Apply(context.Background(), defaultTarget, includingPrimary)
+	ce := wantError(t, err, KindRefused)
+	if ce.Refusal == nil || !strings.Contains(ce.Refusal.Detail, "the primary's address is unknown") {
+		t.Errorf("refusal %+v, want one saying the primary's address is unknown", ce.Refusal)
+	}
+	if w.checker.locksHeld != 0 || w.host.restarts != 0 {
+		t.Errorf("locks held %d, restarts %d", w.checker.locksHeld, w.host.restarts)
+	}
+}
+
+// An SQL client that cannot ask a primary leaves a secondary's group health
+// unknown, and a primary's lock untaken: both refuse.
+func TestApplyRefusesWithoutAClientThatAsksPrimaries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		role    string
+		d       ifi.Desired
+		summary string
+	}{{"secondary", "SECONDARY", enable, "health unknown"}, {"primary", "PRIMARY", includingPrimary, "restart lock unavailable"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := secondaryOf(t)
+			w.checker.replicas[0].Role = tc.role
+			w.engine.Clients = plainClients{w.clients}
+			_, err := w.engine.Apply(context.Background(), defaultTarget, tc.d)
+			ce := wantError(t, err, KindRefused)
+			if ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, tc.summary) || !strings.Contains(ce.Refusal.Detail, "this SQL client cannot ask a primary") {
+				t.Errorf("refusal %+v, want %q saying the client cannot ask a primary", ce.Refusal, tc.summary)
+			}
+			if w.host.restarts != 0 {
+				t.Errorf("restarts %d", w.host.restarts)
+			}
+		})
+	}
+}
+
+// Where the primary is asked: a mapped address without a port at this replica's
+// port; a name not mapped at its own name, whatever else is mapped; a mapping
+// that gives no address refuses without asking anyone.
+func TestApplyAsksThePrimaryWhereTheMappingSays(t *testing.T) {
+	for _, tc := range []struct {
+		name, host string
+		m          map[string]string
+	}{
+		{"mapped without a port", "10.0.0.1", map[string]string{"sql01": "10.0.0.1"}},
+		{"another replica mapped", "SQL01", map[string]string{"SQL09": "10.0.0.9:1444"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := secondaryOf(t)
+			tg := defaultTarget
+			tg.ReplicaAddresses = NewReplicaAddresses(tc.m)
+			if _, err := w.engine.Apply(context.Background(), tg, enable); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if len(w.checker.primaryAsks) == 0 || w.checker.primaryAsks[0].Host != tc.host || w.checker.primaryAsks[0].Port != 1433 {
+				t.Errorf("the primary was asked at %+v, want %s:1433", w.checker.primaryAsks, tc.host)
+			}
+		})
+	}
+	t.Run("mapped to no address", func(t *testing.T) {
+		w := secondaryOf(t)
+		tg := defaultTarget
+		tg.ReplicaAddresses = NewReplicaAddresses(map[string]string{"SQL01": "not an address"})
+		_, err := w.engine.Apply(context.Background(), tg, enable)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind != KindRefused {
+			t.Fatalf("Apply: %v, want a refusal", err)
+		}
+		if ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "health unknown") || !strings.Contains(ce.Refusal.Detail, "gives no address") {
+			t.Errorf("refusal %+v", ce.Refusal)
+		}
+		if len(w.checker.primaryAsks) != 0 || w.host.restarts != 0 {
+			t.Errorf("primary asked at %+v, restarts %d", w.checker.primaryAsks, w.host.restarts)
+		}
+	})
+}
+
+// A primary named without a computer part gives no address.
+func TestPrimaryTargetOfANameWithoutComputer(t *testing.T) {
+	if got := primaryTarget(defaultTarget, &contract.SQLTarget{Host: "sql02", Port: 1533}, `\INST`); got != nil {
+		t.Errorf("primary target %+v, want none", got)
+	}
+}
+
+// A primary that cannot be asked is named in the refusal with where it was asked.
+func TestApplyRefusalSaysWhereThePrimaryWasAsked(t *testing.T) {
+	w := secondaryOf(t)
+	w.checker.groupErr = errors.New("dial tcp: connection refused")
+	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
+	ce := wantError(t, err, KindRefused)
+	if ce.Refusal == nil || !strings.Contains(ce.Refusal.Detail, "asking SQL01 at SQL01:1433 failed") {
+		t.Errorf("refusal %+v", ce.Refusal)
+	}
+}
+
+// budgeted gives w's apply 3.5 s for the wait after the restart (three polls),
+// and the primary sees the replica HEALTHY only from poll 11 on, so that a wait
+// that kept going past its budget ends without the warning.
+func budgeted(t *testing.T, w *world) context.Context {
+	t.Helper()
+	deadline := time.Now().Add(time.Hour)
+	w.engine.Clock = fakeClock{now: deadline.Add(-readBackMargin/2 - 3500*time.Millisecond)}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// lateHealth is what the primary sees: the replica HEALTHY at the gate's read
+// before the restart and from the 11th poll after it, else as during (nil: not listed).
+func lateHealth(c *fakeChecker, during []contract.Replica) func() []contract.Replica {
+	return func() []contract.Replica {
+		if c.healthPolls == 0 || c.healthPolls > 10 {
+			return []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: "HEALTHY"}}
+		}
+		return during
+	}
+}
+
+// The warning of a replica not HEALTHY in time says what the primary said last.
+func TestApplyUnhealthyWarningSaysWhatThePrimarySaidLast(t *testing.T) {
+	for _, tc := range []struct {
+		name, last string
+		mod        func(c *fakeChecker)
+	}{
+		{"the primary does not list the replica", "(last: not reported by the primary)", func(c *fakeChecker) {
+			c.primarySees = lateHealth(c, []contract.Replica{{Group: "AG1", Server: "SQL01", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"}})
+		}},
+		{"asking fails", "(last: the primary's session ended)", func(c *fakeChecker) {
+			c.healthErr = func(poll int) error {
+				if poll > 10 {
+					return nil
+				}
+				return errors.New("the primary's session ended")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := secondaryOf(t)
+			ctx := budgeted(t, w)
+			tc.mod(w.checker)
+			out, err := w.engine.Apply(ctx, defaultTarget, enable)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			var detail string
+			for _, wn := range out.Warnings {
+				if wn.Code == WarnGroupNotHealthy {
+					detail = wn.Detail
+				}
+			}
+			if !strings.Contains(detail, tc.last) || w.checker.healthPolls != 3 {
+				t.Errorf("warning %q after %d polls, want it to say %q after three", detail, w.checker.healthPolls, tc.last)
+			}
+		})
+	}
+}
+
+// A replica HEALTHY at the second poll ends the wait there, without a warning.
+func TestApplyWaitsUntilTheReplicaIsHealthy(t *testing.T) {
+	w := secondaryOf(t)
+	asked := 0
+	w.checker.primarySees = func() []contract.Replica {
+		asked++
+		health := "HEALTHY"
+		if asked == 2 { // the first poll after the restart
+			health = "NOT_HEALTHY"
+		}
+		return []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: health}}
+	}
+	out, err := w.engine.Apply(budgeted(t, w), defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if ifi.HasWarning(out.Warnings, WarnGroupNotHealthy) || w.checker.healthPolls != 2 {
+		t.Errorf("warnings %v after %d polls; want none after two", codes(out.Warnings), w.checker.healthPolls)
+	}
+}
+
+// The wait polls once a second until the deadline less half the read-back margin:
+// with 3.5 s of that left, three polls, then the warning.
+func TestApplyWaitsForHealthWithinTheDeadline(t *testing.T) {
+	w := secondaryOf(t)
+	ctx := budgeted(t, w)
+	w.checker.primarySees = lateHealth(w.checker, []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: "NOT_HEALTHY"}})
+	out, err := w.engine.Apply(ctx, defaultTarget, enable)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if !ifi.HasWarning(out.Warnings, WarnGroupNotHealthy) || w.checker.healthPolls != 3 {
+		t.Errorf("warnings %v after %d polls; want the warning after three", codes(out.Warnings), w.checker.healthPolls)
 	}
 }
