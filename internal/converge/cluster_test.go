@@ -981,10 +981,15 @@ func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
 	}
 	c := newFakeCluster()
 	e, k, ct := clusterWorld(c)
+	e.Clock = fakeClock{now: time.Now()} // the wait for HEALTHY polls without sleeping
 	e.Restarts = NewRestartLimiter(1)
 	ag := secondary(k)
-	if _, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover)); err != nil {
+	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if w := warningWith(out.Warnings, WarnGroupNotHealthy); w != nil {
+		t.Errorf("the primary sees the replica HEALTHY, yet: %s", w.Detail)
 	}
 	if len(ag.lockTargets) != 1 || ag.lockTargets[0].Host != "SQL01" || ag.locksHeld != 0 || len(c.moves) != 1 {
 		t.Errorf("lock taken at %+v, %d still held, %d moves; want once on the primary SQL01, released, one move", ag.lockTargets, ag.locksHeld, len(c.moves))
@@ -995,7 +1000,7 @@ func TestApplyClusterFailoverTakesTheGroupsLock(t *testing.T) {
 	e, k, ct = clusterWorld(c)
 	e.Restarts = NewRestartLimiter(1)
 	secondary(k).lockedBy = "SQL03"
-	_, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	_, err = e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "AG1") ||
 		!strings.Contains(ce.Refusal.Detail, "SQL03") {
@@ -1022,25 +1027,29 @@ func wantSlotFree(t *testing.T, e *Engine, ct ClusterTarget) {
 }
 
 // After the failover of a secondary replica, a replica its primary does not see
-// HEALTHY again in time is a warning; the apply succeeds.
+// HEALTHY again within the wait's budget (here three polls; it would from the 11th)
+// is a warning; the apply succeeds.
 func TestApplyClusterFailoverWarnsOfAnUnhealthyReplica(t *testing.T) {
 	c := newFakeCluster()
 	e, k, ct := clusterWorld(c)
-	e.Clock = fakeClock{now: time.Now()}
+	deadline := time.Now().Add(time.Hour)
+	e.Clock = fakeClock{now: deadline.Add(-readBackMargin/2 - 3500*time.Millisecond)}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	k.ag = &fakeChecker{replicas: []contract.Replica{{Group: "AG1", Server: "SQLVS1", Local: true, Role: "SECONDARY",
 		Connected: "CONNECTED", Health: "HEALTHY"}}}
-	k.ag.primarySees = func() []contract.Replica {
+	k.ag.primarySees = func() []contract.Replica { // called with k.ag.mu held
 		c.mu.Lock()
 		moved := len(c.moves) > 0
 		c.mu.Unlock()
 		health := "HEALTHY"
-		if moved {
+		if moved && k.ag.healthPolls <= 10 {
 			health = "NOT_HEALTHY"
 		}
 		return []contract.Replica{{Group: "AG1", Server: "SQL01", Local: true, Role: "PRIMARY", Connected: "CONNECTED", Health: "HEALTHY"},
 			{Group: "AG1", Server: "SQLVS1", Role: "SECONDARY", Connected: "CONNECTED", Health: health}}
 	}
-	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
 	if err != nil {
 		t.Fatal(err)
 	}
