@@ -340,6 +340,7 @@ func TestApplyRecoveryOutlivesTheDeadline(t *testing.T) {
 // its values and a warning says it may be out of date.
 func TestApplyRecoveryCannotReadBack(t *testing.T) {
 	w := newWorld(newFakeHost())
+	w.engine.Clock = &sleepClock{now: time.Now()} // the retry pauses take no real time
 	w.host.restartErr = errBoom
 	w.host.readErr = func(n int) error {
 		if n > 1 {
@@ -662,6 +663,7 @@ func TestApplyFollowsTheRestartThroughNetworkFailures(t *testing.T) {
 // state records what is true (granted, restart pending).
 func TestApplyNotConvergedAfterTheConnection(t *testing.T) {
 	w := newWorld(newFakeHost())
+	w.engine.Clock = &sleepClock{now: time.Now()} // the retry pauses take no real time
 	w.host.restartErr = errBoom
 	w.host.statusErr = errBoom
 	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
@@ -680,6 +682,7 @@ func TestApplyNotConvergedAfterTheConnection(t *testing.T) {
 // stopped.
 func TestApplyRestartRequestNeverArrives(t *testing.T) {
 	w := newWorld(newFakeHost())
+	w.engine.Clock = &sleepClock{now: time.Now()} // the retry pauses take no real time
 	w.host.restartErr = errBoom
 	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
 	var unfinished *RestartUnfinishedError
@@ -910,6 +913,7 @@ func TestApplyKeepsToThePlannedAction(t *testing.T) {
 // error stands, and a warning says what it holds now is unknown.
 func TestApplyRecoveryFindsTheInstanceGone(t *testing.T) {
 	w := newWorld(newFakeHost())
+	w.engine.Clock = &sleepClock{now: time.Now()} // the retry pauses take no real time
 	w.host.restartErr = errBoom
 	w.host.uninstallAfterRead = 1
 	out, err := w.engine.Apply(context.Background(), defaultTarget, enable)
