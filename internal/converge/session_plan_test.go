@@ -413,3 +413,138 @@ func TestSessionPlanHoldRestarts(t *testing.T) {
 		})
 	}
 }
+
+// clusterPlanWorld is a Session over a failover cluster instance (SQL01 the owner,
+// SQL02 and SQL03 the other possible owners, none holding the right) and the
+// request of the resource that manages it through SQL01.
+func clusterPlanWorld(d ifi.Desired) (*fakeCluster, *Session, Request) {
+	c := newFakeCluster()
+	e, _, ct := clusterWorld(c)
+	nodes := map[string]string{}
+	for _, n := range c.order {
+		nodes[n] = addrOf(n)
+	}
+	return c, NewSession(e), Request{Target: ct.Target, Desired: d, Nodes: nodes, SQLHost: ct.SQLHost}
+}
+
+// A plan of a failover cluster instance predicts the cluster path: a create's plan
+// reads the cluster and says it found one (the apply then takes the cluster path
+// without reading again), with what the read said (here: a virtual name the cluster
+// does not report) before the plan's own warnings; an update's plan after this run's
+// refresh predicts from what the refresh read, while one whose nodes changed reads
+// the cluster again. What may change includes the cluster's attributes.
+func TestSessionPlanCluster(t *testing.T) {
+	yes := true
+	d := withRestartNever(enable)
+	t.Run("create", func(t *testing.T) {
+		c, s, r := clusterPlanWorld(d)
+		c.noVirtualName, r.SQLHost = true, ""
+		p, err := s.Plan(context.Background(), PlanRequest{Request: r, Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Clustered || actionOf(p) != string(ifi.ActionGrant) {
+			t.Fatalf("clustered %v, planned %s; want the cluster path's grant", p.Clustered, actionOf(p))
+		}
+		if cs := codes(p.Warnings); len(cs) == 0 || cs[0] != WarnSQLPortUnknown || cs[len(cs)-1] != ifi.WarnPlannedAction {
+			t.Errorf("warnings %v; want the read's warning of the unknown virtual name first, the plan's last", cs)
+		}
+		if !slices.Contains(p.MayChange, ifi.FieldClusterNodes) || !slices.Contains(p.MayChange, ifi.FieldIFISurvivesFailover) {
+			t.Errorf("may change %v; want cluster_nodes and ifi_survives_failover", p.MayChange)
+		}
+	})
+	t.Run("update after this run's refresh", func(t *testing.T) {
+		c, s, r := clusterPlanWorld(d)
+		r.Clustered = &yes
+		res, err := s.Read(context.Background(), ReadRequest{Request: r})
+		if err != nil || !res.Clustered() {
+			t.Fatalf("refresh: clustered %v, %v", res.Clustered(), err)
+		}
+		reads := c.reads
+		r.Memo = res.Memo
+		p, err := s.Plan(context.Background(), PlanRequest{Request: r, NodesUnchanged: true})
+		if err != nil || actionOf(p) != string(ifi.ActionGrant) {
+			t.Fatalf("plan: %s, %v; want grant", actionOf(p), err)
+		}
+		if c.reads != reads {
+			t.Errorf("the plan read the cluster %d more times; want the refresh's read", c.reads-reads)
+		}
+		if _, err := s.Plan(context.Background(), PlanRequest{Request: r}); err != nil || c.reads != reads+1 {
+			t.Errorf("a plan whose nodes changed: %v, %d reads; want one read of the cluster", err, c.reads-reads)
+		}
+	})
+	t.Run("the cluster cannot be read", func(t *testing.T) {
+		c, s, r := clusterPlanWorld(d)
+		r.Clustered = &yes
+		c.nodes["SQL01"].clusterErr = errors.New("the Cluster service is not running")
+		p, err := s.Plan(context.Background(), PlanRequest{Request: r})
+		if err != nil || p.Action != nil {
+			t.Fatalf("plan: %s, %v; want an unknown prediction", actionOf(p), err)
+		}
+		if w := warningWith(p.Warnings, ifi.WarnPlannedAction); w == nil || !strings.Contains(w.Detail, "reading its failover cluster at plan time failed") ||
+			!strings.Contains(w.Detail, "the Cluster service is not running") {
+			t.Errorf("warnings %+v; want the unknown plan to say the cluster read failed, and why", p.Warnings)
+		}
+	})
+	t.Run("two resources, one role", func(t *testing.T) {
+		_, s, r := clusterPlanWorld(d)
+		r.Clustered = &yes
+		if _, err := s.Plan(context.Background(), PlanRequest{Request: r}); err != nil {
+			t.Fatal(err)
+		}
+		other := r
+		other.Target.Host = addrOf("SQL02") // the same role through another node
+		_, err := s.Plan(context.Background(), PlanRequest{Request: other})
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || !strings.Contains(ce.Refusal.Detail+ce.Refusal.Summary, "SQL Server (MSSQLSERVER)") {
+			t.Errorf("the second resource's plan: %v; want the two-resources refusal naming the role", err)
+		}
+	})
+	t.Run("restarts held", func(t *testing.T) {
+		_, s, r := clusterPlanWorld(withRestartPolicy(enable, ifi.RestartFailover))
+		r.Clustered = &yes
+		s.HoldRestarts = true
+		p, err := s.Plan(context.Background(), PlanRequest{Request: r})
+		if err != nil || actionOf(p) != string(ifi.ActionGrant) {
+			t.Fatalf("plan: %s, %v; want the grant without the failover", actionOf(p), err)
+		}
+		if warningWith(p.Warnings, ifi.WarnRestartHeld) == nil {
+			t.Errorf("warnings %v; want the held failover said", codes(p.Warnings))
+		}
+	})
+}
+
+// The plan after a failed create or update (the state's mark) verifies; with this
+// run's restarts held it says that the verify's restart waits, unless the resource
+// never restarts.
+func TestSessionPlanUnverifiedWithRestartsHeld(t *testing.T) {
+	for _, tc := range []struct {
+		desired ifi.Desired
+		held    bool
+	}{{enable, true}, {withRestartNever(enable), false}} {
+		w := newWorld(newFakeHost())
+		s := NewSession(w.engine)
+		s.HoldRestarts = true
+		p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: tc.desired},
+			Unverified: &Unverified{Op: "update", At: "2026-12-03T07:00:00Z", Error: "the connection was reset"}})
+		if err != nil || actionOf(p) != string(ifi.ActionVerify) {
+			t.Fatalf("plan: %s, %v; want verify", actionOf(p), err)
+		}
+		if (warningWith(p.Warnings, ifi.WarnRestartHeld) != nil) != tc.held {
+			t.Errorf("restart %s: warnings %v; want restart_held %v", tc.desired.Restart, codes(p.Warnings), tc.held)
+		}
+	}
+}
+
+// A state whose memo holds a read but no verification has nothing to predict from:
+// the plan is unknown.
+func TestSessionPlanMemoWithoutVerification(t *testing.T) {
+	w := newWorld(newFakeHost())
+	s := NewSession(w.engine)
+	m := refreshed(t, s, enable)
+	m.Verification = nil
+	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
+	if err != nil || p.Action != nil {
+		t.Errorf("plan: %s, %v; want unknown", actionOf(p), err)
+	}
+}
