@@ -32,9 +32,13 @@ func ManagedInstance(host, instance string) Managed {
 // ManagedRole is the role of a failover cluster instance, which resources for
 // different nodes reach alike.
 func ManagedRole(cluster, role, instance, virtualName string) Managed {
+	vn := "virtual name " + safetext.Escape(virtualName)
+	if virtualName == "" {
+		vn = "its virtual name not reported by the cluster"
+	}
 	return Managed{kind: "failover cluster instance",
-		what: fmt.Sprintf("the role %q of cluster %s (instance %s, virtual name %s)", safetext.Escape(role), safetext.Escape(cluster),
-			safetext.Escape(instance), safetext.Escape(virtualName)),
+		what: fmt.Sprintf("the role %q of cluster %s (instance %s, %s)", safetext.Escape(role), safetext.Escape(cluster),
+			safetext.Escape(instance), vn),
 		same: ", reaching it through a different node",
 		harm: "two resources for one failover cluster instance undo each other's changes and restart it twice (one resource manages the whole instance, on every node)",
 		keep: "failover cluster instance, addressed by any one node"}

@@ -51,3 +51,21 @@ func TestTwoResourcesEscapes(t *testing.T) {
 		}
 	}
 }
+
+// A role whose virtual name the cluster does not report is named without an empty
+// name: the refusal and the cluster's messages say so instead.
+func TestRoleWithoutVirtualName(t *testing.T) {
+	r := TwoResources("a", "b", ManagedRole("CLU1", "SQL Server (MSSQLSERVER)", "MSSQLSERVER", ""))
+	if !strings.Contains(r.Detail, "(instance MSSQLSERVER, its virtual name not reported by the cluster)") {
+		t.Errorf("refusal: %s", r.Detail)
+	}
+	for vn, want := range map[string]string{
+		"":       `(failover cluster instance, role "SQL Server (MSSQLSERVER)" on cluster CLU1)`,
+		"SQLFCI": `(failover cluster instance SQLFCI, role "SQL Server (MSSQLSERVER)" on cluster CLU1)`,
+	} {
+		c := &ClusterAssessment{Instance: "MSSQLSERVER", Host: "sql01", VirtualName: vn, Group: "SQL Server (MSSQLSERVER)", Cluster: "CLU1"}
+		if got := c.where(); !strings.Contains(got, want) {
+			t.Errorf("virtual name %q: %s; want %s", vn, got, want)
+		}
+	}
+}

@@ -104,8 +104,12 @@ type ClusterAssessment struct {
 
 // where names the instance for cluster-wide messages: the node reached and the role.
 func (c *ClusterAssessment) where() string {
-	return fmt.Sprintf("instance %s on %s (failover cluster instance %s, role %q on cluster %s)", safetext.Escape(c.Instance),
-		safetext.Escape(c.Host), safetext.Escape(c.VirtualName), safetext.Escape(c.Group), safetext.Escape(c.Cluster))
+	fci := "failover cluster instance"
+	if c.VirtualName != "" { // the cluster may not report the network name's DNS name
+		fci += " " + safetext.Escape(c.VirtualName)
+	}
+	return fmt.Sprintf("instance %s on %s (%s, role %q on cluster %s)", safetext.Escape(c.Instance),
+		safetext.Escape(c.Host), fci, safetext.Escape(c.Group), safetext.Escape(c.Cluster))
 }
 
 // PossibleOwnersOf is the role's possible owners: the intersection over its
