@@ -506,6 +506,9 @@ func TestSessionReadClusterImport(t *testing.T) {
 	if res.Enabled || res.Memo.Enabled == nil || *res.Memo.Enabled || res.Action != ifi.ActionNone {
 		t.Errorf("enabled %v, memo's %v, action %q; want the host's false, none", res.Enabled, res.Memo.Enabled, res.Action)
 	}
+	if d := res.Desired; !d.Enabled || d.Grantee != ifi.GranteeServiceSID || d.Restart != ifi.RestartIfNeeded {
+		t.Errorf("assessed against %+v, want the arguments' defaults", d)
+	}
 }
 
 // A refresh of a failover cluster instance whose owner cannot be read: the result
@@ -592,5 +595,75 @@ func TestSessionDescribe(t *testing.T) {
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Kind != KindClusterReadFailed || res.Clustered() {
 		t.Errorf("Describe of a cluster that cannot be read: %v, clustered %v; want the error", err, res.Clustered())
+	}
+}
+
+// An IPv6 address is its canonical form, not an IPv4 one.
+func TestInstanceKeyIPv6(t *testing.T) {
+	if k := NewInstanceKey("FE80:0:0:0:0:0:0:1", "x"); k.Host != "fe80::1" {
+		t.Errorf("host %q, want fe80::1", k.Host)
+	}
+	if NewInstanceKey("fe80::1", "X") == NewInstanceKey("fe80::2", "X") {
+		t.Error("fe80::1 and fe80::2 are one instance, want two")
+	}
+}
+
+// The nodes argument gives a node's address even when it names only one node
+// (spelled in another case); the others are reached at their names.
+func TestSessionReadClusterOneNodeGiven(t *testing.T) {
+	_, e, r := sessionCluster("SQL01", "SQL02", "SQL03")
+	r.Nodes = map[string]string{"sql02": addrOf("SQL02")}
+	r.Target.Host = addrOf("SQL01")
+	yes := true
+	r.Clustered = &yes
+	res, err := NewSession(e).Read(context.Background(), ReadRequest{Request: r})
+	if err != nil || !res.Clustered() {
+		t.Fatalf("Read: clustered %v, %v", res.Clustered(), err)
+	}
+	if n := nodeStateOf(t, res.Cluster.Cluster, "SQL02"); !n.Reachable || n.Address != addrOf("SQL02") {
+		t.Errorf("SQL02 %+v; want read at %s", n, addrOf("SQL02"))
+	}
+	if n := nodeStateOf(t, res.Cluster.Cluster, "SQL03"); n.Reachable {
+		t.Errorf("SQL03 %+v; want unreachable at its name", n)
+	}
+}
+
+// An apply whose first read of the host fails changes nothing, even when the next
+// read would succeed; an apply that reads the host to know its path applies from
+// that read, reading no more than an apply that knew.
+func TestSessionApplyPathRead(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.readErr = func(n int) error {
+		if n == 1 {
+			return errBoom
+		}
+		return nil
+	}
+	if _, err := NewSession(w.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true}); err == nil ||
+		w.host.setRightOps != 0 || w.host.restarts != 0 {
+		t.Errorf("Apply: %v (%d set_right, %d restarts); want the error, nothing changed", err, w.host.setRightOps, w.host.restarts)
+	}
+	no := false
+	known := newWorld(newFakeHost())
+	applied(t, NewSession(known.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable, Clustered: &no}, Create: true})
+	unknown := newWorld(newFakeHost())
+	applied(t, NewSession(unknown.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+	if unknown.host.reads != known.host.reads {
+		t.Errorf("%d reads of the host, want %d (as when the path is known)", unknown.host.reads, known.host.reads)
+	}
+}
+
+// A refresh keeps the memo's lesson of a restart that left IFI as it was: the next
+// apply still knows it.
+func TestSessionReadKeepsTheLesson(t *testing.T) {
+	w := newWorld(newFakeHost().granted(svcSID))
+	m := NewMemo(defaultTarget)
+	m.IneffectiveRestart = &ifi.IneffectiveRestart{StartAccountSID: acctSID, Holders: []string{svcSID}}
+	res, err := NewSession(w.engine).Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if l := res.Memo.IneffectiveRestart; l == nil || l.StartAccountSID != acctSID {
+		t.Errorf("the memo's lesson %+v after the refresh, want it kept", l)
 	}
 }
