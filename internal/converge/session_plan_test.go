@@ -514,37 +514,48 @@ func TestSessionPlanCluster(t *testing.T) {
 	})
 }
 
-// The plan after a failed create or update (the state's mark) verifies; with this
-// run's restarts held it says that the verify's restart waits, unless the resource
-// never restarts.
-func TestSessionPlanUnverifiedWithRestartsHeld(t *testing.T) {
+// The plan after a failed update verifies; a run that holds restarts says the
+// restart the verify may have made waits, unless the restart policy is never; the
+// NTLM fallback is said (the verify may change the host).
+func TestSessionPlanUnverifiedHoldRestarts(t *testing.T) {
+	u := &Unverified{Op: "update", At: "2026-12-01T10:00:00Z", Error: "the WinRM connection was reset"}
 	for _, tc := range []struct {
-		desired ifi.Desired
-		held    bool
-	}{{enable, true}, {withRestartNever(enable), false}} {
-		w := newWorld(newFakeHost())
-		s := NewSession(w.engine)
-		s.HoldRestarts = true
-		p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: tc.desired},
-			Unverified: &Unverified{Op: "update", At: "2026-12-03T07:00:00Z", Error: "the connection was reset"}})
-		if err != nil || actionOf(p) != string(ifi.ActionVerify) {
-			t.Fatalf("plan: %s, %v; want verify", actionOf(p), err)
-		}
-		if (warningWith(p.Warnings, ifi.WarnRestartHeld) != nil) != tc.held {
-			t.Errorf("restart %s: warnings %v; want restart_held %v", tc.desired.Restart, codes(p.Warnings), tc.held)
-		}
+		name     string
+		hold     bool
+		restart  ifi.RestartPolicy
+		wantHeld bool
+	}{
+		{name: "held, if_needed", hold: true, restart: ifi.RestartIfNeeded, wantHeld: true},
+		{name: "held, never", hold: true, restart: ifi.RestartNever},
+		{name: "allowed, if_needed", restart: ifi.RestartIfNeeded},
+		{name: "allowed, never", restart: ifi.RestartNever},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			w.host.ntlm = "no SPN for sql01"
+			s := NewSession(w.engine)
+			s.HoldRestarts = tc.hold
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: withRestartPolicy(enable, tc.restart)}, Unverified: u})
+			if err != nil || actionOf(p) != string(ifi.ActionVerify) {
+				t.Fatalf("Plan: %s, %v; want verify", actionOf(p), err)
+			}
+			if held := warningWith(p.Warnings, ifi.WarnRestartHeld) != nil; held != tc.wantHeld {
+				t.Errorf("warnings %v, want restart_held %v", codes(p.Warnings), tc.wantHeld)
+			}
+			if p.NTLMFallback != "no SPN for sql01" {
+				t.Errorf("NTLM fallback %q, want it said", p.NTLMFallback)
+			}
+		})
 	}
 }
 
-// A state whose memo holds a read but no verification has nothing to predict from:
-// the plan is unknown.
+// A memo with a read but no verification of it is no read to predict from.
 func TestSessionPlanMemoWithoutVerification(t *testing.T) {
 	w := newWorld(newFakeHost())
-	s := NewSession(w.engine)
-	m := refreshed(t, s, enable)
-	m.Verification = nil
-	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
+	m := NewMemo(defaultTarget)
+	m.Read, m.ReadAt = w.host.reportLocked("MSSQLSERVER"), fakeBoot
+	p, err := NewSession(w.engine).Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
 	if err != nil || p.Action != nil {
-		t.Errorf("plan: %s, %v; want unknown", actionOf(p), err)
+		t.Errorf("Plan: %s, %v; want unknown", actionOf(p), err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
@@ -416,5 +417,253 @@ func TestSessionDestroy(t *testing.T) {
 	}
 	if b := s2.destroyedBefore(defaultTarget); b != nil {
 		t.Errorf("a failed destroy remembered %+v, want nothing", b)
+	}
+}
+
+// sessionCluster is a cluster (SQL01 granted as asked) and a request naming its
+// nodes, through SQL01.
+func sessionCluster(granted ...string) (*fakeCluster, *Engine, Request) {
+	c := newFakeCluster(granted...)
+	e, _, ct := clusterWorld(c)
+	nodes := map[string]string{}
+	for _, n := range c.order {
+		nodes[n] = addrOf(n)
+	}
+	return c, e, Request{Target: ct.Target, Desired: withRestartNever(enable), Nodes: nodes, SQLHost: ct.SQLHost}
+}
+
+// A refresh of a failover cluster instance not known as one: the host's read says
+// clustered, so the cluster path reads every node; the result has the cluster part
+// and the owner's assessment, the session keeps the read for the plan, and the
+// memo keeps no read for the next operation. The NTLM fallback is said.
+func TestSessionReadCluster(t *testing.T) {
+	c, e, r := sessionCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].ntlm = "no SPN for sql01"
+	s := NewSession(e)
+	r.Memo = NewMemo(r.Target) // a read kept before the instance was known clustered
+	r.Memo.Read, r.Memo.ReadAt, r.Memo.SQLPort = &contract.ReadInstanceResult{Found: true}, fakeBoot, 1433
+	res, err := s.Read(context.Background(), ReadRequest{Request: r})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if !res.Clustered() || res.Outcome != nil {
+		t.Fatalf("clustered %v, outcome %v; want the cluster path", res.Clustered(), res.Outcome)
+	}
+	if c.reads == 0 {
+		t.Error("no read_cluster; want every node read")
+	}
+	if res.Assessment == nil || res.Assessment != res.Cluster.Cluster.OwnerAssessment {
+		t.Errorf("assessment %+v, want the owner's", res.Assessment)
+	}
+	if seen := s.seenCluster(r.Target); seen == nil || seen != res.Cluster {
+		t.Errorf("the session kept %v of the cluster, want this read", seen)
+	}
+	if res.Memo.Read != nil || res.Memo.Verification != nil || res.Memo.SQLPort != 0 {
+		t.Errorf("memo %+v keeps a read; want none after a cluster's", res.Memo)
+	}
+	if res.NTLMFallback != "no SPN for sql01" {
+		t.Errorf("NTLM fallback %q, want it said", res.NTLMFallback)
+	}
+}
+
+// A refresh of an instance the state says is not clustered reads it standalone;
+// one whose read fails, or whose cluster cannot be read, is the error.
+func TestSessionReadClusterPaths(t *testing.T) {
+	no := false
+	w := newWorld(newFakeHost().granted(svcSID))
+	res, err := NewSession(w.engine).Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: enable, Clustered: &no}})
+	if err != nil || res.Clustered() || res.Outcome == nil || res.Assessment == nil {
+		t.Fatalf("Read: clustered %v, %v; want the standalone path", res.Clustered(), err)
+	}
+	w2 := newWorld(newFakeHost())
+	w2.host.readErr = func(int) error { return errBoom }
+	if res, err := NewSession(w2.engine).Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: enable}}); err == nil || res.Assessment != nil {
+		t.Errorf("Read of an unreadable host: %v, assessment %v; want the error", err, res.Assessment)
+	}
+	c, e, r := sessionCluster("SQL01")
+	c.nodes["SQL01"].clusterErr = errors.New("the cluster service is not running")
+	s := NewSession(e)
+	res, err = s.Read(context.Background(), ReadRequest{Request: r})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterReadFailed || res.Cluster != nil || res.Assessment != nil {
+		t.Errorf("Read of a cluster that cannot be read: %v, cluster %v; want the error", err, res.Cluster)
+	}
+	if s.seenCluster(r.Target) != nil {
+		t.Error("the session kept a failed read of the cluster")
+	}
+}
+
+// The import of a failover cluster instance adopts what its owner has: not
+// granted, so enabled = false, in the result and the memo.
+func TestSessionReadClusterImport(t *testing.T) {
+	_, e, r := sessionCluster()
+	yes := true
+	r.Clustered = &yes
+	res, err := NewSession(e).Read(context.Background(), ReadRequest{Request: r, Imported: true, Planned: ifi.ActionGrant})
+	if err != nil || !res.Clustered() {
+		t.Fatalf("Read: clustered %v, %v", res.Clustered(), err)
+	}
+	if res.Enabled || res.Memo.Enabled == nil || *res.Memo.Enabled || res.Action != ifi.ActionNone {
+		t.Errorf("enabled %v, memo's %v, action %q; want the host's false, none", res.Enabled, res.Memo.Enabled, res.Action)
+	}
+	if d := res.Desired; !d.Enabled || d.Grantee != ifi.GranteeServiceSID || d.Restart != ifi.RestartIfNeeded {
+		t.Errorf("assessed against %+v, want the arguments' defaults", d)
+	}
+}
+
+// A refresh of a failover cluster instance whose owner cannot be read: the result
+// still has an assessment (of the instance, nothing known), never nil.
+func TestSessionReadClusterOwnerUnreadable(t *testing.T) {
+	c, e, r := sessionCluster("SQL01", "SQL02", "SQL03")
+	c.owner = "SQL02"
+	c.nodes["SQL02"].down = true
+	yes := true
+	r.Clustered = &yes
+	res, err := NewSession(e).Read(context.Background(), ReadRequest{Request: r})
+	if err != nil || !res.Clustered() {
+		t.Fatalf("Read: clustered %v, %v", res.Clustered(), err)
+	}
+	if res.Cluster.Cluster.OwnerAssessment != nil {
+		t.Fatalf("the owner assessed %+v, want nothing known of it", res.Cluster.Cluster.OwnerAssessment)
+	}
+	if res.Assessment == nil || res.Assessment.Instance != "MSSQLSERVER" || res.Assessment.PrivilegeGranted {
+		t.Errorf("assessment %+v, want one of MSSQLSERVER, nothing known", res.Assessment)
+	}
+}
+
+// The destroy of a failover cluster instance revokes on every possible owner, on
+// the cluster path, and says the NTLM fallback; the memo's said conditions are
+// replaced by the destroy's (none of them standing).
+func TestSessionDestroyCluster(t *testing.T) {
+	c, e, r := sessionCluster("SQL01", "SQL02", "SQL03")
+	c.nodes["SQL01"].ntlm = "no SPN for sql01"
+	yes := true
+	r.Clustered, r.Desired = &yes, enable
+	r.Memo = NewMemo(r.Target)
+	r.Memo.Said = []string{"0123456789abcdef"}
+	res, err := NewSession(e).Destroy(context.Background(), r)
+	if err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	for _, n := range c.order {
+		if c.nodes[n].holds(svcSID) {
+			t.Errorf("%s still holds the right", n)
+		}
+	}
+	if !res.Clustered() || res.Outcome != nil {
+		t.Errorf("clustered %v, want the cluster path", res.Clustered())
+	}
+	wantWarning(t, res.Warnings, ifi.WarnStaysOnDestroy)
+	if len(res.Memo.Said) != 0 {
+		t.Errorf("the memo holds %v as said; want what the destroy found (nothing standing)", res.Memo.Said)
+	}
+	if res.NTLMFallback != "no SPN for sql01" {
+		t.Errorf("NTLM fallback %q, want it said by the destroy", res.NTLMFallback)
+	}
+}
+
+// The data source reads a standalone instance standalone, a failover cluster
+// instance on the cluster path against the grantee asked; a read that fails is
+// the error.
+func TestSessionDescribe(t *testing.T) {
+	w := newWorld(newFakeHost().granted(svcSID))
+	w.host.ntlm = "no SPN for sql01"
+	s := NewSession(w.engine)
+	res, err := s.Describe(context.Background(), Request{Target: defaultTarget}, "")
+	if err != nil || res.Clustered() || res.Outcome == nil || res.Assessment == nil || !res.Assessment.PrivilegeGranted {
+		t.Fatalf("Describe: clustered %v, assessment %+v, %v; want the standalone instance, granted", res.Clustered(), res.Assessment, err)
+	}
+	if res.NTLMFallback != "no SPN for sql01" {
+		t.Errorf("NTLM fallback %q, want it said", res.NTLMFallback)
+	}
+	w2 := newWorld(newFakeHost())
+	w2.host.readErr = func(int) error { return errBoom }
+	if res, err := NewSession(w2.engine).Describe(context.Background(), Request{Target: defaultTarget}, ""); err == nil || res.Assessment != nil {
+		t.Errorf("Describe of an unreadable host: %v, assessment %v; want the error", err, res.Assessment)
+	}
+
+	c, e, r := sessionCluster("SQL01", "SQL02", "SQL03")
+	res, err = NewSession(e).Describe(context.Background(), r, ifi.GranteeServiceAccount)
+	if err != nil || !res.Clustered() || res.Outcome != nil {
+		t.Fatalf("Describe: clustered %v, %v; want the cluster path", res.Clustered(), err)
+	}
+	if a := res.Cluster.Cluster.OwnerAssessment; a == nil || a.PrivilegeGranted || a.GranteeSID != a.ServiceAccountSID {
+		t.Errorf("owner assessed %+v; want against the service account, which holds nothing", a)
+	}
+	c.nodes["SQL01"].clusterErr = errors.New("the cluster service is not running")
+	res, err = NewSession(e).Describe(context.Background(), r, "")
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindClusterReadFailed || res.Clustered() {
+		t.Errorf("Describe of a cluster that cannot be read: %v, clustered %v; want the error", err, res.Clustered())
+	}
+}
+
+// An IPv6 address is its canonical form, not an IPv4 one.
+func TestInstanceKeyIPv6(t *testing.T) {
+	if k := NewInstanceKey("FE80:0:0:0:0:0:0:1", "x"); k.Host != "fe80::1" {
+		t.Errorf("host %q, want fe80::1", k.Host)
+	}
+	if NewInstanceKey("fe80::1", "X") == NewInstanceKey("fe80::2", "X") {
+		t.Error("fe80::1 and fe80::2 are one instance, want two")
+	}
+}
+
+// The nodes argument gives a node's address even when it names only one node
+// (spelled in another case); the others are reached at their names.
+func TestSessionReadClusterOneNodeGiven(t *testing.T) {
+	_, e, r := sessionCluster("SQL01", "SQL02", "SQL03")
+	r.Nodes = map[string]string{"sql02": addrOf("SQL02")}
+	r.Target.Host = addrOf("SQL01")
+	yes := true
+	r.Clustered = &yes
+	res, err := NewSession(e).Read(context.Background(), ReadRequest{Request: r})
+	if err != nil || !res.Clustered() {
+		t.Fatalf("Read: clustered %v, %v", res.Clustered(), err)
+	}
+	if n := nodeStateOf(t, res.Cluster.Cluster, "SQL02"); !n.Reachable || n.Address != addrOf("SQL02") {
+		t.Errorf("SQL02 %+v; want read at %s", n, addrOf("SQL02"))
+	}
+	if n := nodeStateOf(t, res.Cluster.Cluster, "SQL03"); n.Reachable {
+		t.Errorf("SQL03 %+v; want unreachable at its name", n)
+	}
+}
+
+// An apply whose first read of the host fails changes nothing, even when the next
+// read would succeed; an apply that reads the host to know its path applies from
+// that read, reading no more than an apply that knew.
+func TestSessionApplyPathRead(t *testing.T) {
+	w := newWorld(newFakeHost())
+	w.host.readErr = func(n int) error {
+		if n == 1 {
+			return errBoom
+		}
+		return nil
+	}
+	if _, err := NewSession(w.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true}); err == nil ||
+		w.host.setRightOps != 0 || w.host.restarts != 0 {
+		t.Errorf("Apply: %v (%d set_right, %d restarts); want the error, nothing changed", err, w.host.setRightOps, w.host.restarts)
+	}
+	no := false
+	known := newWorld(newFakeHost())
+	applied(t, NewSession(known.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable, Clustered: &no}, Create: true})
+	unknown := newWorld(newFakeHost())
+	applied(t, NewSession(unknown.engine), ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+	if unknown.host.reads != known.host.reads {
+		t.Errorf("%d reads of the host, want %d (as when the path is known)", unknown.host.reads, known.host.reads)
+	}
+}
+
+// A refresh keeps the memo's lesson of a restart that left IFI as it was: the next
+// apply still knows it.
+func TestSessionReadKeepsTheLesson(t *testing.T) {
+	w := newWorld(newFakeHost().granted(svcSID))
+	m := NewMemo(defaultTarget)
+	m.IneffectiveRestart = &ifi.IneffectiveRestart{StartAccountSID: acctSID, Holders: []string{svcSID}}
+	res, err := NewSession(w.engine).Read(context.Background(), ReadRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if l := res.Memo.IneffectiveRestart; l == nil || l.StartAccountSID != acctSID {
+		t.Errorf("the memo's lesson %+v after the refresh, want it kept", l)
 	}
 }
