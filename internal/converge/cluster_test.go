@@ -592,26 +592,34 @@ func TestApplyClusterFollowReportsTheGuard(t *testing.T) {
 		node string
 		want bool
 	}{{"SQL01", true}, {"SQL02", false}} {
-		c := newFakeCluster()
-		c.cutAnswer = true
 		rec := &contract.ClusterGuardRecord{Finished: true, Group: "SQL Server (MSSQLSERVER)", BroughtOnline: 2, State: contract.ClusterOnline}
-		c.guards = map[string]*contract.ClusterGuardRecord{tc.node: rec}
-		e, _, ct := clusterWorld(c)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := warningWith(out.Warnings, WarnRecovered)
-		if w == nil {
-			t.Fatalf("record on %s: warnings %v; want %s", tc.node, codes(out.Warnings), WarnRecovered)
-		}
+		out, w := followedRestart(t, tc.node, rec)
 		said := strings.Contains(w.Detail, "the guard it had started brought the role online (BringOnline called 2 time(s))")
 		if said != tc.want || (out.Move.Guard == rec) != tc.want {
 			t.Errorf("record on %s: warning %q, move's guard %+v; want the guard said: %v", tc.node, w.Detail, out.Move.Guard, tc.want)
 		}
 	}
+}
+
+// followedRestart is a cluster restart whose answer is lost, the guard's record rec
+// on node: its outcome, and the follow's warning.
+func followedRestart(t *testing.T, node string, rec *contract.ClusterGuardRecord) (*ClusterOutcome, *ifi.Warning) {
+	t.Helper()
+	c := newFakeCluster()
+	c.cutAnswer = true
+	c.guards = map[string]*contract.ClusterGuardRecord{node: rec}
+	e, _, ct := clusterWorld(c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := warningWith(out.Warnings, WarnRecovered)
+	if w == nil {
+		t.Fatalf("guard's record %+v on %s: warnings %v; want %s", rec, node, codes(out.Warnings), WarnRecovered)
+	}
+	return out, w
 }
 
 // restart = "if_needed" on an FCI that needs a restart refuses before any change.
@@ -1742,21 +1750,8 @@ func TestApplyClusterFollowTellsTheGuardOnlyWhenItActed(t *testing.T) {
 		{1, true, "(BringOnline called 1 time(s))"},
 		{3, false, ""},
 	} {
-		c := newFakeCluster()
-		c.cutAnswer = true
 		rec := &contract.ClusterGuardRecord{Finished: tc.finished, Group: "SQL Server (MSSQLSERVER)", BroughtOnline: tc.brought, State: contract.ClusterOnline}
-		c.guards = map[string]*contract.ClusterGuardRecord{"SQL01": rec}
-		e, _, ct := clusterWorld(c)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartClusterRestart))
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := warningWith(out.Warnings, WarnRecovered)
-		if w == nil {
-			t.Fatalf("brought online %d: warnings %v; want %s", tc.brought, codes(out.Warnings), WarnRecovered)
-		}
+		out, w := followedRestart(t, "SQL01", rec)
 		said := strings.Contains(w.Detail, "the guard it had started brought the role online")
 		if said != (tc.want != "") || !strings.Contains(w.Detail, tc.want) || out.Move.Guard != rec {
 			t.Errorf("brought online %d, finished %v: warning %q, move's guard %+v; want %q", tc.brought, tc.finished, w.Detail, out.Move.Guard, tc.want)
