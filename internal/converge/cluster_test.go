@@ -1393,10 +1393,22 @@ func TestApplyClusterFollowFails(t *testing.T) {
 	}
 	e, _, ct := clusterWorld(c)
 	out, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
+	wantFollowFailed(t, out, err, "following the role with read_cluster then failed: the RPC server is unavailable")
+}
+
+// wantFollowFailed checks that the apply failed as a cluster action that changed
+// the host and whose follow failed, saying each of want, and that the state may be
+// stale.
+func wantFollowFailed(t *testing.T, out *ClusterOutcome, err error, want ...string) {
+	t.Helper()
 	var ce *Error
-	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || !ce.Changed ||
-		!strings.Contains(ce.Error(), "following the role with read_cluster then failed: the RPC server is unavailable") {
-		t.Fatalf("err = %v", err)
+	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || !ce.Changed {
+		t.Fatalf("err = %v; want a cluster action that changed the host", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(ce.Error(), w) {
+			t.Errorf("error %q; want it to say %q", ce.Error(), w)
+		}
 	}
 	wantWarning(t, out.Warnings, WarnStateStale)
 }
@@ -1817,12 +1829,7 @@ func TestApplyClusterFollowCannotSetUpAnyClient(t *testing.T) {
 	clientsOf(e).hostsBeforeFailing = map[string]int{addrOf("SQL01"): 2, addrOf("SQL02"): 1, addrOf("SQL03"): 1}
 	e.Clock = &followClock{fakeClock: fakeClock{now: time.Now()}, limit: 1}
 	out, err := e.ApplyCluster(context.Background(), ct, withRestartPolicy(enable, ifi.RestartFailover))
-	var ce *Error
-	if !errors.As(err, &ce) || ce.Kind != KindClusterActionFailed || !ce.Changed ||
-		!strings.Contains(ce.Error(), "following the role with read_cluster then failed") || !strings.Contains(ce.Error(), "could not be set up") {
-		t.Fatalf("err = %v", err)
-	}
-	wantWarning(t, out.Warnings, WarnStateStale)
+	wantFollowFailed(t, out, err, "following the role with read_cluster then failed", "could not be set up")
 }
 
 // A cluster restart whose answer was lost is recognised at the follow's first read
