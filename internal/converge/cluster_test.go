@@ -650,43 +650,27 @@ func TestApplyClusterWaitsForTheLimiter(t *testing.T) {
 	}
 }
 
-// Destroy revokes on every possible owner and never restarts.
+// Destroy revokes on every possible owner and never restarts; possible owners
+// spelled in another case than the cluster's node list (Windows compares computer
+// names without case) are the same nodes, reached at the address they were read at.
 func TestDestroyClusterRevokesEverywhere(t *testing.T) {
-	c := newFakeCluster("SQL01", "SQL02", "SQL03")
-	e, _, ct := clusterWorld(c)
-	out, err := e.DestroyCluster(context.Background(), ct, enable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range c.order {
-		if c.nodes[n].holds(svcSID) {
-			t.Errorf("%s still holds the right", n)
+	for _, spell := range []func(string) string{nil, strings.ToLower} {
+		c := newFakeCluster("SQL01", "SQL02", "SQL03")
+		c.ownersOnly, c.ownerSpelling = spell != nil, spell
+		e, _, ct := clusterWorld(c)
+		out, err := e.DestroyCluster(context.Background(), ct, enable)
+		if err != nil {
+			t.Fatalf("owners spelled otherwise %v: %v", spell != nil, err)
 		}
-	}
-	if len(out.Nodes) != 3 || len(c.moves) != 0 || c.restarts != 0 {
-		t.Errorf("nodes %+v, moves %d, restarts %d", out.Nodes, len(c.moves), c.restarts)
-	}
-	wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
-}
-
-// The role's possible owners spelled in another case than the cluster's node list
-// (Windows compares computer names without case) are the same nodes: the destroy
-// revokes on each, at the address it was read at.
-func TestDestroyClusterOwnersSpelledOtherwise(t *testing.T) {
-	c := newFakeCluster("SQL01", "SQL02", "SQL03")
-	c.ownersOnly, c.ownerSpelling = true, strings.ToLower
-	e, _, ct := clusterWorld(c)
-	out, err := e.DestroyCluster(context.Background(), ct, enable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range c.order {
-		if c.nodes[n].holds(svcSID) {
-			t.Errorf("%s still holds the right", n)
+		for _, n := range c.order {
+			if c.nodes[n].holds(svcSID) {
+				t.Errorf("owners spelled otherwise %v: %s still holds the right", spell != nil, n)
+			}
 		}
-	}
-	if len(out.Nodes) != 3 {
-		t.Errorf("nodes %+v; want the three possible owners", out.Nodes)
+		if len(out.Nodes) != 3 || len(c.moves) != 0 || c.restarts != 0 {
+			t.Errorf("owners spelled otherwise %v: nodes %+v, moves %d, restarts %d", spell != nil, out.Nodes, len(c.moves), c.restarts)
+		}
+		wantWarning(t, out.Warnings, ifi.WarnStaysOnDestroy)
 	}
 }
 
