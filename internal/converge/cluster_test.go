@@ -640,7 +640,7 @@ func TestApplyClusterWaitsForTheLimiter(t *testing.T) {
 	c.nodes["SQL01"].runningIFI = false // a restart is pending
 	e, _, ct := clusterWorld(c)
 	e.Restarts = NewRestartLimiter(1)
-	e.Restarts.slots <- struct{}{} // another restart holds the only slot
+	occupy(t, e.Restarts.slots) // another restart holds the only slot
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := e.ApplyCluster(ctx, ct, withRestartPolicy(enable, ifi.RestartFailover))
@@ -1720,7 +1720,7 @@ func TestApplyClusterFailoverWaitsForTheOwnersHost(t *testing.T) {
 		return addrOf(node)
 	}
 	e.Restarts = NewRestartLimiter(2)
-	e.Restarts.hostSlot(addrOf("SQL01")) <- struct{}{} // another instance of SQL01 restarts
+	occupy(t, e.Restarts.hostSlot(addrOf("SQL01"))) // another instance of SQL01 restarts
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &cancelOnLog{msg: "waiting for the host: another instance of it is restarting in this run", cancel: cancel}
