@@ -136,7 +136,9 @@ func TestApplyWarnsWhenTheReplicaStaysUnhealthy(t *testing.T) {
 }
 
 func TestParseReplicaAddress(t *testing.T) {
-	for in, want := range map[string]string{"sql01": "sql01:0", "sql01:1433": "sql01:1433", " sql01:1433 ": "sql01:1433", "sql01:1": "sql01:1", "sql01:65535": "sql01:65535", "[fe80::1]:1433": "fe80::1:1433", "10.0.0.1": "10.0.0.1:0"} {
+	for _, tc := range [][2]string{{"sql01", "sql01:0"}, {"sql01:1433", "sql01:1433"}, {" sql01:1433 ", "sql01:1433"}, {"sql01:1", "sql01:1"},
+		{"sql01:65535", "sql01:65535"}, {"[fe80::1]:1433", "fe80::1:1433"}, {"10.0.0.1", "10.0.0.1:0"}} {
+		in, want := tc[0], tc[1]
 		h, p, err := ParseReplicaAddress(in)
 		if err != nil || h+":"+itoa(p) != want {
 			t.Errorf("%q: %s:%d %v, want %s", in, h, p, err, want)

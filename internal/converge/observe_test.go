@@ -429,18 +429,20 @@ func (c *pauseClock) Sleep(ctx context.Context, d time.Duration) error {
 	return c.sleepClock.Sleep(ctx, d)
 }
 
-func pauseWorld(t *testing.T, left time.Duration) (*world, context.Context, context.CancelFunc, *pauseClock) {
+// pauseWorld is a world on a pauseClock, and a context whose deadline is a minute
+// from that clock's now.
+func pauseWorld(t *testing.T) (*world, context.Context, context.CancelFunc, *pauseClock) {
 	w := newWorld(newFakeHost())
 	c := &pauseClock{sleepClock: sleepClock{now: time.Now()}}
 	w.engine.Clock = c
-	ctx, cancel := context.WithDeadline(context.Background(), c.now.Add(left))
+	ctx, cancel := context.WithDeadline(context.Background(), c.now.Add(time.Minute))
 	t.Cleanup(cancel)
 	return w, ctx, cancel, c
 }
 
 // A read refused again and again is asked again after 1, 2, 4 s, then every 5 s.
 func TestReadRidingPausesGrow(t *testing.T) {
-	w, ctx, _, c := pauseWorld(t, time.Minute)
+	w, ctx, _, c := pauseWorld(t)
 	w.host.readErr = func(n int) error {
 		if n <= 4 {
 			return refusedErr{}
@@ -462,7 +464,7 @@ func TestReadRidingPausesGrow(t *testing.T) {
 // without asking again.
 func TestReadRidingSaysWhatEndedIt(t *testing.T) {
 	t.Run("the host answers a failure", func(t *testing.T) {
-		w, ctx, _, _ := pauseWorld(t, time.Minute)
+		w, ctx, _, _ := pauseWorld(t)
 		w.host.readErr = func(n int) error {
 			if n == 1 {
 				return refusedErr{}
@@ -475,7 +477,7 @@ func TestReadRidingSaysWhatEndedIt(t *testing.T) {
 		}
 	})
 	t.Run("the deadline cuts the next attempt", func(t *testing.T) {
-		w, ctx, cancel, _ := pauseWorld(t, time.Minute)
+		w, ctx, cancel, _ := pauseWorld(t)
 		w.host.readErr = func(n int) error {
 			if n == 1 {
 				return refusedErr{}
@@ -489,7 +491,7 @@ func TestReadRidingSaysWhatEndedIt(t *testing.T) {
 		}
 	})
 	t.Run("the deadline ends the pause", func(t *testing.T) {
-		w, ctx, cancel, c := pauseWorld(t, time.Minute)
+		w, ctx, cancel, c := pauseWorld(t)
 		c.onSleep = cancel
 		w.host.readErr = func(n int) error {
 			if n > 1 {
