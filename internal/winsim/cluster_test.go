@@ -15,6 +15,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/wsfc"
 )
 
@@ -621,5 +622,30 @@ func TestReadClusterReportsTheGuardsRecord(t *testing.T) {
 	r, err = nodeHost(t, sim, "node2").ReadCluster(opCtx(t), contract.ReadClusterParams{Instance: "MSSQLSERVER"})
 	if err != nil || r.Guard != nil {
 		t.Errorf("read_cluster on node2: guard %+v, %v; want none", r.Guard, err)
+	}
+}
+
+// A cluster action whose guard cannot start (WMI's process creation blocked by the
+// ASR rule, the Task Scheduler stopped) is refused before anything is taken
+// offline: cluster_error, and the role stays Online on its owner.
+func TestClusterRestartRefusedWithoutAGuard(t *testing.T) {
+	t.Parallel()
+	cfg, err := winsim.ParseConfig([]byte(clusterFleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hosts[0].TaskSchedulerStopped = true
+	sim := startSim(t, cfg)
+	if err := sim.Do("node1", winsim.Action{Action: winsim.ActionSetASRRule, Rule: host.ASRRulePsExecWMI, RuleAction: host.ASRBlock}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = nodeHost(t, sim, "node1").ClusterRestart(opCtx(t), contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 60})
+	if scriptCode(err) != contract.CodeClusterError || !strings.Contains(err.Error(), "guard process could not be started") ||
+		!strings.Contains(err.Error(), "Nothing was taken offline") {
+		t.Fatalf("cluster_restart without a guard: %v; want cluster_error, nothing taken offline", err)
+	}
+	c, _ := sim.Cluster("CLU1")
+	if v, err := c.RoleView("MSSQLSERVER"); err != nil || v.State != wsfc.GroupOnline || v.Action != "" || v.OwnerNode != "NODE1" {
+		t.Errorf("the role after the refusal: %+v, %v; want it Online on NODE1, untouched", v, err)
 	}
 }
