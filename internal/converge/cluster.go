@@ -293,7 +293,8 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 		}
 	}
 	if p.Restart {
-		owner := nodeOf(obs.Observed, ca.Owner).Address
+		on, _ := obs.Observed.Node(ca.Owner)
+		owner := on.Address
 		if owner == "" {
 			owner = ct.address(ca.Owner)
 		}
@@ -348,18 +349,6 @@ func (e *Engine) setNodeRights(ctx context.Context, ct ClusterTarget, ns ifi.Nod
 	}
 	run := e.setRights(ctx, h, nt, ns.Node, ns.Steps, false, out)
 	return NodeResult{Node: ns.Node, Address: ns.Address, Planned: ns.Steps, Done: run.done, Changed: run.changed, Err: run.err}
-}
-
-// nodeOf is the observation of the node named name, whatever its case: the
-// assessment names nodes as the possible owners spell them, the observation as the
-// cluster's node list does (Windows compares computer names without case).
-func nodeOf(o ifi.ClusterObserved, name string) ifi.NodeObservation {
-	for k, n := range o.Nodes {
-		if strings.EqualFold(k, name) {
-			return n
-		}
-	}
-	return ifi.NodeObservation{}
 }
 
 // clusterSeconds is the time the cluster action may take on the host.
@@ -564,7 +553,7 @@ func (e *Engine) DestroyCluster(ctx context.Context, ct ClusterTarget, d ifi.Des
 	out.Cluster, out.Observed = ca, &obs.Observed
 	if len(ca.Unreadable) > 0 {
 		name := ca.Unreadable[0]
-		n := nodeOf(obs.Observed, name)
+		n, _ := obs.Observed.Node(name)
 		return out, &Error{Kind: KindObserveFailed, Target: ct.at(n.Address), Node: name,
 			Err: fmt.Errorf("possible owner %s could not be read, so nothing was revoked on any node: %w", safetext.Escape(name), n.Err)}
 	}
@@ -572,7 +561,7 @@ func (e *Engine) DestroyCluster(ctx context.Context, ct ClusterTarget, d ifi.Des
 		if !node.PossibleOwner {
 			continue
 		}
-		n := nodeOf(obs.Observed, node.Name)
+		n, _ := obs.Observed.Node(node.Name)
 		v := ifi.Verification{Source: ifi.SourceNone}
 		if node.Owner {
 			v = obs.Observed.Verification

@@ -153,7 +153,10 @@ func containsFold(list []string, s string) bool {
 	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }
 
-func (o ClusterObserved) node(name string) (NodeObservation, bool) {
+// Node is the observation of the node named name, whatever its case (Windows
+// compares computer names without case; the possible owners and the node list may
+// spell them apart).
+func (o ClusterObserved) Node(name string) (NodeObservation, bool) {
 	for k, v := range o.Nodes {
 		if strings.EqualFold(k, name) {
 			return v, true
@@ -210,7 +213,7 @@ func AssessCluster(d Desired, o ClusterObserved) (*ClusterAssessment, error) {
 	for _, name := range clusterNodeNames(c) {
 		n := NodeState{Name: name, State: nodeState(c, name), Owner: strings.EqualFold(name, c.Group.OwnerNode),
 			PossibleOwner: containsFold(ca.PossibleOwners, name)}
-		obs, read := o.node(name)
+		obs, read := o.Node(name)
 		n.Address = obs.Address
 		switch {
 		case read && obs.Instance != nil:
