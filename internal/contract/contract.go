@@ -34,7 +34,7 @@ const (
 )
 
 // Operations lists every operation, in a stable order.
-var Operations = []Operation{OpReadInstance, OpSetRight, OpRestartInstance, OpRestartStatus, OpReadCluster, OpClusterMove, OpClusterRestart}
+var Operations = []Operation{OpReadInstance, OpReadHost, OpSetRight, OpRestartInstance, OpRestartStatus, OpReadCluster, OpClusterMove, OpClusterRestart}
 
 // Host runs the operations on one host: a method an operation. internal/remote runs
 // them over WinRM; internal/converge drives them; tests fake them.
@@ -375,6 +375,8 @@ func Params(op Operation) any {
 	switch op {
 	case OpReadInstance:
 		return &ReadInstanceParams{}
+	case OpReadHost:
+		return &ReadHostParams{}
 	case OpSetRight:
 		return &SetRightParams{}
 	case OpRestartInstance:

@@ -22,6 +22,7 @@ var scriptFS embed.FS
 // scriptParts says which library files each operation's script is made of, in order.
 var scriptParts = map[Operation][]string{
 	OpReadInstance:    {"common.ps1", "lsa.ps1", "instance_report.ps1", "read_instance.ps1"},
+	OpReadHost:        {"common.ps1", "lsa.ps1", "instance_report.ps1", "read_host.ps1"},
 	OpSetRight:        {"common.ps1", "lsa.ps1", "event_log.ps1", "right_change.ps1", "instance_report.ps1", "set_right.ps1"},
 	OpRestartInstance: {"common.ps1", "lsa.ps1", "event_log.ps1", "right_change.ps1", "instance_report.ps1", "restart_common.ps1", "restart_worker.ps1", "restart_guard.ps1", "restart_instance.ps1"},
 	OpRestartStatus:   {"common.ps1", "restart_common.ps1", "restart_status.ps1"},

@@ -89,12 +89,89 @@ function Get-HadrReport {
     return $report
 }
 
+# What every instance of the host shares (Get-InstanceReport's host-wide part): the
+# right's direct holders, the direct members of Administrators and the Group Policy
+# setting of the right. read_host reads it once for all the instances it reports.
+function Get-HostRightFact {
+    param([string] $Right)
+    # SIDs only: the provider compares SIDs, and translating every holder can ask a
+    # domain controller on each refresh.
+    $holders = Get-RightHolder -Right $Right
+
+    # Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
+    # orphaned SIDs and is missing before WMF 5.1: fall back to ADSI.
+    $administrators = New-Object System.Collections.Generic.List[object]
+    try {
+        foreach ($member in @(Get-LocalGroupMember -SID 'S-1-5-32-544')) {
+            $administrators.Add((New-Principal -Sid $member.SID.Value -Name ([string]$member.Name)))
+        }
+    }
+    catch {
+        $administrators.Clear()
+        $groupSid = New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')
+        $groupName = $groupSid.Translate([System.Security.Principal.NTAccount]).Value.Split('\')[-1]
+        $group = [ADSI]"WinNT://$computerName/$groupName,group"
+        foreach ($member in @($group.Invoke('Members'))) {
+            $sidBytes = $member.GetType().InvokeMember('objectSid', 'GetProperty', $null, $member, $null)
+            $memberSid = New-Object System.Security.Principal.SecurityIdentifier($sidBytes, 0)
+            $administrators.Add((New-Principal -Sid $memberSid.Value))
+        }
+    }
+
+    # Group Policy: the winning (precedence 1) RSoP setting for the right, if any. RSoP
+    # without any Group Policy object (not even the local one) has no data: unknown, not
+    # "no policy defines the right".
+    $policyHolders = New-Object System.Collections.Generic.List[object]
+    $groupPolicy = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
+    try {
+        $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
+        if ($gpoCount -eq 0) {
+            throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
+        }
+        $settings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1' | Where-Object { $_.UserRight -eq $Right })
+        $groupPolicy.known = $true
+        if ($settings.Count -gt 0) {
+            $groupPolicy.defined = $true
+            foreach ($entry in @($settings[0].AccountList)) {
+                $text = ([string]$entry).TrimStart('*')
+                if ($text -match '^S-1-\d+(-\d+)+\z') {
+                    # Shown in a warning, so named; only when a policy defines the right.
+                    $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
+                }
+                else {
+                    try {
+                        $sid = (New-Object System.Security.Principal.NTAccount($text)).Translate([System.Security.Principal.SecurityIdentifier]).Value
+                        $policyHolders.Add((New-Principal -Sid $sid -Name $text))
+                    }
+                    catch {
+                        $policyHolders.Add([ordered]@{ sid = ''; name = $text })
+                    }
+                }
+            }
+        }
+        else {
+            $groupPolicy.detail = "No Group Policy setting defines the right (RSoP lists $gpoCount Group Policy objects)."
+        }
+    }
+    catch {
+        $groupPolicy.known = $false
+        $groupPolicy.detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
+    }
+    $groupPolicy.holders = $policyHolders.ToArray()
+
+    return [ordered]@{
+        right_holders          = $holders.ToArray()
+        administrators_members = $administrators.ToArray()
+        group_policy           = $groupPolicy
+    }
+}
+
 # Get-InstanceReport: everything the provider needs about one SQL Server instance
 # (contract.ReadInstanceResult), read only. read_instance returns it; set_right and
 # restart_instance return it as their read-back, in the same process. $InstanceName
 # and $Right were validated by the caller (Test-SqlInstanceName, Test-RightName).
 function Get-InstanceReport {
-    param([string] $InstanceName, [string] $Right)
+    param([string] $InstanceName, [string] $Right, $HostFacts = $null)
     $computerName = $env:COMPUTERNAME
     $instance = Find-SqlInstance -Name $InstanceName
     if (-not $instance.Name) {
@@ -180,70 +257,9 @@ function Get-InstanceReport {
         $sidType = 0
     }
 
-    # SIDs only: the provider compares SIDs, and translating every holder can ask a
-    # domain controller on each refresh.
-    $holders = Get-RightHolder -Right $Right
-
-    # Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
-    # orphaned SIDs and is missing before WMF 5.1: fall back to ADSI.
-    $administrators = New-Object System.Collections.Generic.List[object]
-    try {
-        foreach ($member in @(Get-LocalGroupMember -SID 'S-1-5-32-544')) {
-            $administrators.Add((New-Principal -Sid $member.SID.Value -Name ([string]$member.Name)))
-        }
+    if ($null -eq $HostFacts) {
+        $HostFacts = Get-HostRightFact -Right $Right
     }
-    catch {
-        $administrators.Clear()
-        $groupSid = New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')
-        $groupName = $groupSid.Translate([System.Security.Principal.NTAccount]).Value.Split('\')[-1]
-        $group = [ADSI]"WinNT://$computerName/$groupName,group"
-        foreach ($member in @($group.Invoke('Members'))) {
-            $sidBytes = $member.GetType().InvokeMember('objectSid', 'GetProperty', $null, $member, $null)
-            $memberSid = New-Object System.Security.Principal.SecurityIdentifier($sidBytes, 0)
-            $administrators.Add((New-Principal -Sid $memberSid.Value))
-        }
-    }
-
-    # Group Policy: the winning (precedence 1) RSoP setting for the right, if any. RSoP
-    # without any Group Policy object (not even the local one) has no data: unknown, not
-    # "no policy defines the right".
-    $policyHolders = New-Object System.Collections.Generic.List[object]
-    $groupPolicy = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
-    try {
-        $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
-        if ($gpoCount -eq 0) {
-            throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
-        }
-        $settings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1' | Where-Object { $_.UserRight -eq $Right })
-        $groupPolicy.known = $true
-        if ($settings.Count -gt 0) {
-            $groupPolicy.defined = $true
-            foreach ($entry in @($settings[0].AccountList)) {
-                $text = ([string]$entry).TrimStart('*')
-                if ($text -match '^S-1-\d+(-\d+)+\z') {
-                    # Shown in a warning, so named; only when a policy defines the right.
-                    $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
-                }
-                else {
-                    try {
-                        $sid = (New-Object System.Security.Principal.NTAccount($text)).Translate([System.Security.Principal.SecurityIdentifier]).Value
-                        $policyHolders.Add((New-Principal -Sid $sid -Name $text))
-                    }
-                    catch {
-                        $policyHolders.Add([ordered]@{ sid = ''; name = $text })
-                    }
-                }
-            }
-        }
-        else {
-            $groupPolicy.detail = "No Group Policy setting defines the right (RSoP lists $gpoCount Group Policy objects)."
-        }
-    }
-    catch {
-        $groupPolicy.known = $false
-        $groupPolicy.detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
-    }
-    $groupPolicy.holders = $policyHolders.ToArray()
 
     # The current error log's startup line about Instant File Initialization, searched
     # in the startup section only: at most the first $maxErrorLogLines lines and about
@@ -298,9 +314,9 @@ function Get-InstanceReport {
         tcp_port               = $tcpPort
         startup_parameters     = $startupParameters.ToArray()
         clustered              = $clustered
-        right_holders          = $holders.ToArray()
-        administrators_members = $administrators.ToArray()
-        group_policy           = $groupPolicy
+        right_holders          = $HostFacts.right_holders
+        administrators_members = $HostFacts.administrators_members
+        group_policy           = $HostFacts.group_policy
         errorlog               = $errorLog
         dependents             = $dependents.ToArray()
         powershell_version     = [string]$PSVersionTable.PSVersion
