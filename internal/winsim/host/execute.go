@@ -207,6 +207,8 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 	switch p := params.(type) {
 	case *contract.ReadInstanceParams:
 		return h.opReadInstance(p, admin, stdout, stderr, entry)
+	case *contract.ReadHostParams:
+		return h.opReadHost(p, admin, stdout, stderr, entry)
 	case *contract.SetRightParams:
 		return h.opSetRight(p, admin, stdout, entry)
 	case *contract.RestartInstanceParams:
