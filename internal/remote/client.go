@@ -184,6 +184,16 @@ func (h *winrmHost) ReadInstance(ctx context.Context, p contract.ReadInstancePar
 	return &r, nil
 }
 
+// ReadHost reads several instances in one process (read_host); it only reads, so a
+// transient failure is sent again as read_instance's is.
+func (h *winrmHost) ReadHost(ctx context.Context, p contract.ReadHostParams) (*contract.ReadHostResult, error) {
+	var r contract.ReadHostResult
+	if err := h.runIdempotent(ctx, contract.OpReadHost, p, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // userAgent is the User-Agent of the host's requests, which the change's entry in
 // the host's event log names too.
 func (h *winrmHost) userAgent() string {

@@ -17,6 +17,7 @@ import (
 // resultOf is an empty result value of each operation.
 var resultOf = map[contract.Operation]any{
 	contract.OpReadInstance:    contract.ReadInstanceResult{},
+	contract.OpReadHost:        contract.ReadHostResult{},
 	contract.OpSetRight:        contract.SetRightResult{},
 	contract.OpRestartInstance: contract.RestartInstanceResult{},
 	contract.OpRestartStatus:   contract.RestartInstanceResult{},
@@ -33,6 +34,7 @@ var resultOf = map[contract.Operation]any{
 // engine's, set when it keeps a read (ifi.KeepForDecisions); no host sends it.
 var notWritten = map[contract.Operation]map[string]bool{
 	contract.OpReadInstance:    {"administrators_digest": true},
+	contract.OpReadHost:        {"administrators_digest": true},
 	contract.OpSetRight:        {"administrators_digest": true},
 	contract.OpRestartInstance: {"administrators_digest": true},
 	contract.OpRestartStatus:   {"changed": true, "instance": true, "event_log_warning": true, "administrators_digest": true},
