@@ -31,6 +31,9 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	if err != nil {
 		return out, err
 	}
+	if known == nil && !obs.ReadAt.IsZero() {
+		readAt = obs.ReadAt // the run's shared read of the host, sent before this apply
+	}
 	startedBefore := obs.Instance.ProcessStartTime
 	a, p, err := ifi.PlanApply(d, obs.Observed)
 	out.Action = ifi.ActionOf(a, p, err)
@@ -176,8 +179,12 @@ func (e *Engine) Read(ctx context.Context, t Target, d ifi.Desired) (*Outcome, e
 	return e.assessed(ctx, t, d, obs, readAt)
 }
 
-// assessed is the Outcome of a read: obs, made at readAt, assessed against d.
+// assessed is the Outcome of a read: obs, made at readAt (or when its read was
+// sent, the run's shared read of the host), assessed against d.
 func (e *Engine) assessed(ctx context.Context, t Target, d ifi.Desired, obs *Observation, readAt time.Time) (*Outcome, error) {
+	if !obs.ReadAt.IsZero() {
+		readAt = obs.ReadAt
+	}
 	a, err := ifi.Assess(d, obs.Observed)
 	if err != nil {
 		return &Outcome{}, &Error{Kind: KindAssessFailed, Target: t, Err: err}
@@ -239,10 +246,11 @@ func (e *Engine) Describe(ctx context.Context, t Target, grantee ifi.Grantee) (*
 
 // Destroy removes what an apply granted: it revokes the grantee's direct grant and
 // never restarts. A missing instance is a KindNotFound error (nothing to revoke).
-// Warnings say what stays in effect.
+// Warnings say what stays in effect. It decides from t.Read (the refresh's read of
+// the same run) while that is fresh, as Apply does, else it reads the host.
 func (e *Engine) Destroy(ctx context.Context, t Target, d ifi.Desired) (*Outcome, error) {
 	out := &Outcome{}
-	obs, err := e.foundWith(ctx, t, nil)
+	obs, err := e.foundWith(ctx, t, e.freshRead(t))
 	if err != nil {
 		return out, err
 	}

@@ -508,7 +508,8 @@ func (e *Engine) startedSince(ctx context.Context, ct ClusterTarget, obs *cluste
 	if err != nil {
 		return false
 	}
-	ri, err := e.readInstance(ctx, h, nt, node)
+	// A poll: its own read, never the run's shared one (which it asks again for news).
+	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: nt.Instance, Right: contract.RightManageVolume})
 	if err != nil || ri.ServiceState != contract.StateRunning || ri.ProcessStartTime == nil {
 		return false
 	}

@@ -112,6 +112,8 @@ func TestClusterPathOnTheSimulator(t *testing.T) {
 	if _, err := sim.ClusterDo(ctx, "CLU1", winsim.ClusterAction{Action: winsim.ActionClusterFailover, Role: "MSSQLSERVER", Node: lacking}); err != nil {
 		t.Fatal(err)
 	}
+	// The next run (a new engine: a run's reads of a host are shared for a while).
+	e = converge.New(&simClients{sim: sim, hosts: map[string]converge.Host{}})
 	out, err = e.ReadCluster(ctx, ct, ifi.Desired{Enabled: true, Restart: ifi.RestartFailover})
 	if err != nil {
 		t.Fatalf("ReadCluster after the failover: %v", err)

@@ -115,6 +115,9 @@ type Engine struct {
 	// is a warning, and verification falls back to the error log. Otherwise it is
 	// the observation's error (KindSQLLogonFailed), before anything is changed.
 	SQLOptional bool
+
+	// reads: one read per host per run (hostReads).
+	reads hostReads
 }
 
 // New returns an engine over c with the system clock and no logging.

@@ -26,6 +26,9 @@ const (
 type Observation struct {
 	Target   Target
 	Instance *contract.ReadInstanceResult
+	// ReadAt is when the read of Instance was sent (it may be the run's shared read
+	// of the host, hostReads); zero when the observation was given a known read.
+	ReadAt   time.Time
 	Observed ifi.Observed
 	// SQLTarget is where SQL Server listens; nil when SQL is not configured or the
 	// port is unknown.
@@ -51,6 +54,7 @@ func (e *Engine) Observe(ctx context.Context, t Target) (*Observation, error) {
 func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInstanceResult) (*Observation, error) {
 	checker, setupErr := e.Clients.SQLChecker()
 	ri := known
+	var readAt time.Time
 	early := &earlyCheck{}
 	if ri == nil {
 		h, err := e.host(t)
@@ -63,12 +67,12 @@ func (e *Engine) observe(ctx context.Context, t Target, known *contract.ReadInst
 		early = e.startEarlyCheck(ctx, t, checker)
 		defer early.discard()
 
-		ri, err = e.readInstance(ctx, h, t, "")
+		ri, readAt, err = e.readInstanceAt(ctx, h, t, "")
 		if err != nil {
 			return nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
 		}
 	}
-	o := &Observation{Target: t, Instance: ri, Observed: ifi.Observed{Host: t.Host, Instance: ri}}
+	o := &Observation{Target: t, Instance: ri, ReadAt: readAt, Observed: ifi.Observed{Host: t.Host, Instance: ri}}
 	if !ri.Found {
 		return o, nil
 	}
@@ -272,24 +276,42 @@ func (e *Engine) freshRead(t Target) *contract.ReadInstanceResult {
 	return t.Read
 }
 
-// host opens the host's client.
+// host opens the host's client, as the engine's view of it (trackedHost): the
+// changes sent through it end the host's shared read.
 func (e *Engine) host(t Target) (Host, error) {
 	h, err := e.Clients.Host(t.Host, t.Port)
 	if err != nil {
 		return nil, &Error{Kind: KindHostSetup, Target: t, Err: err}
 	}
-	return h, nil
+	return &trackedHost{Host: h, reads: &e.reads, key: newHostReadKey(t)}, nil
 }
 
-// readInstance is one read_instance of t's instance on h, the host of t (node: the
-// failover cluster node it is, "" for none). Its error is the host's own.
+// readInstance is one read of t's instance on h, the host of t (node: the failover
+// cluster node it is, "" for none): taken from the run's shared read of the host
+// (hostReads) when h can read a host at once, else one read_instance. Its error is
+// the host's own.
 func (e *Engine) readInstance(ctx context.Context, h Host, t Target, node string) (*contract.ReadInstanceResult, error) {
+	ri, _, err := e.readInstanceAt(ctx, h, t, node)
+	return ri, err
+}
+
+// readInstanceAt is readInstance, and when the read was sent.
+func (e *Engine) readInstanceAt(ctx context.Context, h Host, t Target, node string) (*contract.ReadInstanceResult, time.Time, error) {
 	fields := map[string]any{"host": t.Host, "instance": t.Instance}
 	if node != "" {
 		fields["node"] = node
 	}
+	if th, ok := h.(*trackedHost); ok {
+		if hr := th.reader(); hr != nil {
+			if ri, at, ok, err := e.sharedInstance(ctx, hr, t); ok {
+				return ri, at, err
+			}
+		}
+	}
+	at := e.clock().Now()
 	e.debug(ctx, "read_instance", fields)
-	return h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: t.Instance, Right: contract.RightManageVolume})
+	return ri, at, err
 }
 
 // notFound is the KindNotFound error of t when ri says its instance is not
