@@ -322,6 +322,9 @@ func (s *Session) adopt(r ReadRequest, res *Result) {
 func (s *Session) Destroy(ctx context.Context, r Request) (*Result, error) {
 	t := r.Target
 	res := &Result{Memo: r.memo(), Desired: r.Desired}
+	if m := res.Memo; m.Read != nil {
+		t.Read, t.ReadAt = m.Read, m.ReadAt // the refresh's read, while fresh (Engine.Destroy)
+	}
 	var err error
 	if r.Clustered != nil && *r.Clustered {
 		var out *ClusterOutcome

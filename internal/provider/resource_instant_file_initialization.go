@@ -192,7 +192,10 @@ func (r *ifiResource) Delete(ctx context.Context, req resource.DeleteRequest, re
 	}
 	defer cancel()
 
-	dr := state.request(state.Clustered, nil)
+	// The refresh's read of this run, which the destroy decides from while fresh.
+	m, ds := getMemo(ctx, req.Private, state.target())
+	resp.Diagnostics.Append(ds...)
+	dr := state.request(state.Clustered, m)
 	// The destroy half of a replace: the replacing create's plan (its planned
 	// private state, which Terraform gives this request) says what it asks.
 	dr.Desired.Replacement = getReplacement(ctx, req.Private)
