@@ -142,10 +142,11 @@ func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 }
 
 // Every read of an apply rides through a refused connection within its timeout:
-// the host refuses connections from the create's own read_instance (its third: the
-// plan's and the final plan's come first). Refused for 8 s, the create waits and
-// succeeds; refused for longer than create = "1m", it fails with an error naming
-// the host, the instance and what to check, having changed nothing.
+// the host refuses connections from the final plan's read_host (its second: the
+// plan's comes first), the read the create then uses. Refused for 8 s, the apply
+// waits and succeeds; refused for longer than read = "1m" (a plan's reads are
+// bounded by the read timeout), it fails with an error naming the host, the
+// instance and what to check, having changed nothing.
 func TestCLI_applyReadRidesThroughARefusal(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -162,8 +163,8 @@ func TestCLI_applyReadRidesThroughARefusal(t *testing.T) {
 			w := newCLI(t)
 			e := startSim(t, nil)
 			e.do(winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultRefuse,
-				Operation: string(contract.OpReadInstance), After: 2, DurationMS: int(tc.refuse / time.Millisecond)}})
-			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n  }", tc.timeout)))
+				Operation: string(contract.OpReadHost), After: 1, DurationMS: int(tc.refuse / time.Millisecond)}})
+			w.write(e.providerConfig(true) + resourceConfig(e.addr, fmt.Sprintf("timeouts {\n    create = %q\n    read   = %q\n  }", tc.timeout, tc.timeout)))
 			ap := w.apply()
 			t.Logf("host operations: %v", e.operations())
 			if !tc.wantFail {

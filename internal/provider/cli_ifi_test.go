@@ -31,6 +31,23 @@ func countOp(ops []string, op contract.Operation) int {
 	return n
 }
 
+// isRead reports whether op only reads the host: read_host (the run's one read of a
+// host) or read_instance (an instance read alone).
+func isRead(op string) bool {
+	return op == string(contract.OpReadHost) || op == string(contract.OpReadInstance)
+}
+
+// countReads counts the reads of the host among ops.
+func countReads(ops []string) int {
+	n := 0
+	for _, o := range ops {
+		if isRead(o) {
+			n++
+		}
+	}
+	return n
+}
+
 func TestCLI_TDEWarningNamesTheDatabase(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
@@ -327,8 +344,8 @@ func TestCLI_instanceUninstalled(t *testing.T) {
 		t.Fatal("the plan did not read the host")
 	}
 	for _, op := range ops {
-		if op != string(contract.OpReadInstance) {
-			t.Errorf("the plan ran %s on the host (want only read_instance): %v", op, ops)
+		if !isRead(op) {
+			t.Errorf("the plan ran %s on the host (want only reads): %v", op, ops)
 		}
 	}
 	// The orphaned service SID stays in the holder list, without a name.
@@ -385,9 +402,9 @@ resource "mssqlifi_instant_file_initialization" "reporting" {
 `, addr)
 }
 
-// A refresh costs one WinRM command (read_instance) and at most one SQL connection per
-// resource: terraform plan over two instances of one host runs read_instance twice and
-// logs in to each instance once.
+// A refresh costs at most one WinRM command per host (read_host, shared by the
+// host's instances) and one SQL connection per resource: terraform plan over two
+// instances of one host runs read_host once and logs in to each instance once.
 func TestCLI_refreshCostsOneCommandAndOneConnectionPerResource(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
@@ -411,8 +428,8 @@ func TestCLI_refreshCostsOneCommandAndOneConnectionPerResource(t *testing.T) {
 	n, before := len(e.operations()), connections()
 	w.plan().wantPlanExit(t, 0)
 	ops, after := e.opsSince(n), connections()
-	if len(ops) != 2 || countOp(ops, contract.OpReadInstance) != 2 {
-		t.Errorf("terraform plan over 2 resources ran %v over WinRM; want read_instance twice and nothing else", ops)
+	if len(ops) != 1 || countOp(ops, contract.OpReadHost) != 1 {
+		t.Errorf("terraform plan over 2 resources of one host ran %v over WinRM; want one read_host and nothing else", ops)
 	}
 	for _, name := range []string{"MSSQLSERVER", "REPORTING"} {
 		if d := after[name] - before[name]; d != 1 {
@@ -507,8 +524,8 @@ func TestCLI_enablingUpdateUsesThePlanRead(t *testing.T) {
 	n := len(e.operations())
 	w.mustApply()
 	ops := e.opsSince(n)
-	if countOp(ops, contract.OpReadInstance) != 1 || countOp(ops, contract.OpRestartInstance) != 1 || countOp(ops, contract.OpSetRight) != 0 {
-		t.Errorf("the enabling apply ran %v; want read_instance once (the refresh), then restart_instance once", ops)
+	if countReads(ops) != 1 || countOp(ops, contract.OpRestartInstance) != 1 || countOp(ops, contract.OpSetRight) != 0 {
+		t.Errorf("the enabling apply ran %v; want one read (the refresh), then restart_instance once", ops)
 	}
 	if a := w.attrs(); a["enabled"] != true || a["ifi_enabled"] != true || a["privilege_granted"] != true {
 		t.Errorf("state: enabled %v, ifi_enabled %v, privilege_granted %v; want all true", a["enabled"], a["ifi_enabled"], a["privilege_granted"])

@@ -30,11 +30,11 @@ func expectDS(attr string, v knownvalue.Check) statecheck.StateCheck {
 	return statecheck.ExpectKnownValue(dsName, tfjsonpath.New(attr), v)
 }
 
-// onlyReads fails when anything but read_instance ran on the host.
+// onlyReads fails when anything but a read ran on the host.
 func onlyReads(e *accEnv) resource.TestCheckFunc {
 	return check(func() error {
 		for _, op := range e.operations() {
-			if op != string(contract.OpReadInstance) {
+			if !isRead(op) {
 				return fmt.Errorf("the data source ran %s", op)
 			}
 		}

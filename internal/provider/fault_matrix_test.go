@@ -81,8 +81,11 @@ func TestCLI_faultMatrix(t *testing.T) {
 				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP401, Operation: "restart_status", Count: -1}},
 			},
 			wantWarn: `The apply hit an error, but the host converged`},
-		{name: "HTTP 500 on every read_instance", engineUp: true,
-			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Receive", Operation: "read_instance", Count: -1}}},
+		{name: "HTTP 500 on every read", engineUp: true,
+			actions: []winsim.Action{
+				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Receive", Operation: "read_host", Count: -1}},
+				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Receive", Operation: "read_instance", Count: -1}},
+			},
 			wantErr: `(?s)HTTP 500.*after 3 attempts`},
 		{name: "HTTP 500 on every Send", engineUp: true,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Request: "Send", Count: -1}}},
