@@ -29,6 +29,7 @@ func (s *Suite) planPreflight() []string {
 		"report Get-ExecutionPolicy -List (a Group Policy scope overrides -ExecutionPolicy Bypass for script files)",
 		"report the LSA read: the holders of " + contract.RightManageVolume + ", and whether the service SID is one",
 		"report UAC's remote restrictions (LocalAccountTokenFilterPolicy) for a local account other than the built-in Administrator",
+		"run read_host (every instance of the host in one powershell.exe, reads only) and check that its report of the instance is read_instance's",
 		sql,
 		"report the instance's failover-cluster and Always On (HADR) status",
 	}
@@ -88,6 +89,7 @@ func (s *Suite) preflight(ctx context.Context) {
 	s.p.pass("lsa read", "%d holder(s) of %s; the service SID %s (NT SERVICE\\%s) holds it: %s; Engine %s is %s",
 		len(r.RightHolders), contract.RightManageVolume, s.serviceSID, r.ServiceName, yesNo(holds(r, s.serviceSID)), r.ServiceName, r.ServiceState)
 	s.uac(nil)
+	s.hostRead(ctx, r)
 	s.sqlPort = s.cfg.SQLPort
 	if s.sqlPort == 0 {
 		s.sqlPort = r.TCPPort

@@ -54,6 +54,17 @@ func (r *recordingHost) ReadInstance(ctx context.Context, p contract.ReadInstanc
 	return res, err
 }
 
+// ReadHost is read_host where the host has it (remote.Host does).
+func (r *recordingHost) ReadHost(ctx context.Context, p contract.ReadHostParams) (*contract.ReadHostResult, error) {
+	hr, ok := r.h.(contract.HostReader)
+	if !ok {
+		return nil, errors.New("this host's client cannot run read_host")
+	}
+	res, err := hr.ReadHost(ctx, p)
+	r.failed(contract.OpReadHost, err)
+	return res, err
+}
+
 func (r *recordingHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
 	res, err := r.h.SetRight(ctx, p)
 	r.failed(contract.OpSetRight, err)
