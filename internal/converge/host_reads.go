@@ -105,6 +105,21 @@ func (r *hostReads) change(key hostReadKey, all bool) func() {
 // its own read's error, since its own read_instance would go the same way; only a
 // script's failure (one instance's report ending the script) sends it to read alone.
 func (e *Engine) sharedInstance(ctx context.Context, hr contract.HostReader, t Target) (*contract.ReadInstanceResult, time.Time, bool, error) {
+	read, ok, err := e.sharedHost(ctx, hr, t)
+	if !ok || err != nil {
+		return nil, time.Time{}, ok, err
+	}
+	ri, ok := instanceOf(read.res, t.Instance)
+	if !ok {
+		return nil, time.Time{}, false, nil
+	}
+	return ri, read.at, true, nil
+}
+
+// sharedHost is the run's shared read of t's host, sent by this call when there is
+// none to share, with sharedInstance's answers: false when there is nothing to
+// share; true with an error when this call sent it and it failed on the way.
+func (e *Engine) sharedHost(ctx context.Context, hr contract.HostReader, t Target) (*sharedRead, bool, error) {
 	r := &e.reads
 	key := newHostReadKey(t)
 	now := e.clock().Now()
@@ -112,7 +127,7 @@ func (e *Engine) sharedInstance(ctx context.Context, hr contract.HostReader, t T
 	s := r.state(key)
 	if s.changing > 0 || r.changing > 0 {
 		r.mu.Unlock()
-		return nil, time.Time{}, false, nil
+		return nil, false, nil
 	}
 	epoch := s.epoch + r.epoch
 	read := s.read
@@ -137,23 +152,57 @@ func (e *Engine) sharedInstance(ctx context.Context, hr contract.HostReader, t T
 		select {
 		case <-read.done:
 		case <-ctx.Done():
-			return nil, time.Time{}, false, nil
+			return nil, false, nil
 		}
 	}
 	if read.err != nil {
 		if sent && !hostAnswered(read.err) {
-			return nil, read.at, true, read.err
+			return nil, true, read.err
 		}
-		return nil, time.Time{}, false, nil
+		return nil, false, nil
 	}
 	if read.res == nil {
-		return nil, time.Time{}, false, nil
+		return nil, false, nil
 	}
-	ri, ok := instanceOf(read.res, t.Instance)
-	if !ok {
-		return nil, time.Time{}, false, nil
+	return read, true, nil
+}
+
+// Instances is the SQL Server instances installed on t's host (t.Instance is not
+// used), in the registry's order, and the host's computer name: from the run's
+// shared read of the host, else from one read_instance (which lists them too).
+// Names without an instance name's syntax are left out, as read_host leaves them.
+func (e *Engine) Instances(ctx context.Context, t Target) (string, []string, error) {
+	h, err := e.host(t)
+	if err != nil {
+		return "", nil, err
 	}
-	return ri, read.at, true, nil
+	if th, ok := h.(*trackedHost); ok && th.reader() != nil {
+		read, ok, err := e.sharedHost(ctx, th.reader(), t)
+		if err != nil {
+			return "", nil, &Error{Kind: KindObserveFailed, Target: t, Err: err}
+		}
+		if ok {
+			return read.res.ComputerName, validInstanceNames(read.res.InstalledInstances), nil
+		}
+	}
+	probe := t
+	probe.Instance = contract.DefaultInstance
+	ri, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: probe.Instance, Right: contract.RightManageVolume})
+	if err != nil {
+		return "", nil, &Error{Kind: KindObserveFailed, Target: probe, Err: err}
+	}
+	return ri.ComputerName, validInstanceNames(ri.InstalledInstances), nil
+}
+
+// validInstanceNames is names without those that have no instance name's syntax.
+func validInstanceNames(names []string) []string {
+	out := []string{}
+	for _, n := range names {
+		if contract.InstanceNameSyntaxValid(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // stillFresh reports whether a finished read may still be shared at now: sent at

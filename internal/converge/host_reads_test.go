@@ -276,3 +276,27 @@ func TestHostReadOfAMissingInstance(t *testing.T) {
 		t.Errorf("a missing instance sent %d read_instance", ir)
 	}
 }
+
+// The instances of a host come from the run's shared read (no command of their
+// own for the operations that read an instance next), without the names that are no
+// instance name; a host that cannot read itself at once lists them through
+// read_instance.
+func TestInstancesOfAHost(t *testing.T) {
+	t.Parallel()
+	h, e, _ := newShelf("MSSQLSERVER", "REPORTING", "bad name")
+	computer, names, err := e.Instances(context.Background(), Target{Host: "sql01.example.com"})
+	if err != nil || computer != "SQL01" || strings.Join(names, ",") != "MSSQLSERVER,REPORTING" {
+		t.Fatalf("Instances: %q %v %v; want SQL01 [MSSQLSERVER REPORTING]", computer, names, err)
+	}
+	read(t, e, "REPORTING")
+	if hr, ir := h.counts(); hr != 1 || ir != 0 {
+		t.Errorf("listing then reading an instance sent %d read_host and %d read_instance; want 1 and 0", hr, ir)
+	}
+
+	plain := newFakeHost()
+	plain.ri.InstalledInstances = []string{"MSSQLSERVER", "X Y", "SALES"}
+	pe := &Engine{Clients: shelfClients{plain}, Clock: &movingClock{now: fakeBoot}}
+	if _, names, err := pe.Instances(context.Background(), Target{Host: "sql02"}); err != nil || strings.Join(names, ",") != "MSSQLSERVER,SALES" {
+		t.Errorf("Instances without read_host: %v %v; want [MSSQLSERVER SALES]", names, err)
+	}
+}

@@ -371,6 +371,35 @@ func (s *Session) Describe(ctx context.Context, r Request, grantee ifi.Grantee) 
 	return res, nil
 }
 
+// HostInstance is one instance of a host as DescribeHost found it.
+type HostInstance struct {
+	Instance string
+	Result   *Result
+}
+
+// DescribeHost describes every SQL Server instance installed on r.Target's host
+// (its Instance is not used), in the registry's order, each as Describe describes
+// one: the discovery of a host's instances. All of them come from the run's one read
+// of the host (one powershell.exe); each instance's SQL check is its own. The
+// first instance that cannot be described ends it with that instance's error.
+func (s *Session) DescribeHost(ctx context.Context, r Request, grantee ifi.Grantee) (string, []HostInstance, error) {
+	computer, names, err := s.Engine.Instances(ctx, r.Target)
+	if err != nil {
+		return "", nil, err
+	}
+	out := make([]HostInstance, 0, len(names))
+	for _, name := range names {
+		ir := r
+		ir.Target.Instance, ir.Target.SQLPort = name, 0
+		res, err := s.Describe(ctx, ir, grantee)
+		if err != nil {
+			return computer, out, err
+		}
+		out = append(out, HostInstance{Instance: name, Result: res})
+	}
+	return computer, out, nil
+}
+
 func (s *Session) rememberDestroyed(t Target, out *Outcome) {
 	if out == nil || out.Read == nil {
 		return
