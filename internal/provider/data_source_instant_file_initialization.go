@@ -37,10 +37,7 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 			MarkdownDescription: "DNS name or IP address of the Windows host, as WinRM reaches it."},
 		"instance": schema.StringAttribute{Optional: true, Computed: true, Validators: []validator.String{instanceNameValidator},
 			MarkdownDescription: "SQL Server instance name: `MSSQLSERVER` (the default instance, default) or a named instance's name."},
-		"grantee": schema.StringAttribute{Optional: true, Computed: true,
-			Validators: []validator.String{stringvalidator.OneOf(string(ifi.GranteeServiceSID), string(ifi.GranteeServiceAccount))},
-			MarkdownDescription: "Whose grant `privilege_granted` reports: `service_sid` (default, `NT SERVICE\\<service>`) or " +
-				"`service_account` (the service's start account), as the resource's `grantee`."},
+		"grantee": granteeReportAttribute("`privilege_granted`"),
 		"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "WinRM port of this host (on a failover cluster instance, of every node), overriding the provider's `winrm.port`."},
 		"sql_port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
@@ -58,6 +55,15 @@ func (d *ifiDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, re
 			"error log), and what would need a restart.",
 		Attributes: attrs,
 	}
+}
+
+// granteeReportAttribute is a data source's grantee argument: whose grant what
+// (an attribute reference) reports, as the resource's grantee chooses.
+func granteeReportAttribute(what string) schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, Computed: true,
+		Validators: []validator.String{stringvalidator.OneOf(string(ifi.GranteeServiceSID), string(ifi.GranteeServiceAccount))},
+		MarkdownDescription: "Whose grant " + what + " reports: `service_sid` (default, `NT SERVICE\\<service>`) or " +
+			"`service_account` (the service's start account), as the resource's `grantee`."}
 }
 
 func (d *ifiDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {

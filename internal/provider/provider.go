@@ -349,7 +349,7 @@ func (p *mssqlifiProvider) Resources(context.Context) []func() resource.Resource
 }
 
 func (p *mssqlifiProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewInstantFileInitializationDataSource}
+	return []func() datasource.DataSource{NewInstantFileInitializationDataSource, NewInstancesDataSource}
 }
 
 // maskSecrets keeps passwords out of the logs: fields named like one, and the

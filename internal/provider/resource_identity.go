@@ -128,6 +128,16 @@ const importIDForms = "HOST/INSTANCE, HOST:PORT/INSTANCE or [IPv6-ADDRESS]:PORT/
 // instance, and checks each. An IPv6 address takes brackets when a port follows;
 // a bare one (fe80::1/MSSQLSERVER) is a host without port, as before ports were
 // accepted.
+// formatImportID is the import ID parseImportID reads back as host, port and
+// instance: HOST/INSTANCE, or with a port HOST:PORT/INSTANCE ([ADDRESS]:PORT for
+// an IPv6 address).
+func formatImportID(host string, port int, instance string) string {
+	if port == 0 {
+		return importID(host, instance)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)) + "/" + instance
+}
+
 func parseImportID(id string) (host string, port int, instance string, err error) {
 	bad := func(format string, args ...any) (string, int, string, error) {
 		return "", 0, "", fmt.Errorf("the import ID %q must be %s: %s", id, importIDForms, fmt.Sprintf(format, args...))

@@ -118,6 +118,12 @@ func TestParseImportID(t *testing.T) {
 		if err != nil || h != want.host || p != want.port || i != want.instance {
 			t.Errorf("parseImportID(%q) = %q %d %q %v; want %q %d %q", id, h, p, i, err, want.host, want.port, want.instance)
 		}
+		// What the mssqlifi_instances data source gives as import_id reads back the same.
+		if f := formatImportID(want.host, want.port, want.instance); f != id && !strings.HasPrefix(id, "[2001:db8::10]/") && id != "2001:db8::10/MSSQLSERVER" && id != "fe80::1/MSSQLSERVER" {
+			t.Errorf("formatImportID(%q, %d, %q) = %q; want %q", want.host, want.port, want.instance, f, id)
+		} else if h, p, i, err := parseImportID(f); err != nil || h != want.host || p != want.port || i != want.instance {
+			t.Errorf("parseImportID(formatImportID(...)) of %q = %q %d %q %v", id, h, p, i, err)
+		}
 	}
 	for id, want := range map[string]string{
 		"sql01":                          "exactly one /",

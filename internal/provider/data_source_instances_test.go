@@ -1,0 +1,150 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+)
+
+// discoveryHost is one host of three instances, I01..I03, each of whose service SIDs
+// already holds the right (as a DBA left them), none managed by Terraform.
+func discoveryHost(t *testing.T) *accEnv {
+	t.Helper()
+	k := nextAddr.Add(1)
+	hc := defaultHostConfig(fmt.Sprintf("sql%02d", k), fmt.Sprintf("127.0.0.%d", 10+k))
+	fleetHost(3, 100, 100)(&hc)
+	holders := []string{winsid.Administrators}
+	for i := 1; i <= 3; i++ {
+		holders = append(holders, winsid.ServiceSID(fmt.Sprintf("MSSQL$I%02d", i)))
+	}
+	hc.Rights = map[string][]string{contract.RightManageVolume: holders}
+	return startHosts(t, []host.HostConfig{hc})[0]
+}
+
+// instancesConfig is the discovery data source of e's host.
+func instancesConfig(e *accEnv) string {
+	return fmt.Sprintf(`
+data "mssqlifi_instances" "sql" {
+  host = %q
+  port = %d
+}
+`, e.addr, e.httpsPort)
+}
+
+// The data source lists every instance of a host with several, in the registry's
+// order, each with its IFI state and the import ID of its resource, from one read
+// of the host (one command), and changes nothing.
+func TestCLI_instancesListsEveryInstanceOfAHost(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := discoveryHost(t)
+	w.write(e.providerConfig(true) + instancesConfig(e) + `
+output "instances" {
+  value = data.mssqlifi_instances.sql.instances
+}
+output "computer_name" {
+  value = data.mssqlifi_instances.sql.computer_name
+}
+`)
+	mark := len(e.operations())
+	w.mustApply()
+	if ops := e.opsSince(mark); len(ops) != 1 || ops[0] != string(contract.OpReadHost) {
+		t.Errorf("the data source ran %s on the host; want one read_host", strings.Join(ops, ", "))
+	}
+	out := w.outputs()
+	if got := out["computer_name"]; !strings.EqualFold(fmt.Sprint(got), e.name) {
+		t.Errorf("computer_name %v, want %s", got, e.name)
+	}
+	list, _ := out["instances"].([]any)
+	if len(list) != 3 {
+		t.Fatalf("instances: %v; want I01, I02 and I03", out["instances"])
+	}
+	for i, v := range list {
+		m, _ := v.(map[string]any)
+		name := fmt.Sprintf("I%02d", i+1)
+		if m["instance"] != name || m["service_name"] != "MSSQL$"+name || m["privilege_granted"] != true || m["ifi_enabled"] != true ||
+			m["import_id"] != fmt.Sprintf("%s:%d/%s", e.addr, e.httpsPort, name) || m["clustered"] != false {
+			t.Errorf("instance %d: %v", i, m)
+		}
+	}
+	if n := countOp(e.operations(), contract.OpSetRight) + countOp(e.operations(), contract.OpRestartInstance); n != 0 {
+		t.Errorf("the data source changed the host: %v", e.operations())
+	}
+}
+
+// outputs is the root module's outputs (terraform output -json), by name.
+func (w *cliWork) outputs() map[string]any {
+	w.t.Helper()
+	r := w.run("output", "-json", "-no-color")
+	if r.Exit != 0 {
+		w.t.Fatalf("terraform output failed (exit %d): %s", r.Exit, r.Stderr)
+	}
+	var outs map[string]struct {
+		Value any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &outs); err != nil {
+		w.t.Fatalf("terraform output -json: %v", err)
+	}
+	m := map[string]any{}
+	for k, v := range outs {
+		m[k] = v.Value
+	}
+	return m
+}
+
+// The fleet guide's import: import blocks with for_each over the data source bring
+// every instance of a host under management in one apply, and the next plan is
+// empty (Terraform 1.7 and later).
+func TestCLI_instancesForEachImportLeavesAnEmptyPlan(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := discoveryHost(t)
+	w.write(e.providerConfig(true) + instancesConfig(e) + fmt.Sprintf(`
+locals {
+  instances = { for i in data.mssqlifi_instances.sql.instances : i.instance => i }
+}
+
+import {
+  for_each = local.instances
+  to       = mssqlifi_instant_file_initialization.this[each.key]
+  id       = each.value.import_id
+}
+
+resource "mssqlifi_instant_file_initialization" "this" {
+  for_each = local.instances
+  host     = %q
+  port     = %d
+  instance = each.key
+}
+`, e.addr, e.httpsPort))
+	ap := w.mustApply()
+	if n := countOp(e.operations(), contract.OpSetRight) + countOp(e.operations(), contract.OpRestartInstance); n != 0 {
+		t.Errorf("importing changed the host: %v", e.operations())
+	}
+	if len(ap.Changes) != 3 {
+		t.Errorf("the apply's changes: %v; want the three imports", ap.Changes)
+	}
+	for _, c := range ap.Changes {
+		if c.Action != "import" && c.Action != "noop" {
+			t.Errorf("the apply planned %s for %s; want an import only", c.Action, c.Addr)
+		}
+	}
+	managed := 0
+	for addr, a := range w.state() {
+		if strings.HasPrefix(addr, "mssqlifi_instant_file_initialization.this[") {
+			managed++
+			if a["enabled"] != true || a["ifi_enabled"] != true {
+				t.Errorf("%s imported as enabled %v, ifi_enabled %v; want both true", addr, a["enabled"], a["ifi_enabled"])
+			}
+		}
+	}
+	if managed != 3 {
+		t.Errorf("the state holds %d managed instances; want 3", managed)
+	}
+	w.plan().wantPlanExit(t, 0)
+}
