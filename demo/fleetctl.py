@@ -142,6 +142,12 @@ def cmd_seed_report(control, host, instance):
             off["modelled_ms"] / 1000, on["modelled_ms"] / 1000,
             off["modelled_ms"] / on["modelled_ms"], data_mb, log_mb))
         if zeroing:
+            # The same arithmetic at the demo's size must give what the simulator
+            # charged, else the figures at the article's size are not the model's.
+            for o, ifi in ((off, False), (on, True)):
+                if abs(model_seconds(zeroing, data_mb, log_mb, ifi) * 1000 - o["modelled_ms"]) > 1:
+                    sys.exit("seed-report: the simulator charged %.1f ms for IFI %s, its reported figures %s give %.1f ms" % (
+                        o["modelled_ms"], yn(ifi), zeroing, model_seconds(zeroing, data_mb, log_mb, ifi) * 1000))
             scaled_off = model_seconds(zeroing, ARTICLE_MB, log_mb, False)
             scaled_on = model_seconds(zeroing, ARTICLE_MB, log_mb, True)
             print("  at the article's size (%d MB data file, same log): the model %.2f s and %.2f s, %.1fx faster; "
