@@ -7,7 +7,8 @@
 #   3. terraform apply over WinRM HTTP with negotiate (the recommended configuration):
 #      grant the right, restart, verify through SQL Server; before and after it, the
 #      seed measurement (CREATE DATABASE with a 1 GB data file, then DROP) with the
-#      times the simulator's zeroing model charged: modelled, not measured
+#      times the simulator's zeroing model charged and their ratio, beside the same
+#      model's at the article's 10 GB and the article's: modelled, not measured
 #   4. revoke the right behind Terraform's back; terraform plan catches it
 #   5. apply again; the next plan is empty
 #   6. destroy and clean up
@@ -100,7 +101,8 @@ export MSSQLIFI_WINRM_USERNAME MSSQLIFI_WINRM_PASSWORD MSSQLIFI_SQL_USERNAME MSS
 export MSSQLIFI_ACC_SEED_SQL_USERNAME MSSQLIFI_ACC_SEED_SQL_PASSWORD
 seed_addr="$(python3 demo/fleetctl.py sql-addr "$work/winsim.json" sql01 MSSQLSERVER)"
 # seed: the seed measurement on sql01/MSSQLSERVER (1 GB data file, 8 MB log), then
-# the times the simulator's zeroing model charged.
+# the times the simulator's zeroing model charged, the ratio at this size, and the
+# model's and the article's at the article's size.
 seed() {
 	timeout --kill-after=15 "$step_timeout" bin/demo-seedsql -server "$seed_addr" -data-mb 1024 \
 		|| die "the seed measurement's CREATE DATABASE / DROP DATABASE on sql01/MSSQLSERVER failed"

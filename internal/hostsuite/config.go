@@ -63,7 +63,11 @@ const (
 	EnvSQLUser     = "MSSQLIFI_SQL_USERNAME"
 	EnvSQLPass     = "MSSQLIFI_SQL_PASSWORD"
 	DefaultStages  = "preflight,read"
-	DefaultSeedMB  = 1024
+	// DefaultSeedMB is the seed's data file by default: the article's size
+	// (articleSeedMB), so that a run with the defaults measures the figure the
+	// article did and its ratio compares with the article's (output.go). It needs
+	// that much free disk space for a moment.
+	DefaultSeedMB  = articleSeedMB
 	seedLogSizeMB  = 8
 	seedDatabase   = "mssqlifi_hostsuite_seed"
 	defaultAuthEnv = "negotiate"

@@ -15,6 +15,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/hostsuite/transcript"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/tsql"
 )
 
 // -update rewrites the golden files from this run's output.
@@ -286,5 +287,17 @@ func TestDisposableConsentNamesHostAndInstance(t *testing.T) {
 		if runs := s.notRunning(StageRestart, true) == ""; runs != want {
 			t.Errorf("%s=%q: the restart stage runs %t, want %t (%s)", EnvDisposable, v, runs, want, cfg.consent())
 		}
+	}
+}
+
+// TestArticleFiguresAreTheSimulators: the suite's article figures are the ones the
+// simulator's zeroing model follows, and its default seed is the article's size.
+func TestArticleFiguresAreTheSimulators(t *testing.T) {
+	if articleSeedMB != tsql.ArticleSizeMB || articleOff != tsql.ArticleWithoutIFISeconds*time.Second || articleOn != tsql.ArticleWithIFISeconds*time.Second {
+		t.Errorf("the suite's article: %d MB, %s, %s; the simulator's: %d MB, %d s, %d s", articleSeedMB, articleOff, articleOn,
+			tsql.ArticleSizeMB, tsql.ArticleWithoutIFISeconds, tsql.ArticleWithIFISeconds)
+	}
+	if DefaultSeedMB != articleSeedMB {
+		t.Errorf("DefaultSeedMB = %d; want the article's %d MB", DefaultSeedMB, articleSeedMB)
 	}
 }

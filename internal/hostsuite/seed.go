@@ -13,10 +13,11 @@ func (s *Suite) planSeed() []string {
 	return []string{
 		fmt.Sprintf("read the default data and log paths (SERVERPROPERTY) and check that no database %s exists", seedDatabase),
 		"revoke the right and restart the Engine (restart_instance); check that SQL Server says IFI is off",
-		fmt.Sprintf("time CREATE DATABASE %s with a %d MB data file (%s) and a %d MB log, as %s; check it does not use TDE; DROP it",
+		fmt.Sprintf("time CREATE DATABASE %s with a data file of %d MB (%s; that much free space in the data folder for a moment) and a log of %d MB, as %s; check it does not use TDE; DROP it",
 			seedDatabase, s.cfg.SeedMB, EnvSeedMB, seedLogSizeMB, EnvSeedUser),
 		"grant the right and restart the Engine; check that SQL Server says IFI is on",
-		"time the same CREATE DATABASE again; DROP it; print both times and the ratio",
+		fmt.Sprintf("time the same CREATE DATABASE again; DROP it; print both times and the ratio, beside the article's (%d MB: %s off, %s on)",
+			articleSeedMB, articleOff, articleOn),
 		"put the right back as the preflight found it (restarting when that changes it)",
 	}
 }
@@ -88,7 +89,7 @@ func onOff(on bool) string {
 // drops it.
 func (s *Suite) timeCreate(ctx context.Context, cfg *sqlcheck.Config, create string, on bool) (time.Duration, bool) {
 	check := "create database (ifi " + onOff(on) + ")"
-	s.p.about("CREATE DATABASE %s (%d MB data file, %d MB log), timed", seedDatabase, s.cfg.SeedMB, seedLogSizeMB)
+	s.p.about("CREATE DATABASE %s (data file %d MB, log %d MB), timed", seedDatabase, s.cfg.SeedMB, seedLogSizeMB)
 	took, err := s.execTimed(ctx, cfg, create, s.opt.StepTimeout)
 	if err != nil {
 		s.p.fail(check, "%v", err)

@@ -91,6 +91,17 @@ LOG ON (NAME = mssqlifi_seed_log, FILENAME = 'C:\Data\mssqlifi_seed_log.ldf', SI
 	if !off.Files[0].Zeroed || on.Files[0].Zeroed || !off.Files[1].Zeroed || !on.Files[1].Zeroed {
 		t.Errorf("zeroed files: without IFI %+v, with IFI %+v; want the data file zeroed only without IFI, the log both times", off.Files, on.Files)
 	}
+	var snap host.Snapshot
+	ctl.do("GET", "/v1/hosts/sql01", nil, &snap)
+	for _, in := range snap.Instances {
+		z := in.Zeroing
+		switch {
+		case in.Name == "MSSQLSERVER" && (z.ZeroMBPerSecond != 2560 || z.IFIAllocMS == nil || *z.IFIAllocMS != 5 || z.IFIMBPerSecond != 0):
+			t.Errorf("the snapshot's zeroing for the configured MSSQLSERVER = %+v; want zero_mb_per_s 2560, ifi_alloc_ms 5, no IFI rate", z)
+		case in.Name != "MSSQLSERVER" && (z.ZeroMBPerSecond != tsql.DefaultZeroMBPerSecond || z.IFIMBPerSecond != tsql.DefaultIFIMBPerSecond || z.IFIAllocMS != nil):
+			t.Errorf("the snapshot's zeroing for %s (defaults) = %+v; want the default rates, no ifi_alloc_ms", in.Name, z)
+		}
+	}
 	ratio := off.ModelledMS / on.ModelledMS
 	t.Logf("modelled by the simulator, not measured: %.0f ms without IFI, %.0f ms with IFI, ratio %.1f", off.ModelledMS, on.ModelledMS, ratio)
 	if ratio < 5 {

@@ -270,11 +270,13 @@ type InstanceConfig struct {
 	ReadyMS int `json:"ready_ms,omitempty"`
 	// ZeroMBPerSecond is how fast the Engine writes zeros into a new or grown file
 	// it must zero (a log file always; a data file without IFI), in MB per second.
-	// Default tsql.DefaultZeroMBPerSecond.
+	// It sets the instance's clock: a data file under IFI is created or grown
+	// tsql.ArticleRatio times faster. Default tsql.DefaultZeroMBPerSecond.
 	ZeroMBPerSecond float64 `json:"zero_mb_per_s,omitempty"`
-	// IFIAllocMS is what creating or growing a data file costs when IFI applies
-	// (the space is allocated, not written), in milliseconds. Default
-	// tsql.DefaultIFIAllocMS; a negative value is refused.
+	// IFIAllocMS, when set, is what creating or growing a data file costs when IFI
+	// applies (the space is allocated, not written), in milliseconds, whatever its
+	// size. Default unset: the data file's size at ArticleRatio times
+	// ZeroMBPerSecond; a negative value is refused.
 	IFIAllocMS *int `json:"ifi_alloc_ms,omitempty"`
 	// FailStart makes every Engine start fail (error 1067).
 	FailStart bool `json:"fail_start,omitempty"`

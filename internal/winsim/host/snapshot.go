@@ -83,6 +83,9 @@ type InstanceSnapshot struct {
 	// ALTER DATABASE ... MODIFY FILE) with what the zeroing model charged for each,
 	// oldest first (tsql/zeroing.go): modelled, not measured.
 	DatabaseOperations []tsql.DatabaseOperation `json:"database_operations"`
+	// Zeroing is the zeroing model's figures for this instance, defaults filled
+	// (tsql/zeroing.go): what database_operations were charged at.
+	Zeroing tsql.ZeroingModel `json:"zeroing"`
 }
 
 // DatabaseSnapshot is one database and whether IFI applies to its data files
@@ -177,6 +180,7 @@ func (h *Host) Snapshot() Snapshot {
 			is.Databases = append(is.Databases, ds)
 		}
 		is.DatabaseOperations = i.DatabaseOperations()
+		is.Zeroing = i.sql.Zeroing()
 		snap.Instances = append(snap.Instances, is)
 	}
 	return snap

@@ -20,20 +20,57 @@ import (
 // trace flag 1806 is on (Process.IFI).
 //
 // The figures come from the article the project started from: a 10 GB data file
-// took 2 min 13 s to create without IFI and 13 s with it. 10240 MB / 133 s is about
-// 77 MB/s of zeroing. The simulator runs ten times faster by default, so a 1 GB
-// file takes about 1.3 s without IFI. The article's 13 s with IFI is not a
-// constant of the data file (it includes the log and whatever else the statement
-// did, which the article does not break down), so a data file under IFI costs a
-// small constant instead: DefaultIFIAllocMS.
+// took 2 min 13 s (133 s) to create without IFI and 13 s with it, a ratio of 10.2.
+// The article gives one size and the whole statement's time, not a breakdown: its
+// log's size, the copy of model and the metadata are inside both figures. The model
+// charges both figures to the data file, as rates per MB:
+//
+//   - without IFI, the new space is zeroed at 10240 MB / 133 s, about 77 MB/s
+//     (ArticleZeroMBPerSecond);
+//   - with IFI, a data file is allocated at 10240 MB / 13 s, about 788 MB/s
+//     (ArticleIFIMBPerSecond).
+//
+// A rate rather than a constant for the second: from one size a constant cannot be
+// told apart from a rate, and a constant would have to be the article's whole 13 s,
+// which would make a 1 GB data file as slow with IFI as without. With rates, the
+// model's ratio for a data file alone is 133 / 13 (ArticleRatio) at every size. A
+// log file is zeroed with or without IFI, at the zeroing rate, so a statement's
+// ratio is a little lower than the data file's, the more so the larger the log is
+// beside the data file: CREATE DATABASE with a 10 GB data file and an 8 MB log
+// (the seed measurement's) comes to about 10.2 (10.16), with a 1 GB data file and
+// the same log to about 9.5.
+//
+// The simulator runs both rates on one clock, Compression times faster than the
+// article's, so the demo does not wait minutes: a 1 GB data file takes about 1.3 s
+// to zero and 0.13 s to allocate under IFI. Compression changes every duration by
+// the same factor and so no ratio. An instance's zero_mb_per_s sets its clock: its
+// IFI rate stays ArticleRatio times its zeroing rate. ifi_alloc_ms replaces the
+// IFI rate with a constant per data file (tests use it to keep a data file's cost
+// small and fixed).
 const (
+	// ArticleSizeMB is the size of the article's data file: 10 GB.
+	ArticleSizeMB = 10240
+	// ArticleWithoutIFISeconds and ArticleWithIFISeconds are the article's times for
+	// creating it: 2 min 13 s without IFI, 13 s with.
+	ArticleWithoutIFISeconds = 133
+	ArticleWithIFISeconds    = 13
+	// ArticleRatio is the article's ratio, 133 / 13 (10.2): the model's for a data
+	// file alone, at any size.
+	ArticleRatio = float64(ArticleWithoutIFISeconds) / ArticleWithIFISeconds
 	// ArticleZeroMBPerSecond is the article's zeroing rate: 10 GB in 133 s.
-	ArticleZeroMBPerSecond = 10240.0 / 133
+	ArticleZeroMBPerSecond = float64(ArticleSizeMB) / ArticleWithoutIFISeconds
+	// ArticleIFIMBPerSecond is the article's rate of creating a data file with IFI:
+	// 10 GB in 13 s.
+	ArticleIFIMBPerSecond = float64(ArticleSizeMB) / ArticleWithIFISeconds
+	// Compression is how many times faster than the article's the simulator's clock
+	// runs by default, for zeroing and for allocation alike.
+	Compression = 10
 	// DefaultZeroMBPerSecond is the simulator's default zeroing rate: the article's,
-	// ten times faster.
-	DefaultZeroMBPerSecond = ArticleZeroMBPerSecond * 10
-	// DefaultIFIAllocMS is what a data file's creation or growth costs under IFI.
-	DefaultIFIAllocMS = 50
+	// Compression times faster.
+	DefaultZeroMBPerSecond = ArticleZeroMBPerSecond * Compression
+	// DefaultIFIMBPerSecond is the simulator's default rate of creating or growing a
+	// data file under IFI: the article's, Compression times faster.
+	DefaultIFIMBPerSecond = ArticleIFIMBPerSecond * Compression
 	// modelFileKB is the size of the model database's data and log files (8 MB
 	// since SQL Server 2016), which a new database's files default to; the primary
 	// file may not be smaller (error 1803).
@@ -95,19 +132,47 @@ type FileOperation struct {
 	ModelledMS float64 `json:"modelled_ms"`
 }
 
-// zeroRate and ifiAlloc are the instance's figures, defaults filled.
-func (srv *Server) zeroRate() float64 {
-	if srv.cfg.ZeroMBPerSecond > 0 {
-		return srv.cfg.ZeroMBPerSecond
-	}
-	return DefaultZeroMBPerSecond
+// ZeroingModel is an instance's zeroing figures, defaults filled, as the control
+// plane reports them (instances[].zeroing).
+type ZeroingModel struct {
+	// ZeroMBPerSecond is how fast a file that must be zeroed is written.
+	ZeroMBPerSecond float64 `json:"zero_mb_per_s"`
+	// IFIMBPerSecond is how fast a data file is created or grown under IFI:
+	// ArticleRatio times ZeroMBPerSecond; 0 when IFIAllocMS replaces it.
+	IFIMBPerSecond float64 `json:"ifi_mb_per_s"`
+	// IFIAllocMS, when set (ifi_alloc_ms), is what a data file's creation or growth
+	// costs under IFI whatever its size.
+	IFIAllocMS *int `json:"ifi_alloc_ms"`
 }
 
-func (srv *Server) ifiAlloc() time.Duration {
-	if srv.cfg.IFIAllocMS != nil {
-		return time.Duration(*srv.cfg.IFIAllocMS) * time.Millisecond
+// Zeroing returns the instance's zeroing figures, defaults filled: a configured
+// zero_mb_per_s sets the clock of both rates.
+func (srv *Server) Zeroing() ZeroingModel {
+	m := ZeroingModel{ZeroMBPerSecond: DefaultZeroMBPerSecond, IFIMBPerSecond: DefaultIFIMBPerSecond}
+	if srv.cfg.ZeroMBPerSecond > 0 {
+		m.ZeroMBPerSecond = srv.cfg.ZeroMBPerSecond
+		m.IFIMBPerSecond = srv.cfg.ZeroMBPerSecond * ArticleRatio
 	}
-	return DefaultIFIAllocMS * time.Millisecond
+	if srv.cfg.IFIAllocMS != nil {
+		ms := *srv.cfg.IFIAllocMS
+		m.IFIAllocMS, m.IFIMBPerSecond = &ms, 0
+	}
+	return m
+}
+
+// cost is what writing kb costs: zeroed, or allocated under IFI.
+func (m ZeroingModel) cost(kb int64, zeroed bool) time.Duration {
+	switch {
+	case zeroed:
+		return mbDuration(kb, m.ZeroMBPerSecond)
+	case m.IFIAllocMS != nil:
+		return time.Duration(*m.IFIAllocMS) * time.Millisecond
+	}
+	return mbDuration(kb, m.IFIMBPerSecond)
+}
+
+func mbDuration(kb int64, mbPerSecond float64) time.Duration {
+	return time.Duration(float64(kb) / 1024 / mbPerSecond * float64(time.Second))
 }
 
 // fileCost is what creating or growing a file by kb costs.
@@ -117,11 +182,7 @@ func (srv *Server) fileCost(f *dbFile, kb int64, ifi, tde bool) FileOperation {
 		op.Type = "log"
 	}
 	op.Zeroed = f.log || tde || !ifi
-	d := srv.ifiAlloc()
-	if op.Zeroed {
-		d = time.Duration(float64(kb) / 1024 / srv.zeroRate() * float64(time.Second))
-	}
-	op.ModelledMS = float64(d) / float64(time.Millisecond)
+	op.ModelledMS = float64(srv.Zeroing().cost(kb, op.Zeroed)) / float64(time.Millisecond)
 	return op
 }
 
