@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
 var (
@@ -94,10 +93,7 @@ func (d *instancesDataSource) Read(ctx context.Context, req datasource.ReadReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	grantee := ifi.GranteeServiceSID
-	if !m.Grantee.IsNull() && !m.Grantee.IsUnknown() {
-		grantee = ifi.Grantee(m.Grantee.ValueString())
-	}
+	grantee := reportGrantee(m.Grantee)
 	t := converge.Target{Host: m.Host.ValueString(), Port: int(m.Port.ValueInt64())}
 	computer, found, err := d.c.run().DescribeHost(ctx, converge.Request{Target: t}, grantee)
 	for _, hi := range found {

@@ -3,6 +3,8 @@ package provider
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -97,31 +99,24 @@ func (w *cliWork) outputs() map[string]any {
 	return m
 }
 
-// The fleet guide's import: import blocks with for_each over the data source bring
-// every instance of a host under management in one apply, and the next plan is
-// empty (Terraform 1.7 and later).
+// The fleet guide's import, its example as written: import blocks with for_each over
+// the data source bring every instance of a host under management in one apply,
+// without a change to the host, and the next plan is empty (Terraform 1.7 and later).
 func TestCLI_instancesForEachImportLeavesAnEmptyPlan(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
 	e := discoveryHost(t)
-	w.write(e.providerConfig(true) + instancesConfig(e) + fmt.Sprintf(`
-locals {
-  instances = { for i in data.mssqlifi_instances.sql.instances : i.instance => i }
-}
-
-import {
-  for_each = local.instances
-  to       = mssqlifi_instant_file_initialization.this[each.key]
-  id       = each.value.import_id
-}
-
-resource "mssqlifi_instant_file_initialization" "this" {
-  for_each = local.instances
-  host     = %q
-  port     = %d
-  instance = each.key
-}
-`, e.addr, e.httpsPort))
+	// The example the fleet guide and the data source's page show, at this host.
+	ex, err := os.ReadFile("../../examples/data-sources/mssqlifi_instances/data-source-import.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostLine := regexp.MustCompile(`(?m)^(\s*)host(\s*)= "sql02\.contoso\.com"$`)
+	if n := len(hostLine.FindAllIndex(ex, -1)); n != 2 {
+		t.Fatalf("the example names its host %d times; want 2 (the data source's and the resource's)", n)
+	}
+	cfg := hostLine.ReplaceAllString(string(ex), fmt.Sprintf("${1}host${2}= %q\n${1}port${2}= %d", e.addr, e.httpsPort))
+	w.write(e.providerConfig(true) + cfg)
 	ap := w.mustApply()
 	if n := countOp(e.operations(), contract.OpSetRight) + countOp(e.operations(), contract.OpRestartInstance); n != 0 {
 		t.Errorf("importing changed the host: %v", e.operations())
@@ -136,7 +131,7 @@ resource "mssqlifi_instant_file_initialization" "this" {
 	}
 	managed := 0
 	for addr, a := range w.state() {
-		if strings.HasPrefix(addr, "mssqlifi_instant_file_initialization.this[") {
+		if strings.HasPrefix(addr, "mssqlifi_instant_file_initialization.sql02[") {
 			managed++
 			if a["enabled"] != true || a["ifi_enabled"] != true {
 				t.Errorf("%s imported as enabled %v, ifi_enabled %v; want both true", addr, a["enabled"], a["ifi_enabled"])

@@ -66,6 +66,15 @@ func granteeReportAttribute(what string) schema.StringAttribute {
 			"`service_account` (the service's start account), as the resource's `grantee`."}
 }
 
+// reportGrantee is the grantee a data source reports for: its grantee argument, else
+// the engine's (converge.SetupReference, SQL Server Setup's grantee).
+func reportGrantee(v types.String) ifi.Grantee {
+	if v.IsNull() || v.IsUnknown() {
+		return converge.SetupReference.Grantee
+	}
+	return ifi.Grantee(v.ValueString())
+}
+
 func (d *ifiDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
 	if c := configuredClients(req.ProviderData, &resp.Diagnostics); c != nil {
 		d.c = c
@@ -80,10 +89,7 @@ func (d *ifiDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		return
 	}
 	t := m.target()
-	grantee := ifi.GranteeServiceSID
-	if !m.Grantee.IsNull() && !m.Grantee.IsUnknown() {
-		grantee = ifi.Grantee(m.Grantee.ValueString())
-	}
+	grantee := reportGrantee(m.Grantee)
 	res, err := d.c.run().Describe(ctx, converge.Request{Target: t, Nodes: nodeAddresses(m.Nodes), SQLHost: m.SQLHost.ValueString()}, grantee)
 	d.c.ntlmFallbackWarning(&resp.Diagnostics, t, res.NTLMFallback)
 	if err != nil {
