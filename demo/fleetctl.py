@@ -11,6 +11,8 @@
   fleetctl.py revoke    CONTROL HOST SID         revoke SeManageVolumePrivilege from SID on HOST
   fleetctl.py sql-addr  WINSIM_JSON HOST INSTANCE  print an instance's SQL address
   fleetctl.py seed-report CONTROL HOST INSTANCE  print the CREATE DATABASE times the simulator modelled
+  fleetctl.py check-discovered TFVARS_JSON       read the "discovered" output (JSON) on stdin; print it and
+                                                 fail unless each host lists the inventory's instances
 """
 import json
 import shlex
@@ -225,6 +227,29 @@ def describe(hostname, snap):
     return rows
 
 
+def cmd_check_discovered(tfvars_path):
+    """The discovered output (host => {instance: clustered}) against the inventory:
+    a host's own instances, and on each node of a failover cluster its FCI's."""
+    tfvars = load(tfvars_path)
+    hosts, fcis = tfvars["hosts"], tfvars.get("fcis") or {}
+    found = json.load(sys.stdin)
+    ok = True
+    for name in sorted(hosts):
+        want = set(hosts[name]["instances"])
+        for f in fcis.values():
+            if name.lower() in (n.lower() for n in f["nodes"]):
+                want.add(f["instance"])
+        got = found.get(name) or {}
+        print("  %-8s %s" % (name, ", ".join("%s%s" % (i, " (failover cluster instance)" if got[i] else "")
+                                          for i in sorted(got)) or "none"))
+        if set(got) != want:
+            print("  %-8s the inventory lists %s" % ("", ", ".join(sorted(want)) or "none"))
+            ok = False
+    if not ok:
+        sys.exit(1)
+    print("  every host lists the instances of the inventory, and nothing else")
+
+
 def cmd_revoke(control, host, sid):
     res = http(control, "POST", "/v1/hosts/%s/actions" % host,
                {"action": "revoke_right", "right": RIGHT, "sid": sid})
@@ -236,7 +261,7 @@ def main(argv):
         "control": cmd_control, "listeners": cmd_listeners, "tfvars": cmd_tfvars,
         "sql-addr": cmd_sql_addr, "seed-report": cmd_seed_report,
         "credentials": cmd_credentials, "first-key": cmd_first_key, "show": cmd_show,
-        "revoke": cmd_revoke,
+        "revoke": cmd_revoke, "check-discovered": cmd_check_discovered,
     }
     if len(argv) < 2 or argv[1] not in cmds:
         sys.exit(__doc__)

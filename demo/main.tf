@@ -132,3 +132,23 @@ output "grantee_sids" {
   description = "The SID each instance's right was granted to (the per-service SID)."
   value       = { for k, r in mssqlifi_instant_file_initialization.fleet : k => r.grantee_sid }
 }
+
+# What each host has installed, found by the provider itself (one PowerShell process
+# per host, shared with the resources' reads of the same run): demo/run.sh checks the
+# inventory in var.hosts against it. A fleet without an inventory would for_each over
+# it, and bring existing instances in with import blocks (the fleet guide).
+data "mssqlifi_instances" "host" {
+  for_each = var.hosts
+
+  host = each.value.address
+  port = each.value.winrm_port
+}
+
+output "discovered" {
+  description = "Each host's SQL Server instances as the host lists them (read at plan time), and which are failover cluster instances."
+  value = {
+    for name, d in data.mssqlifi_instances.host : name => {
+      for i in d.instances : i.instance => i.clustered
+    }
+  }
+}

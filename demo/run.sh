@@ -150,6 +150,10 @@ python3 demo/fleetctl.py show "$control"
 step "The same CREATE DATABASE after the apply: IFI on (times modelled by the simulator, not measured)"
 seed
 
+step "Discovery: each host's instances as the host lists them (data.mssqlifi_instances), against the inventory"
+run_tf output -json discovered | python3 demo/fleetctl.py check-discovered "$work/terraform.tfvars.json" \
+	|| die "the hosts' instances differ from the inventory (see above)"
+
 # --- 4. drift ----------------------------------------------------------------------
 drift_key="$(python3 demo/fleetctl.py first-key "$work/terraform.tfvars.json")"
 drift_host="${drift_key%%/*}"

@@ -378,10 +378,15 @@ type HostInstance struct {
 }
 
 // DescribeHost describes every SQL Server instance installed on r.Target's host
-// (its Instance is not used), in the registry's order, each as Describe describes
-// one: the discovery of a host's instances. All of them come from the run's one read
-// of the host (one powershell.exe); each instance's SQL check is its own. The
-// first instance that cannot be described ends it with that instance's error.
+// (its Instance is not used), in the registry's order, each as Engine.Describe
+// describes one on this host: the discovery of a host's instances. All of them come
+// from the run's one read of the host (one powershell.exe); each instance's SQL
+// check is its own. A failover cluster instance is described as this node has it
+// (its other nodes are not read: the instance's own data source, with its nodes,
+// reads them). The first instance that cannot be described ends it with that
+// instance's error. It says no NTLM fallback: a list read on every plan has no
+// memory of having said it (the resources of the host say it when it is news, and
+// whatever changes the host says it).
 func (s *Session) DescribeHost(ctx context.Context, r Request, grantee ifi.Grantee) (string, []HostInstance, error) {
 	computer, names, err := s.Engine.Instances(ctx, r.Target)
 	if err != nil {
@@ -389,13 +394,13 @@ func (s *Session) DescribeHost(ctx context.Context, r Request, grantee ifi.Grant
 	}
 	out := make([]HostInstance, 0, len(names))
 	for _, name := range names {
-		ir := r
-		ir.Target.Instance, ir.Target.SQLPort = name, 0
-		res, err := s.Describe(ctx, ir, grantee)
+		t := r.Target
+		t.Instance, t.SQLPort = name, 0
+		o, err := s.Engine.Describe(ctx, t, grantee)
 		if err != nil {
 			return computer, out, err
 		}
-		out = append(out, HostInstance{Instance: name, Result: res})
+		out = append(out, HostInstance{Instance: name, Result: &Result{Outcome: o, Assessment: o.Assessment, Warnings: o.Warnings}})
 	}
 	return computer, out, nil
 }

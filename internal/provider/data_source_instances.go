@@ -64,7 +64,9 @@ func (d *instancesDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 		MarkdownDescription: "Lists the SQL Server instances installed on a host, each with what the " +
 			"`mssqlifi_instant_file_initialization` data source reports of it, read with one PowerShell process for the host. " +
 			"Use it to manage every instance of a host with `for_each`, or to bring an existing fleet under management " +
-			"with `import` blocks (Terraform 1.7 and later; OpenTofu). Changes nothing.",
+			"with `import` blocks (Terraform 1.7 and later; OpenTofu). Changes nothing, and warns of nothing: it is read on " +
+			"every plan, and the instance's resource or data source says what matters (an NTLM fallback included). A failover cluster instance is reported as this node has it " +
+			"(`clustered` true; `cluster_nodes` null): the instance's own data source, with `nodes`, reads every node.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The `host` argument."},
 			"host": schema.StringAttribute{Required: true, Validators: []validator.String{hostValidator},
@@ -96,9 +98,6 @@ func (d *instancesDataSource) Read(ctx context.Context, req datasource.ReadReque
 	grantee := reportGrantee(m.Grantee)
 	t := converge.Target{Host: m.Host.ValueString(), Port: int(m.Port.ValueInt64())}
 	computer, found, err := d.c.run().DescribeHost(ctx, converge.Request{Target: t}, grantee)
-	for _, hi := range found {
-		d.c.ntlmFallbackWarning(&resp.Diagnostics, t, hi.Result.NTLMFallback)
-	}
 	if err != nil {
 		addEngineError(&resp.Diagnostics, opRead, err, d.c.report())
 		return
@@ -112,13 +111,12 @@ func (d *instancesDataSource) Read(ctx context.Context, req datasource.ReadReque
 			TCPPort: types.Int64Null()}
 		res := hi.Result
 		im.set(res.Assessment)
-		if res.Clustered() {
-			im.setCluster(res.Cluster.Cluster, res.Cluster.Observed.Cluster.Node)
-		}
 		if res.Outcome != nil && res.Outcome.Read != nil && res.Outcome.Read.TCPPort > 0 {
 			im.TCPPort = types.Int64Value(int64(res.Outcome.Read.TCPPort))
 		}
-		addWarnings(&resp.Diagnostics, res.Warnings)
+		// No warnings: a list read on every plan says nothing of each instance (its
+		// resource or data source says what matters) nor of the logon
+		// (converge.Session.DescribeHost).
 		m.Instances = append(m.Instances, im)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)

@@ -25,6 +25,8 @@ func discoveryHost(t *testing.T) *accEnv {
 		holders = append(holders, winsid.ServiceSID(fmt.Sprintf("MSSQL$I%02d", i)))
 	}
 	hc.Rights = map[string][]string{contract.RightManageVolume: holders}
+	// A TDE database, which the instance's resource and data source warn of.
+	hc.Instances[1].TDEDatabases = []string{"Payroll"}
 	return startHosts(t, []host.HostConfig{hc})[0]
 }
 
@@ -40,7 +42,8 @@ data "mssqlifi_instances" "sql" {
 
 // The data source lists every instance of a host with several, in the registry's
 // order, each with its IFI state and the import ID of its resource, from one read
-// of the host (one command), and changes nothing.
+// of the host (one command); it changes nothing and warns of nothing per instance
+// (I02's TDE database is its resource's news, not the list's).
 func TestCLI_instancesListsEveryInstanceOfAHost(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
@@ -54,9 +57,14 @@ output "computer_name" {
 }
 `)
 	mark := len(e.operations())
-	w.mustApply()
+	ap := w.mustApply()
 	if ops := e.opsSince(mark); len(ops) != 1 || ops[0] != string(contract.OpReadHost) {
 		t.Errorf("the data source ran %s on the host; want one read_host", strings.Join(ops, ", "))
+	}
+	for _, d := range ap.Diags {
+		if d.Severity == "warning" && !strings.Contains(d.Summary, "development overrides") {
+			t.Errorf("the data source warned: %s", d)
+		}
 	}
 	out := w.outputs()
 	if got := out["computer_name"]; !strings.EqualFold(fmt.Sprint(got), e.name) {
@@ -142,4 +150,59 @@ func TestCLI_instancesForEachImportLeavesAnEmptyPlan(t *testing.T) {
 		t.Errorf("the state holds %d managed instances; want 3", managed)
 	}
 	w.plan().wantPlanExit(t, 0)
+}
+
+// On a node of a failover cluster, the FCI is listed as this node has it
+// (clustered, cluster_nodes null) without reading the other nodes: the list says
+// nothing of them, and the instance's own data source with nodes reads them.
+func TestCLI_instancesOnAClusterNode(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startFCI(t, nil)
+	n := e.nodes[1] // the passive node: its Engine is stopped
+	w.write(n.providerConfig(true) + instancesConfig(n) + `
+output "instances" {
+  value = data.mssqlifi_instances.sql.instances
+}
+`)
+	ap := w.mustApply()
+	for _, d := range ap.Diags {
+		if d.Severity == "warning" && !strings.Contains(d.Summary, "development overrides") {
+			t.Errorf("the data source warned: %s", d)
+		}
+	}
+	list, _ := w.outputs()["instances"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("instances on the node: %v; want the FCI's MSSQLSERVER", list)
+	}
+	m, _ := list[0].(map[string]any)
+	if m["instance"] != "MSSQLSERVER" || m["clustered"] != true || m["cluster_nodes"] != nil {
+		t.Errorf("the FCI on its passive node: %v; want clustered, cluster_nodes null", m)
+	}
+	if ops := e.nodes[0].operations(); len(ops) != 0 {
+		t.Errorf("listing node 1's instances ran %v on node 0", ops)
+	}
+}
+
+// The list is read on every plan, so it says nothing: beside the resource of its
+// host, with the recommended configuration (negotiate falling back to NTLM, which
+// the resource says when it is news) and a TDE database, the plans after the apply
+// are empty and print no warning.
+func TestCLI_instancesKeepAConvergedPlanQuiet(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].TDEDatabases = []string{"Payroll"} })
+	w.write(e.winrmBlock(fmt.Sprintf("    port  = %d", e.httpPort), `    encrypt = "true"`) + resourceConfig(e.addr, "") + fmt.Sprintf(`
+data "mssqlifi_instances" "sql" {
+  host = %q
+}
+`, e.addr))
+	w.mustApply()
+	for i := range 2 {
+		q := w.plan()
+		q.wantPlanExit(t, 0)
+		if ws := q.bySeverity("warning"); len(ws) > 0 {
+			t.Errorf("converged plan %d prints warnings: %v", i+1, ws)
+		}
+	}
 }
