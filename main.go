@@ -6,6 +6,8 @@ package main
 import (
 	"flag"
 	"log"
+	"os"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -22,6 +24,9 @@ const address = "registry.terraform.io/mssqlifi/mssqlifi"
 func main() {
 	debug := flag.Bool("debug", false, "run the provider with support for debuggers such as delve")
 	flag.Parse()
+	if !*debug {
+		quietLogs()
+	}
 	// What providerserver.Serve does for protocol 6, with the framework's server
 	// wrapped so that it does not keep every request's context (release.go).
 	var opts []tf6server.ServeOpt
@@ -37,3 +42,41 @@ func main() {
 func newServer() tfprotov6.ProviderServer {
 	return releaseContexts(providerserver.NewProtocol6(provider.New(version)())())
 }
+
+// quietLogs turns off the provider's logs (the SDK's, the framework's, the protocol's
+// and the provider's own) when terraform would throw them away, so that they cost
+// nothing.
+//
+// Without a level in the environment, terraform-plugin-log logs at TRACE
+// (tfsdklog.NewRootSDKLogger), and the framework writes several TRACE lines per
+// attribute for every validation, plan and read (fwserver: each validator, each plan
+// modifier, each semantic equality check, with the attribute's path as a field):
+// each is a JSON line on the provider's stderr. terraform reads that stream and
+// keeps a line only when TF_LOG or TF_LOG_PROVIDER sets a level; with none, it
+// discards every line. terraform also parses each line before dropping it. With the
+// resource's 28 attributes (one a list of nested objects), a refresh-only plan spent
+// about a quarter of the provider's CPU writing those lines, and terraform more
+// reading them.
+//
+// So when no TF_LOG* variable is set to anything (terraform passes its environment to
+// the provider; an empty value sets no level, for terraform as for
+// terraform-plugin-log) the loggers are set off here, before the server reads their
+// levels. Any TF_LOG* variable with a value leaves everything as it is: TF_LOG=DEBUG, TF_LOG_PROVIDER,
+// TF_LOG_SDK_FRAMEWORK and the like give the same logs as before. A provider run
+// with -debug writes to the terminal it was started in, and keeps its logs too.
+func quietLogs() {
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TF_LOG") && v != "" {
+			return
+		}
+	}
+	for _, k := range quietLogVars {
+		_ = os.Setenv(k, "off")
+	}
+}
+
+// quietLogVars are the level variables of terraform-plugin-log's loggers in this
+// provider: the SDK's root, terraform-plugin-go's protocol subsystem, the framework's
+// subsystem and the provider's own logger (TF_LOG_PROVIDER_ and the provider's type
+// name, tf6server).
+var quietLogVars = []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER_MSSQLIFI"}
