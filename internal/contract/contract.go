@@ -298,6 +298,11 @@ type RestartInstanceParams struct {
 	ReadBack bool `json:"read_back,omitempty"`
 	// Agent: as SetRightParams.Agent, for the changes' and the restart's entries.
 	Agent string `json:"agent,omitempty"`
+	// AwaitGo makes the request a gated restart (restart_gate.go): prepared, it waits
+	// at most GoSeconds (1..MaxGoSeconds) for the go line before it changes
+	// anything. RestartID is required with it.
+	AwaitGo   bool `json:"await_go,omitempty"`
+	GoSeconds int  `json:"go_seconds,omitempty"`
 }
 
 // RestartStatusParams asks for the outcome of an instance's last restart, waiting at

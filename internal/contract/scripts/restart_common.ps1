@@ -134,6 +134,55 @@ function Find-OtherRestart {
 # refuses every other open until the handle is closed; Windows closes it when the
 # process ends, so a crash never leaves it held. Held from the look at the other
 # instances' markers until this restart's marker is written. Waits at most 30 s.
+# A gated restart's progress lines (contract.ProgressPrefix), on stdout before the
+# result: "prepared <id>" when it waits for the go line, "started <id>" when the
+# Engine runs again.
+$RestartProgressPrefix = '#mssqlifi-progress '
+
+function Write-RestartProgress {
+    param([string] $RestartEvent, [string] $RestartId)
+    [Console]::Out.Write($RestartProgressPrefix + $RestartEvent + ' ' + $RestartId + "`r`n")
+    [Console]::Out.Flush()
+}
+
+# The next line of stdin, without its line end, read within $Seconds; $null at the
+# end of stdin, past the deadline or after 100 characters. Console.In cannot time
+# out (its ReadLineAsync reads synchronously), so the standard input stream is read
+# with Stream.ReadAsync, one byte at a time, and each read waited for with
+# Task.Wait's timeout. The bootstrap read its frame through Console.In; nothing
+# follows the frame but this line, which the provider sends only once it has read
+# the prepared line.
+function Read-GoLine {
+    param([int] $Seconds)
+    $stream = [Console]::OpenStandardInput()
+    $bytes = New-Object System.Collections.Generic.List[byte]
+    $buffer = New-Object byte[] 1
+    $until = [DateTime]::UtcNow.AddSeconds($Seconds)
+    while ($bytes.Count -lt 100) {
+        $left = ($until - [DateTime]::UtcNow).TotalMilliseconds
+        if ($left -le 0) {
+            return $null
+        }
+        try {
+            $task = $stream.ReadAsync($buffer, 0, 1)
+            if (-not $task.Wait([int][Math]::Ceiling($left))) {
+                return $null
+            }
+            if ($task.Result -eq 0) {
+                return $null
+            }
+        }
+        catch {
+            return $null
+        }
+        if ($buffer[0] -eq 10) {
+            return [Text.Encoding]::ASCII.GetString($bytes.ToArray()).TrimEnd([char]13)
+        }
+        $bytes.Add($buffer[0])
+    }
+    return $null
+}
+
 function Enter-RestartLock {
     param([string] $Directory)
     $path = Join-Path -Path $Directory -ChildPath 'restart.lock'

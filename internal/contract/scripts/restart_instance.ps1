@@ -15,7 +15,8 @@
 # other than 0 are for requests that stop nothing (invalid, clustered, not found, a
 # change that failed, restart_in_progress).
 # Parameters: $Params.instance, $Params.timeout_seconds, $Params.restart_id,
-# $Params.wait_seconds, $Params.changes (a list of { sid, grant }), $Params.read_back.
+# $Params.wait_seconds, $Params.changes (a list of { sid, grant }), $Params.read_back,
+# $Params.await_go and $Params.go_seconds (a gated restart: contract/restart_gate.go).
 $instanceName = [string]$Params.instance
 $timeoutSeconds = 0
 $waitSeconds = 0
@@ -46,6 +47,19 @@ if ($null -ne $Params.read_back -and $Params.read_back -isnot [bool]) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'read_back must be true or false.'
 }
 $readBack = [bool]$Params.read_back
+if ($null -ne $Params.await_go -and $Params.await_go -isnot [bool]) {
+    Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'await_go must be true or false.'
+}
+$awaitGo = [bool]$Params.await_go
+$goSeconds = 0
+if ($awaitGo) {
+    if (-not [string]$Params.restart_id) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'await_go needs a restart_id (the go line names it).'
+    }
+    if (-not [int]::TryParse([string]$Params.go_seconds, [ref]$goSeconds) -or $goSeconds -lt 1 -or $goSeconds -gt 86400) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'go_seconds must be a whole number of seconds between 1 and 86400.'
+    }
+}
 
 $computerName = $env:COMPUTERNAME
 $instance = Find-SqlInstance -Name $instanceName
@@ -94,6 +108,19 @@ $existing = Read-RestartMarker -Instance $instance.Name
 $join = ($existing -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId))
 if ($join) {
     $lock.Dispose()
+}
+
+# A gated restart (await_go): everything checked and the lease held, it waits for
+# the provider's go line (sent once the provider holds its restart slot) before it
+# changes anything. No go line in time, the end of stdin or another line: nothing
+# was changed, and the lock ends with this process.
+if ($awaitGo -and -not $join) {
+    Write-RestartProgress -RestartEvent 'prepared' -RestartId $restartId
+    $goLine = Read-GoLine -Seconds $goSeconds
+    if ($goLine -cne "go $restartId") {
+        $lock.Dispose()
+        Exit-WithError -Code 3 -ErrorName 'restart_not_started' -Message "The restart of $instanceName on $computerName did not start: the provider's go line did not come within $goSeconds seconds. Nothing was changed or stopped; apply again."
+    }
 }
 
 # The changes first: one that fails ends this request before anything is stopped.
@@ -182,5 +209,6 @@ Write-ChangeEvent -Instance $instance.Name -Sid (@($changes | ForEach-Object { [
 $Token = $token
 $GuardProcessId = 0
 $Inline = $true
+$AnnounceStarted = $awaitGo
 & $RestartWorker
 Write-RestartOutcome -State (Read-RestartMarker -Instance $instance.Name) -Joined $false

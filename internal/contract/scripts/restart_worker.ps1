@@ -331,6 +331,10 @@ $RestartWorker = {
             }
             $state.phase = 'dependents'
             Save-State
+            if ($Inline -and $AnnounceStarted) {
+                # A gated restart: the Engine runs again (its provider's slot can go).
+                Write-RestartProgress -RestartEvent 'started' -RestartId ([string]$state.restart_id)
+            }
         }
         # The dependents this restart stopped, the last stopped first; one left Paused
         # or Running (never reached) stays as it is. One still Stop Pending is started
