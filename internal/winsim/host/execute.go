@@ -212,7 +212,7 @@ func (h *Host) runPowerShell(ctx context.Context, cmd wsman.Command, args []stri
 	case *contract.SetRightParams:
 		return h.opSetRight(p, admin, stdout, entry)
 	case *contract.RestartInstanceParams:
-		return h.opRestartInstance(ctx, p, admin, stdout, stderr, entry)
+		return h.opRestartInstance(ctx, p, admin, cmd.Stdin, stdout, stderr, entry)
 	case *contract.RestartStatusParams:
 		return h.opRestartStatus(ctx, p, admin, stdout, stderr, entry)
 	case *contract.ReadClusterParams:
@@ -321,6 +321,50 @@ func readContext(ctx context.Context, r io.Reader, read func(io.Reader) ([]byte,
 		return res.b, res.err
 	case <-ctx.Done():
 		return nil, errStopped
+	}
+}
+
+// readLineWithin reads the next line of r (without its line end) within d, as
+// restart_common.ps1's Read-GoLine does: false at the end of r, past d, when ctx
+// ends, or after 100 characters. A read left waiting past d is abandoned, as the
+// script's is.
+func readLineWithin(ctx context.Context, r io.Reader, d time.Duration) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	type result struct {
+		line string
+		ok   bool
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var b []byte
+		one := make([]byte, 1)
+		for len(b) < 100 {
+			n, err := r.Read(one)
+			if n == 1 {
+				if one[0] == '\n' {
+					ch <- result{strings.TrimSuffix(string(b), "\r"), true}
+					return
+				}
+				b = append(b, one[0])
+				continue
+			}
+			if err != nil {
+				break
+			}
+		}
+		ch <- result{}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case res := <-ch:
+		return res.line, res.ok
+	case <-t.C:
+		return "", false
+	case <-ctx.Done():
+		return "", false
 	}
 }
 
@@ -530,7 +574,7 @@ func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, instance,
 	return &contract.SetRightResult{Changed: changed, Holders: holders, EventLogWarning: warning}, contract.ExitOK, true
 }
 
-func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanceParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {
+func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanceParams, admin bool, stdin io.Reader, stdout, stderr io.Writer, entry *AuditEntry) int {
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}
@@ -547,6 +591,12 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	}
 	if len(p.Changes) > contract.MaxRestartChanges {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("changes lists at most %d changes.", contract.MaxRestartChanges))
+	}
+	if p.AwaitGo && p.RestartID == "" {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "await_go needs a restart_id (the go line names it).")
+	}
+	if p.AwaitGo && (p.GoSeconds < 1 || p.GoSeconds > contract.MaxGoSeconds) {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "go_seconds must be a whole number of seconds between 1 and 86400.")
 	}
 	inst, found := h.Instance(p.Instance)
 	if !found {
@@ -570,6 +620,20 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
 	}
 	defer lease.release()
+	// A gated restart (contract/restart_gate.go) waits here, the lease held, for the
+	// go line: without it nothing is changed.
+	if p.AwaitGo && lease.join == nil {
+		fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressPrepared, p.RestartID)
+		line, ok := readLineWithin(ctx, stdin, time.Duration(p.GoSeconds)*time.Second)
+		if ctx.Err() != nil {
+			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+		}
+		if !ok || line != strings.TrimSuffix(contract.GoLine(p.RestartID), "\n") {
+			return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
+				fmt.Sprintf("The restart of %s on %s did not start: the provider's go line did not come within %d seconds. Nothing was changed or stopped; apply again.",
+					p.Instance, h.computer, p.GoSeconds))
+		}
+	}
 	// The changes first (Set-ManageVolumeRight): one that fails stops nothing. The
 	// event source is registered before them (Register-ChangeEventSource).
 	if admin {
@@ -610,6 +674,20 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	if !joined {
 		if w := h.writeChangeEvent("restart", inst.name, strings.Join(sids, ","), entry.User, p.Agent); w != "" {
 			eventWarning = w
+		}
+	}
+	if p.AwaitGo && !joined {
+		// restart_worker.ps1 says when the Engine runs again (phase dependents).
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_ = h.waitFor(wctx, func() (bool, error) {
+			return j.res.Finished || j.handedOver || j.res.Phase == contract.PhaseDependents, nil
+		})
+		cancel()
+		h.mu.Lock()
+		started := slices.Contains(j.res.Started, inst.engine.name) // the Engine runs again
+		h.mu.Unlock()
+		if started {
+			fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressStarted, p.RestartID)
 		}
 	}
 	res := h.waitRestart(ctx, j, wait, !joined)

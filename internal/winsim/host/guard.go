@@ -324,7 +324,9 @@ func (h *Host) launchGuard(ctx context.Context, instance, token, guardFile, hash
 			}
 			return guardLaunch{launcher: LauncherWMI, guarded: started}
 		}
-		h.chargeProcessStart(ctx) // restart_instance waits until the guard runs
+		// restart_instance waits until the guard runs: its start's time (the process
+		// was counted above, once).
+		sleepContext(ctx, h.cost.PowerShellStart)
 		if started {
 			h.stats.guardWMI.Add(1)
 			return guardLaunch{launcher: LauncherWMI, guarded: true}

@@ -130,3 +130,21 @@ func TestUnguardedRunnerDiesWithTheShell(t *testing.T) {
 		t.Errorf("restart_status after the runner died: %+v", st)
 	}
 }
+
+// A restart starts two powershell.exe, restart_instance's and its guard's (through
+// WMI), and counts each once.
+func TestRestartCountsItsGuardOnce(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig()
+	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 15, 15
+	h := newHost(t, cfg)
+	before := h.Stats()
+	r := execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30})
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	after := h.Stats()
+	if n := after.PowerShellProcesses - before.PowerShellProcesses; n != 2 || after.GuardsByWMI-before.GuardsByWMI != 1 {
+		t.Errorf("a restart counted %d powershell.exe (%d guards by WMI); want 2: its own and its guard's", n, after.GuardsByWMI-before.GuardsByWMI)
+	}
+}

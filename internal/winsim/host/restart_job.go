@@ -553,6 +553,7 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, 
 		j.res.ProcessStartTime = &t
 	}
 	j.res.Phase = contract.PhaseDependents
+	h.notifyLocked() // the Engine runs again: a gated restart says so (opRestartInstance)
 	h.mu.Unlock()
 	startDependents()
 }
