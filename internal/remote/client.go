@@ -221,6 +221,47 @@ func (h *winrmHost) RestartInstance(ctx context.Context, p contract.RestartInsta
 	return &r, nil
 }
 
+// RestartInstanceGated is a gated restart_instance (contract/restart_gate.go): gate
+// is asked once the host says it is prepared, and the go line sent when it allows;
+// told when the Engine runs again. The gate's refusal is the error as it gave it
+// (the host then changes nothing: the shell is deleted before any go line).
+func (h *winrmHost) RestartInstanceGated(ctx context.Context, p contract.RestartInstanceParams, gate contract.RestartGate) (*contract.RestartInstanceResult, error) {
+	p.Agent, p.AwaitGo = h.userAgent(), true
+	var refused error
+	goSent := false
+	onProgress := func(line string) ([]byte, error) {
+		event, id, _ := contract.ParseProgress(line)
+		if id != p.RestartID {
+			return nil, nil // not this request's
+		}
+		switch event {
+		case contract.ProgressPrepared:
+			if err := gate.Prepared(ctx); err != nil {
+				refused = err
+				return nil, err
+			}
+			goSent = true // from here the host may have it
+			return []byte(contract.GoLine(id)), nil
+		case contract.ProgressStarted:
+			gate.Started()
+		}
+		return nil, nil
+	}
+	var r contract.RestartInstanceResult
+	err := h.runProgress(ctx, contract.OpRestartInstance, p, &r, onProgress)
+	if refused != nil {
+		return nil, refused
+	}
+	var re *Error
+	if err != nil && !goSent && !(errors.As(err, &re) && re.Kind == KindScript) {
+		return nil, &contract.GateNotPassedError{Err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 type runOutcome struct {
 	exitCode       int
 	err            error
@@ -229,6 +270,12 @@ type runOutcome struct {
 
 // run sends one operation and decodes its answer into result.
 func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, result any) error {
+	return h.runProgress(ctx, op, params, result, nil)
+}
+
+// runProgress is run, telling onProgress (when not nil) each progress line as it
+// comes (session.runWith).
+func (h *winrmHost) runProgress(ctx context.Context, op contract.Operation, params, result any, onProgress progressFunc) error {
 	stdin, err := contract.EncodeInput(op, params)
 	if err != nil {
 		return &Error{Host: h.cfg.Host, Op: op, Kind: KindUnknown, Message: err.Error(), Err: err}
@@ -243,7 +290,7 @@ func (h *winrmHost) run(ctx context.Context, op contract.Operation, params, resu
 	// Only when done is the session free: after a failure its shell is deleted in
 	// the background first. stdin is a pipe (not a console), whose end the bootstrap
 	// does not need either.
-	out := client.run(ctx, contract.Shell, contract.CommandArgs(), stdin, false, func() { h.giveBack(client) })
+	out := client.runWith(ctx, contract.Shell, contract.CommandArgs(), stdin, false, onProgress, func() { h.giveBack(client) })
 	fields := map[string]any{
 		"operation":   string(op),
 		"host":        h.cfg.Host,
@@ -285,7 +332,7 @@ func (h *winrmHost) interpret(ctx context.Context, op contract.Operation, out ru
 		e.Op = op
 		return e
 	}
-	stdout := bytes.TrimSpace(bytes.TrimPrefix(out.stdout, []byte("\xef\xbb\xbf")))
+	stdout := bytes.TrimSpace(contract.StripProgress(bytes.TrimPrefix(out.stdout, []byte("\xef\xbb\xbf"))))
 	if out.exitCode == contract.ExitOK {
 		if len(stdout) == 0 {
 			return h.protocolError(op, out, "the script exited 0 but printed nothing")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/masterzen/winrm"
 	"github.com/masterzen/winrm/soap"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
 
 // The WinRS exchange of one operation, written for the fewest round trips on one
@@ -78,6 +80,22 @@ const cleanupTimeout = 30 * time.Second
 // chooses WINRS_CONSOLEMODE_STDIN (false: a pipe, whose end the command sees).
 // done is called once the session is free again (after a background cleanup, if any).
 func (s *session) run(ctx context.Context, command string, args []string, stdin []byte, consoleStdin bool, done func()) runOutcome {
+	return s.runWith(ctx, command, args, stdin, consoleStdin, nil, done)
+}
+
+// firstProgressWithin bounds the wait for a command's first progress line
+// (runWith): the prepared line of a gated restart comes once its powershell.exe
+// started and its checks ran, seconds on any host.
+var firstProgressWithin = 30 * time.Second
+
+// progressFunc is told each progress line (contract.ParseProgress) of the command's
+// stdout as it comes; what it returns is sent as the rest of stdin, with
+// end-of-input, and its error ends the command (its shell deleted).
+type progressFunc func(line string) ([]byte, error)
+
+// runWith is run; with onProgress, stdin stays open after it is sent, until
+// onProgress returns the rest (contract/restart_gate.go: the go line).
+func (s *session) runWith(ctx context.Context, command string, args []string, stdin []byte, consoleStdin bool, onProgress progressFunc, done func()) runOutcome {
 	var stdout, stderr bytes.Buffer
 	fail := func(err error) runOutcome {
 		return runOutcome{exitCode: -1, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
@@ -112,16 +130,29 @@ func (s *session) run(ctx context.Context, command string, args []string, stdin 
 		return abort(err)
 	}
 	for _, chunk := range s.stdinChunks(stdin) {
-		if _, err := s.post(ctx, winrm.NewSendInputRequest(s.url, shellID, commandID, chunk.data, chunk.last, s.params)); err != nil {
+		last := chunk.last && onProgress == nil
+		if _, err := s.post(ctx, winrm.NewSendInputRequest(s.url, shellID, commandID, chunk.data, last, s.params)); err != nil {
 			return abort(err)
 		}
 	}
 	exitCode := 0
+	scanned, stdinOpen := 0, onProgress != nil
+	// With onProgress, the first progress line must come within firstProgressWithin
+	// (a gated restart's prepared line: its powershell.exe start and its checks);
+	// a host or a network that holds it back longer ends the command.
+	recvCtx, recvCancel := ctx, context.CancelFunc(func() {})
+	if onProgress != nil {
+		recvCtx, recvCancel = context.WithTimeout(ctx, firstProgressWithin)
+	}
+	defer recvCancel()
 	for {
-		resp, err := s.post(ctx, winrm.NewGetOutputRequest(s.url, shellID, commandID, "stdout stderr", s.params))
+		resp, err := s.post(recvCtx, winrm.NewGetOutputRequest(s.url, shellID, commandID, "stdout stderr", s.params))
 		if err != nil {
 			if isOperationTimeout(err) {
 				continue // no output within the long poll: ask again
+			}
+			if recvCtx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("no progress line within %s: %w", firstProgressWithin, err)
 			}
 			return abort(err)
 		}
@@ -132,6 +163,30 @@ func (s *session) run(ctx context.Context, command string, args []string, stdin 
 		if n := stdout.Len() + stderr.Len(); n > s.maxOutput() {
 			// The Delete of the shell in abort stops the command on the host.
 			return abort(&outputLimitError{limit: s.maxOutput(), read: n})
+		}
+		for onProgress != nil {
+			rest := stdout.Bytes()[scanned:]
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				break
+			}
+			line := string(rest[:i+1])
+			scanned += i + 1
+			if _, _, ok := contract.ParseProgress(line); !ok {
+				continue
+			}
+			recvCancel()
+			recvCtx, recvCancel = ctx, func() {} // a progress line came: the command's own deadline from here
+			more, err := onProgress(line)
+			if err != nil {
+				return abort(err)
+			}
+			if more != nil && stdinOpen {
+				if _, err := s.post(ctx, winrm.NewSendInputRequest(s.url, shellID, commandID, more, true, s.params)); err != nil {
+					return abort(err)
+				}
+				stdinOpen = false
+			}
 		}
 		if finished {
 			exitCode = code
