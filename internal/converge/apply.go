@@ -57,12 +57,13 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	var back *contract.ReadInstanceResult
 	changeAt := e.clock().Now() // the read-back of the change is no older
 	if p.Restart {
-		refused, err := e.gatedRestart(ctx, t, t, obs, p.RestartReason, out, out, func() error {
+		refused, err := e.gatedRestart(ctx, t, t, obs, p.RestartReason, out, out, true, func(g *restartGate) error {
 			requested := e.clock().Now()
+			g.ready = e.sqlReady(obs.SQLTarget)
 			var err error
-			back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out)
+			back, err = e.restart(ctx, h, t, a.ServiceName, p.RestartReason, p.Steps, out, g)
 			if err == nil {
-				err = e.waitReady(ctx, t, obs.SQLTarget, out)
+				err = e.readyAfter(ctx, g, t, obs.SQLTarget, out)
 			}
 			if err == nil {
 				out.LastRestart = ifi.MeasureRestart(requested, e.clock().Now())
@@ -333,11 +334,32 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, s
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
 func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out ledger) error {
+	if ready := e.sqlReady(st); ready != nil {
+		if err := ready(ctx); err != nil {
+			return out.fail(&Error{Kind: KindNotReady, Target: t, Err: err, SQLPort: st.Port})
+		}
+	}
+	return nil
+}
+
+// sqlReady is the wait until SQL Server accepts a login at st; nil when there is
+// nothing to wait on (no SQL credentials, no known port).
+func (e *Engine) sqlReady(st *contract.SQLTarget) func(context.Context) error {
 	checker, _ := e.Clients.SQLChecker()
 	if checker == nil || st == nil {
 		return nil
 	}
-	if err := checker.WaitReady(ctx, *st); err != nil {
+	return func(ctx context.Context) error { return checker.WaitReady(ctx, *st) }
+}
+
+// readyAfter is waitReady after a restart through g: the wait g began when the
+// host said the Engine runs again (the slot went back after it), else its own.
+func (e *Engine) readyAfter(ctx context.Context, g *restartGate, t Target, st *contract.SQLTarget, out ledger) error {
+	began, err := g.awaitReady(ctx)
+	if !began {
+		return e.waitReady(ctx, t, st, out)
+	}
+	if err != nil {
 		return out.fail(&Error{Kind: KindNotReady, Target: t, Err: err, SQLPort: st.Port})
 	}
 	return nil

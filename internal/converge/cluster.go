@@ -299,7 +299,7 @@ func (e *Engine) ApplyCluster(ctx context.Context, ct ClusterTarget, d ifi.Desir
 			owner = ct.address(ca.Owner)
 		}
 		// The slot's failure carries no change of the nodes (a fresh Outcome).
-		refused, err := e.gatedRestart(ctx, t, ct.at(owner), obs.sql, p.RestartReason, &Outcome{}, out, func() error {
+		refused, err := e.gatedRestart(ctx, t, ct.at(owner), obs.sql, p.RestartReason, &Outcome{}, out, false, func(*restartGate) error {
 			err := e.clusterRestart(ctx, ct, obs, ca, p, out)
 			if st := obs.sql.SQLTarget; err == nil && st != nil {
 				err = e.waitReady(ctx, ct.at(st.Host), st, out)

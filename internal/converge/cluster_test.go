@@ -1011,11 +1011,11 @@ func wantSlotFree(t *testing.T, e *Engine, ct ClusterTarget) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	release, err := e.restartSlot(ctx, ct.at(addrOf("SQL01")), &Outcome{})
+	g, err := e.openGate(ctx, ct.at(addrOf("SQL01")), false, &Outcome{})
 	if err != nil {
 		t.Fatalf("the restart slot is still held: %v", err)
 	}
-	release()
+	g.close()
 }
 
 // After the failover of a secondary replica, a replica its primary does not see

@@ -51,29 +51,6 @@ func (l *RestartLimiter) hostSlot(host string) chan struct{} {
 	return c
 }
 
-// restartSlot waits for a restart slot, or until ctx ends (a KindRestartSlot
-// error). The returned func gives the slot back.
-func (e *Engine) restartSlot(ctx context.Context, t Target, out *Outcome) (func(), error) {
-	l := e.Restarts
-	if l == nil {
-		return func() {}, nil
-	}
-	// The host first, so that an instance waiting for its host holds no slot.
-	host := l.hostSlot(t.Host)
-	if !e.take(ctx, host, t, "waiting for the host: another instance of it is restarting in this run", nil) {
-		return nil, out.fail(&Error{Kind: KindRestartSlot, Target: t, Err: ctx.Err(), MaxParallelRestarts: l.Limit(), HostBusy: true})
-	}
-	if l.slots == nil {
-		return func() { <-host }, nil
-	}
-	if !e.take(ctx, l.slots, t, "waiting for a restart slot: other instances are restarting",
-		map[string]any{"max_parallel_restarts": l.Limit()}) {
-		<-host
-		return nil, out.fail(&Error{Kind: KindRestartSlot, Target: t, Err: ctx.Err(), MaxParallelRestarts: l.Limit()})
-	}
-	return func() { <-l.slots; <-host }, nil
-}
-
 // take puts a token in c, waiting (and saying so) while c is full; false when ctx
 // ends first.
 func (e *Engine) take(ctx context.Context, c chan struct{}, t Target, waiting string, fields map[string]any) bool {

@@ -48,23 +48,37 @@ func retryPause(n int) time.Duration {
 // changed nothing, is refused), and after a restart that went well the wait until
 // each group's primary sees the replica HEALTHY again (awaitHealthy, its warning in
 // out). The locks and the slot are given back before it returns.
+//
+// gate: the restart may take the limit's slot only for the outage (a gated
+// restart, restartGate) when slot's host can; else the slot is taken first.
 func (e *Engine) gatedRestart(ctx context.Context, t, slot Target, groups *Observation, reason string, slotOut *Outcome, out ledger,
-	restart func() error) (refused, err error) {
-	release, err := e.restartSlot(ctx, slot, slotOut)
+	gate bool, restart func(g *restartGate) error) (refused, err error) {
+	if gate {
+		h, herr := e.host(slot)
+		gate = herr == nil && gatedRestarter(h) != nil
+	}
+	g, err := e.openGate(ctx, slot, gate, slotOut)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer g.close()
 	// One replica of a group restarts at a time, across runs and states.
 	held, err := e.lockGroups(ctx, t, groups, reason)
 	if err != nil {
 		return err, nil
 	}
 	defer held.release()
-	if err = restart(); err == nil {
+	if err = restart(g); err == nil {
 		e.awaitHealthy(ctx, t, held, out)
 	}
 	return nil, err
+}
+
+// slotRefused reports whether err is a gated restart's refusal by its gate: no
+// restart slot before the deadline (the host then changed nothing).
+func slotRefused(err error) bool {
+	var ce *Error
+	return errors.As(err, &ce) && ce.Kind == KindRestartSlot
 }
 
 // maxRestartSends bounds how often restart_instance is sent when the host has no
@@ -197,7 +211,10 @@ func (e *Engine) waitSeconds(ctx context.Context) int {
 // as soon as the host reports the restart finished or failed, with the instance as
 // restart_instance read it back after the restart (nil when the outcome came from
 // restart_status).
-func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, steps []ifi.Step, out *Outcome) (*contract.ReadInstanceResult, error) {
+//
+// With a lazy gate (restartGate) and a host that can, each request is a gated
+// restart: the limit's slot is taken when the host is prepared.
+func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason string, steps []ifi.Step, out *Outcome, g *restartGate) (*contract.ReadInstanceResult, error) {
 	id := newRestartID()
 	changes := make([]contract.RightChange, 0, len(steps))
 	for _, s := range steps {
@@ -206,6 +223,32 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 	params := func() contract.RestartInstanceParams {
 		return contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx), RestartID: id,
 			WaitSeconds: e.waitSeconds(ctx), Changes: changes, ReadBack: true}
+	}
+	gr := gatedRestarter(h)
+	if g == nil || !g.lazy {
+		gr = nil
+	}
+	send := func(p contract.RestartInstanceParams) (*contract.RestartInstanceResult, error) {
+		if gr == nil {
+			return h.RestartInstance(ctx, p)
+		}
+		gp := p
+		gp.AwaitGo, gp.GoSeconds = true, p.TimeoutSeconds
+		res, err := gr.RestartInstanceGated(ctx, gp, g)
+		var np *contract.GateNotPassedError
+		if !errors.As(err, &np) {
+			return res, err
+		}
+		// Nothing changed on the host (no go line was sent): the rest of this restart
+		// goes as an ungated one, its slot taken first, as the host may not let the
+		// gate's answers through.
+		e.info(ctx, "the gated restart did not pass its gate: sending it ungated", map[string]any{
+			"host": t.Host, "instance": t.Instance, "restart_id": id, "error": err.Error()})
+		gr = nil
+		if serr := g.takeSlot(ctx); serr != nil {
+			return nil, serr
+		}
+		return h.RestartInstance(ctx, p)
 	}
 	first := params()
 	e.info(ctx, "restarting SQL Server", map[string]any{"host": t.Host, "instance": t.Instance, "timeout_seconds": first.TimeoutSeconds,
@@ -217,6 +260,15 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			out.Changed = changedBefore
 			return nil, out.fail(&Error{Kind: KindRestartInProgress, Target: t, Err: err})
 		}
+		if slotRefused(err) || scriptCode(err) == contract.CodeRestartNotStarted {
+			// A gated restart that did not go (no slot before the deadline, or no go
+			// line in time): nothing was changed or stopped.
+			out.Changed = changedBefore
+			var ce *Error
+			if errors.As(err, &ce) && ce.Kind == KindRestartSlot {
+				return nil, out.fail(ce)
+			}
+		}
 		if i, ok := changeFailed(err, steps); ok {
 			// Nothing was stopped; the changes before the failed one were made.
 			out.Changed = changedBefore || i > 0
@@ -225,11 +277,11 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 		return nil, out.fail(&Error{Kind: KindRestartFailed, Target: t, Err: err, ServiceName: service, RestartReason: reason, Restart: res})
 	}
 	out.Changed = true // a restart request may have changed the holders and stopped services
-	res, err := h.RestartInstance(ctx, first)
+	res, err := send(first)
 	if err == nil {
 		eventLogWarning(out, t, "", res.EventLogWarning)
 	}
-	if err != nil && hostAnswered(err) {
+	if err != nil && (hostAnswered(err) || slotRefused(err)) {
 		return fail(err, nil)
 	}
 	phase := ""
@@ -273,8 +325,8 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			if sends++; sends > maxRestartSends {
 				return fail(&RestartUnfinishedError{Phase: phase, Err: lastSendErr, NotReceived: true}, nil)
 			}
-			res, err = h.RestartInstance(ctx, params())
-			if err != nil && hostAnswered(err) {
+			res, err = send(params())
+			if err != nil && (hostAnswered(err) || slotRefused(err)) {
 				return fail(err, nil)
 			}
 			sent = err == nil
