@@ -65,18 +65,8 @@ func newServer() tfprotov6.ProviderServer {
 // TF_LOG_SDK_FRAMEWORK and the like give the same logs as before. A provider run
 // with -debug writes to the terminal it was started in, and keeps its logs too.
 func quietLogs() {
-	for _, kv := range os.Environ() {
-		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TF_LOG") && v != "" {
-			return
-		}
-	}
-	for _, k := range quietLogVars {
-		_ = os.Setenv(k, "off")
+	for _, kv := range provider.QuietLogEnv(os.Environ()) {
+		k, v, _ := strings.Cut(kv, "=")
+		_ = os.Setenv(k, v)
 	}
 }
-
-// quietLogVars are the level variables of terraform-plugin-log's loggers in this
-// provider: the SDK's root, terraform-plugin-go's protocol subsystem, the framework's
-// subsystem and the provider's own logger (TF_LOG_PROVIDER_ and the provider's type
-// name, tf6server).
-var quietLogVars = []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER_MSSQLIFI"}

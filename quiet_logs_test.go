@@ -7,12 +7,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/provider"
 )
 
 // clearLogEnv empties every TF_LOG* variable for the test (restored afterwards).
 func clearLogEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range append([]string{"TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_LOG_CORE"}, quietLogVars...) {
+	for _, k := range append([]string{"TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_PATH", "TF_LOG_CORE"}, provider.QuietLogVars...) {
 		t.Setenv(k, "")
 	}
 	for _, kv := range os.Environ() {
@@ -25,7 +27,7 @@ func clearLogEnv(t *testing.T) {
 func TestQuietLogsWithoutLogLevel(t *testing.T) {
 	clearLogEnv(t)
 	quietLogs()
-	for _, k := range quietLogVars {
+	for _, k := range provider.QuietLogVars {
 		if got := os.Getenv(k); got != "off" {
 			t.Errorf("%s = %q after quietLogs with no TF_LOG*, want off", k, got)
 		}
@@ -38,7 +40,7 @@ func TestQuietLogsKeepsAskedLogs(t *testing.T) {
 			clearLogEnv(t)
 			t.Setenv(asked, "TRACE")
 			quietLogs()
-			for _, k := range quietLogVars {
+			for _, k := range provider.QuietLogVars {
 				if want, got := map[bool]string{true: "TRACE"}[k == asked], os.Getenv(k); got != want {
 					t.Errorf("with %s set, %s = %q, want %q", asked, k, got, want)
 				}

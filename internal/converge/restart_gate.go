@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 )
@@ -30,7 +31,8 @@ type restartGate struct {
 	ready func(context.Context) error
 
 	mu         sync.Mutex
-	held       bool // the limit's slot
+	held       bool      // the limit's slot
+	takenAt    time.Time // when it was taken
 	readyDone  chan struct{}
 	readyErr   error
 	readyAsked bool
@@ -74,7 +76,7 @@ func (g *restartGate) takeSlot(ctx context.Context) *Error {
 		return &Error{Kind: KindRestartSlot, Target: g.t, Err: ctx.Err(), MaxParallelRestarts: cap(g.slots)}
 	}
 	g.mu.Lock()
-	g.held = true
+	g.held, g.takenAt = true, g.e.clock().Now()
 	g.mu.Unlock()
 	return nil
 }
@@ -86,7 +88,8 @@ func (g *restartGate) giveSlot() {
 	if g.held {
 		g.held = false
 		<-g.slots
-		g.e.debug(context.Background(), "restart slot given back", map[string]any{"host": g.t.Host, "instance": g.t.Instance})
+		g.e.info(g.ctx, "restart slot given back", map[string]any{"host": g.t.Host, "instance": g.t.Instance,
+			"held_ms": g.e.clock().Now().Sub(g.takenAt).Milliseconds(), "gated": g.lazy})
 	}
 }
 

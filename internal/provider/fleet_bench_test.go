@@ -435,8 +435,7 @@ type rollingResult struct {
 	applySpan   time.Duration // first apply_start → last apply_complete
 	serviceTime time.Duration // one outage: stop + start + ready
 	ps          int64
-	// holds are the slot holds the provider's log brackets: from one restart's
-	// "restarting SQL Server" to the next restart's "restart slot acquired".
+	// holds are the slot holds the provider logs ("restart slot given back", held_ms).
 	holds []time.Duration
 }
 
@@ -482,44 +481,26 @@ func runRollingRestarts(t *testing.T) rollingResult {
 // logTime is the timestamp that leads a line of terraform's log.
 var logTime = regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d))\s`)
 
-// slotHolds reads the provider's log: restart i holds the slot from its
-// "restarting SQL Server" until restart i+1's "restart slot acquired" (with one
-// slot, the next waiter takes it as it is given back). The last restart's release
-// is not logged, so n restarts give n − 1 holds.
+// slotHolds reads the provider's log: each "restart slot given back" line says how
+// long its restart held the max_parallel_restarts slot (held_ms, converge's
+// restartGate: from the slot's taking to its return).
 func slotHolds(stderr string) []time.Duration {
-	var starts, acquired []time.Time
-	for _, line := range strings.Split(stderr, "\n") {
-		m := logTime.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var ts time.Time
-		var err error
-		for _, layout := range []string{"2006-01-02T15:04:05.000Z0700", time.RFC3339Nano, "2006-01-02T15:04:05.000Z07:00"} {
-			if ts, err = time.Parse(layout, m[1]); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.Contains(line, "restarting SQL Server"):
-			starts = append(starts, ts)
-		case strings.Contains(line, "restart slot acquired"):
-			acquired = append(acquired, ts)
-		}
-	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
-	sort.Slice(acquired, func(i, j int) bool { return acquired[i].Before(acquired[j]) })
 	var holds []time.Duration
-	for i := 0; i < len(starts) && i < len(acquired); i++ {
-		if d := acquired[i].Sub(starts[i]); d > 0 {
-			holds = append(holds, d)
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.Contains(line, "restart slot given back") {
+			continue
+		}
+		if m := heldMS.FindStringSubmatch(line); m != nil {
+			if ms, err := strconv.Atoi(m[1]); err == nil {
+				holds = append(holds, time.Duration(ms)*time.Millisecond)
+			}
 		}
 	}
 	return holds
 }
+
+// heldMS is the held_ms field of a log line (hclog's key=value, or JSON).
+var heldMS = regexp.MustCompile(`"?held_ms"?[=:]\s*(\d+)`)
 
 func runRestartScenario(t *testing.T) restartResult {
 	t.Helper()
@@ -655,6 +636,10 @@ func startDebugProvider(t *testing.T) *debugProvider {
 	}
 	bin := filepath.Join(cliBuild.dir, "terraform-provider-mssqlifi")
 	cmd := exec.Command(bin, "-debug")
+	// As terraform starts it: -debug keeps every log, a provider terraform starts
+	// logs nothing terraform throws away (main.quietLogs), and the bench measures the
+	// latter.
+	cmd.Env = append(os.Environ(), QuietLogEnv(os.Environ())...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -797,10 +782,7 @@ func opsTable(ops []opRow) string {
 		fmt.Fprintf(&b, "| %s | %d (%s) | %s | %s | %s |\n", o.operation, len(o.commands), strings.Join(o.commands, ", "), ps, minimum, mark(o.met()))
 	}
 	if guards {
-		// What the counter says, not corrected: internal/winsim/host/guard.go adds one
-		// for the guard Win32_Process.Create starts and chargeProcessStart adds one
-		// more while restart_instance waits for that guard's start record.
-		b.WriteString("\nThe simulator counts a guard created through Win32_Process.Create twice: once as it creates it and once as restart_instance waits for its start (internal/winsim/host/guard.go, chargeProcessStart); the figures above are its counter, uncorrected, so a create with its restart starts one powershell.exe fewer than its row says.\n")
+		b.WriteString("\nA restart's guard is a powershell.exe of its own, started through Win32_Process.Create before anything stops, and counted once (host/TestRestartCountsItsGuardOnce).\n")
 	}
 	return b.String()
 }
@@ -961,11 +943,10 @@ from one run on the build machine; compare ratios and counts, not wall times.
   terraform apply of their ` + fmt.Sprint(benchRestarts) + ` new resources. The ratio divides the resources'
   apply (first apply_start to last apply_complete) by the serial outages,
   ` + fmt.Sprint(benchRestarts) + ` × (stop + start + ready). The slot holds come from the provider's log
-  (TF_LOG_PROVIDER=INFO on this apply only): a restart holds the slot from its
-  "restarting SQL Server" line to the next restart's "restart slot acquired" (with
-  one slot, the next waiter takes it as it is given back); the last restart's
-  release is not logged, so ` + fmt.Sprint(benchRestarts) + ` restarts give ` + fmt.Sprint(benchRestarts-1) + ` holds. The log's timestamps are
-  terraform's, to the millisecond.
+  (TF_LOG_PROVIDER=INFO on this apply only): each "restart slot given back" line
+  says how long its restart held the slot (held_ms), from when it took it (the
+  host's prepared line, for a gated restart) to when it gave it back (the Engine
+  running and SQL Server accepting a login).
 - Enabling apply: one instance that nobody has granted the right (a new resource),
   with simulated service times, applied twice on fresh hosts: once with the restart
   (restart = "if_needed", the default) and once with restart = "never". The
