@@ -478,9 +478,6 @@ func runRollingRestarts(t *testing.T) rollingResult {
 		holds:       slotHolds(ev.stderr)}
 }
 
-// logTime is the timestamp that leads a line of terraform's log.
-var logTime = regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d))\s`)
-
 // slotHolds reads the provider's log: each "restart slot given back" line says how
 // long its restart held the max_parallel_restarts slot (held_ms, converge's
 // restartGate: from the slot's taking to its return).
