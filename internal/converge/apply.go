@@ -334,12 +334,7 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, s
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or
 // a known port there is nothing to wait on.
 func (e *Engine) waitReady(ctx context.Context, t Target, st *contract.SQLTarget, out ledger) error {
-	if ready := e.sqlReady(st); ready != nil {
-		if err := ready(ctx); err != nil {
-			return out.fail(&Error{Kind: KindNotReady, Target: t, Err: err, SQLPort: st.Port})
-		}
-	}
-	return nil
+	return e.readyAfter(ctx, nil, t, st, out)
 }
 
 // sqlReady is the wait until SQL Server accepts a login at st; nil when there is
@@ -352,12 +347,20 @@ func (e *Engine) sqlReady(st *contract.SQLTarget) func(context.Context) error {
 	return func(ctx context.Context) error { return checker.WaitReady(ctx, *st) }
 }
 
-// readyAfter is waitReady after a restart through g: the wait g began when the
-// host said the Engine runs again (the slot went back after it), else its own.
+// readyAfter is waitReady after a restart through g (nil: none): the wait g began
+// when the host said the Engine runs again (the slot went back after it), else its
+// own.
 func (e *Engine) readyAfter(ctx context.Context, g *restartGate, t Target, st *contract.SQLTarget, out ledger) error {
-	began, err := g.awaitReady(ctx)
+	began, err := false, error(nil)
+	if g != nil {
+		began, err = g.awaitReady(ctx)
+	}
 	if !began {
-		return e.waitReady(ctx, t, st, out)
+		ready := e.sqlReady(st)
+		if ready == nil {
+			return nil
+		}
+		err = ready(ctx)
 	}
 	if err != nil {
 		return out.fail(&Error{Kind: KindNotReady, Target: t, Err: err, SQLPort: st.Port})

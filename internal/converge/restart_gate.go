@@ -103,10 +103,12 @@ func (g *restartGate) Prepared(ctx context.Context) error {
 }
 
 // Started is the host's word that the Engine runs again: the limit's slot goes
-// back once SQL Server accepts a login (contract.RestartGate).
+// back once SQL Server accepts a login (contract.RestartGate). Without a way to
+// ask SQL Server (no credentials, no port) the provider cannot know when it
+// accepts connections, so the slot stays taken until the restart's end.
 func (g *restartGate) Started() {
 	g.mu.Lock()
-	if g.readyAsked {
+	if g.readyAsked || g.ready == nil {
 		g.mu.Unlock()
 		return
 	}
@@ -116,9 +118,7 @@ func (g *restartGate) Started() {
 	g.mu.Unlock()
 	go func() {
 		defer close(g.readyDone)
-		if ready != nil {
-			g.readyErr = ready(g.ctx)
-		}
+		g.readyErr = ready(g.ctx)
 		g.giveSlot()
 	}()
 }
@@ -171,6 +171,10 @@ func (h *trackedHost) RestartInstanceGated(ctx context.Context, p contract.Resta
 	defer h.reads.change(h.key, false)()
 	gr, ok := h.Host.(contract.GatedRestarter)
 	if !ok {
+		// A client that cannot gate: the slot first, then the request as it is.
+		if err := gate.Prepared(ctx); err != nil {
+			return nil, err
+		}
 		return h.Host.RestartInstance(ctx, p)
 	}
 	return gr.RestartInstanceGated(ctx, p, gate)

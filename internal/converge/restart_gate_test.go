@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 )
 
 // gatingHost is a fake host whose restarts are gated (contract.GatedRestarter): it
@@ -130,5 +131,31 @@ func TestGatedRestartWithoutASlotChangesNothing(t *testing.T) {
 	release(t, e.Restarts.slots)
 	if len(e.Restarts.hostSlot(defaultTarget.Host)) != 0 {
 		t.Error("the host's slot is still held")
+	}
+}
+
+// noSQLClients serve the gating host and no SQL credentials.
+type noSQLClients struct{ h *gatingHost }
+
+func (c noSQLClients) Host(string, int) (Host, error)           { return c.h, nil }
+func (c noSQLClients) SQLChecker() (contract.SQLChecker, error) { return nil, nil }
+
+// Without SQL credentials nothing can say when SQL Server accepts connections
+// again: the slot stays taken until the restart's end, not only until the Engine
+// runs.
+func TestGatedRestartWithoutSQLHoldsTheSlotToTheEnd(t *testing.T) {
+	h := &gatingHost{fakeHost: newFakeHost()}
+	e := New(noSQLClients{h})
+	e.Restarts = NewRestartLimiter(1)
+	heldAfterStart := false
+	h.after = func() { heldAfterStart = len(e.Restarts.slots) == 1 }
+	d := enable
+	d.Restart = ifi.RestartIfNeededIncludingPrimary // no SQL Server to ask the replica's role
+	if _, err := e.Apply(context.Background(), defaultTarget, d); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.restarts != 1 || !heldAfterStart || len(e.Restarts.slots) != 0 {
+		t.Errorf("restarts %d, slot held after the Engine started %v, slots taken at the end %d; want 1, true, 0",
+			h.restarts, heldAfterStart, len(e.Restarts.slots))
 	}
 }
