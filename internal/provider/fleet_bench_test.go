@@ -290,26 +290,9 @@ func measureFleetPlan(t *testing.T, sim *winsim.Sim, hosts, per int) planMeasure
 		t.Fatalf("the fleet plan refreshed %d resources, want %d:\n%s", ev.refreshes, n, ev.stderr)
 	}
 	return planMeasure{hosts: hosts, perHost: per, span: ev.refreshSpan(), wall: ev.wall,
-		delta: statsDelta(before, after), peakRSS: rss, cpu: cpu}
+		delta: after.Since(before), peakRSS: rss, cpu: cpu}
 }
 
-// statsDelta is after − before, counter by counter.
-func statsDelta(before, after winsim.HostStats) winsim.HostStats {
-	return winsim.HostStats{
-		WinRMConnections:    after.WinRMConnections - before.WinRMConnections,
-		WinRMRequests:       after.WinRMRequests - before.WinRMRequests,
-		TLSHandshakes:       after.TLSHandshakes - before.TLSHandshakes,
-		TLSResumed:          after.TLSResumed - before.TLSResumed,
-		NTLMHandshakes:      after.NTLMHandshakes - before.NTLMHandshakes,
-		KerberosLogons:      after.KerberosLogons - before.KerberosLogons,
-		WinRMSignals:        after.WinRMSignals - before.WinRMSignals,
-		WinRMReceives:       after.WinRMReceives - before.WinRMReceives,
-		PowerShellProcesses: after.PowerShellProcesses - before.PowerShellProcesses,
-		AddTypeCompilations: after.AddTypeCompilations - before.AddTypeCompilations,
-		SQLConnections:      after.SQLConnections - before.SQLConnections,
-		SQLKerberosLogons:   after.SQLKerberosLogons - before.SQLKerberosLogons,
-	}
-}
 
 // pairResult is 100 instances two ways: 25 hosts × 4 and 100 hosts × 1.
 type pairResult struct {

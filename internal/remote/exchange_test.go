@@ -34,14 +34,6 @@ func stats(t *testing.T, sim *winsim.Sim) winsim.HostStats {
 	return st
 }
 
-func diff(a, b winsim.HostStats) winsim.HostStats {
-	return winsim.HostStats{
-		WinRMConnections: b.WinRMConnections - a.WinRMConnections, WinRMRequests: b.WinRMRequests - a.WinRMRequests,
-		TLSHandshakes: b.TLSHandshakes - a.TLSHandshakes, TLSResumed: b.TLSResumed - a.TLSResumed,
-		NTLMHandshakes: b.NTLMHandshakes - a.NTLMHandshakes, PowerShellProcesses: b.PowerShellProcesses - a.PowerShellProcesses,
-		WinRMSignals: b.WinRMSignals - a.WinRMSignals, WinRMReceives: b.WinRMReceives - a.WinRMReceives,
-	}
-}
 
 // simHTTPSHost is an NTLM client of the simulator's first host over HTTPS.
 // winrmOf returns the WinRM client behind h, for tests that look at its connections.
@@ -73,7 +65,7 @@ func readCounted(t *testing.T, sim *winsim.Sim, h Host) winsim.HostStats {
 	if r, err := h.ReadInstance(context.Background(), contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}); err != nil || !r.Found {
 		t.Fatalf("read_instance = %+v, %v", r, err)
 	}
-	return diff(before, stats(t, sim))
+	return stats(t, sim).Since(before)
 }
 
 // A refresh's read_instance, as a fresh provider process makes it, costs the

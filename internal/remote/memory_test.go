@@ -56,7 +56,7 @@ func TestConnectionReusedWithinIdleTimeout(t *testing.T) {
 			t.Fatalf("read_instance %d = %+v, %v", i+1, r, err)
 		}
 	}
-	d := diff(before, stats(t, sim))
+	d := stats(t, sim).Since(before)
 	if d.WinRMConnections != 1 || d.NTLMHandshakes != 1 {
 		t.Errorf("three read_instance in a row: %d connections, %d NTLM handshakes; want 1 and 1", d.WinRMConnections, d.NTLMHandshakes)
 	}

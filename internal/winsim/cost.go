@@ -104,6 +104,24 @@ type HostStats struct {
 	SQLKerberosLogons int64 `json:"sql_kerberos_logons"`
 }
 
+// Since is what the counters counted after before: s − before, counter by counter.
+func (s HostStats) Since(before HostStats) HostStats {
+	return HostStats{
+		WinRMConnections:    s.WinRMConnections - before.WinRMConnections,
+		WinRMRequests:       s.WinRMRequests - before.WinRMRequests,
+		TLSHandshakes:       s.TLSHandshakes - before.TLSHandshakes,
+		TLSResumed:          s.TLSResumed - before.TLSResumed,
+		NTLMHandshakes:      s.NTLMHandshakes - before.NTLMHandshakes,
+		KerberosLogons:      s.KerberosLogons - before.KerberosLogons,
+		WinRMSignals:        s.WinRMSignals - before.WinRMSignals,
+		WinRMReceives:       s.WinRMReceives - before.WinRMReceives,
+		PowerShellProcesses: s.PowerShellProcesses - before.PowerShellProcesses,
+		AddTypeCompilations: s.AddTypeCompilations - before.AddTypeCompilations,
+		SQLConnections:      s.SQLConnections - before.SQLConnections,
+		SQLKerberosLogons:   s.SQLKerberosLogons - before.SQLKerberosLogons,
+	}
+}
+
 // Stats returns one host's counters.
 func (s *Sim) Stats(hostName string) (HostStats, error) {
 	sh, ok := s.byName[strings.ToLower(hostName)]
