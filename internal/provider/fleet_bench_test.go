@@ -293,7 +293,6 @@ func measureFleetPlan(t *testing.T, sim *winsim.Sim, hosts, per int) planMeasure
 		delta: after.Since(before), peakRSS: rss, cpu: cpu}
 }
 
-
 // pairResult is 100 instances two ways: 25 hosts × 4 and 100 hosts × 1.
 type pairResult struct {
 	fourPerHost, onePerHost planMeasure

@@ -34,7 +34,6 @@ func stats(t *testing.T, sim *winsim.Sim) winsim.HostStats {
 	return st
 }
 
-
 // simHTTPSHost is an NTLM client of the simulator's first host over HTTPS.
 // winrmOf returns the WinRM client behind h, for tests that look at its connections.
 func winrmOf(t *testing.T, h Host) *winrmHost {
