@@ -53,6 +53,26 @@ type Host interface {
 // "Perform volume maintenance tasks".
 const RightManageVolume = "SeManageVolumePrivilege"
 
+// RightLockMemory is the user right behind Lock Pages in Memory, "Lock pages in
+// memory": with it the Engine allocates its buffer pool as locked pages, which
+// Windows never pages out (KB 2659143; design/lock-pages.md).
+const RightLockMemory = "SeLockMemoryPrivilege"
+
+// ManagedRights are the rights the provider reads, grants and revokes, and the only
+// ones set_right and restart_instance's changes accept (the scripts hold the same
+// list).
+var ManagedRights = []string{RightManageVolume, RightLockMemory}
+
+// IsManagedRight reports whether right is one of ManagedRights (exact spelling).
+func IsManagedRight(right string) bool {
+	for _, r := range ManagedRights {
+		if r == right {
+			return true
+		}
+	}
+	return false
+}
+
 // Exit codes of the scripts.
 const (
 	ExitOK            = 0
@@ -149,8 +169,12 @@ type ReadInstanceResult struct {
 	// AdministratorsMembers: the SHA-256 of the members' sorted, upper-cased SIDs.
 	AdministratorsDigest string          `json:"administrators_digest,omitempty"`
 	GroupPolicy          GroupPolicyInfo `json:"group_policy"`
-	ErrorLog             ErrorLogInfo    `json:"errorlog"`
-	Dependents           []ServiceInfo   `json:"dependents"` // services that depend on the Engine
+	// LockPages is the same read for RightLockMemory (Lock Pages in Memory), made in
+	// the same process whatever Params.Right names; nil from a host that does not
+	// report it (then it is unknown, never "nobody holds it").
+	LockPages  *RightRead    `json:"lock_pages,omitempty"`
+	ErrorLog   ErrorLogInfo  `json:"errorlog"`
+	Dependents []ServiceInfo `json:"dependents"` // services that depend on the Engine
 	// HADR is what Windows tells of the instance's Always On availability groups
 	// without SQL Server; nil from a host that does not report it.
 	HADR *HADRInfo `json:"hadr,omitempty"`
@@ -206,12 +230,45 @@ type GroupPolicyInfo struct {
 	Detail  string      `json:"detail,omitempty"`
 }
 
-// ErrorLogInfo is the IFI line of the current error log (written at each start).
+// RightRead is who holds one right on the host, directly and by Group Policy.
+type RightRead struct {
+	Right       string          `json:"right"`
+	Holders     []Principal     `json:"holders"` // direct holders
+	GroupPolicy GroupPolicyInfo `json:"group_policy"`
+}
+
+// ErrorLogInfo is the IFI line of the current error log (written at each start),
+// and its memory manager line.
 type ErrorLogInfo struct {
 	Path    string `json:"path"`
 	Found   bool   `json:"found"`             // the startup IFI line is in the current log
 	Line    string `json:"line,omitempty"`    // the whole line, timestamp included
 	Enabled *bool  `json:"enabled,omitempty"` // what the line says; nil when not found
+	// MemoryLine is the startup line that says which memory model the Engine
+	// started with ("Using locked pages in the memory manager.", "Using
+	// conventional memory in the memory manager.", "Using large pages in the memory
+	// manager."), timestamp included; "" when the current log has none.
+	MemoryLine string `json:"memory_line,omitempty"`
+	// MemoryModel is what MemoryLine says, as sys.dm_os_sys_info spells it: one of
+	// the MemoryModel* constants; "" when not found.
+	MemoryModel string `json:"memory_model,omitempty"`
+}
+
+// The Engine's memory models, as sys.dm_os_sys_info.sql_memory_model_desc spells
+// them. LOCK_PAGES: locked pages (the right held at start); LARGE_PAGES: large
+// pages (trace flag 834 with the right), locked as well; CONVENTIONAL: neither.
+const (
+	MemoryModelConventional = "CONVENTIONAL"
+	MemoryModelLockPages    = "LOCK_PAGES"
+	MemoryModelLargePages   = "LARGE_PAGES"
+)
+
+// MemoryLines are the error log's memory manager lines (the message after the
+// timestamp and source), each with the model it reports.
+var MemoryLines = map[string]string{
+	"Using conventional memory in the memory manager.": MemoryModelConventional,
+	"Using locked pages in the memory manager.":        MemoryModelLockPages,
+	"Using large pages in the memory manager.":         MemoryModelLargePages,
 }
 
 // ServiceInfo is a service name with its state.
@@ -256,11 +313,22 @@ const (
 	EventRestart = 1003
 )
 
-// RightChange is one change of SeManageVolumePrivilege's holders that
-// restart_instance makes before the restart, in its own process (set_right's work).
+// RightChange is one change of a managed right's holders that restart_instance
+// makes before the restart, in its own process (set_right's work).
 type RightChange struct {
+	// Right is one of ManagedRights; "" is RightManageVolume (requests written
+	// before Lock Pages in Memory).
+	Right string `json:"right,omitempty"`
 	SID   string `json:"sid"`
 	Grant bool   `json:"grant"`
+}
+
+// RightOf is the change's right, "" read as RightManageVolume.
+func (c RightChange) RightOf() string {
+	if c.Right == "" {
+		return RightManageVolume
+	}
+	return c.Right
 }
 
 // MaxRestartChanges is the most changes one restart_instance request makes
@@ -289,8 +357,9 @@ type RestartInstanceParams struct {
 	// finished, or when it reports an error (a stop past the deadline).
 	WaitSeconds int `json:"wait_seconds,omitempty"`
 	// Changes are made first, in order, as set_right makes them (only
-	// SeManageVolumePrivilege); a change that fails ends the request before anything
-	// is stopped.
+	// ManagedRights); a change that fails ends the request before anything is
+	// stopped. One restart makes every change effective (IFI and Lock Pages in
+	// Memory together).
 	// At most MaxRestartChanges.
 	Changes []RightChange `json:"changes,omitempty"`
 	// ReadBack: once the restart finished, read the instance as read_instance does, in

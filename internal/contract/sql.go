@@ -52,7 +52,27 @@ const (
 	// session's, without it only the caller's own. The provider looks for commands
 	// that start with BACKUP or RESTORE, which a restart would end.
 	QueryRequests = "SELECT session_id, command FROM sys.dm_exec_requests"
+
+	// QueryMemory: one row: the memory model the running Engine started with
+	// (sql_memory_model_desc: CONVENTIONAL, LOCK_PAGES or LARGE_PAGES; a column of
+	// SQL Server 2016 SP1 and later, error 207 before) and max server memory (MB)
+	// in use (configuration_id 1544; DefaultMaxServerMemoryMB when never set).
+	// sys.dm_os_sys_info needs VIEW SERVER STATE (error 300 without it);
+	// sys.configurations is visible to every login.
+	QueryMemory = "SELECT i.sql_memory_model_desc, CAST(c.value_in_use AS bigint) AS max_server_memory_mb " +
+		"FROM sys.dm_os_sys_info AS i LEFT JOIN sys.configurations AS c ON c.configuration_id = 1544"
+
+	// QueryMaxServerMemory: QueryMemory's second column alone, for builds without
+	// sql_memory_model_desc (the memory model then comes from the error log).
+	QueryMaxServerMemory = "SELECT CAST(value_in_use AS bigint) AS max_server_memory_mb FROM sys.configurations " +
+		"WHERE configuration_id = 1544"
 )
+
+// DefaultMaxServerMemoryMB is max server memory (MB) as SQL Server installs it:
+// no limit. With Lock Pages in Memory, the buffer pool then grows until Windows
+// runs short, and Windows cannot page it out (the "Server memory configuration
+// options" page advises setting it whenever locked pages are used).
+const DefaultMaxServerMemoryMB = 2147483647
 
 // SQL Server error numbers the provider tells apart.
 const (
