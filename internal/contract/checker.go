@@ -70,6 +70,17 @@ type SQLReport struct {
 	// Requests are the commands of the requests running now (sys.dm_exec_requests),
 	// each with its session; RunningBackups filters them.
 	Requests []Request
+	// MemoryModel is sys.dm_os_sys_info.sql_memory_model_desc (one of the
+	// MemoryModel* constants); "" on a build without the column (before SQL Server
+	// 2016 SP1), where the error log's line tells instead.
+	MemoryModel string
+	// MaxServerMemoryMB is max server memory (MB) in use (sys.configurations);
+	// nil when SQL Server did not say.
+	MaxServerMemoryMB *int64
+	// MemoryErr is SQL Server's answer when it refused the memory query (a
+	// permission, a view it lacks): the memory model and max server memory are
+	// then unknown, which the rest of the check does not depend on.
+	MemoryErr string
 }
 
 // Replica is one availability replica as sys.dm_hadr_availability_replica_states

@@ -134,6 +134,7 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 		fields["ifi_column_present"] = r.IFIColumnPresent
 		fields["hadr_enabled"] = r.HADREnabled
 		fields["replicas"] = fmt.Sprint(r.Replicas)
+		fields["memory_model"] = r.MemoryModel
 		if r.IFIEnabled != nil {
 			fields["ifi_enabled"] = *r.IFIEnabled
 		}
@@ -171,7 +172,38 @@ func (c *checker) check(ctx context.Context, t Target) (*Report, error) {
 	if err := c.requests(ctx, t, conn, r); err != nil {
 		return nil, err
 	}
+	if err := c.memory(ctx, t, conn, r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// memory reads the Engine's memory model and max server memory (QueryMemory). A
+// build without sql_memory_model_desc (error 207, before SQL Server 2016 SP1)
+// answers max server memory alone (QueryMaxServerMemory); its memory model is then
+// the error log's. Any other refusal leaves both unknown (Report.MemoryErr): IFI's
+// verification does not depend on them.
+func (c *checker) memory(ctx context.Context, t Target, conn *sql.Conn, r *Report) error {
+	var model sql.NullString
+	var maxMB sql.NullInt64
+	err := conn.QueryRowContext(ctx, contract.QueryMemory).Scan(&model, &maxMB)
+	if sqlNumber(err) == contract.SQLErrInvalidColumn {
+		model = sql.NullString{}
+		err = conn.QueryRowContext(ctx, contract.QueryMaxServerMemory).Scan(&maxMB)
+	}
+	if sqlNumber(err) != 0 { // SQL Server answered and refused: unknown, said in MemoryErr
+		r.MemoryErr = sqlMessage(err)
+		return nil
+	}
+	if err != nil {
+		return c.classify(ctx, t, err)
+	}
+	r.MemoryModel = strings.ToUpper(strings.TrimSpace(model.String))
+	if maxMB.Valid {
+		v := maxMB.Int64
+		r.MaxServerMemoryMB = &v
+	}
+	return nil
 }
 
 // replicas reads the instance's availability group replicas, only when Always On

@@ -35,6 +35,9 @@ type sqlServer struct {
 	requests    [][]any // rows of sys.dm_exec_requests: session_id, command
 	replicaErr  *tds.SQLError
 	primaries   [][]any // rows of the group-primaries query: group, primary_replica
+	noMemoryCol bool    // a build before 2016 SP1: sql_memory_model_desc is an invalid column
+	memoryModel any     // sql_memory_model_desc: "LOCK_PAGES", "CONVENTIONAL", ...
+	maxMemoryMB any     // value_in_use of max server memory (MB): int64, or nil
 
 	mu      sync.Mutex
 	batches []string
@@ -104,6 +107,15 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 	case contract.QueryGroupPrimaries:
 		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 256, true), nv("primary_replica", 128, true)},
 			Rows: s.primaries}}, nil
+	case contract.QueryMemory:
+		if s.noMemoryCol {
+			return nil, &tds.SQLError{Number: 207, State: 1, Class: 16, Line: 1, Message: "Invalid column name 'sql_memory_model_desc'."}
+		}
+		return []tds.ResultSet{{Columns: []tds.Column{nv("sql_memory_model_desc", 60, true), {Name: "max_server_memory_mb", Type: tds.TypeBigInt, Nullable: true}},
+			Rows: [][]any{{s.memoryModel, s.maxMemoryMB}}}}, nil
+	case contract.QueryMaxServerMemory:
+		return []tds.ResultSet{{Columns: []tds.Column{{Name: "max_server_memory_mb", Type: tds.TypeBigInt, Nullable: true}},
+			Rows: [][]any{{s.maxMemoryMB}}}}, nil
 	case contract.QueryRequests:
 		return []tds.ResultSet{{Columns: []tds.Column{{Name: "session_id", Type: tds.TypeSmallInt}, nv("command", 32, false)},
 			Rows: s.requests}}, nil
@@ -155,6 +167,40 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// The memory model and max server memory (Lock Pages in Memory): from the DMV where
+// the build has the column; a build before 2016 SP1 answers max server memory
+// alone (the model is the error log's then); a refusal leaves both unknown without
+// failing IFI's check.
+func TestCheckReadsMemoryModel(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		h         *sqlServer
+		wantModel string
+		wantMax   *int64
+		wantErr   bool
+	}{
+		{"locked pages, max set", &sqlServer{memoryModel: "LOCK_PAGES", maxMemoryMB: int64(28672)}, "LOCK_PAGES", ptr(int64(28672)), false},
+		{"conventional, default max", &sqlServer{memoryModel: "CONVENTIONAL", maxMemoryMB: int64(contract.DefaultMaxServerMemoryMB)},
+			"CONVENTIONAL", ptr(int64(contract.DefaultMaxServerMemoryMB)), false},
+		{"a 2014 build has no sql_memory_model_desc", &sqlServer{noMemoryCol: true, maxMemoryMB: int64(4096)}, "", ptr(int64(4096)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.h.engineIFI = "Y"
+			ep := serve(t, tc.h, tds.Options{}, nil)
+			r, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.MemoryModel != tc.wantModel || !equalPtr(r.MaxServerMemoryMB, tc.wantMax) || r.MemoryErr != "" {
+				t.Fatalf("memory = %q, max %v, err %q; want %q, %v", r.MemoryModel, show(r.MaxServerMemoryMB), r.MemoryErr, tc.wantModel, show(tc.wantMax))
+			}
+			if r.IFIEnabled == nil || !*r.IFIEnabled {
+				t.Fatalf("IFI = %v: the memory query changed IFI's answer", show(r.IFIEnabled))
+			}
+		})
+	}
+}
+
 func TestCheckReadsEngineRowAndTDE(t *testing.T) {
 	for _, tc := range []struct {
 		ifi  any
@@ -181,8 +227,8 @@ func TestCheckReadsEngineRowAndTDE(t *testing.T) {
 			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			// One connection, five batches: the HADR views are not asked when IsHadrEnabled is NULL.
-			if len(h.batches) != 5 {
+			// One connection, six batches: the HADR views are not asked when IsHadrEnabled is NULL.
+			if len(h.batches) != 6 {
 				t.Fatalf("batches = %q", h.batches)
 			}
 		})
@@ -434,11 +480,11 @@ func asError(t *testing.T, err error) *Error {
 	return e
 }
 
-func ptr(b bool) *bool { return &b }
+func ptr[T any](v T) *T { return &v }
 
-func equalPtr(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+func equalPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-func show(b *bool) string {
+func show[T any](b *T) string {
 	if b == nil {
 		return "nil"
 	}
