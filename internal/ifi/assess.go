@@ -99,7 +99,8 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		a.Converged = !a.PrivilegeGranted && !pendingBlocks
 	}
 
-	a.Warnings = a.warnings()
+	a.assessLockPages()
+	a.Warnings = append(a.warnings(), a.lockPagesWarnings()...)
 	return a, nil
 }
 
@@ -148,6 +149,13 @@ func (a *Assessment) tokenSIDs() []struct{ sid, why string } {
 // effective says whether the token at the next start holds the right given holders,
 // why, and whether that is through something other than the grantee's direct grant.
 func (a *Assessment) effective(holders map[string]bool) (bool, string, bool) {
+	return a.effectiveWith(holders, a.hidden)
+}
+
+// effectiveWith is effective for any right's holders: hidden is a membership the
+// host does not report that counts as a holder path (IFI's IneffectiveRestart), nil
+// for none.
+func (a *Assessment) effectiveWith(holders map[string]bool, hidden *IneffectiveRestart) (bool, string, bool) {
 	if holders[a.GranteeSID] {
 		for _, t := range a.tokenSIDs() {
 			if t.sid == a.GranteeSID {
@@ -163,7 +171,7 @@ func (a *Assessment) effective(holders map[string]bool) (bool, string, bool) {
 			return true, t.why, true
 		}
 	}
-	if a.hidden != nil && a.hidden.covers(holders) {
+	if hidden != nil && hidden.covers(holders) {
 		return true, a.hiddenVia(), true
 	}
 	return false, "", false
@@ -187,8 +195,11 @@ func hasTraceFlag1806(params []string) bool {
 	return false
 }
 
-func (a *Assessment) policyLists(sid string) bool {
-	for _, p := range a.GroupPolicyHolders {
+func (a *Assessment) policyLists(sid string) bool { return listsSID(a.GroupPolicyHolders, sid) }
+
+// listsSID reports whether a policy's holder list names sid.
+func listsSID(holders []contract.Principal, sid string) bool {
+	for _, p := range holders {
 		if strings.EqualFold(p.SID, sid) {
 			return true
 		}

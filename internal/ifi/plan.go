@@ -41,6 +41,9 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 		delete(holders, a.GranteeSID)
 	}
 
+	if r := a.lockPagesSteps(p); r != nil {
+		return a, nil, r
+	}
 	if d.Restart.Restarts() {
 		effective, _, _ := a.effective(holders)
 		expected := effective && !a.TraceFlag1806
@@ -52,6 +55,15 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 			p.Restart = true
 			p.RestartReason = "the right changed and IFI cannot be verified, so the Engine restarts to be sure it takes effect"
 		}
+		// One restart makes both rights effective: Lock Pages in Memory's reason
+		// joins IFI's, or restarts alone.
+		if why := a.lockPagesRestart(p); why != "" {
+			p.RestartReason = strings.TrimPrefix(p.RestartReason+"; "+why, "; ")
+			p.Restart = true
+		}
+	}
+	if w := a.unlimitedMemoryWarning(p); w != nil {
+		p.Warnings = append(p.Warnings, *w)
 	}
 	if p.Restart {
 		if r := a.restartRoute(p); r != nil {
@@ -75,30 +87,10 @@ func firstGroup(gs []string) string {
 
 func (a *Assessment) policyConflict() *Refusal {
 	d := a.desired
-	lists := a.policyLists(a.GranteeSID)
-	grantee := fmt.Sprintf("%s (grantee = %q)", a.GranteeSID, d.Grantee)
-	if d.Grantee == GranteeServiceSID {
-		grantee = fmt.Sprintf("%s (%s)", winsid.ServiceAccountName(a.ServiceName), a.GranteeSID)
+	if r := a.policyConflictFor(ifiDisplay, GPOSetting, d.Enabled, a.GroupPolicyHolders); r != nil {
+		return r
 	}
-	reverted := "at a policy change, and at least every " + gpoReapply
-	switch {
-	case d.Enabled && !lists:
-		ways := []string{fmt.Sprintf("add %s to the GPO setting %s", grantee, GPOSetting)}
-		if other := a.otherPolicyGrantee(); other != "" {
-			ways = append(ways, other)
-		}
-		return refusal("Group Policy owns the right and does not grant it",
-			fmt.Sprintf("On %s, %s is to hold \"Perform volume maintenance tasks\"", a.where(), grantee),
-			fmt.Sprintf("a Group Policy defines who holds it and does not list %s; a local grant would be reverted when the policy is next applied (%s)",
-				grantee, reverted),
-			nothingChanged, ways...)
-	case !d.Enabled && lists:
-		return refusal("Group Policy owns the right and grants it",
-			fmt.Sprintf("On %s, \"Perform volume maintenance tasks\" is to be revoked from %s", a.where(), grantee),
-			fmt.Sprintf("a Group Policy lists %s for it; a local revoke would be re-granted when the policy is next applied (%s)", grantee, reverted),
-			nothingChanged,
-			fmt.Sprintf("remove %s from the GPO setting %s", grantee, GPOSetting))
-	}
+	grantee := a.granteePhrase()
 	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && a.policyLists(d.PriorGranteeSID) {
 		return refusal("Group Policy grants the previous grantee",
 			fmt.Sprintf("On %s, the grant of \"Perform volume maintenance tasks\" is to move from the previous grantee %s to %s", a.where(), d.PriorGranteeSID, grantee),
@@ -109,13 +101,49 @@ func (a *Assessment) policyConflict() *Refusal {
 	return nil
 }
 
+// granteePhrase names the grantee for refusals.
+func (a *Assessment) granteePhrase() string {
+	if a.desired.Grantee == GranteeServiceSID {
+		return fmt.Sprintf("%s (%s)", winsid.ServiceAccountName(a.ServiceName), a.GranteeSID)
+	}
+	return fmt.Sprintf("%s (grantee = %q)", a.GranteeSID, a.desired.Grantee)
+}
+
+// policyConflictFor refuses a change of the right (display, its GPO setting) that
+// a Group Policy listing holders would revert: want says whether the grantee is to
+// hold it.
+func (a *Assessment) policyConflictFor(display, setting string, want bool, holders []contract.Principal) *Refusal {
+	lists := listsSID(holders, a.GranteeSID)
+	grantee := a.granteePhrase()
+	reverted := "at a policy change, and at least every " + gpoReapply
+	switch {
+	case want && !lists:
+		ways := []string{fmt.Sprintf("add %s to the GPO setting %s", grantee, setting)}
+		if other := a.otherPolicyGrantee(holders); other != "" {
+			ways = append(ways, other)
+		}
+		return refusal("Group Policy owns the right and does not grant it",
+			fmt.Sprintf("On %s, %s is to hold %q", a.where(), grantee, display),
+			fmt.Sprintf("a Group Policy defines who holds it and does not list %s; a local grant would be reverted when the policy is next applied (%s)",
+				grantee, reverted),
+			nothingChanged, ways...)
+	case !want && lists:
+		return refusal("Group Policy owns the right and grants it",
+			fmt.Sprintf("On %s, %q is to be revoked from %s", a.where(), display, grantee),
+			fmt.Sprintf("a Group Policy lists %s for it; a local revoke would be re-granted when the policy is next applied (%s)", grantee, reverted),
+			nothingChanged,
+			fmt.Sprintf("remove %s from the GPO setting %s", grantee, setting))
+	}
+	return nil
+}
+
 // otherPolicyGrantee names a grantee choice the policy already covers, if any: a
 // way out.
-func (a *Assessment) otherPolicyGrantee() string {
-	if a.desired.Grantee == GranteeServiceSID && a.ServiceAccountSID != "" && a.policyLists(a.ServiceAccountSID) {
+func (a *Assessment) otherPolicyGrantee(holders []contract.Principal) string {
+	if a.desired.Grantee == GranteeServiceSID && a.ServiceAccountSID != "" && listsSID(holders, a.ServiceAccountSID) {
 		return fmt.Sprintf("set grantee = \"service_account\": the policy already lists the start account %s", a.ServiceAccount)
 	}
-	if a.desired.Grantee == GranteeServiceAccount && a.policyLists(a.ServiceSID) {
+	if a.desired.Grantee == GranteeServiceAccount && listsSID(holders, a.ServiceSID) {
 		return fmt.Sprintf("set grantee = \"service_sid\": the policy already lists %s", winsid.ServiceAccountName(a.ServiceName))
 	}
 	return ""

@@ -125,9 +125,9 @@ func (a *Assessment) predictionWarning(act Action, p *Plan, r *Refusal, drift bo
 		if !s.Grant {
 			verb = "revokes"
 		}
-		did = append(did, fmt.Sprintf("%s \"Perform volume maintenance tasks\" %s %s (%s)", verb, toFrom(s.Grant), a.principalName(s.SID), s.Reason))
+		did = append(did, fmt.Sprintf("%s %q %s %s (%s)", verb, s.display(), toFrom(s.Grant), a.principalName(s.SID), s.Reason))
 	}
-	summary := fmt.Sprintf("%s%s: apply %s", prefix, where, summaryOf(act, a.ServiceName))
+	summary := fmt.Sprintf("%s%s: apply %s", prefix, where, summaryOf(act, a.ServiceName, p.Steps))
 	detail := why + "The apply " + strings.Join(did, ", then ")
 	if p.Restart {
 		if len(did) > 0 {
@@ -142,6 +142,15 @@ func (a *Assessment) predictionWarning(act Action, p *Plan, r *Refusal, drift bo
 	return Warning{Code: WarnPlannedAction, Summary: summary, Detail: detail}
 }
 
+func slicesAnyGrant(steps []Step) bool {
+	for _, s := range steps {
+		if s.Grant {
+			return true
+		}
+	}
+	return false
+}
+
 func toFrom(grant bool) string {
 	if grant {
 		return "to"
@@ -149,7 +158,39 @@ func toFrom(grant bool) string {
 	return "from"
 }
 
-func summaryOf(act Action, service string) string {
+// summaryOf is the plan's summary of act. Steps that change both rights say so:
+// "grants two rights and restarts once"; Lock Pages in Memory alone is named.
+func summaryOf(act Action, service string, steps []Step) string {
+	rights := map[string]bool{}
+	for _, s := range steps {
+		rights[s.RightOf()] = true
+	}
+	restart := " and restarts SQL Server (" + service + ")"
+	switch {
+	case len(rights) == 2:
+		verb := "changes"
+		switch act {
+		case ActionGrant, ActionGrantAndRestart:
+			verb = "grants"
+		case ActionRevoke, ActionRevokeAndRestart:
+			if !slicesAnyGrant(steps) {
+				verb = "revokes"
+			}
+		}
+		if act.Restarts() {
+			return verb + " two rights and restarts once (SQL Server " + service + ")"
+		}
+		return verb + " two rights, no restart"
+	case rights[contract.RightLockMemory]:
+		verb := "grants"
+		if !slicesAnyGrant(steps) {
+			verb = "revokes"
+		}
+		if act.Restarts() {
+			return verb + " " + LockPagesDisplay + restart
+		}
+		return verb + " " + LockPagesDisplay + ", no restart"
+	}
 	switch act {
 	case ActionGrant:
 		return "grants the right, no restart"

@@ -69,8 +69,11 @@ func everyRefusal() []grammarCase {
 		{"restartRoute", "Clustered SQL Server instance", plan(enable, obs(dmv(false), holders(svcSID), clustered))},
 		{"restartRoute", "Failover cluster not read", plan(failover, obs(dmv(false), holders(svcSID), clustered))},
 		{"restartRoute", `restart = "failover" is for failover cluster instances`, plan(failover, obs(dmv(false), holders(svcSID)))},
-		{"policyConflict", "Group Policy owns the right and does not grant it", plan(enable, obs(dmv(false), gp(acctSID)))},
-		{"policyConflict", "Group Policy owns the right and grants it", plan(disable, obs(dmv(true), gp(svcSID), holders(svcSID)))},
+		{"policyConflictFor", "Group Policy owns the right and does not grant it", plan(enable, obs(dmv(false), gp(acctSID)))},
+		{"policyConflictFor", "Group Policy owns the right and grants it", plan(disable, obs(dmv(true), gp(svcSID), holders(svcSID)))},
+		{"lockPagesSteps", "The host does not report Lock pages in memory", plan(withLockPages(enable, true), obs(dmv(true), holders(svcSID)))},
+		{"lockPagesSteps", "Lock pages in memory is not managed on a failover cluster instance yet",
+			plan(withLockPages(enable, true), obs(dmv(true), holders(svcSID), lpHolders(), clustered))},
 		{"policyConflict", "Group Policy grants the previous grantee", func(t *testing.T) *Refusal {
 			d := enable
 			d.PriorGranteeSID = acctSID

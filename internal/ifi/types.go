@@ -84,7 +84,10 @@ const GPOSetting = "Computer Configuration > Windows Settings > Security Setting
 // Desired is what the user asked for.
 type Desired struct {
 	Enabled bool
-	Grantee Grantee
+	// LockPages is lock_pages_in_memory: nil when the configuration leaves Lock
+	// Pages in Memory alone (lock_pages.go).
+	LockPages *bool
+	Grantee   Grantee
 	Restart RestartPolicy
 	// PriorGranteeSID is the SID granted by an earlier apply; when it differs from
 	// the grantee now asked for, the grant moves (revoke the old SID, grant the new).
@@ -157,6 +160,13 @@ type Verification struct {
 	// when its answer is missing (no permission, a failed query, a dropped
 	// connection), what it would have said is unknown, not absent.
 	SQLConfigured bool `json:",omitempty"`
+	// MemoryModel is sys.dm_os_sys_info.sql_memory_model_desc ("" when SQL Server
+	// did not say: not asked, or a build before 2016 SP1); MaxServerMemoryMB is max
+	// server memory (MB) in use (nil: not known); Edition is SERVERPROPERTY('Edition')
+	// ("" not known).
+	MemoryModel       string `json:",omitempty"`
+	MaxServerMemoryMB *int64 `json:",omitempty"`
+	Edition           string `json:",omitempty"`
 }
 
 // AGMembership is what SQL Server says about the instance's availability groups.
@@ -290,6 +300,10 @@ type Assessment struct {
 
 	Warnings []Warning
 
+	// LockPages is Lock Pages in Memory's assessment (lock_pages.go), made whether
+	// or not the resource manages it.
+	LockPages *LockPages
+
 	// IneffectiveRestart is Desired.IneffectiveRestart when it still speaks for the
 	// instance (same start account and Administrators' members, IFI reported on);
 	// the assessment then counts it as a holder path. nil when none applies.
@@ -302,11 +316,30 @@ type Assessment struct {
 	observed   Observed
 }
 
-// Step is one change of the right's holder list.
+// Step is one change of a right's holder list.
 type Step struct {
-	Grant  bool // true: grant; false: revoke
+	// Right is contract.RightLockMemory for Lock Pages in Memory; "" is IFI's
+	// right (contract.RightManageVolume).
+	Right  string `json:",omitempty"`
+	Grant  bool   // true: grant; false: revoke
 	SID    string
 	Reason string
+}
+
+// RightOf is the step's right, "" read as contract.RightManageVolume.
+func (s Step) RightOf() string {
+	if s.Right == "" {
+		return contract.RightManageVolume
+	}
+	return s.Right
+}
+
+// display is the step's right as Local Security Policy names it.
+func (s Step) display() string {
+	if s.RightOf() == contract.RightLockMemory {
+		return LockPagesDisplay
+	}
+	return ifiDisplay
 }
 
 // Plan is what an apply does, in order: the steps, then a restart if Restart.

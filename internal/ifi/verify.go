@@ -11,6 +11,37 @@ import (
 // it runs with and that differs from what the right, the start account and the
 // startup parameters should give.
 func Check(a *Assessment) error {
+	if err := checkIFI(a); err != nil {
+		return err
+	}
+	return checkLockPages(a)
+}
+
+// checkLockPages is Check for Lock Pages in Memory, when the resource manages it.
+func checkLockPages(a *Assessment) error {
+	lp := a.LockPages
+	if lp == nil || !lp.Managed || !lp.Known || lp.Locked == nil || *lp.Locked == lp.ExpectedLocked {
+		return nil
+	}
+	causes := []string{}
+	if lp.GroupPolicyManaged {
+		causes = append(causes, "a Group Policy refresh changed the right's holders")
+	}
+	if a.desired.Grantee == GranteeServiceSID && a.observed.Instance.ServiceSIDType == 0 {
+		causes = append(causes, fmt.Sprintf("the service SID type of %s is none, so its service SID is not in the token", a.ServiceName))
+	}
+	if *lp.Locked {
+		causes = append(causes, "the start account gets the right through a group the host does not report")
+	} else {
+		causes = append(causes, "the Engine could not lock its pages at start (its error log says why)")
+	}
+	causes = append(causes, fmt.Sprintf("the service %s did not really restart (check its process start time)", a.ServiceName))
+	return fmt.Errorf("Lock Pages in Memory is not as asked after the restart of %s on %s: SQL Server (%s) reports the memory model %s, "+
+		"but the right and start account say it should %s locked pages. Likely causes: %s. Fix the cause on the host, then run terraform apply again",
+		a.ServiceName, a.Host, lp.VerifiedBy, lp.MemoryModel, useOrNot(lp.ExpectedLocked), strings.Join(causes, "; "))
+}
+
+func checkIFI(a *Assessment) error {
 	if a.RunningIFI == nil || *a.RunningIFI == a.ExpectedRunning {
 		return nil
 	}
