@@ -301,12 +301,12 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, s
 	var run rightsRun
 	for i := range steps {
 		s := steps[i]
-		fields := map[string]any{"host": t.Host, "instance": t.Instance, "sid": s.SID, "grant": s.Grant}
+		fields := map[string]any{"host": t.Host, "instance": t.Instance, "right": s.RightOf(), "sid": s.SID, "grant": s.Grant}
 		if node != "" {
 			fields["node"] = node
 		}
 		e.debug(ctx, "set_right", fields)
-		p := contract.SetRightParams{Right: contract.RightManageVolume, SID: s.SID, Grant: s.Grant}
+		p := contract.SetRightParams{Right: s.RightOf(), SID: s.SID, Grant: s.Grant}
 		if readBack && i == len(steps)-1 {
 			p.ReadBack = t.Instance
 		}

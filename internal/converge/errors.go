@@ -137,7 +137,7 @@ func (e *Error) Error() string {
 	case KindRefused:
 		what = "refused to change " + e.Target.String()
 	case KindSetRightFailed:
-		what = fmt.Sprintf("cannot %s %s on %s", verb(e.Step), contract.RightManageVolume, e.Target)
+		what = fmt.Sprintf("cannot %s %s on %s", verb(e.Step), stepRight(e.Step), e.Target)
 	case KindRestartFailed:
 		what = "cannot restart " + e.Target.String()
 	case KindNotReady:
@@ -232,4 +232,12 @@ func verb(s *ifi.Step) string {
 		return "grant"
 	}
 	return "revoke"
+}
+
+// stepRight is the right a step changes; IFI's when there is no step.
+func stepRight(s *ifi.Step) string {
+	if s == nil {
+		return contract.RightManageVolume
+	}
+	return s.RightOf()
 }

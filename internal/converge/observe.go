@@ -185,6 +185,7 @@ func fromReport(v *ifi.Verification, rep *contract.SQLReport) *bool {
 	}
 	v.AG = agMembership(rep)
 	v.RunningBackups = rep.RunningBackups()
+	v.MemoryModel, v.MaxServerMemoryMB, v.Edition = rep.MemoryModel, rep.MaxServerMemoryMB, rep.Edition
 	if rep.IFIColumnPresent {
 		return rep.IFIEnabled
 	}

@@ -218,7 +218,7 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 	id := newRestartID()
 	changes := make([]contract.RightChange, 0, len(steps))
 	for _, s := range steps {
-		changes = append(changes, contract.RightChange{SID: s.SID, Grant: s.Grant})
+		changes = append(changes, contract.RightChange{Right: s.Right, SID: s.SID, Grant: s.Grant})
 	}
 	params := func() contract.RestartInstanceParams {
 		return contract.RestartInstanceParams{Instance: t.Instance, TimeoutSeconds: e.restartSeconds(ctx), RestartID: id,

@@ -49,13 +49,24 @@ func KeepForDecisions(ri *contract.ReadInstanceResult, keep ...string) *contract
 			relevant[strings.ToUpper(s)] = true
 		}
 	}
-	r.RightHolders = nil
-	for _, h := range ri.RightHolders {
-		if relevant[strings.ToUpper(h.SID)] {
-			r.RightHolders = append(r.RightHolders, contract.Principal{SID: h.SID})
-		}
+	r.RightHolders = relevantHolders(ri.RightHolders, relevant)
+	if ri.LockPages != nil {
+		lp := *ri.LockPages
+		lp.Holders = relevantHolders(ri.LockPages.Holders, relevant)
+		r.LockPages = &lp
 	}
 	return &r
+}
+
+// relevantHolders are the holders whose SIDs are relevant, SIDs only.
+func relevantHolders(hs []contract.Principal, relevant map[string]bool) []contract.Principal {
+	var out []contract.Principal
+	for _, h := range hs {
+		if relevant[strings.ToUpper(h.SID)] {
+			out = append(out, contract.Principal{SID: h.SID})
+		}
+	}
+	return out
 }
 
 // administratorsDigest is the digest of Administrators' direct members in ri: the

@@ -76,7 +76,7 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 		if op == opDestroy {
 			diags.AddError(fmt.Sprintf("Cannot revoke the right on %s", t.Host),
 				fmt.Sprintf("Could not revoke %s from %s: %s The resource stays in the state; run terraform destroy again.",
-					contract.RightManageVolume, ce.Step.SID, detail(ce.Err)))
+					ce.Step.RightOf(), ce.Step.SID, detail(ce.Err)))
 			return
 		}
 		verb, prep := "revoke", "from"
@@ -84,7 +84,7 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 			verb, prep = "grant", "to"
 		}
 		diags.AddError(fmt.Sprintf("Cannot %s the right on %s", verb, t.Host),
-			fmt.Sprintf("Could not %s %s %s %s: %s", verb, contract.RightManageVolume, prep, ce.Step.SID, detail(ce.Err)))
+			fmt.Sprintf("Could not %s %s %s %s: %s", verb, ce.Step.RightOf(), prep, ce.Step.SID, detail(ce.Err)))
 	case converge.KindRestartFailed:
 		var unfinished *converge.RestartUnfinishedError
 		switch {
