@@ -101,7 +101,7 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 	out.SQLPort = obs.Instance.TCPPort
 	out.Read, out.ReadAt = obs.Instance, readAt
 	out.Verification = obs.Observed.Verification
-	out.Enabled = d.Enabled
+	out.Enabled, out.LockPages = d.Enabled, d.LockPages
 	out.Warnings = append(append(slices.Clone(obs.Warnings), a.Warnings...), out.Warnings...)
 	if err := checked(out.Restarted, t, "", a, out); err != nil {
 		return out, err
@@ -198,6 +198,7 @@ func (e *Engine) assessed(ctx context.Context, t Target, d ifi.Desired, obs *Obs
 		Assessment:         a,
 		IneffectiveRestart: d.IneffectiveRestart,
 		Enabled:            EnabledInState(d, a),
+		LockPages:          LockPagesInState(d, a),
 		Warnings:           append(slices.Clone(obs.Warnings), a.Warnings...),
 		SQLPort:            obs.Instance.TCPPort,
 		Read:               obs.Instance,
@@ -411,7 +412,7 @@ func (e *Engine) recover(ctx context.Context, t Target, d ifi.Desired, restartPl
 	}
 	out.Assessment = a
 	out.SQLPort = obs.Instance.TCPPort
-	out.Enabled = d.Enabled // the intent stays; the computed attributes say what the host has
+	out.Enabled, out.LockPages = d.Enabled, d.LockPages // the intent stays; the computed attributes say what the host has
 	if connectionFailure(err) && a.Converged && obs.Instance.ServiceState == contract.StateRunning &&
 		(!restartPlanned || a.RestartPending != nil && !*a.RestartPending) {
 		e.info(ctx, "the host converged despite the error", map[string]any{"host": t.Host, "instance": t.Instance, "error": err.Error()})

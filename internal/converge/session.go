@@ -148,6 +148,9 @@ type Result struct {
 	// Enabled: after a read, the `enabled` value the state holds (what was asked,
 	// or for an import what the host has).
 	Enabled bool
+	// LockPages: after a read, the lock_pages_in_memory value the state holds
+	// (LockPagesInState); after an apply, what was asked. nil: not managed.
+	LockPages *bool
 	// Desired is what the operation assessed against (an import's defaults).
 	Desired ifi.Desired
 	// Assessment is the running Engine's (the owner's on a failover cluster
@@ -220,6 +223,8 @@ func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
 	}
 	enabled := r.Desired.Enabled
 	m.Enabled = &enabled
+	m.LockPages = clonePtr(r.Desired.LockPages)
+	res.LockPages = clonePtr(r.Desired.LockPages)
 	return res, err
 }
 
@@ -265,6 +270,9 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	} else if m.Enabled != nil {
 		d.Enabled = *m.Enabled
 	}
+	if d.LockPages != nil && m.LockPages != nil { // managed, and applied before: assessed against what was applied
+		d.LockPages = clonePtr(m.LockPages)
+	}
 	m.Prime(&t, &d)
 	t.Read = nil
 	// A refresh keeps the last apply's planned_action: Terraform stores the planned
@@ -281,6 +289,7 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		}
 		if out.Read == nil || !out.Read.Clustered {
 			res.Outcome, res.Assessment, res.Warnings = out, out.Assessment, out.Warnings
+			res.LockPages = out.LockPages
 			m.Remember(out)
 			s.adopt(r, res)
 			res.Warnings, res.NTLMFallback = m.news(res.Warnings), s.refreshFallback(t, m)
@@ -491,4 +500,13 @@ func (s *Session) claimRole(t Target, ca *ifi.ClusterAssessment) error {
 			Refusal: ifi.TwoResources(by, other, ifi.ManagedRole(ca.Cluster, ca.Group, ca.Instance, ca.VirtualName))}
 	}
 	return nil
+}
+
+// clonePtr is a copy of *p (nil for nil), so that a memo never shares a caller's value.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

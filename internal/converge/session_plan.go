@@ -196,6 +196,9 @@ func (s *Session) holds(r PlanRequest, act ifi.Action) bool {
 func (s *Session) prediction(pred ifi.Prediction, clustered bool, r PlanRequest, create bool) *Prediction {
 	act := pred.Action
 	p := &Prediction{Action: &act, MayChange: ifi.MayChange(act, clustered, r.GranteeChanged || create)}
+	if pred.ChangesLockPages || (r.GranteeChanged || create) && r.Desired.LockPages != nil {
+		p.MayChange = append(p.MayChange, ifi.FieldLockPagesGranted)
+	}
 	if act != ifi.ActionNone {
 		p.Warnings = append(slices.Clone(pred.PlanWarnings), pred.Warning)
 	}

@@ -40,7 +40,9 @@ func memory(ifiOn bool, model string, maxMB int64) Verification {
 const limited = 28672
 
 func TestPlanLockPages(t *testing.T) {
-	lpStep := func(grant bool, sid string) Step { return Step{Right: contract.RightLockMemory, Grant: grant, SID: sid} }
+	lpStep := func(grant bool, sid string) Step {
+		return Step{Right: contract.RightLockMemory, Grant: grant, SID: sid}
+	}
 	ifiStep := func(grant bool, sid string) Step { return Step{Grant: grant, SID: sid} }
 	for _, tc := range []struct {
 		name        string

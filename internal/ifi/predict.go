@@ -84,6 +84,8 @@ type Prediction struct {
 	// PlanWarnings are the warnings of the apply's plan itself (a restart whose
 	// availability group role is unknown, backups not checked).
 	PlanWarnings []Warning
+	// ChangesLockPages: the apply grants or revokes Lock pages in memory.
+	ChangesLockPages bool
 }
 
 // Predict decides, as PlanApply would on observation o, what an apply of d does.
@@ -98,6 +100,9 @@ func Predict(d Desired, o Observed, drift bool) (Prediction, error) {
 	pr := Prediction{Action: ActionOf(a, p, err), Assessment: a}
 	if p != nil {
 		pr.PlanWarnings = p.Warnings
+		for _, s := range p.Steps {
+			pr.ChangesLockPages = pr.ChangesLockPages || s.RightOf() == contract.RightLockMemory
+		}
 	}
 	if pr.Action == ActionNone {
 		return pr, nil

@@ -88,7 +88,7 @@ type Desired struct {
 	// Pages in Memory alone (lock_pages.go).
 	LockPages *bool
 	Grantee   Grantee
-	Restart RestartPolicy
+	Restart   RestartPolicy
 	// PriorGranteeSID is the SID granted by an earlier apply; when it differs from
 	// the grantee now asked for, the grant moves (revoke the old SID, grant the new).
 	PriorGranteeSID string
