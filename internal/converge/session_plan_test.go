@@ -200,7 +200,7 @@ func TestSessionPlanKeepState(t *testing.T) {
 // every other one shows as the state has it.
 func TestSessionPlanMayChange(t *testing.T) {
 	core := []ifi.Field{ifi.FieldPrivilegeGranted, ifi.FieldRestartPending, ifi.FieldVerifiedBy}
-	restart := append(slices.Clone(core), ifi.FieldIFIEnabled, ifi.FieldAvailabilityRole)
+	restart := append(slices.Clone(core), ifi.FieldIFIEnabled, ifi.FieldAvailabilityRole, ifi.FieldMemoryModel)
 	grantee := []ifi.Field{ifi.FieldGranteeSID, ifi.FieldPrivilegeGranted}
 	for _, tc := range []struct {
 		name           string
