@@ -303,6 +303,7 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	s.rememberCluster(t, out)
 	m.Remember(&Outcome{}) // a cluster's reads are not reused by the next operation
 	res.Cluster, res.Warnings, res.Assessment = out, out.Warnings, out.Cluster.OwnerAssessment
+	res.LockPages = clonePtr(d.LockPages) // not managed on a cluster: the apply refuses it, the refresh keeps what was asked
 	if res.Assessment == nil {
 		res.Assessment = &ifi.Assessment{Instance: t.Instance}
 	}

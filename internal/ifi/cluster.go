@@ -371,6 +371,9 @@ func PlanCluster(d Desired, o ClusterObserved) (*ClusterAssessment, *ClusterPlan
 			nothingChangedOnAnyNode,
 			"check the role's possible owners in Failover Cluster Manager, then apply again")
 	}
+	if d.LockPages != nil {
+		return ca, nil, lockPagesClustered(ca.where(), *d.LockPages)
+	}
 	p := &ClusterPlan{}
 	after := map[string]bool{} // what SQL Server started on each possible owner would have once the steps are made
 	for _, n := range ca.Nodes {

@@ -169,10 +169,7 @@ func (a *Assessment) lockPagesSteps(p *Plan) *Refusal {
 			nothingChanged, "check the provider's version on this host's scripts and apply again", "remove lock_pages_in_memory")
 	}
 	if a.Clustered {
-		return refusal("Lock pages in memory is not managed on a failover cluster instance yet",
-			fmt.Sprintf("On %s, lock_pages_in_memory = %t asks to manage %q", a.where(), lp.Want, LockPagesDisplay),
-			"the instance is a failover cluster instance, whose every possible owner would need the right; the provider manages only IFI there",
-			nothingChanged, "grant "+contract.RightLockMemory+" on every possible owner yourself", "remove lock_pages_in_memory")
+		return lockPagesClustered(a.where(), lp.Want)
 	}
 	if lp.GroupPolicyManaged {
 		if r := a.policyConflictFor(LockPagesDisplay, LockPagesGPOSetting, lp.Want, lp.GroupPolicyHolders); r != nil {
@@ -192,6 +189,15 @@ func (a *Assessment) lockPagesSteps(p *Plan) *Refusal {
 			Reason: "lock_pages_in_memory = false and the grantee holds the right"})
 	}
 	return nil
+}
+
+// lockPagesClustered refuses lock_pages_in_memory (want) on a failover cluster
+// instance (where names it).
+func lockPagesClustered(where string, want bool) *Refusal {
+	return refusal("Lock pages in memory is not managed on a failover cluster instance yet",
+		fmt.Sprintf("On %s, lock_pages_in_memory = %t asks to manage %q", where, want, LockPagesDisplay),
+		"the instance is a failover cluster instance, whose every possible owner would need the right; the provider manages only IFI there",
+		nothingChangedOnAnyNode, "grant "+contract.RightLockMemory+" on every possible owner yourself", "remove lock_pages_in_memory")
 }
 
 // lockPagesRestart says whether the Engine must restart for Lock Pages in Memory

@@ -72,8 +72,10 @@ func everyRefusal() []grammarCase {
 		{"policyConflictFor", "Group Policy owns the right and does not grant it", plan(enable, obs(dmv(false), gp(acctSID)))},
 		{"policyConflictFor", "Group Policy owns the right and grants it", plan(disable, obs(dmv(true), gp(svcSID), holders(svcSID)))},
 		{"lockPagesSteps", "The host does not report Lock pages in memory", plan(withLockPages(enable, true), obs(dmv(true), holders(svcSID)))},
-		{"lockPagesSteps", "Lock pages in memory is not managed on a failover cluster instance yet",
+		{"lockPagesClustered", "Lock pages in memory is not managed on a failover cluster instance yet",
 			plan(withLockPages(enable, true), obs(dmv(true), holders(svcSID), lpHolders(), clustered))},
+		{"lockPagesClustered", "Lock pages in memory is not managed on a failover cluster instance yet",
+			cluster(withLockPages(enable, true), func(*fci) {})},
 		{"policyConflict", "Group Policy grants the previous grantee", func(t *testing.T) *Refusal {
 			d := enable
 			d.PriorGranteeSID = acctSID

@@ -19,10 +19,12 @@ type ifiResourceModel struct {
 	Port     types.Int64  `tfsdk:"port"`
 	SQLPort  types.Int64  `tfsdk:"sql_port"`
 	Enabled  types.Bool   `tfsdk:"enabled"`
-	Grantee  types.String `tfsdk:"grantee"`
-	Restart  types.String `tfsdk:"restart"`
-	Nodes    types.Map    `tfsdk:"nodes"`
-	SQLHost  types.String `tfsdk:"sql_host"`
+	// LockPagesInMemory is lock_pages_in_memory: null leaves the right alone.
+	LockPagesInMemory types.Bool   `tfsdk:"lock_pages_in_memory"`
+	Grantee           types.String `tfsdk:"grantee"`
+	Restart           types.String `tfsdk:"restart"`
+	Nodes             types.Map    `tfsdk:"nodes"`
+	SQLHost           types.String `tfsdk:"sql_host"`
 	// ReplicaAddresses maps availability replica names to host[:port].
 	ReplicaAddresses types.Map      `tfsdk:"availability_replica_addresses"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
@@ -64,6 +66,10 @@ type computedModel struct {
 	// ClusterNodes and IFISurvivesFailover: null on an instance that is not clustered.
 	ClusterNodes        types.List `tfsdk:"cluster_nodes"`
 	IFISurvivesFailover types.Bool `tfsdk:"ifi_survives_failover"`
+	// LockPagesGranted and MemoryModel: Lock Pages in Memory, reported whether or
+	// not the resource manages it.
+	LockPagesGranted types.Bool   `tfsdk:"lock_pages_in_memory_granted"`
+	MemoryModel      types.String `tfsdk:"memory_model"`
 }
 
 func (m *computedModel) set(a *ifi.Assessment) {
@@ -84,6 +90,15 @@ func (m *computedModel) set(a *ifi.Assessment) {
 		m.TDEDatabases = types.ListNull(types.StringType)
 	} else {
 		m.TDEDatabases = stringList(a.TDEDatabases)
+	}
+	m.LockPagesGranted, m.MemoryModel = types.BoolNull(), types.StringNull()
+	if lp := a.LockPages; lp != nil {
+		if lp.Known {
+			m.LockPagesGranted = types.BoolValue(lp.Granted)
+		}
+		if lp.MemoryModel != "" {
+			m.MemoryModel = types.StringValue(lp.MemoryModel)
+		}
 	}
 	m.Clustered = types.BoolValue(a.Clustered)
 	m.ClusterNodes, m.IFISurvivesFailover = types.ListNull(clusterNodeType), types.BoolNull()
@@ -155,9 +170,10 @@ func stringMap(v types.Map) map[string]string {
 
 func (m *ifiResourceModel) desired() ifi.Desired {
 	return ifi.Desired{
-		Enabled: m.Enabled.ValueBool(),
-		Grantee: ifi.Grantee(m.Grantee.ValueString()),
-		Restart: ifi.RestartPolicy(m.Restart.ValueString()),
+		Enabled:   m.Enabled.ValueBool(),
+		LockPages: knownBool(m.LockPagesInMemory),
+		Grantee:   ifi.Grantee(m.Grantee.ValueString()),
+		Restart:   ifi.RestartPolicy(m.Restart.ValueString()),
 	}
 }
 
@@ -180,19 +196,20 @@ func (m ifiResourceModel) withOutcome(out *converge.Outcome, known computedModel
 	}
 	m.computedModel.set(out.Assessment)
 	m.Enabled = types.BoolValue(out.Enabled)
+	m.LockPagesInMemory = types.BoolPointerValue(out.LockPages)
 	return &m
 }
 
 // nullUnknowns stores null for what is not known: a state holds no unknown value.
 func (m *computedModel) nullUnknowns() {
 	for _, s := range []*types.String{&m.ServiceName, &m.ServiceAccount, &m.ServiceSID, &m.GranteeSID, &m.VerifiedBy,
-		&m.SQLVersion, &m.AvailabilityRole} {
+		&m.SQLVersion, &m.AvailabilityRole, &m.MemoryModel} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
 	}
 	for _, b := range []*types.Bool{&m.PrivilegeGranted, &m.IFIEnabled, &m.RestartPending, &m.GroupPolicyManaged, &m.Clustered,
-		&m.IFISurvivesFailover} {
+		&m.IFISurvivesFailover, &m.LockPagesGranted} {
 		if b.IsUnknown() {
 			*b = types.BoolNull()
 		}

@@ -165,6 +165,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	// enabled keeps what was asked (for an import, what the host has); the computed
 	// attributes say what the host has, planned_action what the last apply did.
 	st.Enabled = types.BoolValue(res.Enabled)
+	st.LockPagesInMemory = types.BoolPointerValue(res.LockPages)
 	st.PlannedAction = types.StringValue(string(res.Action))
 	if rr.Imported {
 		st.Grantee, st.Restart = types.StringValue(string(res.Desired.Grantee)), types.StringValue(string(res.Desired.Restart))
@@ -249,7 +250,8 @@ func (r *ifiResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanReq
 		u, ds := getUnverified(ctx, req.Private)
 		resp.Diagnostics.Append(ds...)
 		pr := converge.PlanRequest{Request: plan.request(state.Clustered, m), Unverified: u.engine(),
-			Drift:          plan.Enabled.Equal(state.Enabled) && plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart),
+			Drift: plan.Enabled.Equal(state.Enabled) && plan.LockPagesInMemory.Equal(state.LockPagesInMemory) &&
+				plan.Grantee.Equal(state.Grantee) && plan.Restart.Equal(state.Restart),
 			GranteeChanged: !plan.Grantee.Equal(state.Grantee),
 			NodesUnchanged: plan.Nodes.Equal(state.Nodes) && plan.SQLHost.Equal(state.SQLHost),
 			Unchanged:      resp.Plan.Raw.Equal(req.State.Raw)}

@@ -58,6 +58,16 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			MarkdownDescription: "Whether IFI should be on (default `true`). `false` revokes the grantee's right. When the start account " +
 				"is an administrator or LocalSystem, IFI stays on anyway; the provider warns instead of showing a diff forever.",
 		},
+		"lock_pages_in_memory": schema.BoolAttribute{
+			Optional: true,
+			MarkdownDescription: "Whether the grantee should hold *Lock pages in memory* (`SeLockMemoryPrivilege`), with which the Engine " +
+				"allocates its buffer pool as locked pages that Windows never pages out. Unset (the default) leaves the right alone. It goes " +
+				"to the same grantee as IFI's right, and when one apply changes both, SQL Server restarts **once**, after both are in place " +
+				"(the plan says \"grants two rights and restarts once\"). The plan that grants it warns when `max server memory (MB)` is " +
+				"SQL Server's default (no limit). Verified through `sys.dm_os_sys_info.sql_memory_model_desc` (SQL Server 2016 SP1 and " +
+				"later), else the error log's startup line: see `memory_model`. Express does not use locked pages; not yet managed on a " +
+				"failover cluster instance (the apply refuses).",
+		},
 		"grantee": schema.StringAttribute{
 			Optional: true,
 			Computed: true,

@@ -63,6 +63,14 @@ var computedAttributes = map[string]computedAttr{
 	"availability_role": {kind: computedString,
 		description: "The instance's availability replica role: `primary`, `secondary` or `resolving` (`primary` when it is the primary of any " +
 			"group); null when it is in no group, or when SQL Server cannot be asked. With `restart = \"if_needed\"` a primary (or resolving) replica is never restarted."},
+	"lock_pages_in_memory_granted": {kind: computedBool,
+		description: "The grantee directly holds *Lock pages in memory* (`SeLockMemoryPrivilege`); null when the host does not report it.",
+		dataSourceDescription: "The `grantee` (`grantee_sid`) directly holds *Lock pages in memory* (`SeLockMemoryPrivilege`); null when " +
+			"the host does not report it."},
+	"memory_model": {kind: computedString,
+		description: "The running Engine's memory model: `LOCK_PAGES` (Lock Pages in Memory in effect), `LARGE_PAGES` (large pages, locked " +
+			"as well) or `CONVENTIONAL`, from `sys.dm_os_sys_info.sql_memory_model_desc` (SQL Server 2016 SP1 and later) or, without it, " +
+			"the current error log's startup line (\"Using locked pages in the memory manager.\"); null when neither says."},
 	"clustered": {kind: computedBool,
 		description: "The instance is a failover cluster instance (FCI). It is never restarted through the service manager: " +
 			"see `restart` for the ways through the cluster."},
