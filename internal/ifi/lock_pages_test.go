@@ -172,3 +172,14 @@ func TestCheckLockPagesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A revoke of Lock pages in memory outside Terraform is named in the plan.
+func TestLockPagesDriftIsNamed(t *testing.T) {
+	pr, err := Predict(withLockPages(enable, true), obs(memory(true, contract.MemoryModelLockPages, limited), holders(svcSID), lpHolders()), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pr.Warning.Detail, "no longer holds "+LockPagesDisplay+" (revoked outside Terraform)") || pr.Action != ActionGrant {
+		t.Fatalf("prediction = %s: %s", pr.Action, pr.Warning.Detail)
+	}
+}

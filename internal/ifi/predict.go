@@ -263,6 +263,13 @@ func (a *Assessment) driftFacts() string {
 	case !a.desired.Enabled && a.PrivilegeGranted:
 		f = append(f, grantee+" holds the right again (granted outside Terraform)")
 	}
+	if lp := a.LockPages; lp != nil && lp.Managed && lp.Known && lp.Granted != lp.Want {
+		if lp.Want {
+			f = append(f, grantee+" no longer holds "+LockPagesDisplay+" (revoked outside Terraform)")
+		} else {
+			f = append(f, grantee+" holds "+LockPagesDisplay+" again (granted outside Terraform)")
+		}
+	}
 	if len(f) == 0 && a.RestartPending != nil && *a.RestartPending { // a grant or revoke would end it
 		f = append(f, "a restart is pending: the running Engine has IFI "+onOff(*a.RunningIFI)+
 			" and its next start gives it "+onOff(a.ExpectedRunning))
