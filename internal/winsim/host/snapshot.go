@@ -150,7 +150,7 @@ func (h *Host) Snapshot() Snapshot {
 			Name: i.name, InstanceID: i.id, Version: i.ver.String(), ProductLevel: i.level, Edition: i.edition,
 			ServiceName: i.engine.name, TCPPort: i.port, Clustered: i.clustered,
 			StartupParameters: i.startupParameters(), Ready: i.ready,
-			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.findIFILineLocked(),
+			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.errorLogInfoLocked(),
 			Databases: []DatabaseSnapshot{}, HADREnabled: i.hadr,
 		}
 		if i.ag != nil {
