@@ -28,6 +28,7 @@ func (s *Suite) planPreflight() []string {
 		"report Windows PowerShell's version and language mode (the bootstrap refuses anything but FullLanguage)",
 		"report Get-ExecutionPolicy -List (a Group Policy scope overrides -ExecutionPolicy Bypass for script files)",
 		"report the LSA read: the holders of " + contract.RightManageVolume + ", and whether the service SID is one",
+		"report the same for " + contract.RightLockMemory + " (Lock Pages in Memory, and its Group Policy), and the error log's memory manager line",
 		"report UAC's remote restrictions (LocalAccountTokenFilterPolicy) for a local account other than the built-in Administrator",
 		"run read_host (every instance of the host in one powershell.exe, reads only) and check that its report of the instance is read_instance's",
 		sql,
@@ -88,6 +89,7 @@ func (s *Suite) preflight(ctx context.Context) {
 	s.before, s.serviceSID = r, serviceSIDOf(r)
 	s.p.pass("lsa read", "%d holder(s) of %s; the service SID %s (NT SERVICE\\%s) holds it: %s; Engine %s is %s",
 		len(r.RightHolders), contract.RightManageVolume, s.serviceSID, r.ServiceName, yesNo(holds(r, s.serviceSID)), r.ServiceName, r.ServiceState)
+	s.lockPages(r)
 	s.uac(nil)
 	s.hostRead(ctx, r)
 	s.sqlPort = s.cfg.SQLPort
@@ -97,6 +99,31 @@ func (s *Suite) preflight(ctx context.Context) {
 	s.sqlChecks(ctx)
 	s.hadr(r)
 	s.describe(r)
+}
+
+// lockPages reports the read of Lock Pages in Memory's right (its holders and
+// Group Policy, which read_instance makes whatever right it names) and the memory
+// model the error log's startup line says the Engine started with.
+func (s *Suite) lockPages(r *contract.ReadInstanceResult) {
+	lp := r.LockPages
+	if lp == nil {
+		s.p.fail("lock pages read", "read_instance did not report lock_pages (the holders of %s): the host ran scripts older than this suite's; report this with the transcript", contract.RightLockMemory)
+		return
+	}
+	policy := "unknown (" + lp.GroupPolicy.Detail + ")"
+	if lp.GroupPolicy.Known {
+		policy = yesNo(lp.GroupPolicy.Defined)
+	}
+	s.p.pass("lock pages read", "%d holder(s) of %s; the service SID holds it: %s; a Group Policy defines it: %s; %s",
+		len(lp.Holders), lp.Right, yesNo(holdsSID(lp.Holders, s.serviceSID)), policy, memoryLineText(r.ErrorLog))
+}
+
+// memoryLineText says what the error log's memory manager line reports.
+func memoryLineText(el contract.ErrorLogInfo) string {
+	if el.MemoryLine == "" {
+		return "the current error log has no memory manager line in its startup section (SQL Server before 2012 words it otherwise)"
+	}
+	return "the error log's memory manager line says " + el.MemoryModel
 }
 
 func (s *Suite) endpoint() string {
