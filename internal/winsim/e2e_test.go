@@ -392,6 +392,72 @@ func TestRestartRuleEndToEnd(t *testing.T) {
 	}
 }
 
+// Lock Pages in Memory through the real clients: set_right grants
+// SeLockMemoryPrivilege to the service SID (no effect until a start), then one
+// restart_instance with two changes (IFI's right and Lock Pages in Memory's, already
+// held) restarts once, and go-mssqldb reads LOCK_PAGES from sys.dm_os_sys_info
+// with IFI on; read_instance reports the holders and the error log's memory line.
+func TestLockPagesEndToEnd(t *testing.T) {
+	sim := startFleet(t)
+	c := winrmClient(t, sim, "sql01", domainUser, domainPass, true)
+	db := openDB(t, sqlAddr(t, sim, "sql01", "MSSQLSERVER"))
+	h, err := sim.Host("sql01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	memory := func() (model string, maxMB int64) {
+		t.Helper()
+		if err := h.WaitEngineReady(ctx, "MSSQLSERVER"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, contract.QueryMemory).Scan(&model, &maxMB); err != nil {
+			t.Fatalf("QueryMemory: %v", err)
+		}
+		return model, maxMB
+	}
+	if m, mb := memory(); m != contract.MemoryModelConventional || mb != contract.DefaultMaxServerMemoryMB {
+		t.Fatalf("before any grant: %s, %d MB", m, mb)
+	}
+
+	var set contract.SetRightResult
+	runOp(t, c, contract.OpSetRight, contract.SetRightParams{Right: contract.RightLockMemory, SID: mssqlserverSID, Grant: true}, &set)
+	if !set.Changed || !slices.Equal(holderSIDs(set.Holders), []string{mssqlserverSID}) {
+		t.Fatalf("set_right %s = %+v; want changed, the service SID the only holder", contract.RightLockMemory, set)
+	}
+	if m, _ := memory(); m != contract.MemoryModelConventional {
+		t.Fatalf("after a grant while running: %s; want CONVENTIONAL until the Engine restarts", m)
+	}
+
+	var rr contract.RestartInstanceResult
+	runOp(t, c, contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 60, ReadBack: true,
+		Changes: []contract.RightChange{{SID: mssqlserverSID, Grant: true}, {Right: contract.RightLockMemory, SID: mssqlserverSID, Grant: true}}}, &rr)
+	if !rr.Finished || rr.Error != "" || !rr.Changed {
+		t.Fatalf("restart_instance = %+v", rr)
+	}
+	if m, _ := memory(); m != contract.MemoryModelLockPages {
+		t.Errorf("after the restart sys.dm_os_sys_info says %s; want LOCK_PAGES", m)
+	}
+	if got := waitIFI(t, db); got != "Y" {
+		t.Errorf("after the restart the IFI DMV says %q; want Y", got)
+	}
+	after := readInstance(t, c)
+	if after.LockPages == nil || !slices.Equal(holderSIDs(after.LockPages.Holders), []string{mssqlserverSID}) ||
+		after.ErrorLog.MemoryModel != contract.MemoryModelLockPages || !strings.HasSuffix(after.ErrorLog.MemoryLine, "Using locked pages in the memory manager.") {
+		t.Errorf("read_instance: lock_pages %+v, errorlog %+v", after.LockPages, after.ErrorLog)
+	}
+	restarts := 0
+	for _, e := range h.EventLog() {
+		if e.Change == "restart" {
+			restarts++
+		}
+	}
+	if restarts != 1 {
+		t.Errorf("%d restarts in the event log; want one for both changes", restarts)
+	}
+}
+
 // control is a tiny client of the HTTP control plane.
 type control struct {
 	t    *testing.T
