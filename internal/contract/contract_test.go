@@ -71,3 +71,17 @@ func TestScriptMemoryLinesMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// Every read-back reads with RightManageVolume whichever right changed (so
+// right_holders is always IFI's right and lock_pages Lock Pages in Memory's), as
+// SetRightParams.ReadBack says; the simulator reads back the same way.
+func TestScriptReadBacksReadIFIsRight(t *testing.T) {
+	for script, want := range map[string]string{
+		"set_right.ps1":        "Get-InstanceReport -InstanceName $readBack -Right '" + RightManageVolume + "'",
+		"restart_instance.ps1": "Get-InstanceReport -InstanceName $instanceName -Right '" + RightManageVolume + "'",
+	} {
+		if !strings.Contains(mustRead(script), want) {
+			t.Errorf("%s lacks %q", script, want)
+		}
+	}
+}

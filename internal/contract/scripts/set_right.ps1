@@ -20,6 +20,8 @@ Register-ChangeEventSource # before the change, so that its entry can be written
 $result = Set-UserRight -Right $right -SidText $Params.sid -Grant $Params.grant -Instance $readBack
 if ($EventLogNotes.warning) { $result.event_log_warning = $EventLogNotes.warning }
 if ($readBack) {
-    $result.instance = Get-InstanceReport -InstanceName $readBack -Right $right
+    # As restart_instance reads back: right_holders and group_policy are IFI's right,
+    # lock_pages Lock Pages in Memory's, whichever right was changed.
+    $result.instance = Get-InstanceReport -InstanceName $readBack -Right 'SeManageVolumePrivilege'
 }
 Write-Result -Value $result
