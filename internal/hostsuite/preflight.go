@@ -15,11 +15,11 @@ import (
 )
 
 func (s *Suite) planPreflight() []string {
-	sql := "check the SQL login (" + EnvSQLUser + "): VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it"
+	sql := "check the SQL login (" + EnvSQLUser + "): VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it, the memory model (sys.dm_os_sys_info) and max server memory"
 	switch {
 	case s.cfg.sqlKerberos():
 		sql = "check the SQL login by Kerberos (" + EnvSQLAuth + "=kerberos): krb5.conf, the credentials (" + kerberosSource(s.cfg) + "), a ticket for " +
-			spnText(s.cfg) + " and SQL Server accepting it; then VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it"
+			spnText(s.cfg) + " and SQL Server accepting it; then VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it, the memory model (sys.dm_os_sys_info) and max server memory"
 	case s.cfg.SQLUser == "":
 		sql = "skip the SQL login's checks: " + EnvSQLUser + " is not set"
 	}
@@ -290,6 +290,44 @@ func (s *Suite) sqlChecks(ctx context.Context) {
 		return
 	}
 	s.catalog(ctx, rep)
+	s.memory(ctx)
+}
+
+// memory reads the memory model the running Engine started with and max server
+// memory as the provider's queries do (contract.QueryMemory; QueryMaxServerMemory
+// where sys.dm_os_sys_info has no sql_memory_model_desc, before SQL Server 2016
+// SP1: error 207), and says whether the error log's memory manager line agrees.
+func (s *Suite) memory(ctx context.Context) {
+	s.p.about("read the memory model (sys.dm_os_sys_info) and max server memory (sys.configurations) (reads only)")
+	rows, err := s.query(ctx, s.sqlCfg, contract.QueryMemory)
+	dmv := true
+	var numbered interface{ SQLErrorNumber() int32 }
+	if errors.As(err, &numbered) && numbered.SQLErrorNumber() == contract.SQLErrInvalidColumn {
+		dmv = false
+		rows, err = s.query(ctx, s.sqlCfg, contract.QueryMaxServerMemory)
+	}
+	if err != nil || len(rows) != 1 {
+		s.p.fail("memory model", "%v (%d row(s)): the provider reads Lock Pages in Memory's effect with this query", err, len(rows))
+		return
+	}
+	maxMB := fmt.Sprint(rows[0][len(rows[0])-1]) + " MB"
+	if maxMB == fmt.Sprint(contract.DefaultMaxServerMemoryMB)+" MB" {
+		maxMB += " (the default: no limit)"
+	}
+	logModel := "no memory manager line in the error log"
+	if s.before != nil && s.before.ErrorLog.MemoryModel != "" {
+		logModel = "the error log says " + s.before.ErrorLog.MemoryModel
+	}
+	if !dmv {
+		s.p.pass("memory model", "this build's sys.dm_os_sys_info has no sql_memory_model_desc (error 207, before SQL Server 2016 SP1); %s; max server memory %s", logModel, maxMB)
+		return
+	}
+	model := fmt.Sprint(rows[0][0])
+	if s.before != nil && s.before.ErrorLog.MemoryModel != "" && s.before.ErrorLog.MemoryModel != model {
+		s.p.fail("memory model", "sys.dm_os_sys_info says %s but %s: the Engine may have restarted since read_instance; run the suite again, and report it with the transcript if it stays", model, logModel)
+		return
+	}
+	s.p.pass("memory model", "sys.dm_os_sys_info says %s; %s; max server memory %s", model, logModel, maxMB)
 }
 
 // catalog checks whether catalog views show this login what the DMVs show: the
