@@ -136,8 +136,9 @@ function Get-RightPolicy {
         }
     }
     catch {
+        $why = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
         foreach ($right in $Rights) {
-            $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)" }
+            $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = $why }
         }
     }
     return $policies
