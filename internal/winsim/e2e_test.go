@@ -458,6 +458,48 @@ func TestLockPagesEndToEnd(t *testing.T) {
 	}
 }
 
+// set_max_server_memory is sp_configure with RECONFIGURE: max server memory is
+// dynamic, so go-mssqldb reads the new value at once, without a restart; out of
+// sp_configure's range is a bad action (400) that changes nothing.
+func TestControlSetMaxServerMemory(t *testing.T) {
+	sim := startFleet(t)
+	ctl := control{t, sim.ControlAddr()}
+	db := openDB(t, sqlAddr(t, sim, "sql01", "MSSQLSERVER"))
+	h, err := sim.Host("sql01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	read := func() int64 {
+		t.Helper()
+		if err := h.WaitEngineReady(ctx, "MSSQLSERVER"); err != nil {
+			t.Fatal(err)
+		}
+		var mb int64
+		if err := db.QueryRowContext(ctx, contract.QueryMaxServerMemory).Scan(&mb); err != nil {
+			t.Fatalf("QueryMaxServerMemory: %v", err)
+		}
+		return mb
+	}
+	pid := h.Snapshot().Instances[0].Process.PID
+	ctl.action("sql01", map[string]any{"action": "set_max_server_memory", "instance": "MSSQLSERVER", "value": 8192})
+	if got := read(); got != 8192 {
+		t.Fatalf("after set_max_server_memory 8192: %d", got)
+	}
+	var out map[string]any
+	if code := ctl.do("POST", "/v1/hosts/sql01/actions", map[string]any{"action": "set_max_server_memory", "instance": "MSSQLSERVER", "value": 64}, &out); code != http.StatusBadRequest {
+		t.Errorf("max server memory 64: %d %v; want 400", code, out)
+	}
+	ctl.action("sql01", map[string]any{"action": "set_max_server_memory", "instance": "MSSQLSERVER"})
+	if got := read(); got != contract.DefaultMaxServerMemoryMB {
+		t.Errorf("after set_max_server_memory without a value: %d; want the default", got)
+	}
+	if h.Snapshot().Instances[0].Process.PID != pid {
+		t.Error("setting max server memory restarted the Engine")
+	}
+}
+
 // control is a tiny client of the HTTP control plane.
 type control struct {
 	t    *testing.T

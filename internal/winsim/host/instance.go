@@ -50,8 +50,11 @@ type Instance struct {
 	proc       *Process // the running Engine process; nil when stopped
 	ready      bool     // accepting SQL connections
 	readyTimer *time.Timer
-	errorlog   []string   // current ERRORLOG, line by line
-	archives   [][]string // ERRORLOG.1, ERRORLOG.2, ... (six kept, as SQL Server does by default)
+	// maxMemoryMB is max server memory (MB), value and value_in_use alike
+	// (max_server_memory_mb, SetMaxServerMemory).
+	maxMemoryMB int32
+	errorlog    []string   // current ERRORLOG, line by line
+	archives    [][]string // ERRORLOG.1, ERRORLOG.2, ... (six kept, as SQL Server does by default)
 
 	hookMu    sync.Mutex // serialises listener hook calls
 	open      func() error
@@ -102,12 +105,16 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 	}
 	inst := &Instance{
 		h: h, cfg: ic, name: name, ver: ver,
-		level:      orDefault(ic.ProductLevel, ver.productLevel()),
-		edition:    orDefault(ic.Edition, DefaultEdition),
-		traceFlags: slices.Clone(ic.StartupTraceFlags),
-		port:       ic.SQLPort,
-		hadr:       ic.HADR(),
-		clustered:  ic.Clustered,
+		level:       orDefault(ic.ProductLevel, ver.productLevel()),
+		edition:     orDefault(ic.Edition, DefaultEdition),
+		traceFlags:  slices.Clone(ic.StartupTraceFlags),
+		port:        ic.SQLPort,
+		hadr:        ic.HADR(),
+		clustered:   ic.Clustered,
+		maxMemoryMB: contract.DefaultMaxServerMemoryMB,
+	}
+	if ic.MaxServerMemoryMB != nil {
+		inst.maxMemoryMB = int32(*ic.MaxServerMemoryMB) // validated: 128..2147483647
 	}
 	inst.sql = tsql.New(sqlSide{inst}, tsql.Config{Logins: ic.Logins, TDEDatabases: ic.TDEDatabases,
 		ZeroMBPerSecond: ic.ZeroMBPerSecond, IFIAllocMS: ic.IFIAllocMS})
@@ -670,9 +677,29 @@ func (h *Host) WaitEngineReady(ctx context.Context, instance string) error {
 
 // maxServerMemoryMB is max server memory (MB) in use (sys.configurations), as an
 // int sql_variant.
-func (i *Instance) maxServerMemoryMB() int32 {
-	if m := i.cfg.MaxServerMemoryMB; m != nil {
-		return int32(*m)
+func (i *Instance) maxServerMemoryMB() int32 { return i.maxMemoryMB }
+
+// ErrBadMaxServerMemory: a max server memory sp_configure would refuse.
+var ErrBadMaxServerMemory = fmt.Errorf("max server memory (MB) must be %d to %d", MinMaxServerMemoryMB, contract.DefaultMaxServerMemoryMB)
+
+// SetMaxServerMemory is sp_configure 'max server memory (MB)' followed by
+// RECONFIGURE: the option is dynamic, so value and value_in_use change at once,
+// without a restart ("Server memory configuration options"). nil sets the default.
+func (h *Host) SetMaxServerMemory(instance string, mb *int) error {
+	v := contract.DefaultMaxServerMemoryMB
+	if mb != nil {
+		if *mb < MinMaxServerMemoryMB || *mb > contract.DefaultMaxServerMemoryMB {
+			return fmt.Errorf("%w, not %d", ErrBadMaxServerMemory, *mb)
+		}
+		v = *mb
 	}
-	return contract.DefaultMaxServerMemoryMB
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	inst, ok := h.instanceLocked(instance)
+	if !ok {
+		return fmt.Errorf("%w: %q on host %s", ErrNoSuchInstance, instance, h.cfg.Name)
+	}
+	inst.maxMemoryMB = int32(v) // in range: checked above
+	h.notifyLocked()
+	return nil
 }
