@@ -284,6 +284,8 @@ type SetRightParams struct {
 	Grant bool   `json:"grant"` // true: LsaAddAccountRights; false: LsaRemoveAccountRights
 	// ReadBack names an instance to read (as read_instance does) after the change, in
 	// the same process: the apply's read-back without a powershell.exe of its own.
+	// It reads with Right RightManageVolume whichever right changed, as
+	// restart_instance's read-back does (RightLockMemory's holders are in LockPages).
 	// "" reads nothing.
 	ReadBack string `json:"read_back,omitempty"`
 	// Agent is the provider's User-Agent, which the change's entry in the host's

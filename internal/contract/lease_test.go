@@ -13,7 +13,7 @@ import (
 func TestRestartLeaseInTheScripts(t *testing.T) {
 	s := mustRead("restart_instance.ps1")
 	order := []string{"Write-RestartGuardFile -WorkerText", "Enter-RestartLock -Directory", "Find-OtherRestart -Instance",
-		"Set-ManageVolumeRight -SidText", "-Name 'State' -Value (ConvertTo-AsciiJson", "$lock.Dispose() # the marker now holds the lease",
+		"Set-UserRight -Right $changeRight -SidText", "-Name 'State' -Value (ConvertTo-AsciiJson", "$lock.Dispose() # the marker now holds the lease",
 		"Start-RestartGuard -Arguments"}
 	last := -1
 	for _, step := range order {

@@ -83,4 +83,4 @@ const (
 )
 
 // Queries lists every query above.
-var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryReplicaStates, QueryGroupPrimaries, QueryRequests}
+var Queries = []string{QueryServerProperties, QueryServerServices, QueryEncryptedDatabases, QueryHADREnabled, QueryReplicaStates, QueryGroupPrimaries, QueryRequests, QueryMemory, QueryMaxServerMemory}

@@ -153,6 +153,15 @@ func TestGoldenPreflight(t *testing.T) {
 		{"preflight-ag-secondary", func(c *winsim.Config) {
 			c.Hosts[0].Instances[0].AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: "secondary"}
 		}, true},
+		// SQL Server 2014 Enterprise whose service SID holds Lock Pages in Memory's
+		// right: locked pages by the error log, no sql_memory_model_desc (207, the
+		// suite falls back to max server memory alone), max server memory set.
+		{"preflight-lock-pages-2014", func(c *winsim.Config) {
+			ic := &c.Hosts[0].Instances[0]
+			mb := 8192
+			ic.Version, ic.Edition, ic.MaxServerMemoryMB = "12.0.6024.0", "Enterprise Edition: Core-based Licensing (64-bit)", &mb
+			c.Hosts[0].Rights = map[string][]string{"SeLockMemoryPrivilege": {`NT SERVICE\` + ic.Name}}
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

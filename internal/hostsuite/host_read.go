@@ -3,8 +3,10 @@ package hostsuite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -26,10 +28,12 @@ func (s *Suite) hostRead(ctx context.Context, r *contract.ReadInstanceResult) {
 		s.p.fail("host read", "read_host failed where read_instance did not: %v. The provider then reads each instance alone (one powershell.exe per instance); report this with the transcript", err)
 		return
 	}
-	var names []string
+	var names, found []string
 	var mine *contract.ReadInstanceResult
 	for i := range res.Instances {
-		names = append(names, res.Instances[i].Instance)
+		in := &res.Instances[i]
+		names = append(names, in.Instance)
+		found = append(found, discovered(in))
 		if strings.EqualFold(res.Instances[i].Instance, r.Instance) {
 			mine = &res.Instances[i]
 		}
@@ -44,8 +48,26 @@ func (s *Suite) hostRead(ctx context.Context, r *contract.ReadInstanceResult) {
 			r.Instance, strings.Join(diff, ", "))
 		return
 	}
-	s.p.pass("host read", "read_host reported %d instance(s) in one powershell.exe (%s); its report of %s is read_instance's",
-		len(res.Instances), strings.Join(names, ", "), r.Instance)
+	s.p.pass("host read", "read_host reported %d instance(s) in one powershell.exe: %s; its report of %s is read_instance's",
+		len(res.Instances), strings.Join(found, "; "), r.Instance)
+}
+
+// discovered is one instance read_host found: its name, build, Engine state, the
+// holders of both managed rights and the memory model its error log reports.
+func discovered(in *contract.ReadInstanceResult) string {
+	if !in.Found {
+		return in.Instance + " (not found)"
+	}
+	lock := "not reported"
+	if in.LockPages != nil {
+		lock = strconv.Itoa(len(in.LockPages.Holders))
+	}
+	memory := in.ErrorLog.MemoryModel
+	if memory == "" {
+		memory = "no line"
+	}
+	return fmt.Sprintf("%s (%s, %s; holders of %s %d, of %s %s; memory model %s)", in.Instance, in.Version, in.ServiceState,
+		contract.RightManageVolume, len(in.RightHolders), contract.RightLockMemory, lock, memory)
 }
 
 // reportDiff names the fields (as the contract's JSON names them) in which two

@@ -15,11 +15,11 @@ import (
 )
 
 func (s *Suite) planPreflight() []string {
-	sql := "check the SQL login (" + EnvSQLUser + "): VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it"
+	sql := "check the SQL login (" + EnvSQLUser + "): VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it, the memory model (sys.dm_os_sys_info) and max server memory"
 	switch {
 	case s.cfg.sqlKerberos():
 		sql = "check the SQL login by Kerberos (" + EnvSQLAuth + "=kerberos): krb5.conf, the credentials (" + kerberosSource(s.cfg) + "), a ticket for " +
-			spnText(s.cfg) + " and SQL Server accepting it; then VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it"
+			spnText(s.cfg) + " and SQL Server accepting it; then VIEW SERVER STATE (sys.dm_server_services), whether catalog views are visible, HADR as SQL Server reports it, the memory model (sys.dm_os_sys_info) and max server memory"
 	case s.cfg.SQLUser == "":
 		sql = "skip the SQL login's checks: " + EnvSQLUser + " is not set"
 	}
@@ -28,6 +28,7 @@ func (s *Suite) planPreflight() []string {
 		"report Windows PowerShell's version and language mode (the bootstrap refuses anything but FullLanguage)",
 		"report Get-ExecutionPolicy -List (a Group Policy scope overrides -ExecutionPolicy Bypass for script files)",
 		"report the LSA read: the holders of " + contract.RightManageVolume + ", and whether the service SID is one",
+		"report the same for " + contract.RightLockMemory + " (Lock Pages in Memory, and its Group Policy), and the error log's memory manager line",
 		"report UAC's remote restrictions (LocalAccountTokenFilterPolicy) for a local account other than the built-in Administrator",
 		"run read_host (every instance of the host in one powershell.exe, reads only) and check that its report of the instance is read_instance's",
 		sql,
@@ -88,6 +89,7 @@ func (s *Suite) preflight(ctx context.Context) {
 	s.before, s.serviceSID = r, serviceSIDOf(r)
 	s.p.pass("lsa read", "%d holder(s) of %s; the service SID %s (NT SERVICE\\%s) holds it: %s; Engine %s is %s",
 		len(r.RightHolders), contract.RightManageVolume, s.serviceSID, r.ServiceName, yesNo(holds(r, s.serviceSID)), r.ServiceName, r.ServiceState)
+	s.lockPages(r)
 	s.uac(nil)
 	s.hostRead(ctx, r)
 	s.sqlPort = s.cfg.SQLPort
@@ -97,6 +99,31 @@ func (s *Suite) preflight(ctx context.Context) {
 	s.sqlChecks(ctx)
 	s.hadr(r)
 	s.describe(r)
+}
+
+// lockPages reports the read of Lock Pages in Memory's right (its holders and
+// Group Policy, which read_instance makes whatever right it names) and the memory
+// model the error log's startup line says the Engine started with.
+func (s *Suite) lockPages(r *contract.ReadInstanceResult) {
+	lp := r.LockPages
+	if lp == nil {
+		s.p.fail("lock pages read", "read_instance did not report lock_pages (the holders of %s): the host ran scripts older than this suite's; report this with the transcript", contract.RightLockMemory)
+		return
+	}
+	policy := "unknown (" + lp.GroupPolicy.Detail + ")"
+	if lp.GroupPolicy.Known {
+		policy = yesNo(lp.GroupPolicy.Defined)
+	}
+	s.p.pass("lock pages read", "%d holder(s) of %s; the service SID holds it: %s; a Group Policy defines it: %s; %s",
+		len(lp.Holders), lp.Right, yesNo(holdsSID(lp.Holders, s.serviceSID)), policy, memoryLineText(r.ErrorLog))
+}
+
+// memoryLineText says what the error log's memory manager line reports.
+func memoryLineText(el contract.ErrorLogInfo) string {
+	if el.MemoryLine == "" {
+		return "the current error log has no memory manager line in its startup section (SQL Server before 2012 words it otherwise)"
+	}
+	return "the error log's memory manager line says " + el.MemoryModel
 }
 
 func (s *Suite) endpoint() string {
@@ -263,6 +290,44 @@ func (s *Suite) sqlChecks(ctx context.Context) {
 		return
 	}
 	s.catalog(ctx, rep)
+	s.memory(ctx)
+}
+
+// memory reads the memory model the running Engine started with and max server
+// memory as the provider's queries do (contract.QueryMemory; QueryMaxServerMemory
+// where sys.dm_os_sys_info has no sql_memory_model_desc, before SQL Server 2016
+// SP1: error 207), and says whether the error log's memory manager line agrees.
+func (s *Suite) memory(ctx context.Context) {
+	s.p.about("read the memory model (sys.dm_os_sys_info) and max server memory (sys.configurations) (reads only)")
+	rows, err := s.query(ctx, s.sqlCfg, contract.QueryMemory)
+	dmv := true
+	var numbered interface{ SQLErrorNumber() int32 }
+	if errors.As(err, &numbered) && numbered.SQLErrorNumber() == contract.SQLErrInvalidColumn {
+		dmv = false
+		rows, err = s.query(ctx, s.sqlCfg, contract.QueryMaxServerMemory)
+	}
+	if err != nil || len(rows) != 1 {
+		s.p.fail("memory model", "%v (%d row(s)): the provider reads Lock Pages in Memory's effect with this query", err, len(rows))
+		return
+	}
+	maxMB := fmt.Sprint(rows[0][len(rows[0])-1]) + " MB"
+	if maxMB == fmt.Sprint(contract.DefaultMaxServerMemoryMB)+" MB" {
+		maxMB += " (the default: no limit)"
+	}
+	logModel := "no memory manager line in the error log"
+	if s.before != nil && s.before.ErrorLog.MemoryModel != "" {
+		logModel = "the error log says " + s.before.ErrorLog.MemoryModel
+	}
+	if !dmv {
+		s.p.pass("memory model", "this build's sys.dm_os_sys_info has no sql_memory_model_desc (error 207, before SQL Server 2016 SP1); %s; max server memory %s", logModel, maxMB)
+		return
+	}
+	model := fmt.Sprint(rows[0][0])
+	if s.before != nil && s.before.ErrorLog.MemoryModel != "" && s.before.ErrorLog.MemoryModel != model {
+		s.p.fail("memory model", "sys.dm_os_sys_info says %s but %s: the Engine may have restarted since read_instance; run the suite again, and report it with the transcript if it stays", model, logModel)
+		return
+	}
+	s.p.pass("memory model", "sys.dm_os_sys_info says %s; %s; max server memory %s", model, logModel, maxMB)
 }
 
 // catalog checks whether catalog views show this login what the DMVs show: the

@@ -282,8 +282,11 @@ func (s *Suite) readInstance(ctx context.Context) (*contract.ReadInstanceResult,
 }
 
 // holds reports whether the service SID directly holds the right.
-func holds(r *contract.ReadInstanceResult, sid string) bool {
-	for _, p := range r.RightHolders {
+func holds(r *contract.ReadInstanceResult, sid string) bool { return holdsSID(r.RightHolders, sid) }
+
+// holdsSID reports whether sid is one of the holders.
+func holdsSID(holders []contract.Principal, sid string) bool {
+	for _, p := range holders {
 		if strings.EqualFold(p.SID, sid) {
 			return true
 		}

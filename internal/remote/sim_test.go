@@ -193,6 +193,17 @@ func TestAgainstSimulatorRefusals(t *testing.T) {
 			_, err := sim.remote(t, "operator").SetRight(ctx, contract.SetRightParams{Right: contract.RightManageVolume, SID: "S-1-5-32-545", Grant: true})
 			return err
 		}, "lsa_error", contract.ExitFailure},
+		// Only the managed rights: set_right and restart_instance's changes refuse
+		// any other, before anything changes.
+		{"set_right of another right", func(h Host) error {
+			_, err := h.SetRight(ctx, contract.SetRightParams{Right: "SeDebugPrivilege", SID: "S-1-5-32-545", Grant: true})
+			return err
+		}, "invalid_parameters", contract.ExitInvalidParams},
+		{"restart_instance changing another right", func(h Host) error {
+			_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30,
+				Changes: []contract.RightChange{{Right: "SeDebugPrivilege", SID: "S-1-5-32-545", Grant: true}}})
+			return err
+		}, "invalid_parameters", contract.ExitInvalidParams},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.run(h)
@@ -201,6 +212,40 @@ func TestAgainstSimulatorRefusals(t *testing.T) {
 				t.Fatalf("error = %v (%+v)", err, e)
 			}
 		})
+	}
+}
+
+// The read of Lock Pages in Memory arrives through the client whole: lock_pages
+// (its holders and Group Policy, whatever right the read names) and the error log's
+// memory manager line; set_right grants it like IFI's right.
+func TestAgainstSimulatorLockPagesRead(t *testing.T) {
+	cfg := simConfig()
+	serviceSID := winsid.ServiceSID("MSSQLSERVER")
+	cfg.Rights = map[string][]string{contract.RightLockMemory: {serviceSID}}
+	cfg.GroupPolicy.Rights = map[string][]string{contract.RightLockMemory: {serviceSID, "BUILTIN\\Administrators"}}
+	sim := newSimHost(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := sim.remote(t, testUser)
+	r, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := r.LockPages
+	if lp == nil || lp.Right != contract.RightLockMemory || !hasSID(lp.Holders, serviceSID) ||
+		!lp.GroupPolicy.Known || !lp.GroupPolicy.Defined || !hasSID(lp.GroupPolicy.Holders, winsid.Administrators) || r.GroupPolicy.Defined {
+		t.Fatalf("lock_pages = %+v (group_policy of IFI's right %+v)", lp, r.GroupPolicy)
+	}
+	if r.ErrorLog.MemoryModel != contract.MemoryModelLockPages || !strings.HasSuffix(r.ErrorLog.MemoryLine, "Using locked pages in the memory manager.") {
+		t.Fatalf("errorlog = %+v", r.ErrorLog)
+	}
+	// The policy made the local list its own at start (the service SID and
+	// Administrators); a local grant adds to it until the next refresh.
+	const users = "S-1-5-32-545"
+	set, err := h.SetRight(ctx, contract.SetRightParams{Right: contract.RightLockMemory, SID: users, Grant: true, ReadBack: "MSSQLSERVER"})
+	if err != nil || !set.Changed || !hasSID(set.Holders, users) || set.Instance == nil || set.Instance.LockPages == nil ||
+		len(set.Instance.LockPages.Holders) != 3 {
+		t.Fatalf("set_right %s = %+v, %v", contract.RightLockMemory, set, err)
 	}
 }
 

@@ -46,6 +46,7 @@ import (
 //	{"action":"start_backup","instance":"MSSQLSERVER","command":"BACKUP DATABASE"}
 //	{"action":"end_backups","instance":"MSSQLSERVER"}
 //	{"action":"set_hadr_registry","instance":"MSSQLSERVER","value":0}
+//	{"action":"set_max_server_memory","instance":"MSSQLSERVER","value":8192}
 //	{"action":"restart_winrm","duration_ms":300}
 //	{"action":"race_stop","service":"MSSQLLaunchpad","mode":"stopped"}
 //
@@ -97,6 +98,7 @@ type Action struct {
 	// start_backup: the command (default "BACKUP DATABASE").
 	Command string `json:"command,omitempty"`
 	// set_hadr_registry: HADR_Enabled's new value; nil deletes it.
+	// set_max_server_memory: max server memory (MB); nil: the default, no limit.
 	Value *int `json:"value,omitempty"`
 }
 
@@ -122,6 +124,7 @@ const (
 	ActionStartBackup          = "start_backup"
 	ActionEndBackups           = "end_backups"
 	ActionSetHADRRegistry      = "set_hadr_registry"
+	ActionSetMaxServerMemory   = "set_max_server_memory"
 	ActionRestartWinRM         = "restart_winrm"
 	ActionRaceStop             = "race_stop"
 	defaultActionWaitTimeout   = 60 * time.Second
@@ -355,7 +358,7 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		}
 		return res, nil
 
-	case ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry:
+	case ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionSetMaxServerMemory:
 		if err := need("instance", a.Instance); err != nil {
 			return res, err
 		}
@@ -365,6 +368,10 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 			err = h.StartBackup(a.Instance, a.Command)
 		case ActionEndBackups:
 			err = h.EndBackups(a.Instance)
+		case ActionSetMaxServerMemory:
+			if err = h.SetMaxServerMemory(a.Instance, a.Value); errors.Is(err, host.ErrBadMaxServerMemory) {
+				err = fmt.Errorf("%w: %v", ErrBadAction, err)
+			}
 		default:
 			err = h.SetHADRRegistry(a.Instance, a.Value)
 		}
@@ -413,7 +420,7 @@ var actionNames = []string{
 	ActionStartService, ActionSetGroupPolicyRight, ActionRefreshGroupPolicy, ActionUninstallInstance,
 	ActionFailStart, ActionSlowStop, ActionWinRMFault, ActionClearFaults, ActionTDSDrop,
 	ActionSetAGRole, ActionSetLanguageMode, ActionPauseService, ActionSetASRRule,
-	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionRestartWinRM, ActionRaceStop,
+	ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionSetMaxServerMemory, ActionRestartWinRM, ActionRaceStop,
 }
 
 // controlHandler serves the HTTP JSON control plane, behind sameSiteOnly.

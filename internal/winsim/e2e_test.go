@@ -392,6 +392,114 @@ func TestRestartRuleEndToEnd(t *testing.T) {
 	}
 }
 
+// Lock Pages in Memory through the real clients: set_right grants
+// SeLockMemoryPrivilege to the service SID (no effect until a start), then one
+// restart_instance with two changes (IFI's right and Lock Pages in Memory's, already
+// held) restarts once, and go-mssqldb reads LOCK_PAGES from sys.dm_os_sys_info
+// with IFI on; read_instance reports the holders and the error log's memory line.
+func TestLockPagesEndToEnd(t *testing.T) {
+	sim := startFleet(t)
+	c := winrmClient(t, sim, "sql01", domainUser, domainPass, true)
+	db := openDB(t, sqlAddr(t, sim, "sql01", "MSSQLSERVER"))
+	h, err := sim.Host("sql01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	memory := func() (model string, maxMB int64) {
+		t.Helper()
+		if err := h.WaitEngineReady(ctx, "MSSQLSERVER"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, contract.QueryMemory).Scan(&model, &maxMB); err != nil {
+			t.Fatalf("QueryMemory: %v", err)
+		}
+		return model, maxMB
+	}
+	if m, mb := memory(); m != contract.MemoryModelConventional || mb != contract.DefaultMaxServerMemoryMB {
+		t.Fatalf("before any grant: %s, %d MB", m, mb)
+	}
+
+	var set contract.SetRightResult
+	runOp(t, c, contract.OpSetRight, contract.SetRightParams{Right: contract.RightLockMemory, SID: mssqlserverSID, Grant: true}, &set)
+	if !set.Changed || !slices.Equal(holderSIDs(set.Holders), []string{mssqlserverSID}) {
+		t.Fatalf("set_right %s = %+v; want changed, the service SID the only holder", contract.RightLockMemory, set)
+	}
+	if m, _ := memory(); m != contract.MemoryModelConventional {
+		t.Fatalf("after a grant while running: %s; want CONVENTIONAL until the Engine restarts", m)
+	}
+
+	var rr contract.RestartInstanceResult
+	runOp(t, c, contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 60, ReadBack: true,
+		Changes: []contract.RightChange{{SID: mssqlserverSID, Grant: true}, {Right: contract.RightLockMemory, SID: mssqlserverSID, Grant: true}}}, &rr)
+	if !rr.Finished || rr.Error != "" || !rr.Changed {
+		t.Fatalf("restart_instance = %+v", rr)
+	}
+	if m, _ := memory(); m != contract.MemoryModelLockPages {
+		t.Errorf("after the restart sys.dm_os_sys_info says %s; want LOCK_PAGES", m)
+	}
+	if got := waitIFI(t, db); got != "Y" {
+		t.Errorf("after the restart the IFI DMV says %q; want Y", got)
+	}
+	after := readInstance(t, c)
+	if after.LockPages == nil || !slices.Equal(holderSIDs(after.LockPages.Holders), []string{mssqlserverSID}) ||
+		after.ErrorLog.MemoryModel != contract.MemoryModelLockPages || !strings.HasSuffix(after.ErrorLog.MemoryLine, "Using locked pages in the memory manager.") {
+		t.Errorf("read_instance: lock_pages %+v, errorlog %+v", after.LockPages, after.ErrorLog)
+	}
+	restarts := 0
+	for _, e := range h.EventLog() {
+		if e.Change == "restart" {
+			restarts++
+		}
+	}
+	if restarts != 1 {
+		t.Errorf("%d restarts in the event log; want one for both changes", restarts)
+	}
+}
+
+// set_max_server_memory is sp_configure with RECONFIGURE: max server memory is
+// dynamic, so go-mssqldb reads the new value at once, without a restart; out of
+// sp_configure's range is a bad action (400) that changes nothing.
+func TestControlSetMaxServerMemory(t *testing.T) {
+	sim := startFleet(t)
+	ctl := control{t, sim.ControlAddr()}
+	db := openDB(t, sqlAddr(t, sim, "sql01", "MSSQLSERVER"))
+	h, err := sim.Host("sql01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	read := func() int64 {
+		t.Helper()
+		if err := h.WaitEngineReady(ctx, "MSSQLSERVER"); err != nil {
+			t.Fatal(err)
+		}
+		var mb int64
+		if err := db.QueryRowContext(ctx, contract.QueryMaxServerMemory).Scan(&mb); err != nil {
+			t.Fatalf("QueryMaxServerMemory: %v", err)
+		}
+		return mb
+	}
+	pid := h.Snapshot().Instances[0].Process.PID
+	ctl.action("sql01", map[string]any{"action": "set_max_server_memory", "instance": "MSSQLSERVER", "value": 8192})
+	if got := read(); got != 8192 {
+		t.Fatalf("after set_max_server_memory 8192: %d", got)
+	}
+	var out map[string]any
+	if code := ctl.do("POST", "/v1/hosts/sql01/actions", map[string]any{"action": "set_max_server_memory", "instance": "MSSQLSERVER", "value": 64}, &out); code != http.StatusBadRequest {
+		t.Errorf("max server memory 64: %d %v; want 400", code, out)
+	}
+	ctl.action("sql01", map[string]any{"action": "set_max_server_memory", "instance": "MSSQLSERVER"})
+	if got := read(); got != contract.DefaultMaxServerMemoryMB {
+		t.Errorf("after set_max_server_memory without a value: %d; want the default", got)
+	}
+	if h.Snapshot().Instances[0].Process.PID != pid {
+		t.Error("setting max server memory restarted the Engine")
+	}
+}
+
 // control is a tiny client of the HTTP control plane.
 type control struct {
 	t    *testing.T

@@ -44,6 +44,16 @@ function Test-RightName {
     return ($Name -cmatch '^Se[A-Za-z]+Privilege\z')
 }
 
+# The rights the provider reads, grants and revokes: contract.ManagedRights in Go (a
+# Go test holds the two together). set_right and restart_instance's changes refuse
+# every other right, whoever sends the parameters: a stolen or relayed session must
+# not grant anything else through these scripts. Exact spelling (-ccontains).
+$ManagedRights = @('SeManageVolumePrivilege', 'SeLockMemoryPrivilege')
+function Test-ManagedRight {
+    param([string] $Name)
+    return ($ManagedRights -ccontains $Name)
+}
+
 function Get-RegistryValue {
     param([string] $Path, [string] $Name)
     if (-not (Test-Path -LiteralPath $Path)) {

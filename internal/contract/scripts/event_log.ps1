@@ -1,5 +1,6 @@
 # Write-ChangeEvent: every grant, revoke and restart leaves an entry in the host's
-# Application event log, where auditors look: the instance, the SID, the change, the
+# Application event log, where auditors look: the instance, the SID, the change (and
+# the right granted or revoked), the
 # logged-on account and the provider's User-Agent, under the event source mssqlifi
 # (contract.EventSource). The source is registered before the change
 # (Register-ChangeEventSource, which needs an administrator): a write right after
@@ -19,12 +20,13 @@ function Register-ChangeEventSource {
     }
 }
 function Write-ChangeEvent {
-    param([string] $Instance, [string] $Sid, [string] $Change, [string] $Agent)
+    param([string] $Instance, [string] $Sid, [string] $Change, [string] $Agent, [string] $Right = '')
     $source = 'mssqlifi'
     $eventId = @{ grant = 1001; revoke = 1002; restart = 1003 }[$Change]
     $account = [System.Security.Principal.WindowsIdentity]::GetCurrent().Name
-    $what = @{ grant = 'granted SeManageVolumePrivilege (Instant File Initialization)'; revoke = 'revoked SeManageVolumePrivilege (Instant File Initialization)'; restart = 'restarted the SQL Server service' }[$Change]
-    $text = "mssqlifi $what`r`nChange: $Change`r`nInstance: $Instance`r`nSID: $Sid`r`nAccount: $account`r`nUser-Agent: $Agent"
+    $feature = @{ SeManageVolumePrivilege = 'Instant File Initialization'; SeLockMemoryPrivilege = 'Lock Pages in Memory' }[$Right]
+    $what = @{ grant = "granted $Right ($feature)"; revoke = "revoked $Right ($feature)"; restart = 'restarted the SQL Server service' }[$Change]
+    $text = "mssqlifi $what`r`nChange: $Change`r`nRight: $Right`r`nInstance: $Instance`r`nSID: $Sid`r`nAccount: $account`r`nUser-Agent: $Agent"
     $why = ''
     foreach ($attempt in 1, 2) {
         try {

@@ -89,14 +89,72 @@ function Get-HadrReport {
     return $report
 }
 
+# The Group Policy setting of each right in $Rights, from one RSoP query: the winning
+# (precedence 1) RSOP_UserPrivilegeRight setting, if any. RSoP without any Group
+# Policy object (not even the local one) has no data: unknown, not "no policy defines
+# the right". Returns right -> contract.GroupPolicyInfo.
+function Get-RightPolicy {
+    param([string[]] $Rights)
+    $policies = @{}
+    foreach ($right in $Rights) {
+        $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
+    }
+    try {
+        $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
+        if ($gpoCount -eq 0) {
+            throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
+        }
+        $allSettings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1')
+        foreach ($right in $Rights) {
+            $groupPolicy = $policies[$right]
+            $policyHolders = New-Object System.Collections.Generic.List[object]
+            $settings = @($allSettings | Where-Object { $_.UserRight -eq $right })
+            $groupPolicy.known = $true
+            if ($settings.Count -gt 0) {
+                $groupPolicy.defined = $true
+                foreach ($entry in @($settings[0].AccountList)) {
+                    $text = ([string]$entry).TrimStart('*')
+                    if ($text -match '^S-1-\d+(-\d+)+\z') {
+                        # Shown in a warning, so named; only when a policy defines the right.
+                        $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
+                    }
+                    else {
+                        try {
+                            $sid = (New-Object System.Security.Principal.NTAccount($text)).Translate([System.Security.Principal.SecurityIdentifier]).Value
+                            $policyHolders.Add((New-Principal -Sid $sid -Name $text))
+                        }
+                        catch {
+                            $policyHolders.Add([ordered]@{ sid = ''; name = $text })
+                        }
+                    }
+                }
+            }
+            else {
+                $groupPolicy.detail = "No Group Policy setting defines the right (RSoP lists $gpoCount Group Policy objects)."
+            }
+            $groupPolicy.holders = $policyHolders.ToArray()
+        }
+    }
+    catch {
+        $why = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
+        foreach ($right in $Rights) {
+            $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = $why }
+        }
+    }
+    return $policies
+}
+
 # What every instance of the host shares (Get-InstanceReport's host-wide part): the
 # right's direct holders, the direct members of Administrators and the Group Policy
-# setting of the right. read_host reads it once for all the instances it reports.
+# setting of the right, and the same for SeLockMemoryPrivilege (Lock Pages in
+# Memory, contract.RightRead) whatever $Right names. read_host reads it once for all
+# the instances it reports.
 function Get-HostRightFact {
     param([string] $Right)
     # SIDs only: the provider compares SIDs, and translating every holder can ask a
     # domain controller on each refresh.
     $holders = Get-RightHolder -Right $Right
+    $lockHolders = Get-RightHolder -Right 'SeLockMemoryPrivilege'
 
     # Direct members of BUILTIN\Administrators, as SIDs. Get-LocalGroupMember fails on
     # orphaned SIDs and is missing before WMF 5.1: fall back to ADSI.
@@ -118,51 +176,17 @@ function Get-HostRightFact {
         }
     }
 
-    # Group Policy: the winning (precedence 1) RSoP setting for the right, if any. RSoP
-    # without any Group Policy object (not even the local one) has no data: unknown, not
-    # "no policy defines the right".
-    $policyHolders = New-Object System.Collections.Generic.List[object]
-    $groupPolicy = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
-    try {
-        $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
-        if ($gpoCount -eq 0) {
-            throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
-        }
-        $settings = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_UserPrivilegeRight' -Filter 'precedence = 1' | Where-Object { $_.UserRight -eq $Right })
-        $groupPolicy.known = $true
-        if ($settings.Count -gt 0) {
-            $groupPolicy.defined = $true
-            foreach ($entry in @($settings[0].AccountList)) {
-                $text = ([string]$entry).TrimStart('*')
-                if ($text -match '^S-1-\d+(-\d+)+\z') {
-                    # Shown in a warning, so named; only when a policy defines the right.
-                    $policyHolders.Add((New-Principal -Sid $text -Name (Get-SidName -Sid $text)))
-                }
-                else {
-                    try {
-                        $sid = (New-Object System.Security.Principal.NTAccount($text)).Translate([System.Security.Principal.SecurityIdentifier]).Value
-                        $policyHolders.Add((New-Principal -Sid $sid -Name $text))
-                    }
-                    catch {
-                        $policyHolders.Add([ordered]@{ sid = ''; name = $text })
-                    }
-                }
-            }
-        }
-        else {
-            $groupPolicy.detail = "No Group Policy setting defines the right (RSoP lists $gpoCount Group Policy objects)."
-        }
-    }
-    catch {
-        $groupPolicy.known = $false
-        $groupPolicy.detail = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
-    }
-    $groupPolicy.holders = $policyHolders.ToArray()
+    $policies = Get-RightPolicy -Rights @($Right, 'SeLockMemoryPrivilege')
 
     return [ordered]@{
         right_holders          = $holders.ToArray()
         administrators_members = $administrators.ToArray()
-        group_policy           = $groupPolicy
+        group_policy           = $policies[$Right]
+        lock_pages             = [ordered]@{
+            right        = 'SeLockMemoryPrivilege'
+            holders      = $lockHolders.ToArray()
+            group_policy = $policies['SeLockMemoryPrivilege']
+        }
     }
 }
 
@@ -261,11 +285,17 @@ function Get-InstanceReport {
         $HostFacts = Get-HostRightFact -Right $Right
     }
 
-    # The current error log's startup line about Instant File Initialization, searched
-    # in the startup section only: at most the first $maxErrorLogLines lines and about
-    # $maxErrorLogBytes bytes, never a whole (possibly multi-GB) log.
+    # The current error log's startup lines about Instant File Initialization and the
+    # memory manager's model (contract.MemoryLines: a Go test holds the texts here to
+    # it), searched in the startup section only: at most the first $maxErrorLogLines
+    # lines and about $maxErrorLogBytes bytes, never a whole (possibly multi-GB) log.
     $maxErrorLogLines = 10000
     $maxErrorLogBytes = 1048576
+    $memoryLines = @{
+        'Using conventional memory in the memory manager.' = 'CONVENTIONAL'
+        'Using locked pages in the memory manager.'        = 'LOCK_PAGES'
+        'Using large pages in the memory manager.'         = 'LARGE_PAGES'
+    }
     $errorLog = [ordered]@{ path = $errorLogPath; found = $false }
     if ($errorLogPath -and (Test-Path -LiteralPath $errorLogPath)) {
         try {
@@ -275,10 +305,16 @@ function Get-InstanceReport {
                 $lineCount = 0
                 while ($lineCount -lt $maxErrorLogLines -and $stream.Position -le $maxErrorLogBytes -and $null -ne ($line = $reader.ReadLine())) {
                     $lineCount++
-                    if ($line -match 'Database Instant File Initialization: (enabled|disabled)') {
+                    if (-not $errorLog.found -and $line -match 'Database Instant File Initialization: (enabled|disabled)') {
                         $errorLog.found = $true
                         $errorLog.line = $line.Trim()
                         $errorLog.enabled = ($Matches[1] -eq 'enabled')
+                    }
+                    if (-not $errorLog.Contains('memory_line') -and $line -match 'Using (conventional memory|locked pages|large pages) in the memory manager\.') {
+                        $errorLog.memory_line = $line.Trim()
+                        $errorLog.memory_model = $memoryLines[$Matches[0]]
+                    }
+                    if ($errorLog.found -and $errorLog.Contains('memory_line')) {
                         break
                     }
                 }
@@ -317,6 +353,7 @@ function Get-InstanceReport {
         right_holders          = $HostFacts.right_holders
         administrators_members = $HostFacts.administrators_members
         group_policy           = $HostFacts.group_policy
+        lock_pages             = $HostFacts.lock_pages
         errorlog               = $errorLog
         dependents             = $dependents.ToArray()
         powershell_version     = [string]$PSVersionTable.PSVersion

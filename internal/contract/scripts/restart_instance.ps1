@@ -1,5 +1,5 @@
-# restart_instance: first the changes of SeManageVolumePrivilege's holders it is
-# given (Set-ManageVolumeRight, right_change.ps1); then a restart of the Engine and
+# restart_instance: first the changes of the managed rights' holders it is given
+# (Set-UserRight, right_change.ps1); then a restart of the Engine and
 # the dependents that were running, as Restart-Service -Force does, and those
 # dependents started again; last, when asked, the instance read back
 # (Get-InstanceReport, instance_report.ps1). All in this one process.
@@ -15,7 +15,7 @@
 # other than 0 are for requests that stop nothing (invalid, clustered, not found, a
 # change that failed, restart_in_progress).
 # Parameters: $Params.instance, $Params.timeout_seconds, $Params.restart_id,
-# $Params.wait_seconds, $Params.changes (a list of { sid, grant }), $Params.read_back,
+# $Params.wait_seconds, $Params.changes (a list of { right, sid, grant }; right absent: SeManageVolumePrivilege), $Params.read_back,
 # $Params.await_go and $Params.go_seconds (a gated restart: contract/restart_gate.go).
 $instanceName = [string]$Params.instance
 $timeoutSeconds = 0
@@ -42,6 +42,14 @@ if ($null -ne $Params.changes) {
 }
 if ($changes.Count -gt 8) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'changes lists at most 8 changes.'
+}
+# Each change's right (absent or empty: SeManageVolumePrivilege), checked before
+# anything changes.
+foreach ($change in $changes) {
+    $changeRight = [string]$change.right
+    if ($changeRight -and -not (Test-ManagedRight -Name $changeRight)) {
+        Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message "restart_instance changes only $($ManagedRights -join ' and '); '$changeRight' is refused on $($env:COMPUTERNAME)."
+    }
 }
 if ($null -ne $Params.read_back -and $Params.read_back -isnot [bool]) {
     Exit-WithError -Code 2 -ErrorName 'invalid_parameters' -Message 'read_back must be true or false.'
@@ -128,7 +136,9 @@ if ($awaitGo -and -not $join) {
 Register-ChangeEventSource
 $changed = $false
 foreach ($change in $changes) {
-    if ((Set-ManageVolumeRight -SidText $change.sid -Grant $change.grant -Instance $instanceName).changed) {
+    $changeRight = [string]$change.right
+    if (-not $changeRight) { $changeRight = 'SeManageVolumePrivilege' }
+    if ((Set-UserRight -Right $changeRight -SidText $change.sid -Grant $change.grant -Instance $instanceName).changed) {
         $changed = $true
     }
 }

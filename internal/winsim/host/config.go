@@ -278,6 +278,10 @@ type InstanceConfig struct {
 	// size. Default unset: the data file's size at ArticleRatio times
 	// ZeroMBPerSecond; a negative value is refused.
 	IFIAllocMS *int `json:"ifi_alloc_ms,omitempty"`
+	// MaxServerMemoryMB is max server memory (MB) as sp_configure set it
+	// (sys.configurations configuration_id 1544): MinMaxServerMemoryMB to
+	// contract.DefaultMaxServerMemoryMB. Default (unset) the latter, no limit.
+	MaxServerMemoryMB *int `json:"max_server_memory_mb,omitempty"`
 	// FailStart makes every Engine start fail (error 1067).
 	FailStart bool `json:"fail_start,omitempty"`
 	// StartupNoiseLines are informational lines each start writes to the error log
@@ -351,6 +355,10 @@ type LoginConfig = tsql.LoginConfig
 // (SQL Server 2022 CU12).
 const DefaultVersion = "16.0.4135.4"
 
+// MinMaxServerMemoryMB is the least max server memory (MB) sp_configure accepts
+// ("Server memory configuration options").
+const MinMaxServerMemoryMB = 128
+
 // DefaultEdition is SERVERPROPERTY('Edition') when the config names none.
 const DefaultEdition = "Developer Edition (64-bit)"
 
@@ -419,6 +427,12 @@ func (v version) hasIFIColumn() bool {
 		return v.atLeast(version{Major: 13, Minor: 0, Build: 4001})
 	}
 	return v.Major >= 14
+}
+
+// hasMemoryModelColumn: sys.dm_os_sys_info.sql_memory_model(_desc) exist from
+// SQL Server 2016 SP1 (13.0.4001) on (the DMV's page).
+func (v version) hasMemoryModelColumn() bool {
+	return v.atLeast(version{Major: 13, Minor: 0, Build: 4001})
 }
 
 // writesIFILogLine: the startup line "Database Instant File Initialization:
@@ -539,6 +553,14 @@ func (c HostConfig) Validate() error {
 				errs = append(errs, fmt.Errorf(`%s: Always On availability groups need SQL Server 2012 (11.x) or later, not version %s: drop "hadr_enabled" and "availability_group"`, where, v))
 			}
 		}
+		if m := ic.MaxServerMemoryMB; m != nil && (*m < MinMaxServerMemoryMB || *m > contract.DefaultMaxServerMemoryMB) {
+			errs = append(errs, fmt.Errorf(`%s: "max_server_memory_mb" %d is outside %d..%d, the range sp_configure accepts (leave it out for %d, no limit)`,
+				where, *m, MinMaxServerMemoryMB, contract.DefaultMaxServerMemoryMB, contract.DefaultMaxServerMemoryMB))
+		}
+		if ic.Edition != "" && !knownEdition(ic.Edition) {
+			errs = append(errs, fmt.Errorf(`%s: "edition" %q is not an edition SERVERPROPERTY('Edition') reports; use one such as %q, "Enterprise Edition (64-bit)", "Standard Edition (64-bit)" or "Express Edition (64-bit)"`,
+				where, ic.Edition, DefaultEdition))
+		}
 		if ic.SQLPort < 0 || ic.SQLPort > 65535 {
 			errs = append(errs, fmt.Errorf(`%s: "sql_port" %d is not a TCP port (0-65535; 0 picks a free one)`, where, ic.SQLPort))
 		}
@@ -617,4 +639,20 @@ func CanonicalLanguageMode(mode string) (string, error) {
 		return LanguageConstrained, nil
 	}
 	return "", fmt.Errorf(`%w: "powershell_language_mode" %q: use %q (default) or %q`, ErrBadLanguageMode, mode, LanguageFull, LanguageConstrained)
+}
+
+// editionPrefixes are the editions SERVERPROPERTY('Edition') reports ("Enterprise
+// Edition: Core-based Licensing (64-bit)", "Express Edition with Advanced Services
+// (64-bit)", ...), by the words they begin with.
+var editionPrefixes = []string{"Enterprise Edition", "Enterprise Evaluation Edition", "Standard Edition",
+	"Developer Edition", "Express Edition", "Web Edition", "Business Intelligence Edition", "Workgroup Edition"}
+
+// knownEdition says whether edition begins as one SQL Server reports.
+func knownEdition(edition string) bool {
+	for _, p := range editionPrefixes {
+		if strings.HasPrefix(edition, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -23,7 +23,8 @@ type EventLogEntry struct {
 	Time     time.Time `json:"time"`
 	Source   string    `json:"source"`
 	EventID  int       `json:"event_id"`
-	Change   string    `json:"change"` // "grant", "revoke" or "restart"
+	Change   string    `json:"change"`          // "grant", "revoke" or "restart"
+	Right    string    `json:"right,omitempty"` // the right granted or revoked; "" for a restart
 	Instance string    `json:"instance"`
 	SID      string    `json:"sid"`
 	Account  string    `json:"account"`    // the logged-on account (WindowsIdentity.GetCurrent().Name)
@@ -75,7 +76,7 @@ const eventWriteRetryPause = time.Second
 // pause when the first write fails, or returns the warning the script puts in its
 // result. A write fails while the source is not registered, or was registered less
 // than the refresh time ago.
-func (h *Host) writeChangeEvent(change, instance, sid, account, agent string) string {
+func (h *Host) writeChangeEvent(change, right, instance, sid, account, agent string) string {
 	why := ""
 	for attempt := 1; attempt <= 2; attempt++ {
 		if attempt == 2 {
@@ -90,7 +91,7 @@ func (h *Host) writeChangeEvent(change, instance, sid, account, agent string) st
 			why = fmt.Sprintf("The source '%s' is not registered in log 'Application'. (It will not write to the event log.)", contract.EventSource)
 		default:
 			id := map[string]int{"grant": contract.EventGrant, "revoke": contract.EventRevoke, "restart": contract.EventRestart}[change]
-			h.eventLog = append(h.eventLog, EventLogEntry{Time: h.now().UTC(), Source: contract.EventSource, EventID: id, Change: change,
+			h.eventLog = append(h.eventLog, EventLogEntry{Time: h.now().UTC(), Source: contract.EventSource, EventID: id, Change: change, Right: right,
 				Instance: instance, SID: sid, Account: account, Agent: agent})
 			h.mu.Unlock()
 			return ""

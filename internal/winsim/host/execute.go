@@ -28,8 +28,9 @@ import (
 //   - instance: contract.InstanceNameSyntaxValid (common.ps1 Test-SqlInstanceName,
 //     case-sensitive) → else invalid_parameters (exit 2);
 //   - right: ^Se[A-Za-z]+Privilege$ (case-sensitive) → else invalid_parameters;
-//     set_right: anything but SeManageVolumePrivilege → invalid_parameters; a
-//     name Windows does not know fails in the LSA (STATUS_NO_SUCH_PRIVILEGE);
+//     set_right, and restart_instance's changes (before anything changes):
+//     anything but contract.ManagedRights → invalid_parameters; a name Windows
+//     does not know fails in the LSA (STATUS_NO_SUCH_PRIVILEGE);
 //   - sid: S-1-<authority>-<sub>... that SecurityIdentifier accepts → else
 //     invalid_parameters;
 //   - timeout_seconds: 1..86400 → else invalid_parameters.
@@ -490,10 +491,12 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 		RightHolders:          sidPrincipals(h.rights[right]),
 		AdministratorsMembers: h.principals(h.admins),
 		GroupPolicy:           h.groupPolicyInfo(right),
-		ErrorLog:              inst.findIFILineLocked(),
-		Dependents:            []contract.ServiceInfo{},
-		PowerShellVersion:     PowerShellVersion,
-		ExecutionPolicies:     h.executionPolicies(),
+		LockPages: &contract.RightRead{Right: contract.RightLockMemory, Holders: sidPrincipals(h.rights[contract.RightLockMemory]),
+			GroupPolicy: h.groupPolicyInfo(contract.RightLockMemory)},
+		ErrorLog:          inst.errorLogInfoLocked(),
+		Dependents:        []contract.ServiceInfo{},
+		PowerShellVersion: PowerShellVersion,
+		ExecutionPolicies: h.executionPolicies(),
 	}
 	if e.pid != 0 {
 		t := e.started.UTC()
@@ -513,16 +516,15 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
 		return code
 	}
-	if p.Right != contract.RightManageVolume {
-		// set_right.ps1 refuses every other right itself.
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
-			fmt.Sprintf("set_right changes only %s; '%s' is refused on %s.", contract.RightManageVolume, p.Right, h.computer))
+	if !contract.IsManagedRight(p.Right) {
+		// set_right.ps1 refuses every other right itself (Test-ManagedRight).
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", notManagedRight("set_right", p.Right, h.computer))
 	}
 	if p.ReadBack != "" && !contract.InstanceNameSyntaxValid(p.ReadBack) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			fmt.Sprintf("read_back '%s' is not a SQL Server instance name.", p.ReadBack))
 	}
-	res, code, ok := h.setManageVolumeRight(p.SID, p.Grant, admin, p.ReadBack, p.Agent, stdout, entry)
+	res, code, ok := h.setUserRight(p.Right, p.SID, p.Grant, admin, p.ReadBack, p.Agent, stdout, entry)
 	if !ok {
 		return code
 	}
@@ -534,13 +536,18 @@ func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writ
 	return contract.ExitOK
 }
 
-// setManageVolumeRight is Set-ManageVolumeRight (right_change.ps1): one change of
-// SeManageVolumePrivilege's holders. When it fails, the script error is written and
-// ok is false.
+// notManagedRight is the scripts' refusal of a right outside contract.ManagedRights
+// (set_right.ps1, restart_instance.ps1).
+func notManagedRight(op, right, computer string) string {
+	return fmt.Sprintf("%s changes only %s; '%s' is refused on %s.", op, strings.Join(contract.ManagedRights, " and "), right, computer)
+}
+
+// setUserRight is Set-UserRight (right_change.ps1): one change of a managed right's
+// holders (right is one of contract.ManagedRights, checked by the caller). When it
+// fails, the script error is written and ok is false.
 // A change writes its entry to the event log (Write-ChangeEvent) for instance and
-// agent, as entry's user.
-func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, instance, agent string, stdout io.Writer, entry *AuditEntry) (res *contract.SetRightResult, code int, ok bool) {
-	right := contract.RightManageVolume
+// agent, as entry's user, naming the right.
+func (h *Host) setUserRight(right, sidText string, grant, admin bool, instance, agent string, stdout io.Writer, entry *AuditEntry) (res *contract.SetRightResult, code int, ok bool) {
 	sid, err := ParseSID(sidText)
 	if err != nil {
 		return nil, h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("'%s' is not a SID (S-1-...).", sidText)), false
@@ -566,7 +573,7 @@ func (h *Host) setManageVolumeRight(sidText string, grant, admin bool, instance,
 		if grant {
 			change = "grant"
 		}
-		warning = h.writeChangeEvent(change, instance, sid, entry.User, agent)
+		warning = h.writeChangeEvent(change, right, instance, sid, entry.User, agent)
 	}
 	h.mu.Lock()
 	holders := sidPrincipals(h.rights[right])
@@ -591,6 +598,11 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	}
 	if len(p.Changes) > contract.MaxRestartChanges {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("changes lists at most %d changes.", contract.MaxRestartChanges))
+	}
+	for _, c := range p.Changes {
+		if !contract.IsManagedRight(c.RightOf()) {
+			return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", notManagedRight("restart_instance", c.Right, h.computer))
+		}
 	}
 	if p.AwaitGo && p.RestartID == "" {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "await_go needs a restart_id (the go line names it).")
@@ -634,7 +646,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 					p.Instance, h.computer, p.GoSeconds))
 		}
 	}
-	// The changes first (Set-ManageVolumeRight): one that fails stops nothing. The
+	// The changes first (Set-UserRight): one that fails stops nothing. The
 	// event source is registered before them (Register-ChangeEventSource).
 	if admin {
 		h.registerEventSource()
@@ -642,7 +654,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	changed, eventWarning := false, ""
 	sids := make([]string, 0, len(p.Changes))
 	for _, c := range p.Changes {
-		r, code, ok := h.setManageVolumeRight(c.SID, c.Grant, admin, p.Instance, p.Agent, stdout, entry)
+		r, code, ok := h.setUserRight(c.RightOf(), c.SID, c.Grant, admin, p.Instance, p.Agent, stdout, entry)
 		if !ok {
 			return code
 		}
@@ -672,7 +684,7 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		wait = time.Duration(p.WaitSeconds) * time.Second
 	}
 	if !joined {
-		if w := h.writeChangeEvent("restart", inst.name, strings.Join(sids, ","), entry.User, p.Agent); w != "" {
+		if w := h.writeChangeEvent("restart", "", inst.name, strings.Join(sids, ","), entry.User, p.Agent); w != "" {
 			eventWarning = w
 		}
 	}

@@ -169,11 +169,12 @@ func TestExecuteSetRight(t *testing.T) {
 	if !strings.Contains(se.Message, "Access is denied") {
 		t.Fatalf("non-admin: %+v", se)
 	}
-	// Only SeManageVolumePrivilege, in the script itself: a stolen session cannot grant
-	// SeDebugPrivilege or SeTcbPrivilege (issue 7), nor an unknown right.
-	for _, right := range []string{"SeDebugPrivilege", "SeTcbPrivilege", "SeFooPrivilege"} {
+	// Only the managed rights (SeManageVolumePrivilege, SeLockMemoryPrivilege), in the
+	// script itself: a stolen session cannot grant SeDebugPrivilege or SeTcbPrivilege
+	// (issue 7), nor an unknown right, nor a managed one spelt in another case.
+	for _, right := range []string{"SeDebugPrivilege", "SeTcbPrivilege", "SeFooPrivilege", "SelockMemoryPrivilege"} {
 		se := wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, contract.SetRightParams{Right: right, SID: "S-1-1-0", Grant: true}), 2, "invalid_parameters")
-		if !strings.Contains(se.Message, "only SeManageVolumePrivilege") {
+		if !strings.Contains(se.Message, "only SeManageVolumePrivilege and SeLockMemoryPrivilege;") {
 			t.Errorf("set_right %s: %q, want a refusal naming the only allowed right", right, se.Message)
 		}
 		if holders, _ := h.RightHolders(right); slices.Contains(holders, "S-1-1-0") {

@@ -503,6 +503,12 @@ func TestConfigErrors(t *testing.T) {
 			c.Instances[0].Version = "10.50.6000.34"
 			c.Instances[0].HADREnabled = boolp(true)
 		},
+		"max server memory below sp_configure's minimum": func(c *HostConfig) { c.Instances[0].MaxServerMemoryMB = intp(127) },
+		"max server memory above its maximum":            func(c *HostConfig) { c.Instances[0].MaxServerMemoryMB = intp(1 << 31) },
+		"an edition SQL Server does not report":          func(c *HostConfig) { c.Instances[0].Edition = "Premium Edition (64-bit)" },
+		"Lock Pages in Memory's holder untranslatable": func(c *HostConfig) {
+			c.Rights = map[string][]string{contract.RightLockMemory: {`CONTOSO\ghost`}}
+		},
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -50,8 +50,11 @@ type Instance struct {
 	proc       *Process // the running Engine process; nil when stopped
 	ready      bool     // accepting SQL connections
 	readyTimer *time.Timer
-	errorlog   []string   // current ERRORLOG, line by line
-	archives   [][]string // ERRORLOG.1, ERRORLOG.2, ... (six kept, as SQL Server does by default)
+	// maxMemoryMB is max server memory (MB), value and value_in_use alike
+	// (max_server_memory_mb, SetMaxServerMemory).
+	maxMemoryMB int32
+	errorlog    []string   // current ERRORLOG, line by line
+	archives    [][]string // ERRORLOG.1, ERRORLOG.2, ... (six kept, as SQL Server does by default)
 
 	hookMu    sync.Mutex // serialises listener hook calls
 	open      func() error
@@ -69,6 +72,12 @@ type Process struct {
 	TokenSIDs []string `json:"token_sids"`
 	// ManageVolume: the token holds SeManageVolumePrivilege.
 	ManageVolume bool `json:"manage_volume_privilege"`
+	// LockMemory: the token holds SeLockMemoryPrivilege (Lock Pages in Memory).
+	LockMemory bool `json:"lock_memory_privilege"`
+	// MemoryModel is the memory manager's model for this process, as
+	// sys.dm_os_sys_info.sql_memory_model_desc and the error log report it
+	// (contract.MemoryModel*; memoryModel).
+	MemoryModel string `json:"memory_model"`
 	// TraceFlags are the -T startup flags the process runs with.
 	TraceFlags []int `json:"trace_flags"`
 	// IFI is what the DMV and the error log report: the privilege, and trace flag 1806
@@ -96,12 +105,16 @@ func (h *Host) newInstance(ic InstanceConfig) (*Instance, error) {
 	}
 	inst := &Instance{
 		h: h, cfg: ic, name: name, ver: ver,
-		level:      orDefault(ic.ProductLevel, ver.productLevel()),
-		edition:    orDefault(ic.Edition, DefaultEdition),
-		traceFlags: slices.Clone(ic.StartupTraceFlags),
-		port:       ic.SQLPort,
-		hadr:       ic.HADR(),
-		clustered:  ic.Clustered,
+		level:       orDefault(ic.ProductLevel, ver.productLevel()),
+		edition:     orDefault(ic.Edition, DefaultEdition),
+		traceFlags:  slices.Clone(ic.StartupTraceFlags),
+		port:        ic.SQLPort,
+		hadr:        ic.HADR(),
+		clustered:   ic.Clustered,
+		maxMemoryMB: contract.DefaultMaxServerMemoryMB,
+	}
+	if ic.MaxServerMemoryMB != nil {
+		inst.maxMemoryMB = int32(*ic.MaxServerMemoryMB) // validated: 128..2147483647
 	}
 	inst.sql = tsql.New(sqlSide{inst}, tsql.Config{Logins: ic.Logins, TDEDatabases: ic.TDEDatabases,
 		ZeroMBPerSecond: ic.ZeroMBPerSecond, IFIAllocMS: ic.IFIAllocMS})
@@ -334,9 +347,8 @@ func (h *Host) groupClosure(sid string) []string {
 // when the SID type is unrestricted or restricted (design/windows-behaviour.md#who-holds-the-right), the configured groups
 // the account is in (transitively), Administrators when the account or one of those
 // groups is a member (LocalSystem always is), and the groups every service logon
-// gets. The token holds SeManageVolumePrivilege iff one of its SIDs is a direct
-// holder at this moment, or it is LocalSystem (design/windows-behaviour.md#who-holds-the-right).
-func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool) {
+// gets. Which rights the token holds is tokenHoldsLocked's.
+func (h *Host) captureTokenLocked(s *service) (sids []string) {
 	localSystem := s.accountSID == winsid.LocalSystem
 	if s.accountSID != "" {
 		sids = append(sids, s.accountSID)
@@ -357,27 +369,62 @@ func (h *Host) captureTokenLocked(s *service) (sids []string, manageVolume bool)
 	for _, g := range []string{winsid.Everyone, winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users} {
 		sids = appendUnique(sids, g)
 	}
-	if localSystem {
-		return sids, true
+	return sids
+}
+
+// tokenHoldsLocked says whether a token of these SIDs holds the user right (a
+// canonical name) at this moment: one of its SIDs is a direct holder, or it is
+// LocalSystem's, whose token has every privilege the LocalSystem account page lists
+// (SE_MANAGE_VOLUME_NAME and SE_LOCK_MEMORY_NAME among them;
+// design/windows-behaviour.md#who-holds-the-right).
+func (h *Host) tokenHoldsLocked(sids []string, right string) bool {
+	if slices.Contains(sids, winsid.LocalSystem) {
+		return true
 	}
-	holders := h.rights[contract.RightManageVolume]
+	holders := h.rights[right]
 	for _, sid := range sids {
 		if slices.Contains(holders, sid) {
-			return sids, true
+			return true
 		}
 	}
-	return sids, false
+	return false
+}
+
+// memoryModel is the memory model an Engine of this instance starts with, its
+// token holding SeLockMemoryPrivilege or not (FIDELITY.md, "Lock Pages in Memory"):
+// locked pages need the right and an edition that uses them. KB 2659143: SQL Server
+// 2012 and later use locked pages with the right on Enterprise, Standard,
+// Developer and Business Intelligence editions, never on Express; before 2012
+// (KB 970070) Standard needs trace flag 845 as well. Large pages (trace flag 834)
+// are not modelled: the simulator never reports LARGE_PAGES.
+func (i *Instance) memoryModel(lockMemory bool) string {
+	if !lockMemory {
+		return contract.MemoryModelConventional
+	}
+	ed := strings.ToLower(i.edition)
+	switch {
+	case strings.HasPrefix(ed, "enterprise"), strings.HasPrefix(ed, "developer"), strings.HasPrefix(ed, "business intelligence"):
+		return contract.MemoryModelLockPages
+	case strings.HasPrefix(ed, "standard"):
+		if i.ver.Major >= 11 || slices.Contains(i.traceFlags, 845) {
+			return contract.MemoryModelLockPages
+		}
+	}
+	return contract.MemoryModelConventional
 }
 
 // processStartedLocked: the Engine's process was created. It captures its token,
 // archives the previous error log and writes the startup lines.
 func (i *Instance) processStartedLocked() {
 	h := i.h
-	sids, mv := h.captureTokenLocked(i.engine)
+	sids := h.captureTokenLocked(i.engine)
+	mv := h.tokenHoldsLocked(sids, contract.RightManageVolume)
+	lm := h.tokenHoldsLocked(sids, contract.RightLockMemory)
 	tf := slices.Clone(i.traceFlags)
 	i.hadrAtStartLocked()
 	i.proc = &Process{
 		PID: i.engine.pid, Started: i.engine.started, TokenSIDs: sids, ManageVolume: mv,
+		LockMemory: lm, MemoryModel: i.memoryModel(lm),
 		TraceFlags: tf, IFI: mv && !slices.Contains(tf, 1806), ProgramNames: []string{},
 	}
 	i.ready = false
@@ -501,6 +548,22 @@ func ifiLineText(enabled bool) string {
 	return "Database Instant File Initialization: " + state + ". For security and performance considerations see the topic 'Database Instant File Initialization' in SQL Server Books Online. This is an informational message only. No user action is required."
 }
 
+// memoryLineText is the memory manager's startup line for the model
+// (contract.MemoryLines), written from SQL Server 2012 (11.x); "" before, whose
+// builds worded it otherwise ("Using locked pages for buffer pool."), which the
+// simulator does not write (FIDELITY.md, "Lock Pages in Memory").
+func memoryLineText(v version, model string) string {
+	if v.Major < 11 {
+		return ""
+	}
+	for text, m := range contract.MemoryLines {
+		if m == model {
+			return text
+		}
+	}
+	return ""
+}
+
 // startupLog writes the first lines of a new error log.
 func (i *Instance) startupLog() []string {
 	h := i.h
@@ -526,6 +589,9 @@ func (i *Instance) startupLog() []string {
 	add("Server", "Command Line Startup Parameters:")
 	cont(fmt.Sprintf(` -s %q`, i.name)) // instance names have no quotes or backslashes
 	add("Server", "SQL Server detected 1 sockets with 2 cores per socket and 2 logical processors per socket, 2 total logical processors; using 2 logical processors based on SQL Server licensing. This is an informational message; no user action is required.")
+	if text := memoryLineText(i.ver, i.proc.MemoryModel); text != "" {
+		add("Server", text)
+	}
 	for _, tf := range i.traceFlags {
 		add("Server", fmt.Sprintf("DBCC TRACEON %d, server process ID (SPID) 0. This is an informational message only; no user action is required.", tf))
 	}
@@ -552,25 +618,33 @@ func abs(n int) int {
 	return n
 }
 
-// findIFILine returns the IFI line of the current error log.
-func (i *Instance) findIFILineLocked() contract.ErrorLogInfo {
+// errorLogInfoLocked returns the IFI line and the memory manager line of the
+// current error log.
+func (i *Instance) errorLogInfoLocked() contract.ErrorLogInfo {
 	info := contract.ErrorLogInfo{Path: i.errorLogPath()}
-	// As read_instance.ps1: the startup section only (contract.ErrorLogScan*).
+	// As instance_report.ps1: the startup section only (contract.ErrorLogScan*), until
+	// both lines are found.
 	bytes := 0
 	for n, l := range i.errorlog {
-		if n >= contract.ErrorLogScanMaxLines || bytes > contract.ErrorLogScanMaxBytes {
+		if n >= contract.ErrorLogScanMaxLines || bytes > contract.ErrorLogScanMaxBytes || (info.Found && info.MemoryLine != "") {
 			break
 		}
 		bytes += len(l) + 2 // CRLF
+		if info.MemoryLine == "" {
+			for text, model := range contract.MemoryLines {
+				if strings.Contains(l, text) {
+					info.MemoryLine, info.MemoryModel = strings.TrimSpace(l), model
+				}
+			}
+		}
 		idx := strings.Index(l, "Database Instant File Initialization: ")
-		if idx < 0 {
+		if idx < 0 || info.Found {
 			continue
 		}
 		info.Found = true
 		info.Line = l
 		enabled := strings.HasPrefix(l[idx+len("Database Instant File Initialization: "):], "enabled")
 		info.Enabled = &enabled
-		break
 	}
 	return info
 }
@@ -599,4 +673,33 @@ func (h *Host) WaitEngineReady(ctx context.Context, instance string) error {
 		return fmt.Errorf("the Engine %s was not ready for connections (its service is %s): %w", s.name, now, err)
 	}
 	return err
+}
+
+// maxServerMemoryMB is max server memory (MB) in use (sys.configurations), as an
+// int sql_variant.
+func (i *Instance) maxServerMemoryMB() int32 { return i.maxMemoryMB }
+
+// ErrBadMaxServerMemory: a max server memory sp_configure would refuse.
+var ErrBadMaxServerMemory = fmt.Errorf("max server memory (MB) must be %d to %d", MinMaxServerMemoryMB, contract.DefaultMaxServerMemoryMB)
+
+// SetMaxServerMemory is sp_configure 'max server memory (MB)' followed by
+// RECONFIGURE: the option is dynamic, so value and value_in_use change at once,
+// without a restart ("Server memory configuration options"). nil sets the default.
+func (h *Host) SetMaxServerMemory(instance string, mb *int) error {
+	v := contract.DefaultMaxServerMemoryMB
+	if mb != nil {
+		if *mb < MinMaxServerMemoryMB || *mb > contract.DefaultMaxServerMemoryMB {
+			return fmt.Errorf("%w, not %d", ErrBadMaxServerMemory, *mb)
+		}
+		v = *mb
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	inst, ok := h.instanceLocked(instance)
+	if !ok {
+		return fmt.Errorf("%w: %q on host %s", ErrNoSuchInstance, instance, h.cfg.Name)
+	}
+	inst.maxMemoryMB = int32(v) // in range: checked above
+	h.notifyLocked()
+	return nil
 }

@@ -15,7 +15,7 @@ func TestReadHostReportsEachInstanceAsReadInstance(t *testing.T) {
 	t.Parallel()
 	cfg := baseConfig()
 	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "REPORTING"}, InstanceConfig{Name: "STAGING"})
-	cfg.Rights = map[string][]string{contract.RightManageVolume: {`BUILTIN\Administrators`, engineSID}}
+	cfg.Rights = map[string][]string{contract.RightManageVolume: {`BUILTIN\Administrators`, engineSID}, contract.RightLockMemory: {engineSID}}
 	h := newHost(t, cfg)
 
 	one := func(name string) string {
@@ -37,6 +37,10 @@ func TestReadHostReportsEachInstanceAsReadInstance(t *testing.T) {
 		b, _ := json.Marshal(ri)
 		if want := one(ri.Instance); string(b) != want {
 			t.Errorf("read_host's %s:\n%s\nread_instance's:\n%s", ri.Instance, b, want)
+		}
+		// Lock Pages in Memory's right, read once for the host, in every report.
+		if lp := ri.LockPages; lp == nil || lp.Right != contract.RightLockMemory || len(lp.Holders) != 1 || lp.Holders[0].SID != engineSID {
+			t.Errorf("read_host's %s: lock_pages %+v", ri.Instance, ri.LockPages)
 		}
 	}
 

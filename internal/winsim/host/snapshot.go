@@ -71,12 +71,17 @@ type InstanceSnapshot struct {
 	InstantFileInitialization *bool `json:"instant_file_initialization"`
 	// DMVHasIFIColumn: this build's sys.dm_server_services has the IFI column.
 	DMVHasIFIColumn bool `json:"dmv_has_ifi_column"`
+	// DMVHasMemoryModelColumn: this build's sys.dm_os_sys_info has
+	// sql_memory_model_desc (the running process's model is Process.MemoryModel).
+	DMVHasMemoryModelColumn bool `json:"dmv_has_memory_model_column"`
+	// MaxServerMemoryMB is max server memory (MB) in use (sys.configurations).
+	MaxServerMemoryMB int32 `json:"max_server_memory_mb"`
 	// HADREnabled: Always On availability groups are enabled (SERVERPROPERTY('IsHadrEnabled')).
 	HADREnabled bool `json:"hadr_enabled"`
 	// AvailabilityGroup is the instance's replica (group name, role primary or
 	// secondary); null when it is in no group.
 	AvailabilityGroup *AvailabilityGroupConfig `json:"availability_group"`
-	// ErrorLog is the current error log's IFI line.
+	// ErrorLog is the current error log's IFI line and memory manager line.
 	ErrorLog  contract.ErrorLogInfo `json:"errorlog"`
 	Databases []DatabaseSnapshot    `json:"databases"`
 	// DatabaseOperations are the last file creations and growths (CREATE DATABASE,
@@ -150,7 +155,8 @@ func (h *Host) Snapshot() Snapshot {
 			Name: i.name, InstanceID: i.id, Version: i.ver.String(), ProductLevel: i.level, Edition: i.edition,
 			ServiceName: i.engine.name, TCPPort: i.port, Clustered: i.clustered,
 			StartupParameters: i.startupParameters(), Ready: i.ready,
-			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.findIFILineLocked(),
+			DMVHasIFIColumn: i.ver.hasIFIColumn(), ErrorLog: i.errorLogInfoLocked(),
+			DMVHasMemoryModelColumn: i.ver.hasMemoryModelColumn(), MaxServerMemoryMB: i.maxServerMemoryMB(),
 			Databases: []DatabaseSnapshot{}, HADREnabled: i.hadr,
 		}
 		if i.ag != nil {

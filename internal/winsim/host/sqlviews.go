@@ -22,6 +22,55 @@ var sysViews = map[string]func(i *Instance) (tsql.Table, bool){
 	"dm_exec_requests":                            (*Instance).viewExecRequests,
 	"availability_replicas":                       (*Instance).viewAvailabilityReplicas,
 	"availability_groups":                         (*Instance).viewAvailabilityGroups,
+	"dm_os_sys_info":                              (*Instance).viewOSSysInfo,
+	"configurations":                              (*Instance).viewConfigurations,
+}
+
+// viewOSSysInfo is sys.dm_os_sys_info, the columns of the memory model: the model
+// the running Engine started with (Process.MemoryModel). sql_memory_model and
+// sql_memory_model_desc exist from SQL Server 2016 SP1 (13.0.4001) on (the DMV's
+// page: "Applies to: SQL Server 2016 (13.x) SP1 and later"); before, a query
+// naming them gets error 207. VIEW SERVER STATE is needed (error 300 without).
+func (i *Instance) viewOSSysInfo() (tsql.Table, bool) {
+	t := tsql.Table{Name: "sys.dm_os_sys_info", ServerState: true, Cols: []tds.Column{
+		{Name: "cpu_count", Type: tds.TypeInt},
+	}}
+	row := []any{int32(2)} // the error log's "2 logical processors"
+	if i.ver.hasMemoryModelColumn() {
+		t.Cols = append(t.Cols, tds.Column{Name: "sql_memory_model", Type: tds.TypeInt},
+			tds.Column{Name: "sql_memory_model_desc", Type: tds.TypeNVarChar, Size: 120})
+		model := contract.MemoryModelConventional
+		if i.proc != nil {
+			model = i.proc.MemoryModel
+		}
+		code := map[string]int32{contract.MemoryModelConventional: 1, contract.MemoryModelLockPages: 2, contract.MemoryModelLargePages: 3}[model]
+		row = append(row, code, model)
+	}
+	t.Rows = append(t.Rows, row)
+	return t, true
+}
+
+// viewConfigurations is sys.configurations, visible to every login (public), with
+// the one option the simulator models: max server memory (MB), configuration_id
+// 1544, its value and value_in_use sql_variant (int), the configured
+// max_server_memory_mb or contract.DefaultMaxServerMemoryMB ("Server memory
+// configuration options": minimum 128, default 2147483647, dynamic, advanced).
+func (i *Instance) viewConfigurations() (tsql.Table, bool) {
+	t := tsql.Table{Name: "sys.configurations", Cols: []tds.Column{
+		{Name: "configuration_id", Type: tds.TypeInt},
+		{Name: "name", Type: tds.TypeNVarChar, Size: 35},
+		{Name: "value", Type: tds.TypeVariant, Nullable: true},
+		{Name: "minimum", Type: tds.TypeVariant, Nullable: true},
+		{Name: "maximum", Type: tds.TypeVariant, Nullable: true},
+		{Name: "value_in_use", Type: tds.TypeVariant, Nullable: true},
+		{Name: "description", Type: tds.TypeNVarChar, Size: 255},
+		{Name: "is_dynamic", Type: tds.TypeBit},
+		{Name: "is_advanced", Type: tds.TypeBit},
+	}}
+	v := i.maxServerMemoryMB()
+	t.Rows = append(t.Rows, []any{int32(1544), "max server memory (MB)", v, int32(MinMaxServerMemoryMB),
+		int32(contract.DefaultMaxServerMemoryMB), v, "Maximum size of server memory (MB)", true, true})
+	return t, true
 }
 
 func yn(b bool) string {

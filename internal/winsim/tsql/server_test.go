@@ -105,6 +105,8 @@ func TestSQLErrors(t *testing.T) {
 	}{
 		{"invalid column", "MSSQLSERVER", "sa", "SELECT servicename, nope FROM sys.dm_server_services", 207, 16, 1, "Invalid column name 'nope'."},
 		{"IFI column missing on 2014 (the provider's query)", "OLD", "sa", contract.QueryServerServices, 207, 16, 1, "Invalid column name 'instant_file_initialization_enabled'."},
+		{"memory model column missing on 2014 (before 2016 SP1)", "OLD", "sa", contract.QueryMemory, 207, 16, 1, "Invalid column name 'sql_memory_model_desc'."},
+		{"sys.dm_os_sys_info without VIEW SERVER STATE", "MSSQLSERVER", "weak", contract.QueryMemory, 300, 14, 1, "VIEW SERVER STATE permission was denied on object 'server', database 'master'."},
 		{"invalid object", "MSSQLSERVER", "sa", "SELECT * FROM sys.dm_nope", 208, 16, 1, "Invalid object name 'sys.dm_nope'."},
 		{"a system view needs its schema", "MSSQLSERVER", "sa", "SELECT * FROM dm_server_services", 208, 16, 1, "Invalid object name 'dm_server_services'."},
 		{"unknown database", "MSSQLSERVER", "sa", "SELECT * FROM nodb.sys.databases", 208, 16, 1, "Invalid object name 'nodb.sys.databases'."},
@@ -190,10 +192,19 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			{Name: "session_id", Type: tds.TypeSmallInt},
 			{Name: "command", Type: tds.TypeNVarChar, Size: 32},
 		},
+		// sql_memory_model_desc is nvarchar(120), not null; value_in_use a nullable
+		// sql_variant, and the LEFT JOIN's outer side: CAST keeps it nullable.
+		contract.QueryMemory: {
+			{Name: "sql_memory_model_desc", Type: tds.TypeNVarChar, Size: 120},
+			{Name: "max_server_memory_mb", Type: tds.TypeBigInt, Nullable: true},
+		},
+		contract.QueryMaxServerMemory: {{Name: "max_server_memory_mb", Type: tds.TypeBigInt, Nullable: true}},
 	}
 	rows := map[string]string{
 		contract.QueryServerProperties:   "15.0.4355.3|RTM|Developer Edition (64-bit)|0|REPORTING",
 		contract.QueryEncryptedDatabases: "2|tempdb|3\n5|Sales|3\n6|HR|3",
+		contract.QueryMemory:             "CONVENTIONAL|2147483647",
+		contract.QueryMaxServerMemory:    "2147483647",
 	}
 	for _, q := range contract.Queries {
 		rs, e := inst.TDSHandler().Batch(context.Background(), tds.Login{User: "sa"}, q)
