@@ -198,7 +198,7 @@ func (e *Engine) assessed(ctx context.Context, t Target, d ifi.Desired, obs *Obs
 		Assessment:         a,
 		IneffectiveRestart: d.IneffectiveRestart,
 		Enabled:            EnabledInState(d, a),
-		LockPages:          LockPagesInState(d, a),
+		LockPages:          clonePtr(d.LockPages),
 		Warnings:           append(slices.Clone(obs.Warnings), a.Warnings...),
 		SQLPort:            obs.Instance.TCPPort,
 		Read:               obs.Instance,

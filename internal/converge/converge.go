@@ -135,8 +135,10 @@ type Outcome struct {
 	// change is finished in place rather than undone. After a read it is the asked
 	// value when the instance is as asked, else its opposite (EnabledInState).
 	Enabled bool
-	// LockPages is the value lock_pages_in_memory should hold in the state, by the
-	// same rule as Enabled (LockPagesInState); nil when it is not managed.
+	// LockPages is the value lock_pages_in_memory should hold in the state: what
+	// was asked, always (a drift shows in lock_pages_in_memory_granted,
+	// memory_model and planned_action, as enabled's does in privilege_granted);
+	// nil when it is not managed.
 	LockPages *bool
 	// Changed: the host was changed (a right was granted or revoked, or a restart
 	// was attempted). Restarted: the Engine was restarted.
@@ -168,21 +170,6 @@ type Outcome struct {
 
 // EnabledInState is the `enabled` value that says what is true: d.Enabled when the
 // instance is as asked, else the opposite.
-// LockPagesInState is lock_pages_in_memory's value in the state after a read, by
-// EnabledInState's rule: what was asked when the instance is as asked, else its
-// opposite, so that the plan shows the drift; nil when it is not managed. When the
-// host does not report the right the asked value stays (the warning says why).
-func LockPagesInState(d ifi.Desired, a *ifi.Assessment) *bool {
-	if d.LockPages == nil {
-		return nil
-	}
-	v := *d.LockPages
-	if a != nil && a.LockPages != nil && a.LockPages.Known && !a.LockPages.Converged {
-		v = !v
-	}
-	return &v
-}
-
 func EnabledInState(d ifi.Desired, a *ifi.Assessment) bool {
 	if a.Converged {
 		return d.Enabled

@@ -148,8 +148,8 @@ type Result struct {
 	// Enabled: after a read, the `enabled` value the state holds (what was asked,
 	// or for an import what the host has).
 	Enabled bool
-	// LockPages: after a read, the lock_pages_in_memory value the state holds
-	// (LockPagesInState); after an apply, what was asked. nil: not managed.
+	// LockPages: the lock_pages_in_memory value the state holds: what was asked
+	// (as Enabled, imports aside, which leave it unset). nil: not managed.
 	LockPages *bool
 	// Desired is what the operation assessed against (an import's defaults).
 	Desired ifi.Desired
@@ -289,7 +289,7 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		}
 		if out.Read == nil || !out.Read.Clustered {
 			res.Outcome, res.Assessment, res.Warnings = out, out.Assessment, out.Warnings
-			res.LockPages = out.LockPages
+			res.LockPages = clonePtr(d.LockPages)
 			m.Remember(out)
 			s.adopt(r, res)
 			res.Warnings, res.NTLMFallback = m.news(res.Warnings), s.refreshFallback(t, m)

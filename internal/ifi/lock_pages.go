@@ -274,11 +274,14 @@ func (a *Assessment) lockPagesWarnings() []Warning {
 
 // UnlimitedMemoryWarning is the plan's warning when its apply grants Lock pages in
 // memory while max server memory is unlimited (maxMB, DefaultMaxServerMemoryMB)
-// or unknown (nil). It comes with the plan that grants the right, not with every
-// plan after.
+// or unknown (nil). It comes with the plan that grants the right to an Engine that
+// does not lock its pages yet, not with every plan after (nor with a grant again
+// after a drift: the Engine locks its pages already).
 func (a *Assessment) unlimitedMemoryWarning(p *Plan) *Warning {
 	lp := a.LockPages
-	if lp == nil || !lp.Managed || !lp.Want || !lp.Supported {
+	if lp == nil || !lp.Managed || !lp.Want || !lp.Supported || lp.Locked != nil && *lp.Locked {
+		// Not asked, nothing to lock, or the running Engine locks its pages already:
+		// its grant was warned of then, and this one changes nothing of it.
 		return nil
 	}
 	grants := false

@@ -142,7 +142,7 @@ func (a *Assessment) predictionWarning(act Action, p *Plan, r *Refusal, drift bo
 		summary += ": " + short
 		detail += fmt.Sprintf("restarts the service %s%s (%s). %s", a.ServiceName, a.dependentsPhrase(), p.RestartReason, source)
 	} else {
-		detail += ", with no restart: " + a.noRestartReason(a.desired) + "."
+		detail += ", with no restart: " + a.noRestartReasonFor(p.Steps) + "."
 	}
 	return Warning{Code: WarnPlannedAction, Summary: summary, Detail: detail}
 }
@@ -209,6 +209,21 @@ func summaryOf(act Action, service string, steps []Step) string {
 		return "restarts SQL Server (" + service + ")"
 	}
 	return string(act)
+}
+
+// noRestartReasonFor says why an apply of steps does not restart: Lock Pages in
+// Memory's reason when they change only that right.
+func (a *Assessment) noRestartReasonFor(steps []Step) string {
+	lp := a.LockPages
+	for _, s := range steps {
+		if s.RightOf() != contract.RightLockMemory {
+			return a.noRestartReason(a.desired)
+		}
+	}
+	if lp == nil || lp.Locked == nil || a.observed.Instance.ServiceState != contract.StateRunning || !a.desired.Restart.Restarts() {
+		return a.noRestartReason(a.desired)
+	}
+	return "the running Engine's memory model is already " + lp.MemoryModel + ", as asked"
 }
 
 // noRestartReason says why an apply that changes the right does not restart.

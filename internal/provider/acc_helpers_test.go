@@ -219,8 +219,11 @@ func (e *accEnv) instance(name string) host.InstanceSnapshot {
 }
 
 // holds reports whether sid directly holds the right on the simulated host.
-func (e *accEnv) holds(sid string) bool {
-	for _, p := range e.host().Snapshot().Rights[contract.RightManageVolume] {
+func (e *accEnv) holds(sid string) bool { return e.holdsRight(contract.RightManageVolume, sid) }
+
+// holdsRight reports whether sid directly holds right on the simulated host.
+func (e *accEnv) holdsRight(right, sid string) bool {
+	for _, p := range e.host().Snapshot().Rights[right] {
 		if strings.EqualFold(p.SID, sid) {
 			return true
 		}

@@ -14,7 +14,8 @@ import (
 )
 
 // discoveryHost is one host of three instances, I01..I03, each of whose service SIDs
-// already holds the right (as a DBA left them), none managed by Terraform.
+// already holds the right (as a DBA left them), I02's Lock pages in memory too, none
+// managed by Terraform.
 func discoveryHost(t *testing.T) *accEnv {
 	t.Helper()
 	k := nextAddr.Add(1)
@@ -24,7 +25,7 @@ func discoveryHost(t *testing.T) *accEnv {
 	for i := 1; i <= 3; i++ {
 		holders = append(holders, winsid.ServiceSID(fmt.Sprintf("MSSQL$I%02d", i)))
 	}
-	hc.Rights = map[string][]string{contract.RightManageVolume: holders}
+	hc.Rights = map[string][]string{contract.RightManageVolume: holders, contract.RightLockMemory: {winsid.ServiceSID("MSSQL$I02")}}
 	// A TDE database, which the instance's resource and data source warn of.
 	hc.Instances[1].TDEDatabases = []string{"Payroll"}
 	return startHosts(t, []host.HostConfig{hc})[0]
@@ -41,7 +42,7 @@ data "mssqlifi_instances" "sql" {
 }
 
 // The data source lists every instance of a host with several, in the registry's
-// order, each with its IFI state and the import ID of its resource, from one read
+// order, each with its IFI and Lock Pages in Memory states and the import ID of its resource, from one read
 // of the host (one command); it changes nothing and warns of nothing per instance
 // (I02's TDE database is its resource's news, not the list's).
 func TestCLI_instancesListsEveryInstanceOfAHost(t *testing.T) {
@@ -80,6 +81,13 @@ output "computer_name" {
 		if m["instance"] != name || m["service_name"] != "MSSQL$"+name || m["privilege_granted"] != true || m["ifi_enabled"] != true ||
 			m["import_id"] != fmt.Sprintf("%s:%d/%s", e.addr, e.httpsPort, name) || m["clustered"] != false {
 			t.Errorf("instance %d: %v", i, m)
+		}
+		lpim, model := name == "I02", contract.MemoryModelConventional
+		if lpim {
+			model = contract.MemoryModelLockPages
+		}
+		if m["lock_pages_in_memory_granted"] != lpim || m["memory_model"] != model {
+			t.Errorf("instance %s: Lock Pages in Memory granted %v, memory_model %v; want %v, %s", name, m["lock_pages_in_memory_granted"], m["memory_model"], lpim, model)
 		}
 	}
 	if n := countOp(e.operations(), contract.OpSetRight) + countOp(e.operations(), contract.OpRestartInstance); n != 0 {

@@ -1,0 +1,109 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+)
+
+// IFI and Lock Pages in Memory turned on for one instance in one apply: the plan
+// says "grants two rights and restarts once" and warns once of the unlimited max
+// server memory; the apply restarts SQL Server once, after both rights are in
+// place, and the state verifies both on; the next plan is empty and says nothing.
+func TestCLI_ifiAndLockPagesRestartOnce(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "  lock_pages_in_memory = true"))
+
+	plan := w.plan()
+	plan.wantPlanExit(t, 2)
+	plan.wantDiag(t, "warning", "grants two rights and restarts once", "Lock pages in memory")
+	if ws := plan.find("warning", "Lock pages in memory with unlimited max server memory", "2147483647"); len(ws) != 1 {
+		t.Errorf("the plan warns %d times of the unlimited max server memory; want once:\n%s", len(ws), plan.describe())
+	}
+
+	stopsBefore := e.stops("MSSQLSERVER")
+	mark := len(e.operations())
+	w.mustApply()
+	if n := e.stops("MSSQLSERVER") - stopsBefore; n != 1 {
+		t.Errorf("the apply stopped MSSQLSERVER %d times; want one restart for both rights", n)
+	}
+	if n := countOp(e.opsSince(mark), contract.OpRestartInstance); n != 1 {
+		t.Errorf("the apply sent %d restart_instance requests; want 1 (ops %s)", n, strings.Join(e.opsSince(mark), ", "))
+	}
+	in := e.instance("MSSQLSERVER")
+	if in.Process == nil || in.Process.MemoryModel != contract.MemoryModelLockPages || in.InstantFileInitialization == nil || !*in.InstantFileInitialization {
+		t.Fatalf("the Engine after the apply: %+v (process %+v); want IFI on and LOCK_PAGES", in, in.Process)
+	}
+	a := w.attrs()
+	for k, want := range map[string]any{"ifi_enabled": true, "privilege_granted": true, "lock_pages_in_memory": true,
+		"lock_pages_in_memory_granted": true, "memory_model": contract.MemoryModelLockPages, "verified_by": "sql_dmv"} {
+		if a[k] != want {
+			t.Errorf("state %s = %v, want %v", k, a[k], want)
+		}
+	}
+
+	again := w.plan()
+	again.wantPlanExit(t, 0)
+	if ws := again.bySeverity("warning"); len(ws) != 0 {
+		t.Errorf("the converged plan is not quiet:\n%s", again.describe())
+	}
+}
+
+// When only Lock Pages in Memory changes, only it restarts SQL Server; an instance
+// whose configuration leaves it unset never restarts for it.
+func TestCLI_lockPagesAloneAndUnmanaged(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply() // IFI only: one restart, Lock pages in memory untouched
+	sid := winsid.ServiceSID("MSSQLSERVER")
+	if e.holdsRight(contract.RightLockMemory, sid) {
+		t.Fatalf("an apply without lock_pages_in_memory granted %s", contract.RightLockMemory)
+	}
+	if a := w.attrs(); a["lock_pages_in_memory"] != nil || a["lock_pages_in_memory_granted"] != false || a["memory_model"] != contract.MemoryModelConventional {
+		t.Errorf("unmanaged: lock_pages_in_memory %v, granted %v, memory_model %v; want null, false, CONVENTIONAL",
+			a["lock_pages_in_memory"], a["lock_pages_in_memory_granted"], a["memory_model"])
+	}
+	w.plan().wantPlanExit(t, 0)
+
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "  lock_pages_in_memory = true"))
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", "grants Lock pages in memory and restarts SQL Server", "")
+	stops := e.stops("MSSQLSERVER")
+	w.mustApply()
+	if n := e.stops("MSSQLSERVER") - stops; n != 1 {
+		t.Errorf("turning Lock Pages in Memory on stopped MSSQLSERVER %d times; want 1", n)
+	}
+	if a := w.attrs(); a["memory_model"] != contract.MemoryModelLockPages || a["ifi_enabled"] != true {
+		t.Errorf("after the apply: memory_model %v, ifi_enabled %v", a["memory_model"], a["ifi_enabled"])
+	}
+}
+
+// Lock pages in memory revoked outside Terraform shows as drift: the plan names it
+// and grants it again, with no restart (the running Engine keeps its locked pages).
+func TestCLI_lockPagesDriftShowsInPlan(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "  lock_pages_in_memory = true"))
+	w.mustApply()
+	if _, err := e.host().RevokeRight(contract.RightLockMemory, winsid.ServiceSID("MSSQLSERVER")); err != nil {
+		t.Fatal(err)
+	}
+	p := w.plan()
+	p.wantPlanExit(t, 2)
+	p.wantDiag(t, "warning", "Changed outside Terraform: .*grants Lock pages in memory, no restart", "no longer holds Lock pages in memory")
+	stops := e.stops("MSSQLSERVER")
+	w.mustApply()
+	if e.stops("MSSQLSERVER") != stops || !e.holdsRight(contract.RightLockMemory, winsid.ServiceSID("MSSQLSERVER")) {
+		t.Errorf("the drift's apply: stops %d → %d, holds %v; want the grant again and no restart", stops, e.stops("MSSQLSERVER"),
+			e.holdsRight(contract.RightLockMemory, winsid.ServiceSID("MSSQLSERVER")))
+	}
+	w.plan().wantPlanExit(t, 0)
+}
