@@ -7,6 +7,8 @@
 # (restart_guard.ps1: started through WMI, or a scheduled task where Defender blocks
 # that), outside the WinRM shell's job object, watches it: should this process end
 # half-way (the shell deleted, the connection lost), the guard completes the restart.
+# The guard starts before anything changes and acts only once this process has
+# recorded its go (Set-RestartGo), after its changes and, gated, the go line.
 # A request that finds a restart in progress joins it and waits for its outcome at
 # most wait_seconds (0: until it ends); one that finds a restart of another instance
 # of the host in progress is refused before it changes anything (the host's restart

@@ -5,7 +5,10 @@
 #   a scheduled task) before it stopped anything, outside the job object of the WinRM
 #   shell, so it lives on when the shell ends. It runs this script block's text from
 #   a file, with $Token (a GUID the script made, never user input) and
-#   $GuardProcessId (the runner's process id) as its parameters. It waits until the restart finished or the runner's process ended, and
+#   $GuardProcessId (the runner's process id) as its parameters. Started before
+#   anything changes, it first waits for the runner's go (the prepared phase: the
+#   runner ending without it, the marker gone or another request's, or its own
+#   deadline end the guard having changed nothing); then it waits until the restart finished or the runner's process ended, and
 #   completes a restart left half-way (the shell deleted, the connection lost, a
 #   late stop handed over) from the phase it reached.
 # Everything else it reads from the marker key HKLM:\SOFTWARE\mssqlifi\Restart\<instance>
