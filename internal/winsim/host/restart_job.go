@@ -64,7 +64,7 @@ const (
 // ended (Read-RestartMarker): both gone, or unknown past the restart's deadline plus
 // the late limit. Such a restart is reported failed and holds no lease.
 func (j *restartJob) endedLocked(now time.Time) bool {
-	if j.res.Phase == contract.PhasePrepared && j.runner != nil && j.runner.Err() != nil {
+	if j.res.Phase == contract.PhasePrepared && j.runnerGone() {
 		return true // prepared, and its runner ended with its shell
 	}
 	switch j.left {
@@ -85,7 +85,21 @@ func (j *restartJob) inProgressLocked(now time.Time) bool {
 // preparedLocked reports whether j is a restart prepared and not let go whose runner
 // lives (Read-RestartMarker returns it; one whose runner has ended is no restart).
 func (j *restartJob) preparedLocked() bool {
-	return j.res.Phase == contract.PhasePrepared && j.left == "" && (j.runner == nil || j.runner.Err() == nil)
+	return j.res.Phase == contract.PhasePrepared && j.left == "" && !j.runnerGone()
+}
+
+// runnerGone reports whether the prepared restart's runner process has ended with
+// its shell (false for a restart that is not this simulator's).
+func (j *restartJob) runnerGone() bool {
+	if j.runner == nil {
+		return false
+	}
+	select {
+	case <-j.runner.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // noRecordLocked reports whether j is no restart at all for restart_status and
@@ -282,7 +296,7 @@ func (h *Host) guardPrepared(j *restartJob, key string, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(h.life, limit)
 	defer cancel()
 	_ = h.waitFor(ctx, func() (bool, error) {
-		return j.res.Phase != contract.PhasePrepared || j.left != "" || j.runner.Err() != nil || h.restarts[key] != j, nil
+		return j.res.Phase != contract.PhasePrepared || j.left != "" || j.runnerGone() || h.restarts[key] != j, nil
 	})
 	if ctx.Err() != nil && h.life.Err() == nil {
 		h.restartLock.Lock() // the deadline: give up under the lock
