@@ -641,6 +641,9 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		if j, err = h.prepareRestart(ctx, inst, p.RestartID, goWait, lease); err != nil {
 			return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
 		}
+		// However this script ends before its go (a change that failed, the go
+		// refused), its process ends: the prepared marker is then no restart.
+		defer h.endPreparedRunner(j)
 		if p.AwaitGo {
 			fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressPrepared, p.RestartID)
 			line, ok := readLineWithin(ctx, stdin, goWait)

@@ -339,3 +339,29 @@ func TestPreparedRestartOfAnotherRequestRefuses(t *testing.T) {
 	_ = pw.Close()
 	<-code
 }
+
+// A request that ends between its prepared marker and its go (here a change that
+// fails) ends its process: its guard ends having changed nothing, and its marker is
+// no restart, so the next request (another id) is not refused.
+func TestRestartEndedBeforeItsGoLeavesNoLease(t *testing.T) {
+	t.Parallel()
+	h, inst := gatedHost(t)
+	before := inst.Process().Started
+	r := execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30,
+		RestartID: strings.Repeat("ab", 16), Changes: []contract.RightChange{{SID: "not-a-sid", Grant: true}}})
+	if r.code == contract.ExitOK {
+		t.Fatalf("a change that fails: exit 0 %s", r.stdout)
+	}
+	waitGuardEnded(t, h)
+	if !inst.Process().Started.Equal(before) {
+		t.Fatal("a request whose change failed restarted the Engine")
+	}
+	if st := h.RestartStatus("MSSQLSERVER"); st.Found {
+		t.Errorf("restart_status reports the request that never went: %+v", st)
+	}
+	r = execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30,
+		RestartID: strings.Repeat("cd", 16)})
+	if res := decode[contract.RestartInstanceResult](t, r); r.code != 0 || !res.Finished || res.Joined || res.Error != "" {
+		t.Errorf("the next request: exit %d %+v", r.code, res)
+	}
+}

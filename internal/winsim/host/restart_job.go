@@ -277,14 +277,20 @@ func (h *Host) prepareRestart(runner context.Context, inst *Instance, id string,
 	}
 	go func() { // the runner's process ends with its shell (the request's context)
 		<-runner.Done()
-		h.mu.Lock()
-		if j.res.Phase == contract.PhasePrepared && j.left == "" {
-			j.left = LeftProcessesGone
-			h.notifyLocked()
-		}
-		h.mu.Unlock()
+		h.endPreparedRunner(j)
 	}()
 	return j, nil
+}
+
+// endPreparedRunner records that the runner of j ended: while j is prepared, its
+// marker is then no restart (Read-RestartMarker) and its guard ends.
+func (h *Host) endPreparedRunner(j *restartJob) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if j.res.Phase == contract.PhasePrepared && j.left == "" {
+		j.left = LeftProcessesGone
+		h.notifyLocked()
+	}
 }
 
 // guardPrepared is the guard's prepared phase (restart_worker.ps1): it does nothing
