@@ -388,6 +388,7 @@ const RestartIDPattern = `^[0-9a-f]{32}$`
 
 // Phases of a restart.
 const (
+	PhasePrepared   = "prepared"   // the marker and the guard are there, nothing changed: the runner has not recorded its go
 	PhaseStopping   = "stopping"   // stopping the dependents and the Engine
 	PhaseStarting   = "starting"   // starting the Engine (with retries)
 	PhaseDependents = "dependents" // starting the dependents that were running

@@ -140,7 +140,7 @@ func GuardArguments(guardFile, hash, token string, pid int) (string, error) {
 	const prefix = "$guardArguments = "
 	var line string
 	for _, l := range strings.Split(mustRead("restart_instance.ps1"), "\n") {
-		if strings.HasPrefix(l, prefix) {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, prefix) {
 			line = strings.TrimSpace(strings.TrimPrefix(l, prefix))
 		}
 	}

@@ -7,14 +7,18 @@ import (
 
 // restart_instance.ps1 takes the host's restart lease as design/restart.md
 // says: its refusal carries CodeRestartInProgress with ExitRefused; the lock is
-// taken after the guard's file and before the first change of the right's holders
-// (so a refused request changed nothing), and released once the marker is written;
-// liveness uses the recorded start times the guard writes.
+// taken after the guard's file and before anything is written, the prepared marker
+// written under it (so a refused request changed nothing), and released then; the
+// guard starts before the prepared line and the go line, the changes of the right's
+// holders come after them, and the go is recorded (Set-RestartGo) after the changes
+// and before the restart runs; liveness uses the recorded start times the guard
+// writes.
 func TestRestartLeaseInTheScripts(t *testing.T) {
 	s := mustRead("restart_instance.ps1")
 	order := []string{"Write-RestartGuardFile -WorkerText", "Enter-RestartLock -Directory", "Find-OtherRestart -Instance",
-		"Set-UserRight -Right $changeRight -SidText", "-Name 'State' -Value (ConvertTo-AsciiJson", "$lock.Dispose() # the marker now holds the lease",
-		"Start-RestartGuard -Arguments"}
+		"Register-ChangeEventSource", "$state.phase = 'prepared'", "-Name 'State' -Value (ConvertTo-AsciiJson", "$lock.Dispose() # the marker now holds the lease",
+		"Start-RestartGuard -Arguments", "-RestartEvent 'prepared'", "Read-GoLine -Seconds", "Set-UserRight -Right $changeRight -SidText",
+		"Set-RestartGo -Marker", "& $RestartWorker"}
 	last := -1
 	for _, step := range order {
 		i := strings.Index(s, step)

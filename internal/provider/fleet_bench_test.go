@@ -71,14 +71,34 @@ func TestFleetBenchmark(t *testing.T) {
 		}
 	}
 	started := time.Now()
+	if only := os.Getenv("MSSQLIFI_BENCH_ONLY"); only != "" {
+		// One scenario alone, for measuring a change without the whole run; the
+		// tables are printed (and written to $MSSQLIFI_BENCH_OUT when set), never
+		// BENCHMARKS.md's whole text.
+		if only != "restarts" {
+			t.Fatalf("MSSQLIFI_BENCH_ONLY %q: the only scenario that runs alone is restarts", only)
+		}
+		restart := runRestartScenario(t)
+		rolling := runRollingRestarts(t, restart)
+		table := rollingTable(rolling) + restartOnlyTable(restart)
+		table += fmt.Sprintf("\nThe restart scenarios took %s.\n", time.Since(started).Round(time.Second))
+		t.Log("\n" + table)
+		fmt.Println(table)
+		if out := os.Getenv("MSSQLIFI_BENCH_OUT"); out != "" {
+			if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+				t.Fatalf("writing %s: %v", out, err)
+			}
+		}
+		return
+	}
 	var rows []benchRow
 	for _, n := range sizes {
 		rows = append(rows, runFleetScenario(t, n))
 	}
 	pair := runPairScenario(t, rows)
 	ops := runOperationsScenario(t)
-	rolling := runRollingRestarts(t)
 	restart := runRestartScenario(t)
+	rolling := runRollingRestarts(t, restart)
 	ops = append([]opRow{restart.createRow}, ops...)
 	table := benchTable(rows, restart) + opsTable(ops) + pairTable(pair) + rollingTable(rolling) +
 		benchAgainstTargets(rows, restart) + benchAgainstMinimum(rows, ops, pair, rolling)
@@ -419,10 +439,23 @@ type rollingResult struct {
 	ps          int64
 	// holds are the slot holds the provider logs ("restart slot given back", held_ms).
 	holds []time.Duration
+	// alone is what no design can overlap with the outages: the first restart's work
+	// before its stop and the last one's after SQL Server accepts a login, measured
+	// in the same run as the enabling apply of one instance (its resource's apply
+	// with the restart) minus its one outage.
+	alone time.Duration
 }
 
-func (r rollingResult) bound() time.Duration { return time.Duration(r.hosts) * r.serviceTime }
+// outages is the serial outages alone, hosts × (stop + start + ready).
+func (r rollingResult) outages() time.Duration { return time.Duration(r.hosts) * r.serviceTime }
+
+// bound is the serial-outage bound: the outages one after another, everything
+// else overlapped but what cannot be (alone).
+func (r rollingResult) bound() time.Duration { return r.outages() + r.alone }
 func (r rollingResult) ratio() float64       { return float64(r.applySpan) / float64(r.bound()) }
+
+// outagesRatio is the apply against the outages alone (which no design reaches).
+func (r rollingResult) outagesRatio() float64 { return float64(r.applySpan) / float64(r.outages()) }
 
 func (r rollingResult) meanHold() time.Duration {
 	if len(r.holds) == 0 {
@@ -435,7 +468,7 @@ func (r rollingResult) meanHold() time.Duration {
 	return sum / time.Duration(len(r.holds))
 }
 
-func runRollingRestarts(t *testing.T) rollingResult {
+func runRollingRestarts(t *testing.T, one restartResult) rollingResult {
 	t.Helper()
 	sim := benchSim(t, benchRestarts, func(ic *host.InstanceConfig) {
 		ic.StopMS, ic.StartMS, ic.ReadyMS = benchStopMS, benchStartMS, benchReadyMS
@@ -447,6 +480,12 @@ func runRollingRestarts(t *testing.T) rollingResult {
 	// and when each waiting one got the slot.
 	ev := runTimed(t, w, []string{"TF_LOG_PROVIDER=INFO"}, "apply", "-auto-approve", "-json", "-no-color")
 	after := sim.TotalStats()
+	if p := os.Getenv("MSSQLIFI_BENCH_LOG"); p != "" {
+		// The provider's INFO log of the rolling apply, to read where its time went.
+		if err := os.WriteFile(p, []byte(ev.stderr), 0o644); err != nil {
+			t.Fatalf("writing %s: %v", p, err)
+		}
+	}
 	for _, hi := range sim.Info().Hosts {
 		h, _ := sim.Host(hi.Name)
 		in := h.Snapshot().Instances[0]
@@ -457,7 +496,7 @@ func runRollingRestarts(t *testing.T) rollingResult {
 	return rollingResult{hosts: benchRestarts, wall: ev.wall, applySpan: ev.applySpan(),
 		serviceTime: time.Duration(benchStopMS+benchStartMS+benchReadyMS) * time.Millisecond,
 		ps:          after.PowerShellProcesses - before.PowerShellProcesses,
-		holds:       slotHolds(ev.stderr)}
+		holds:       slotHolds(ev.stderr), alone: one.withRestart - one.serviceTime}
 }
 
 // slotHolds reads the provider's log: each "restart slot given back" line says how
@@ -721,6 +760,16 @@ func benchTable(rows []benchRow, r restartResult) string {
 			x.hosts, x.oneRefresh.Round(time.Millisecond), x.plan.span.Round(time.Millisecond), (x.plan.span / time.Duration(x.hosts)).Round(time.Millisecond), x.ratio, x.plan.wall.Round(time.Millisecond),
 			x.requests, x.connections, x.tlsFull, x.tlsResumed, x.ntlm, x.ps, x.sqlConnections, cpuString(x.plan.cpuPerInstance()), float64(x.plan.peakRSS)/1024)
 	}
+	b.WriteString(enablingTable(r))
+	return b.String()
+}
+
+// restartOnlyTable is the enabling apply's table alone (MSSQLIFI_BENCH_ONLY=restarts).
+func restartOnlyTable(r restartResult) string { return enablingTable(r) }
+
+// enablingTable is the enabling apply of one instance with and without the restart.
+func enablingTable(r restartResult) string {
+	var b strings.Builder
 	fmt.Fprintf(&b, "\nEnabling apply of one instance (simulated stop %d ms + start %d ms + ready %d ms = %s):\n\n", benchStopMS, benchStartMS, benchReadyMS, r.serviceTime)
 	b.WriteString("| apply | resource apply | PowerShell processes (whole terraform apply) |\n|---|---:|---:|\n")
 	fmt.Fprintf(&b, "| with restart | %s | %d |\n", r.withRestart.Round(time.Millisecond), r.psWithRestart)
@@ -795,12 +844,13 @@ func rollingTable(r rollingResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%d restarts, one per host, max_parallel_restarts = 1 (an enabling apply of %d new resources; each outage stop %d ms + start %d ms + ready %d ms = %s):\n\n",
 		r.hosts, r.hosts, benchStopMS, benchStartMS, benchReadyMS, r.serviceTime)
-	b.WriteString("| terraform apply | resources' apply (first apply_start → last apply_complete) | serial outages | ratio | mean slot hold | PowerShell processes |\n|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| terraform apply | resources' apply (first apply_start → last apply_complete) | serial-outage bound (outages + what cannot overlap) | ratio to the bound | serial outages alone | ratio to them | mean slot hold | PowerShell processes |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	hold := "not logged"
 	if len(r.holds) > 0 {
 		hold = fmt.Sprintf("%s (%d holds)", r.meanHold().Round(time.Millisecond), len(r.holds))
 	}
-	fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s | %d |\n", r.wall.Round(time.Millisecond), r.applySpan.Round(time.Millisecond), r.bound(), r.ratio(), hold, r.ps)
+	fmt.Fprintf(&b, "| %s | %s | %s (%s + %s) | %.2f | %s | %.2f | %s | %d |\n", r.wall.Round(time.Millisecond), r.applySpan.Round(time.Millisecond),
+		r.bound().Round(time.Millisecond), r.outages(), r.alone.Round(time.Millisecond), r.ratio(), r.outages(), r.outagesRatio(), hold, r.ps)
 	return b.String()
 }
 
@@ -849,8 +899,8 @@ func benchAgainstMinimum(rows []benchRow, ops []opRow, p pairResult, r rollingRe
 	fmt.Fprintf(&b, "- %d instances on %d hosts: %d PowerShell processes against %d (one per host), %s; fleet refresh %s against about %s (≤ 1.15 ×), %s;\n",
 		f.instances(), f.hosts, f.delta.PowerShellProcesses, f.hosts, mark(f.delta.PowerShellProcesses <= int64(f.hosts)),
 		f.span.Round(time.Millisecond), pairTarget, mark(float64(f.span) <= 1.15*float64(pairTarget)))
-	fmt.Fprintf(&b, "- %d restarts at max_parallel_restarts = 1 ≤ 1.1 × the serial outages (%s): %.2f, %s;\n",
-		r.hosts, time.Duration(float64(r.bound())*1.1).Round(time.Millisecond), r.ratio(), mark(r.ratio() <= 1.1))
+	fmt.Fprintf(&b, "- %d restarts at max_parallel_restarts = 1 ≤ 1.1 × the serial-outage bound (%s × 1.1 = %s): %.2f, %s (%.2f × the serial outages alone, %s);\n",
+		r.hosts, r.bound().Round(time.Millisecond), time.Duration(float64(r.bound())*1.1).Round(time.Millisecond), r.ratio(), mark(r.ratio() <= 1.1), r.outagesRatio(), r.outages())
 	var at200 *benchRow
 	for i := range rows {
 		if rows[i].hosts == 200 {
@@ -920,12 +970,22 @@ from one run on the build machine; compare ratios and counts, not wall times.
 - Rolling restarts: ` + fmt.Sprint(benchRestarts) + ` hosts of one instance each that nobody has granted the
   right, with the simulated service times below, max_parallel_restarts = 1, and one
   terraform apply of their ` + fmt.Sprint(benchRestarts) + ` new resources. The ratio divides the resources'
-  apply (first apply_start to last apply_complete) by the serial outages,
-  ` + fmt.Sprint(benchRestarts) + ` × (stop + start + ready). The slot holds come from the provider's log
-  (TF_LOG_PROVIDER=INFO on this apply only): each "restart slot given back" line
-  says how long its restart held the slot (held_ms), from when it took it (the
-  host's prepared line, for a gated restart) to when it gave it back (the Engine
-  running and SQL Server accepting a login).
+  apply (first apply_start to last apply_complete) by the **serial-outage bound**:
+  the ` + fmt.Sprint(benchRestarts) + ` outages one after another, ` + fmt.Sprint(benchRestarts) + ` × (stop + start + ready), plus what no
+  design can overlap with them, the first restart's work before its stop (the
+  request, the host's checks, the guard's start, the go line, the grant) and the
+  last one's after SQL Server accepts a login (the dependents, the read-back, the
+  state written). That part is measured in the same run, as the enabling apply's
+  resource apply with the restart (below) minus its one outage: one restart alone
+  is exactly that work around one outage. The ratio to the outages alone
+  (` + fmt.Sprint(benchRestarts) + ` × outage), which no design can reach, is reported too. The slot holds
+  come from the provider's log (TF_LOG_PROVIDER=INFO on this apply only): each
+  "restart slot given back" line says how long its restart held the slot
+  (held_ms), from when it took it (the host's prepared line, for a gated
+  restart: the guard has started by then) to when it gave it back (the Engine
+  running and SQL Server accepting a login). Beyond the outage a hold is the go
+  line's Send, the started line's arrival and one login over TLS (four to five
+  round trips).
 - Enabling apply: one instance that nobody has granted the right (a new resource),
   with simulated service times, applied twice on fresh hosts: once with the restart
   (restart = "if_needed", the default) and once with restart = "never". The
@@ -936,12 +996,16 @@ from one run on the build machine; compare ratios and counts, not wall times.
   included. A third apply turns on a resource already in the state (enabled false
   → true): its apply uses the read of the plan's refresh.
   Not charged, so not in the overhead: the WMI call that creates the guard
-  (Win32_Process.Create, on the restart's path before the stop; the earlier design
-  paid the same call for its worker). The cost model has no figure for a WMI call.
-  The guard's own start is on the path, since nothing stops before its start
-  record: the simulator charges it a powershell.exe start while restart_instance
-  waits for it (and counts that process twice, as the note under the operations
-  table says).
+  (Win32_Process.Create, before the stop; the earlier design paid the same call
+  for its worker). The cost model has no figure for a WMI call. The guard's own
+  start is charged a powershell.exe start while restart_instance waits for its
+  start record, before the prepared line (and that process is counted twice, as
+  the note under the operations table says). The apply with restart = "never"
+  pays, on these fresh hosts, the event log's second write a second after the
+  first (set_right registers the event source just before the grant, and a write
+  right after the registration fails); restart_instance registers it before the
+  guard's start, so its grant's entry is written at the first try: that is why
+  the overhead can come out below zero.
 
 ## Results
 
@@ -966,8 +1030,10 @@ per host per run, at 400b7fa, in parentheses):
 - plan of k instances on one host: 1 (k);
 - 100 instances on 25 hosts: 25 processes, about 6.0 s at parallelism 10 (100
   processes, 10.5 s);
-- 10 restarts, one per host, max_parallel_restarts = 1: ≤ 1.1 × the serial
-  outages (48.8 s; each slot held 4.67 s for a 3.5 s outage);
+- 10 restarts, one per host, max_parallel_restarts = 1: ≤ 1.1 × the
+  serial-outage bound, the serial outages with everything else overlapped but
+  what cannot be (the issue's ≈ 38.3 s; how it is measured above) (48.8 s; each
+  slot held 4.67 s for a 3.5 s outage);
 - provider peak RSS ≤ 40 MiB at 200 instances (40.6 MiB); CPU per instance
   reported from now on.
 `

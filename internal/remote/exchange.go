@@ -85,8 +85,10 @@ func (s *session) run(ctx context.Context, command string, args []string, stdin 
 
 // firstProgressWithin bounds the wait for a command's first progress line
 // (runWith): the prepared line of a gated restart comes once its powershell.exe
-// started and its checks ran, seconds on any host.
-var firstProgressWithin = 30 * time.Second
+// started, its checks ran and its guard started (design/restart.md: the guard's
+// start record is waited for at most contract.GuardStartSeconds per launcher, and
+// there are two), seconds on any host.
+var firstProgressWithin = 30*time.Second + 2*contract.GuardStartSeconds*time.Second
 
 // progressFunc is told each progress line (contract.ParseProgress) of the command's
 // stdout as it comes; what it returns is sent as the rest of stdin, with

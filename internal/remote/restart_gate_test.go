@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
@@ -58,9 +59,14 @@ func TestAgainstSimulatorGatedRestart(t *testing.T) {
 		return false
 	}
 	g := &recordingGate{}
+	guards := model.Stats().GuardsByWMI
 	g.onReady = func() {
 		if holds() {
 			t.Error("the right was granted before the go line")
+		}
+		// The guard started before the prepared line: its start is not in the slot.
+		if model.Stats().GuardsByWMI != guards+1 {
+			t.Error("the restart's guard had not started at the prepared line")
 		}
 	}
 	p := contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30, RestartID: strings.Repeat("1f", 16),
@@ -85,5 +91,24 @@ func TestAgainstSimulatorGatedRestart(t *testing.T) {
 	}
 	if !holds() {
 		t.Error("a restart its gate refused revoked the right")
+	}
+	// Its guard ends having changed nothing, and the request sent again ungated with
+	// the same id (converge does so after a gate not passed) restarts: it replaces
+	// the prepared marker left behind rather than joining it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := model.WaitPreparedGuards(ctx); err != nil {
+		t.Fatalf("the refused restart's guard did not end: %v", err)
+	}
+	started := model.Snapshot().Instances[0].Process.Started
+	again, err := sim.remote(t, testUser).RestartInstance(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Finished || again.Joined || again.Error != "" || !again.Changed || holds() {
+		t.Fatalf("the request sent again: %+v; want a restart of its own that revoked the right", again)
+	}
+	if !model.Snapshot().Instances[0].Process.Started.After(started) {
+		t.Error("the request sent again did not restart the Engine")
 	}
 }

@@ -362,10 +362,19 @@ const (
 	readyLoginTimeout = 5 * time.Second
 )
 
-// ReadyPollInterval is how often WaitReady tries a login. It is fixed and short, so
-// the wait ends at most this long after SQL Server accepts logins (a growing backoff
-// used to wait seconds after SQL Server was ready).
+// ReadyPollInterval is how often WaitReady tries a login once something answered
+// at the port (a login SQL Server refused, a connection that timed out). It is
+// fixed and short, so the wait ends at most this long after SQL Server accepts
+// logins (a growing backoff used to wait seconds after SQL Server was ready), and
+// four logins a second are nothing to an Engine recovering its databases.
 const ReadyPollInterval = 250 * time.Millisecond
+
+// ReadyRefusedPollInterval is how soon WaitReady tries again after the port
+// refused the connection (nothing listens: the Engine has not opened its listener
+// yet). The refusal is the host's TCP stack answering a SYN with a reset, one
+// round trip that never reaches SQL Server, so trying every 50 ms costs the Engine
+// nothing and finds the listener open within 50 ms rather than 250.
+const ReadyRefusedPollInterval = 50 * time.Millisecond
 
 // DefaultReadyTimeout bounds WaitReady when ctx carries no deadline of its own.
 const DefaultReadyTimeout = 10 * time.Minute
@@ -382,8 +391,6 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		ctx, cancel = context.WithTimeout(ctx, DefaultReadyTimeout)
 		defer cancel()
 	}
-	ticker := time.NewTicker(ReadyPollInterval)
-	defer ticker.Stop()
 	var last error
 	limit := t.NoTDSLimit
 	if limit <= 0 {
@@ -393,6 +400,7 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 	tds := t.AnsweredTDS
 	var otherSince time.Time // when the current run of non-TDS answers began
 	for attempt := 1; ; attempt++ {
+		began := time.Now()
 		db, conn, err := c.openWithin(ctx, t, readyLoginTimeout)
 		if err == nil {
 			conn.Close()
@@ -421,14 +429,22 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		if !otherSince.IsZero() && time.Since(otherSince) >= limit {
 			return noTDSError(t, err, false, time.Since(otherSince), attempt, "something answers there, but not SQL Server")
 		}
+		// The next attempt one interval after this one began (its own time counts).
+		every := ReadyPollInterval
+		if refused {
+			every = ReadyRefusedPollInterval
+		}
+		next := time.NewTimer(max(every-time.Since(began), 0))
 		select {
 		case <-ctx.Done():
+			next.Stop()
 			return &Error{
 				Target: t, Kind: KindTimeout, Err: errors.Join(ctx.Err(), last),
-				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts, one every %s); last error: %s", attempt, ReadyPollInterval, messageOf(last)),
-				Hint:    fmt.Sprintf("It answered at port %d before, so it may still be recovering databases: look at the SQL Server error log", t.Port),
+				Message: fmt.Sprintf("SQL Server did not accept a login within the deadline (%d attempts, one every %s, every %s while the port refused connections); last error: %s",
+					attempt, ReadyPollInterval, ReadyRefusedPollInterval, messageOf(last)),
+				Hint: fmt.Sprintf("It answered at port %d before, so it may still be recovering databases: look at the SQL Server error log", t.Port),
 			}
-		case <-ticker.C:
+		case <-next.C:
 		}
 	}
 }

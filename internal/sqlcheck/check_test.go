@@ -490,3 +490,38 @@ func show[T any](b *T) string {
 	}
 	return fmt.Sprint(*b)
 }
+
+// A port that refuses connections (nothing listens yet) is tried again after 50 ms:
+// the refusal never reaches SQL Server. One where something answers (here each
+// connection is accepted and closed) is tried every 250 ms, no faster.
+func TestWaitReadyPollsARefusingPortSoonerThanAnAnsweringOne(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	err = New(plainConfig()).WaitReady(ctxFor(t, 1200*time.Millisecond), Target{Host: "127.0.0.1", Port: port, Instance: "MSSQLSERVER"})
+	var attempts int
+	if _, serr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "(")+1:], "%d attempts", &attempts); serr != nil {
+		t.Fatalf("no attempt count in %v", err)
+	}
+	// At 250 ms a time, 1.2 s holds at most 5 attempts; at 50 ms about 24.
+	if attempts <= 5 {
+		t.Errorf("a refusing port was tried %d times in 1.2 s: not sooner than every %s", attempts, ReadyPollInterval)
+	}
+	var fl *flakyListener
+	ep := serve(t, &sqlServer{engineIFI: "Y"}, tds.Options{}, func(l net.Listener) net.Listener {
+		fl = &flakyListener{Listener: l, drop: 4}
+		return fl
+	})
+	begin := time.Now()
+	if err := New(plainConfig()).WaitReady(ctxFor(t, 5*time.Second), ep.target()); err != nil {
+		t.Fatal(err)
+	}
+	// Four answered failures, four intervals of at least 250 ms each (timers never
+	// fire early).
+	if d := time.Since(begin); d < 4*ReadyPollInterval {
+		t.Errorf("an answering port was tried again sooner than every %s (%v for %d connections)", ReadyPollInterval, d, fl.accepted.Load())
+	}
+}

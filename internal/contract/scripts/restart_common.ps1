@@ -80,6 +80,16 @@ function Read-RestartMarker {
     }
     $state = ConvertFrom-Json -InputObject $json
     $state | Add-Member -NotePropertyName found -NotePropertyValue $true -Force
+    if ([string]$state.phase -ceq 'prepared') {
+        # Prepared, not let go: nothing of it has happened. It holds the lease while
+        # its runner (which alone can let it go) lives; once that has ended it is
+        # no restart at all.
+        $runner = Get-RestartProcessState -Id ([int]$key.GetValue('WorkerProcessId', 0)) -StartTicks ([string]$key.GetValue('RunnerStart', ''))
+        if ($runner -eq 'gone') {
+            return $null
+        }
+        return $state
+    }
     if (-not $state.finished) {
         # The runner (restart_instance's process, or the guard once it took over) and
         # the guard: the restart goes on while either lives.
@@ -200,12 +210,63 @@ function Enter-RestartLock {
     }
 }
 
+# Records the go of the prepared restart whose marker is $Marker (its token
+# $Token), under the lease's lock: its phase becomes stopping, and from then on its
+# guard completes the restart should the runner end. Returns '' when recorded, else
+# why not (nothing was stopped): the marker is another request's now (one sent again
+# replaced it), or the guard has ended (it gave up waiting, or died), which would
+# leave the restart unguarded.
+function Set-RestartGo {
+    param([string] $Marker, [string] $Token, [string] $Directory)
+    $lock = Enter-RestartLock -Directory $Directory
+    try {
+        $key = Get-Item -LiteralPath $Marker -ErrorAction SilentlyContinue
+        if (-not $key -or [string]$key.GetValue('Token', '') -cne $Token) {
+            return 'another request for this instance replaced this one before it was let go'
+        }
+        $guardId = [int]$key.GetValue('GuardProcessId', 0)
+        if ((Get-RestartProcessState -Id $guardId -StartTicks ([string]$key.GetValue('GuardStart', ''))) -ne 'alive') {
+            return "its guard process ($guardId) ended before the restart was let go"
+        }
+        $state = ConvertFrom-Json -InputObject ([string]$key.GetValue('State', ''))
+        $state.phase = 'stopping'
+        Set-ItemProperty -LiteralPath $Marker -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
+        return ''
+    }
+    finally {
+        $lock.Dispose()
+    }
+}
+
+# Removes the marker of a restart prepared and never let go, under the lease's lock
+# and only while it is still this request's ($Token): one sent again may have
+# replaced it. Its guard, seeing the marker gone, ends having changed nothing.
+function Remove-PreparedRestart {
+    param([string] $Marker, [string] $Token, [string] $Directory)
+    try {
+        $lock = Enter-RestartLock -Directory $Directory
+    }
+    catch {
+        return # left as it is: a prepared marker whose runner has ended is no restart
+    }
+    try {
+        $key = Get-Item -LiteralPath $Marker -ErrorAction SilentlyContinue
+        if ($key -and [string]$key.GetValue('Token', '') -ceq $Token -and [string](ConvertFrom-Json -InputObject ([string]$key.GetValue('State', ''))).phase -ceq 'prepared') {
+            Remove-Item -LiteralPath $Marker -Recurse -Force
+        }
+    }
+    finally {
+        $lock.Dispose()
+    }
+}
+
 function Wait-RestartMarker {
     param([string] $Instance, [datetime] $Until)
     while ($true) {
         $state = Read-RestartMarker -Instance $Instance
-        # A stop that ran past the deadline is reported before the worker is done.
-        if (-not $state -or $state.finished -or $state.error -or [DateTime]::UtcNow -ge $Until) {
+        # A stop that ran past the deadline is reported before the worker is done; a
+        # restart prepared and not let go is reported as it is (it may never go).
+        if (-not $state -or $state.finished -or $state.error -or [string]$state.phase -ceq 'prepared' -or [DateTime]::UtcNow -ge $Until) {
             return $state
         }
         Start-Sleep -Milliseconds 500

@@ -18,6 +18,9 @@ $RestartTaskPath = '\mssqlifi\'
 $RestartTrustedOwners = @('S-1-5-32-544', 'S-1-5-18') # BUILTIN\Administrators, SYSTEM
 # How long each launcher's guard has to write its start record.
 $RestartGuardStartSeconds = 30
+# The guard waits for the runner's go at most the go line's wait plus this margin
+# (the marker's GoSeconds), then ends having changed nothing.
+$RestartGuardGoMarginSeconds = 60
 # The loader the guard's powershell.exe runs (-EncodedCommand): @FILE@, @HASH@,
 # @TOKEN@ and @RUNNER@ are the file's path, its SHA-256 (lowercase hex), the restart's
 # token and the runner's process id. The owner is read and the bytes hashed and run

@@ -7,6 +7,8 @@
 # (restart_guard.ps1: started through WMI, or a scheduled task where Defender blocks
 # that), outside the WinRM shell's job object, watches it: should this process end
 # half-way (the shell deleted, the connection lost), the guard completes the restart.
+# The guard starts before anything changes and acts only once this process has
+# recorded its go (Set-RestartGo), after its changes and, gated, the go line.
 # A request that finds a restart in progress joins it and waits for its outcome at
 # most wait_seconds (0: until it ends); one that finds a restart of another instance
 # of the host in progress is refused before it changes anything (the host's restart
@@ -113,27 +115,103 @@ if ($other) {
     Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: the restart of instance $($other.instance) on $computerName is in progress (since $($other.started_at), phase $($other.phase)), and one instance of a host restarts at a time. Nothing was changed for $instanceName. Apply again once that restart has finished."
 }
 $existing = Read-RestartMarker -Instance $instance.Name
-$join = ($existing -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId))
+# A restart prepared but not let go (phase prepared: its runner waits for its go
+# line, its guard for the runner's go) is never joined: nothing of it has happened.
+# This request's own (a request sent again after it ended before its go line) is
+# replaced by this one: the old runner finds its token gone should a go line still
+# come, and the old guard ends having changed nothing. Another request's refuses
+# this one, as a restart in progress does.
+$prepared = ($existing -and [string]$existing.phase -ceq 'prepared')
+if ($prepared -and [string]$existing.restart_id -cne $restartId) {
+    $lock.Dispose()
+    Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: another request to restart it on $computerName is prepared (since $($existing.started_at)) and waits to be let go. Nothing was changed for $instanceName. Apply again once it has finished."
+}
+$join = ($existing -and -not $prepared -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId))
 if ($join) {
     $lock.Dispose()
 }
+# The event source before anything it records: a write right after its registration
+# can fail until the system has refreshed its list of sources, and the guard's start
+# now lies between the two.
+Register-ChangeEventSource
 
-# A gated restart (await_go): everything checked and the lease held, it waits for
-# the provider's go line (sent once the provider holds its restart slot) before it
-# changes anything. No go line in time, the end of stdin or another line: nothing
-# was changed, and the lock ends with this process.
-if ($awaitGo -and -not $join) {
-    Write-RestartProgress -RestartEvent 'prepared' -RestartId $restartId
-    $goLine = Read-GoLine -Seconds $goSeconds
-    if ($goLine -cne "go $restartId") {
-        $lock.Dispose()
-        Exit-WithError -Code 3 -ErrorName 'restart_not_started' -Message "The restart of $instanceName on $computerName did not start: the provider's go line did not come within $goSeconds seconds. Nothing was changed or stopped; apply again."
+if (-not $join) {
+    # The error log, for the last lines after a failed start: -e of the startup parameters.
+    $errorLogPath = ''
+    $parametersPath = "$($instance.Root)\MSSQLServer\Parameters"
+    if (Test-Path -LiteralPath $parametersPath) {
+        $parametersKey = Get-Item -LiteralPath $parametersPath
+        foreach ($argName in @($parametersKey.GetValueNames() | Where-Object { $_ -match '^SQLArg\d+\z' })) {
+            $value = [string]$parametersKey.GetValue($argName)
+            if ($value.StartsWith('-e')) {
+                $errorLogPath = $value.Substring(2)
+            }
+        }
+    }
+
+    # The marker, in phase prepared: the restart holds the host's lease from here,
+    # but nothing is changed or stopped before this process records its go
+    # (Set-RestartGo), after its changes and, gated, after the provider's go line.
+    $token = [guid]::NewGuid().ToString('N')
+    $state = New-RestartState -RestartId $restartId -ServiceName $serviceName -ServiceState (ConvertTo-ServiceState -Status $engine.Status)
+    $state.phase = 'prepared'
+    $markerPath = $RestartMarkerRoot + '\' + $instance.Name
+    # A task the last restart's guard left behind (it removes its own when it ends).
+    if (Test-Path -LiteralPath $markerPath) {
+        $oldTask = [string](Get-Item -LiteralPath $markerPath).GetValue('GuardTask', '')
+        if ($oldTask) {
+            Unregister-ScheduledTask -TaskName $oldTask -TaskPath $RestartTaskPath -Confirm:$false -ErrorAction SilentlyContinue
+        }
+    }
+    # How long the guard waits for the go at most (it then ends, changing nothing):
+    # the go line's wait (an ungated request: the restart's), and a margin.
+    $guardGoSeconds = $timeoutSeconds
+    if ($awaitGo) {
+        $guardGoSeconds = $goSeconds
+    }
+    $null = New-Item -Path $markerPath -Force
+    Set-ItemProperty -LiteralPath $markerPath -Name 'Token' -Value $token
+    Set-ItemProperty -LiteralPath $markerPath -Name 'TimeoutSeconds' -Value $timeoutSeconds -Type DWord
+    Set-ItemProperty -LiteralPath $markerPath -Name 'GoSeconds' -Value ($guardGoSeconds + $RestartGuardGoMarginSeconds) -Type DWord
+    Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
+    Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
+    Set-ItemProperty -LiteralPath $markerPath -Name 'RunnerStart' -Value ([string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks)
+    Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value 0 -Type DWord
+    Set-ItemProperty -LiteralPath $markerPath -Name 'GuardStart' -Value ''
+    Set-ItemProperty -LiteralPath $markerPath -Name 'GuardTask' -Value ''
+    Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
+    $lock.Dispose() # the marker now holds the lease
+
+    # The guard, before the go line and any change, so that its start (a
+    # powershell.exe, waited for) is not on the restart's path. Its command line: the
+    # loader (restart_guard.ps1) with its file, the file's hash, the token this
+    # script made and this process's id; no script text and no user input. It waits,
+    # changing nothing, until this process records its go; should this process end
+    # first, it ends too (restart_worker.ps1).
+    $guardLoader = New-RestartGuardLoader -File $guardPath -Hash $guardHash -Token $token -RunnerId $PID
+    $guardArguments = '-NoProfile -NonInteractive -EncodedCommand ' + $guardLoader
+    $guard = Start-RestartGuard -Arguments $guardArguments -Instance $instance.Name -Token $token -Marker $markerPath
+    if (-not $guard.launcher) {
+        Remove-PreparedRestart -Marker $markerPath -Token $token -Directory $RestartGuardDirectory
+        Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped or changed. Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing); where a guard was started but did not start, look at the host's Group Policy execution policy (Get-ExecutionPolicy -List), its AMSI provider and endpoint protection's log for powershell.exe; then apply again."
+    }
+
+    # A gated restart (await_go): everything checked, the lease held and the guard
+    # waiting, it waits for the provider's go line (sent once the provider holds its
+    # restart slot) before it changes anything. No go line in time, the end of stdin
+    # or another line: nothing was changed; the marker goes, and the guard ends.
+    if ($awaitGo) {
+        Write-RestartProgress -RestartEvent 'prepared' -RestartId $restartId
+        $goLine = Read-GoLine -Seconds $goSeconds
+        if ($goLine -cne "go $restartId") {
+            Remove-PreparedRestart -Marker $markerPath -Token $token -Directory $RestartGuardDirectory
+            Exit-WithError -Code 3 -ErrorName 'restart_not_started' -Message "The restart of $instanceName on $computerName did not start: the provider's go line did not come within $goSeconds seconds. Nothing was changed or stopped; apply again."
+        }
     }
 }
 
-# The changes first: one that fails ends this request before anything is stopped.
-# The event source is registered before them, so that their entries can be written.
-Register-ChangeEventSource
+# The changes first: one that fails ends this request before anything is stopped
+# (its go never recorded, the guard ends having changed nothing).
 $changed = $false
 foreach ($change in $changes) {
     $changeRight = [string]$change.right
@@ -166,52 +244,13 @@ if ($join) {
     Write-RestartOutcome -State (Wait-RestartMarker -Instance $instance.Name -Until $until) -Joined $true
 }
 
-# The error log, for the last lines after a failed start: -e of the startup parameters.
-$errorLogPath = ''
-$parametersPath = "$($instance.Root)\MSSQLServer\Parameters"
-if (Test-Path -LiteralPath $parametersPath) {
-    $parametersKey = Get-Item -LiteralPath $parametersPath
-    foreach ($argName in @($parametersKey.GetValueNames() | Where-Object { $_ -match '^SQLArg\d+\z' })) {
-        $value = [string]$parametersKey.GetValue($argName)
-        if ($value.StartsWith('-e')) {
-            $errorLogPath = $value.Substring(2)
-        }
-    }
+# The go, recorded under the lease's lock: from here the guard completes the restart
+# should this process end. Refused, nothing stopped, when another request replaced
+# this one's marker or the guard ended first.
+$notGone = Set-RestartGo -Marker $markerPath -Token $token -Directory $RestartGuardDirectory
+if ($notGone) {
+    Exit-WithError -Code 3 -ErrorName 'restart_not_started' -Message "The restart of $instanceName on $computerName did not start: $notGone. Nothing was stopped; apply again."
 }
-
-$token = [guid]::NewGuid().ToString('N')
-$state = New-RestartState -RestartId $restartId -ServiceName $serviceName -ServiceState (ConvertTo-ServiceState -Status $engine.Status)
-$markerPath = $RestartMarkerRoot + '\' + $instance.Name
-# A task the last restart's guard left behind (it removes its own when it ends).
-if (Test-Path -LiteralPath $markerPath) {
-    $oldTask = [string](Get-Item -LiteralPath $markerPath).GetValue('GuardTask', '')
-    if ($oldTask) {
-        Unregister-ScheduledTask -TaskName $oldTask -TaskPath $RestartTaskPath -Confirm:$false -ErrorAction SilentlyContinue
-    }
-}
-$null = New-Item -Path $markerPath -Force
-Set-ItemProperty -LiteralPath $markerPath -Name 'Token' -Value $token
-Set-ItemProperty -LiteralPath $markerPath -Name 'TimeoutSeconds' -Value $timeoutSeconds -Type DWord
-Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
-Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
-Set-ItemProperty -LiteralPath $markerPath -Name 'RunnerStart' -Value ([string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks)
-Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value 0 -Type DWord
-Set-ItemProperty -LiteralPath $markerPath -Name 'GuardStart' -Value ''
-Set-ItemProperty -LiteralPath $markerPath -Name 'GuardTask' -Value ''
-Set-ItemProperty -LiteralPath $markerPath -Name 'State' -Value (ConvertTo-AsciiJson -Value $state)
-$lock.Dispose() # the marker now holds the lease
-
-# The guard's command line: the loader (restart_guard.ps1) with its file, the file's
-# hash, the token this script made and this process's id; no script text and no user
-# input. Nothing is stopped before the guard's start record is seen.
-$guardLoader = New-RestartGuardLoader -File $guardPath -Hash $guardHash -Token $token -RunnerId $PID
-$guardArguments = '-NoProfile -NonInteractive -EncodedCommand ' + $guardLoader
-$guard = Start-RestartGuard -Arguments $guardArguments -Instance $instance.Name -Token $token -Marker $markerPath
-if (-not $guard.launcher) {
-    Remove-Item -LiteralPath $markerPath -Recurse -Force
-    Exit-WithError -Code 1 -ErrorName 'failed' -Message "The restart's guard process could not be started on ${computerName}: $($guard.why). Nothing was stopped. Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing); where a guard was started but did not start, look at the host's Group Policy execution policy (Get-ExecutionPolicy -List), its AMSI provider and endpoint protection's log for powershell.exe; then apply again."
-}
-Set-ItemProperty -LiteralPath $markerPath -Name 'GuardProcessId' -Value $guard.process_id -Type DWord
 
 # The restart, in this process. It returns when it finished, or early with a
 # stop_timeout error while the Engine is still stopping (the guard takes over).

@@ -14,7 +14,8 @@ if (-not $instance.Name) {
     Exit-WithError -Code 5 -ErrorName 'not_found' -Message "SQL Server instance $instanceName is not installed on $($env:COMPUTERNAME)."
 }
 $state = Wait-RestartMarker -Instance $instance.Name -Until ([DateTime]::UtcNow.AddSeconds($waitSeconds))
-if (-not $state) {
+# A restart prepared and not let go has done nothing: no record of a restart yet.
+if (-not $state -or [string]$state.phase -ceq 'prepared') {
     $none = New-RestartState -RestartId '' -ServiceName $instance.ServiceName -ServiceState ''
     $none.found = $false
     Write-Result -Value $none

@@ -5,7 +5,10 @@
 #   a scheduled task) before it stopped anything, outside the job object of the WinRM
 #   shell, so it lives on when the shell ends. It runs this script block's text from
 #   a file, with $Token (a GUID the script made, never user input) and
-#   $GuardProcessId (the runner's process id) as its parameters. It waits until the restart finished or the runner's process ended, and
+#   $GuardProcessId (the runner's process id) as its parameters. Started before
+#   anything changes, it first waits for the runner's go (the prepared phase: the
+#   runner ending without it, the marker gone or another request's, or its own
+#   deadline end the guard having changed nothing); then it waits until the restart finished or the runner's process ended, and
 #   completes a restart left half-way (the shell deleted, the connection lost, a
 #   late stop handed over) from the phase it reached.
 # Everything else it reads from the marker key HKLM:\SOFTWARE\mssqlifi\Restart\<instance>
@@ -47,13 +50,71 @@ $RestartWorker = {
     }
     $resume = $false
     if ($GuardProcessId -gt 0) {
-        # The guard: wait for the runner to finish the restart, or to end. A process
-        # with the runner's id but another start time is not the runner (ids are
-        # reused).
+        # The guard. A process with the runner's id but another start time is not the
+        # runner (ids are reused).
         $runner = Get-Process -Id $GuardProcessId -ErrorAction SilentlyContinue
         if ($runner -and [string]$runner.StartTime.ToUniversalTime().Ticks -ne [string](Get-Item -LiteralPath $marker).GetValue('RunnerStart', '')) {
             $runner = $null
         }
+        # First the prepared phase: started before the runner may restart, the guard
+        # does nothing until the runner records its go (the marker's phase leaves
+        # prepared). The marker gone or another request's (one sent again replaced
+        # it), the runner ended without its go, or the guard's own deadline passed
+        # (GoSeconds): it ends having changed nothing (its task, if one started it,
+        # removed on the way out). At its deadline it gives up under the lease's lock
+        # (GuardProcessId 0), so that no go can be recorded after it (Set-RestartGo).
+        $goLimit = [DateTime]::UtcNow.AddSeconds([int](Get-Item -LiteralPath $marker).GetValue('GoSeconds', 0))
+        while ($true) {
+            $key = Get-Item -LiteralPath $marker -ErrorAction SilentlyContinue
+            if (-not $key -or [string]$key.GetValue('Token', '') -cne $Token) {
+                return
+            }
+            if ([string](ConvertFrom-Json -InputObject ([string]$key.GetValue('State', ''))).phase -cne 'prepared') {
+                break
+            }
+            if (-not $runner -or $runner.HasExited) {
+                # Ended: one last look (it may have recorded its go, then ended).
+                $key = Get-Item -LiteralPath $marker -ErrorAction SilentlyContinue
+                if ($key -and [string]$key.GetValue('Token', '') -ceq $Token -and [string](ConvertFrom-Json -InputObject ([string]$key.GetValue('State', ''))).phase -cne 'prepared') {
+                    break
+                }
+                return
+            }
+            if ([DateTime]::UtcNow -ge $goLimit) {
+                $lockPath = Join-Path -Path (Join-Path -Path $env:ProgramData -ChildPath 'mssqlifi') -ChildPath 'restart.lock'
+                $lockUntil = [DateTime]::UtcNow.AddSeconds(30)
+                $lock = $null
+                while (-not $lock -and [DateTime]::UtcNow -lt $lockUntil) {
+                    try {
+                        $lock = [System.IO.File]::Open($lockPath, [System.IO.FileMode]::OpenOrCreate, [System.IO.FileAccess]::ReadWrite, [System.IO.FileShare]::None)
+                    }
+                    catch {
+                        Start-Sleep -Milliseconds 100
+                    }
+                }
+                if ($lock) {
+                    try {
+                        $key = Get-Item -LiteralPath $marker -ErrorAction SilentlyContinue
+                        if (-not $key -or [string]$key.GetValue('Token', '') -cne $Token) {
+                            return
+                        }
+                        if ([string](ConvertFrom-Json -InputObject ([string]$key.GetValue('State', ''))).phase -ceq 'prepared') {
+                            Set-ItemProperty -LiteralPath $marker -Name 'GuardProcessId' -Value 0 -Type DWord
+                            return
+                        }
+                    }
+                    finally {
+                        $lock.Dispose()
+                    }
+                    break # let go just before the deadline: guard it
+                }
+                # The lock stayed held (the runner records its go under it): look again.
+                $goLimit = [DateTime]::UtcNow.AddSeconds(5)
+                continue
+            }
+            $null = $runner.WaitForExit(250)
+        }
+        # The runner let it go: wait for it to finish the restart, or to end.
         while ($runner -and -not $runner.WaitForExit(250)) {
             if ((Read-State).finished) {
                 return

@@ -632,25 +632,47 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
 	}
 	defer lease.release()
-	// A gated restart (contract/restart_gate.go) waits here, the lease held, for the
-	// go line: without it nothing is changed.
-	if p.AwaitGo && lease.join == nil {
-		fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressPrepared, p.RestartID)
-		line, ok := readLineWithin(ctx, stdin, time.Duration(p.GoSeconds)*time.Second)
-		if ctx.Err() != nil {
-			return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
-		}
-		if !ok || line != strings.TrimSuffix(contract.GoLine(p.RestartID), "\n") {
-			return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
-				fmt.Sprintf("The restart of %s on %s did not start: the provider's go line did not come within %d seconds. Nothing was changed or stopped; apply again.",
-					p.Instance, h.computer, p.GoSeconds))
-		}
-	}
-	// The changes first (Set-UserRight): one that fails stops nothing. The
-	// event source is registered before them (Register-ChangeEventSource).
+	joined := lease.join != nil
+	// The event source before anything it records (Register-ChangeEventSource): the
+	// guard's start lies between it and the first write.
 	if admin {
 		h.registerEventSource()
 	}
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
+	key := strings.ToUpper(inst.name)
+	var j *restartJob
+	if !joined && admin { // without administrator rights the script fails on its changes or its stop (below)
+		// The marker in phase prepared and the guard, which waits for the go changing
+		// nothing (restart_job.go, prepareRestart); then, gated, the prepared line and
+		// the go line (contract/restart_gate.go): without it nothing is changed, and
+		// the marker goes (Remove-PreparedRestart).
+		goWait := timeout
+		if p.AwaitGo {
+			goWait = time.Duration(p.GoSeconds) * time.Second
+		}
+		if j, err = h.prepareRestart(ctx, inst, p.RestartID, goWait, lease); err != nil {
+			return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
+		}
+		// However this script ends before its go (a change that failed, the go
+		// refused), its process ends: the prepared marker is then no restart.
+		defer h.endPreparedRunner(j)
+		if p.AwaitGo {
+			fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressPrepared, p.RestartID)
+			line, ok := readLineWithin(ctx, stdin, goWait)
+			if ctx.Err() != nil {
+				// The shell deleted: the process ends, its marker left prepared (no restart).
+				return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
+			}
+			if !ok || line != strings.TrimSuffix(contract.GoLine(p.RestartID), "\n") {
+				h.removePrepared(key, j)
+				return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
+					fmt.Sprintf("The restart of %s on %s did not start: the provider's go line did not come within %d seconds. Nothing was changed or stopped; apply again.",
+						p.Instance, h.computer, p.GoSeconds))
+			}
+		}
+	}
+	// The changes first (Set-UserRight): one that fails stops nothing (its go
+	// never recorded, the guard ends having changed nothing).
 	changed, eventWarning := false, ""
 	sids := make([]string, 0, len(p.Changes))
 	for _, c := range p.Changes {
@@ -668,16 +690,16 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
 			"CloseError: (System.ServiceProcess.ServiceController:ServiceController) [Restart-Service], ServiceCommandException", "CouldNotStopService,Microsoft.PowerShell.Commands.RestartServiceCommand")
 	}
-	// The restart runs in this script's process, watched by a guard process started
-	// before anything is stopped (guard.go), which completes it should this process
-	// end (restart_worker.ps1): the restart outlives the shell either way, so the
-	// simulator runs it under the host's lifetime. The guard is a powershell.exe of its
-	// own, counted; created through WMI, its start is not on the restart's path (it
-	// starts while the services stop); started by a scheduled task, it is waited for.
-	timeout := time.Duration(p.TimeoutSeconds) * time.Second
-	j, joined, err := h.startRestart(ctx, inst, p.RestartID, timeout, lease)
-	if err != nil {
-		return h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, err.Error())
+	// The go (Set-RestartGo), then the restart in this script's process, watched by
+	// the guard started before the go, which completes it should this process end
+	// (restart_worker.ps1): the restart outlives the shell, so the simulator runs it
+	// under the host's lifetime. The guard is a powershell.exe of its own, counted;
+	// its start was waited for before the prepared line, off the restart's path.
+	if joined {
+		j = lease.join
+	} else if err := h.goRestart(ctx, inst, j, timeout); err != nil {
+		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
+			fmt.Sprintf("The restart of %s on %s did not start: %v. Nothing was stopped; apply again.", p.Instance, h.computer, err))
 	}
 	wait := timeout + 10*time.Second
 	if joined && p.WaitSeconds > 0 {
@@ -740,8 +762,9 @@ func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusPar
 	}
 	h.mu.Lock()
 	j := h.restarts[strings.ToUpper(inst.name)]
+	none := j == nil || j.noRecordLocked() // prepared and not let go: nothing happened
 	h.mu.Unlock()
-	if j == nil {
+	if none {
 		writeJSON(stdout, contract.RestartInstanceResult{ServiceName: inst.engine.name, Stopped: []string{}, Started: []string{}})
 		return contract.ExitOK
 	}

@@ -91,6 +91,11 @@ type Host struct {
 	// Enter-RestartLock): held from the look at the markers until a restart's own is
 	// written, the host's restart lease's lock.
 	restartLock sync.Mutex
+	// guardGoLimit overrides how long a prepared restart's guard waits for its go
+	// (SetGuardGoLimit); 0: as the scripts do.
+	guardGoLimit time.Duration
+	// preparedGuards counts the guards in their prepared phase (guardPrepared).
+	preparedGuards int
 	// The restart guard's world (guard.go): Defender's ASR rules (id → action), the
 	// owner of %ProgramData%\mssqlifi ("" : it does not exist), the scheduled tasks
 	// under \mssqlifi\.

@@ -37,6 +37,16 @@ type restartJob struct {
 	// finished. timeout is that marker's TimeoutSeconds.
 	left    string
 	timeout time.Duration
+	// The prepared phase (res.Phase contract.PhasePrepared): the marker is written
+	// and the guard started, nothing changed until the runner records its go
+	// (goRestart). guardEnded: the guard ended without a go (the runner ended, the
+	// marker went or became another request's, or its own deadline passed); a go
+	// is then refused. guarded: the guard runs (its launcher's start record seen).
+	guardEnded bool
+	guarded    bool
+	// runner is the prepared restart's runner process (its request's context: the
+	// shell's job object ends it); nil for a restart that is not this simulator's.
+	runner context.Context
 }
 
 // How the processes of a restart marker left behind are (restart_common.ps1,
@@ -54,6 +64,9 @@ const (
 // ended (Read-RestartMarker): both gone, or unknown past the restart's deadline plus
 // the late limit. Such a restart is reported failed and holds no lease.
 func (j *restartJob) endedLocked(now time.Time) bool {
+	if j.res.Phase == contract.PhasePrepared && j.runnerGone() {
+		return true // prepared, and its runner ended with its shell
+	}
 	switch j.left {
 	case "":
 		return false
@@ -63,10 +76,35 @@ func (j *restartJob) endedLocked(now time.Time) bool {
 	return true
 }
 
-// inProgressLocked reports whether j holds the host's restart lease.
+// inProgressLocked reports whether j holds the host's restart lease. A restart
+// prepared and not let go holds it while its runner lives.
 func (j *restartJob) inProgressLocked(now time.Time) bool {
 	return !j.res.Finished && !j.endedLocked(now)
 }
+
+// preparedLocked reports whether j is a restart prepared and not let go whose runner
+// lives (Read-RestartMarker returns it; one whose runner has ended is no restart).
+func (j *restartJob) preparedLocked() bool {
+	return j.res.Phase == contract.PhasePrepared && j.left == "" && !j.runnerGone()
+}
+
+// runnerGone reports whether the prepared restart's runner process has ended with
+// its shell (false for a restart that is not this simulator's).
+func (j *restartJob) runnerGone() bool {
+	if j.runner == nil {
+		return false
+	}
+	select {
+	case <-j.runner.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// noRecordLocked reports whether j is no restart at all for restart_status and
+// a new request: prepared and never let go.
+func (j *restartJob) noRecordLocked() bool { return j.res.Phase == contract.PhasePrepared }
 
 // LeaveRestartMarker leaves the marker of an unfinished restart of instance, begun
 // ago, whose runner and guard are as how says (LeftProcessesGone, LeftProcessReused,
@@ -102,7 +140,7 @@ func (h *Host) RestartStatus(instance string) contract.RestartInstanceResult {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	j := h.restarts[strings.ToUpper(instance)]
-	if j == nil {
+	if j == nil || j.noRecordLocked() {
 		return contract.RestartInstanceResult{Stopped: []string{}, Started: []string{}}
 	}
 	return j.snapshotLocked(h.now())
@@ -150,7 +188,18 @@ func (h *Host) enterRestartLease(inst *Instance, id string) (*restartLease, erro
 		}
 	}
 	l := &restartLease{release: release}
-	if j := h.restarts[strings.ToUpper(inst.name)]; j != nil && (j.inProgressLocked(now) || (j.res.RestartID == id && id != "")) {
+	j := h.restarts[strings.ToUpper(inst.name)]
+	switch {
+	case j == nil:
+	case j.noRecordLocked():
+		// Prepared, not let go: never joined. This request's own (sent again after it
+		// ended before its go line) is replaced; another request's refuses this one.
+		if j.preparedLocked() && j.res.RestartID != id {
+			release()
+			return nil, &leaseRefusal{msg: fmt.Sprintf("The restart of %s was refused: another request to restart it on %s is prepared (since %s) and waits to be let go. "+
+				"Nothing was changed for %s. Apply again once it has finished.", inst.name, h.computer, j.res.StartedAt.Format(time.RFC3339Nano), inst.name)}
+		}
+	case j.inProgressLocked(now) || (j.res.RestartID == id && id != ""):
 		l.join = j
 		release()
 	}
@@ -172,17 +221,23 @@ func (h *Host) instanceName(upper string) string {
 	return upper
 }
 
-// startRestart starts a restart of inst under the lease l (enterRestartLease), or
-// joins the one l found. It returns the job and whether it joined; an error when the
-// guard cannot be started (nothing was stopped).
-func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, timeout time.Duration, l *restartLease) (*restartJob, bool, error) {
+// guardGoMargin is how much longer than the go line's wait the guard waits for the
+// runner's go ($RestartGuardGoMarginSeconds, restart_guard.ps1).
+const guardGoMargin = 60 * time.Second
+
+// prepareRestart is restart_instance up to its prepared line, under the lease l
+// (enterRestartLease): the marker written in phase prepared (it holds the lease from
+// then on, and the lock is released), then the guard started (guard.go), which waits
+// for the runner's go changing nothing (guardPrepared). An error when the guard cannot
+// be started: the marker is removed, nothing was changed or stopped. goWait is how
+// long the runner may wait for its go (the go line's go_seconds, or the restart's
+// timeout for an ungated request); runner is the runner's process (the request's
+// context: the shell's job object).
+func (h *Host) prepareRestart(runner context.Context, inst *Instance, id string, goWait time.Duration, l *restartLease) (*restartJob, error) {
 	defer l.release()
-	if l.join != nil {
-		return l.join, true, nil
-	}
 	guardFile, hash, err := h.prepareGuardFile()
 	if err != nil {
-		return nil, false, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was stopped.", h.computer, err)
+		return nil, fmt.Errorf("The restart's guard cannot be prepared on %s: %v. Nothing was changed or stopped.", h.computer, err)
 	}
 	key := strings.ToUpper(inst.name)
 	if id == "" {
@@ -194,32 +249,140 @@ func (h *Host) startRestart(ctx context.Context, inst *Instance, id string, time
 		h.removeTaskLocked(last.task) // a task the last restart's guard left behind
 	}
 	j := &restartJob{done: make(chan struct{}), res: contract.RestartInstanceResult{
-		Found: true, RestartID: id, Phase: contract.PhaseStopping, ServiceName: inst.engine.name,
+		Found: true, RestartID: id, Phase: contract.PhasePrepared, ServiceName: inst.engine.name,
 		Stopped: []string{}, Started: []string{}, ServiceState: inst.engine.state, StartedAt: h.now().UTC(),
-	}}
+	}, runner: runner}
 	h.restarts[key] = j // the marker, written before the guard starts; it holds the lease now
+	h.notifyLocked()    // a request it replaced: its guard sees the marker another's
 	h.mu.Unlock()
 	l.release()
-	launch := h.launchGuard(ctx, inst.name, token, guardFile, hash)
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	launch := h.launchGuard(runner, inst.name, token, guardFile, hash)
 	if launch.launcher == "" {
-		if h.restarts[key] == j {
-			delete(h.restarts, key) // Remove-Item of the marker
-		}
-		return nil, false, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped. "+
+		h.removePrepared(key, j)
+		return nil, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped or changed. "+
 			"Start the Task Scheduler service (Schedule), or let WMI create processes on this host (an ASR rule in audit mode blocks nothing), then apply again.", h.computer, launch.why)
 	}
-	j.task = launch.task
+	h.mu.Lock()
+	j.task, j.guarded = launch.task, launch.guarded
+	limit := h.guardGoLimit
+	h.mu.Unlock()
+	if limit <= 0 {
+		limit = goWait + guardGoMargin
+	}
+	if launch.guarded {
+		h.mu.Lock()
+		h.preparedGuards++
+		h.mu.Unlock()
+		go h.guardPrepared(j, key, limit)
+	}
+	go func() { // the runner's process ends with its shell (the request's context)
+		<-runner.Done()
+		h.endPreparedRunner(j)
+	}()
+	return j, nil
+}
+
+// endPreparedRunner records that the runner of j ended: while j is prepared, its
+// marker is then no restart (Read-RestartMarker) and its guard ends.
+func (h *Host) endPreparedRunner(j *restartJob) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if j.res.Phase == contract.PhasePrepared && j.left == "" {
+		j.left = LeftProcessesGone
+		h.notifyLocked()
+	}
+}
+
+// guardPrepared is the guard's prepared phase (restart_worker.ps1): it does nothing
+// until the runner records its go, and ends, having changed nothing and removed its
+// task, when the runner ends first, the marker goes or becomes another request's, or
+// limit (the marker's GoSeconds) passes; then under the lease's lock, so that no go
+// is recorded after it (goRestart refuses one: the guard has ended).
+func (h *Host) guardPrepared(j *restartJob, key string, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(h.life, limit)
+	defer cancel()
+	_ = h.waitFor(ctx, func() (bool, error) {
+		return j.res.Phase != contract.PhasePrepared || j.left != "" || j.runnerGone() || h.restarts[key] != j, nil
+	})
+	if ctx.Err() != nil && h.life.Err() == nil {
+		h.restartLock.Lock() // the deadline: give up under the lock
+		defer h.restartLock.Unlock()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.preparedGuards--
+	h.notifyLocked()
+	if j.res.Phase != contract.PhasePrepared && h.restarts[key] == j {
+		return // let go: from here the guard watches the restart (runRestart)
+	}
+	j.guardEnded = true
+	h.removeTaskLocked(j.task) // the guard removes its task when it ends
+	h.notifyLocked()
+}
+
+// removePrepared is Remove-PreparedRestart: the marker of a restart prepared and
+// never let go removed, under the lease's lock, while it is still j.
+func (h *Host) removePrepared(key string, j *restartJob) {
+	h.restartLock.Lock()
+	defer h.restartLock.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.restarts[key] == j && j.res.Phase == contract.PhasePrepared {
+		delete(h.restarts, key)
+		h.notifyLocked()
+	}
+}
+
+// goRestart is Set-RestartGo and the restart it lets go: the go recorded under the
+// lease's lock (phase stopping), refused when another request replaced j's marker or
+// j's guard has ended (the restart would be unguarded); then the restart runs
+// (runRestart) under the host's lifetime when a guard runs, else under the shell's
+// (runner).
+func (h *Host) goRestart(runner context.Context, inst *Instance, j *restartJob, timeout time.Duration) error {
+	key := strings.ToUpper(inst.name)
+	h.restartLock.Lock()
+	h.mu.Lock()
+	var why string
+	switch {
+	case h.restarts[key] != j:
+		why = "another request for this instance replaced this one before it was let go"
+	case j.guardEnded:
+		why = "its guard process ended before the restart was let go"
+	default:
+		j.res.Phase = contract.PhaseStopping
+		h.notifyLocked()
+	}
+	guarded := j.guarded
+	h.mu.Unlock()
+	h.restartLock.Unlock()
+	if why != "" {
+		return errors.New(why)
+	}
 	// A guard runs: the restart outlives the shell. None (a script that did not wait
 	// for its start record): the runner is restart_instance's process alone, and ends
 	// with the shell (its job object).
 	life := h.life
-	if !launch.guarded {
-		life = ctx
+	if !guarded {
+		life = runner
 	}
-	go h.runRestart(j, inst, timeout, life, launch.guarded)
-	return j, false, nil
+	go h.runRestart(j, inst, timeout, life, guarded)
+	return nil
+}
+
+// SetGuardGoLimit sets how long a prepared restart's guard waits for the runner's
+// go (0: the go line's wait plus guardGoMargin, as the scripts do), for tests of the
+// guard's own deadline.
+func (h *Host) SetGuardGoLimit(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.guardGoLimit = d
+}
+
+// WaitPreparedGuards waits until no guard of the host is in its prepared phase
+// (guardPrepared: each has ended, or watches the restart its runner let go), or ctx
+// ends.
+func (h *Host) WaitPreparedGuards(ctx context.Context) error {
+	return h.waitFor(ctx, func() (bool, error) { return h.preparedGuards == 0, nil })
 }
 
 func newToken() string {
