@@ -36,7 +36,7 @@ func checkLockPages(a *Assessment) error {
 		causes = append(causes, "the Engine could not lock its pages at start (its error log says why)")
 	}
 	causes = append(causes, fmt.Sprintf("the service %s did not really restart (check its process start time)", a.ServiceName))
-	return fmt.Errorf("Lock Pages in Memory is not as asked after the restart of %s on %s: SQL Server (%s) reports the memory model %s, "+
+	return fmt.Errorf("after the restart of %s on %s, Lock Pages in Memory is not as asked: SQL Server (%s) reports the memory model %s, "+
 		"but the right and start account say it should %s locked pages. Likely causes: %s. Fix the cause on the host, then run terraform apply again",
 		a.ServiceName, a.Host, lp.VerifiedBy, lp.MemoryModel, useOrNot(lp.ExpectedLocked), strings.Join(causes, "; "))
 }
