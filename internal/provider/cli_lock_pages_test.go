@@ -1,11 +1,13 @@
 package provider
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
 // IFI and Lock Pages in Memory turned on for one instance in one apply: the plan
@@ -104,6 +106,42 @@ func TestCLI_lockPagesDriftShowsInPlan(t *testing.T) {
 	if e.stops("MSSQLSERVER") != stops || !e.holdsRight(contract.RightLockMemory, winsid.ServiceSID("MSSQLSERVER")) {
 		t.Errorf("the drift's apply: stops %d → %d, holds %v; want the grant again and no restart", stops, e.stops("MSSQLSERVER"),
 			e.holdsRight(contract.RightLockMemory, winsid.ServiceSID("MSSQLSERVER")))
+	}
+	w.plan().wantPlanExit(t, 0)
+}
+
+// An import adopts IFI as the host has it and leaves lock_pages_in_memory unset: a
+// configuration that sets it plans an update that starts managing the right,
+// planned_action none when the host already has it, and the apply changes nothing
+// on the host; the next plan is empty.
+func TestCLI_importThenManageLockPages(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	sid := winsid.ServiceSID("MSSQLSERVER")
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Rights = map[string][]string{contract.RightManageVolume: {sid}, contract.RightLockMemory: {sid}}
+	})
+	w.write(e.providerConfig(true) + fmt.Sprintf(`
+import {
+  to = %s
+  id = "%s/MSSQLSERVER"
+}
+`, resName, e.addr) + resourceConfig(e.addr, "  lock_pages_in_memory = true"))
+	r, c := w.planOut("import.tfplan")
+	r.wantPlanExit(t, 2)
+	wantPlanned(t, c, "none")
+	if c.Before["lock_pages_in_memory"] != nil || c.After["lock_pages_in_memory"] != true {
+		t.Errorf("lock_pages_in_memory %v -> %v; want null (the import) -> true", c.Before["lock_pages_in_memory"], c.After["lock_pages_in_memory"])
+	}
+	mark := len(e.operations())
+	if ap := w.run("apply", "-auto-approve", "-json", "-no-color", "import.tfplan"); ap.Exit != 0 {
+		t.Fatalf("terraform apply failed (exit %d):\n%s", ap.Exit, ap.describe())
+	}
+	if n := countOp(e.opsSince(mark), contract.OpSetRight) + countOp(e.opsSince(mark), contract.OpRestartInstance); n != 0 {
+		t.Errorf("the apply changed the host: %v", e.opsSince(mark))
+	}
+	if a := w.attrs(); a["lock_pages_in_memory"] != true || a["memory_model"] != contract.MemoryModelLockPages {
+		t.Errorf("state: lock_pages_in_memory %v, memory_model %v", a["lock_pages_in_memory"], a["memory_model"])
 	}
 	w.plan().wantPlanExit(t, 0)
 }
