@@ -19,17 +19,7 @@ func TestRestartLeaseInTheScripts(t *testing.T) {
 		"Register-ChangeEventSource", "$state.phase = 'prepared'", "-Name 'State' -Value (ConvertTo-AsciiJson", "$lock.Dispose() # the marker now holds the lease",
 		"Start-RestartGuard -Arguments", "-RestartEvent 'prepared'", "Read-GoLine -Seconds", "Set-UserRight -Right $changeRight -SidText",
 		"Set-RestartGo -Marker", "& $RestartWorker"}
-	last := -1
-	for _, step := range order {
-		i := strings.Index(s, step)
-		if i < 0 {
-			t.Fatalf("restart_instance.ps1 lacks %q", step)
-		}
-		if i < last {
-			t.Errorf("restart_instance.ps1: %q comes before the step it must follow", step)
-		}
-		last = i
-	}
+	wantInOrder(t, "restart_instance.ps1", s, order)
 	if want := "-Code 3 -ErrorName '" + CodeRestartInProgress + "'"; !strings.Contains(s, want) || ExitRefused != 3 {
 		t.Errorf("restart_instance.ps1 does not refuse with %q", want)
 	}
@@ -45,5 +35,21 @@ func TestRestartLeaseInTheScripts(t *testing.T) {
 		if !strings.Contains(c, want) {
 			t.Errorf("restart_common.ps1 lacks %q", want)
 		}
+	}
+}
+
+// wantInOrder fails unless text (the script name) holds each of steps, in order.
+func wantInOrder(t *testing.T, name, text string, steps []string) {
+	t.Helper()
+	last := -1
+	for _, step := range steps {
+		i := strings.Index(text, step)
+		if i < 0 {
+			t.Fatalf("%s lacks %q", name, step)
+		}
+		if i < last {
+			t.Errorf("%s: %q comes before the step it must follow", name, step)
+		}
+		last = i
 	}
 }

@@ -48,17 +48,7 @@ func TestGuardPreparedPhaseInTheScripts(t *testing.T) {
 	order := []string{"GetValue('GoSeconds', 0)", "-cne $Token) {\n                return", ".phase -cne '" + PhasePrepared + "'",
 		"$runner.HasExited", "[System.IO.FileShare]::None", "-Name 'GuardProcessId' -Value 0", "$null = $runner.WaitForExit(250)",
 		"# The runner let it go", "$resume = $true", "$dependent.Status -eq 'Running' -or $dependent.Status -eq 'Paused'"}
-	last := -1
-	for _, step := range order {
-		i := strings.Index(w, step)
-		if i < 0 {
-			t.Fatalf("restart_worker.ps1 lacks %q", step)
-		}
-		if i < last {
-			t.Errorf("restart_worker.ps1: %q comes before the step it must follow", step)
-		}
-		last = i
-	}
+	wantInOrder(t, "restart_worker.ps1", w, order)
 	c := mustRead("restart_common.ps1")
 	for _, want := range []string{
 		// The go is recorded under the lock, only for this request's marker and a live guard.
