@@ -141,7 +141,7 @@ func (s *Session) planCreate(ctx context.Context, r PlanRequest) (*Prediction, e
 	// Should this create replace a resource (tainted after a failed create, or an
 	// argument that forces replacement), its destroy half keeps a grant this create
 	// grants again.
-	rep := &ifi.Replacement{Host: t.Host, Instance: t.Instance, Enabled: d.Enabled, Grantee: d.Grantee}
+	rep := &ifi.Replacement{Host: t.Host, Instance: t.Instance, Enabled: d.Enabled, LockPages: d.LockPages, Grantee: d.Grantee}
 	if out.Assessment != nil {
 		rep.GranteeSID = out.Assessment.GranteeSID
 	}

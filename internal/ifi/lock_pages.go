@@ -36,6 +36,9 @@ const (
 	WarnLockPagesUnknown = "lock_pages_unknown"
 	// WarnLockPagesGroupPolicy: a Group Policy defines Lock pages in memory.
 	WarnLockPagesGroupPolicy = "lock_pages_group_policy"
+	// WarnLockPagesDestroy: a destroy revokes (or keeps) Lock pages in memory, and
+	// what stays in effect.
+	WarnLockPagesDestroy = "lock_pages_destroy"
 )
 
 // LockPages is the assessment of Lock Pages in Memory on one instance. It is made
@@ -303,6 +306,35 @@ func (a *Assessment) unlimitedMemoryWarning(p *Plan) *Warning {
 				"the buffer pool can grow until Windows runs short of memory, and Windows cannot page it out. Set max server memory first, "+
 				"leaving memory for Windows and other processes (sp_configure 'max server memory (MB)', then RECONFIGURE).",
 				LockPagesDisplay, a.where(), *lp.MaxServerMemoryMB), nil}
+	}
+	return nil
+}
+
+// lockPagesDestroy adds to p the revoke of Lock pages in memory a destroy makes:
+// the resource granted it (lock_pages_in_memory = true) and the grantee holds it,
+// unless a Group Policy lists the grantee (a revoke would be reverted) or the create
+// that replaces the resource grants it again (kept and adopted). Its warnings say
+// what stays in effect: the running Engine keeps its locked pages until a restart,
+// which a destroy never makes.
+func (a *Assessment) lockPagesDestroy(p *Plan) []Warning {
+	lp, d := a.LockPages, a.desired
+	if d.LockPages == nil || !*d.LockPages || lp == nil || !lp.Known || !lp.Granted {
+		return nil
+	}
+	switch {
+	case lp.GroupPolicyManaged && listsSID(lp.GroupPolicyHolders, a.GranteeSID):
+		return []Warning{{WarnLockPagesDestroy, "Group Policy grants Lock pages in memory: not revoked",
+			fmt.Sprintf("On %s a Group Policy lists %s for %q, so the destroy leaves the grant in place (a revoke would be reverted "+
+				"within "+gpoReapply+"). Change the GPO setting %s to remove it.", a.where(), a.GranteeSID, LockPagesDisplay, LockPagesGPOSetting), nil}}
+	case d.Replacement.keepsLockPages(d, a):
+		return nil // the replacing create adopts it, as IFI's grant (PlanDestroy's warning says so)
+	}
+	p.Steps = append(p.Steps, Step{Right: contract.RightLockMemory, Grant: false, SID: a.GranteeSID, Reason: "the resource is destroyed"})
+	if lp.Locked == nil || *lp.Locked {
+		return []Warning{{WarnLockPagesDestroy, "Locked pages stay until the next restart",
+			fmt.Sprintf("On %s the destroy revokes %q from %s, but the running service %s keeps its locked pages until its next "+
+				"restart; destroy never restarts SQL Server.", a.where(), LockPagesDisplay, a.principalName(a.GranteeSID),
+				safetext.Escape(a.ServiceName)), nil}}
 	}
 	return nil
 }

@@ -183,3 +183,44 @@ func TestLockPagesDriftIsNamed(t *testing.T) {
 		t.Fatalf("prediction = %s: %s", pr.Action, pr.Warning.Detail)
 	}
 }
+
+// A destroy revokes the Lock pages in memory it granted (and says the running
+// Engine keeps its locked pages until a restart); it leaves the right alone when
+// the resource did not manage it, when a Group Policy lists the grantee, or when
+// the replacing create grants it again.
+func TestPlanDestroyLockPages(t *testing.T) {
+	granted := obs(memory(true, contract.MemoryModelLockPages, limited), holders(svcSID), lpHolders(svcSID))
+	on := true
+	for _, tc := range []struct {
+		name    string
+		d       Desired
+		o       Observed
+		revoke  bool
+		warning bool
+	}{
+		{"managed: revoked, locked pages stay until a restart", withLockPages(enable, true), granted, true, true},
+		{"unmanaged: left alone", enable, granted, false, false},
+		{"managed false: nothing of it was granted", withLockPages(enable, false), granted, false, false},
+		{"Group Policy lists the grantee: kept, said", withLockPages(enable, true),
+			obs(memory(true, contract.MemoryModelLockPages, limited), holders(svcSID), lpHolders(svcSID), lpPolicy(svcSID)), false, true},
+		{"the replacing create grants it again: kept", func() Desired {
+			d := withLockPages(enable, true)
+			d.Replacement = &Replacement{Host: "sql01.corp.example", Instance: "MSSQLSERVER", Enabled: true, LockPages: &on, Grantee: GranteeServiceSID}
+			return d
+		}(), granted, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p, w, err := PlanDestroy(tc.d, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			revoked := false
+			for _, s := range p.Steps {
+				revoked = revoked || s.RightOf() == contract.RightLockMemory && !s.Grant && s.SID == svcSID
+			}
+			if revoked != tc.revoke || HasWarning(w, WarnLockPagesDestroy) != tc.warning || p.Restart {
+				t.Fatalf("steps %+v, warnings %+v; want revoke %v, warning %v, no restart", p.Steps, w, tc.revoke, tc.warning)
+			}
+		})
+	}
+}

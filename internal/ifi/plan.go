@@ -158,7 +158,7 @@ func PlanDestroy(d Desired, o Observed) (*Assessment, *Plan, []Warning, error) {
 		return nil, nil, nil, err
 	}
 	p := &Plan{}
-	var w []Warning
+	w := a.lockPagesDestroy(p)
 	switch {
 	case a.PrivilegeGranted && a.GroupPolicyManaged && a.policyLists(a.GranteeSID):
 		w = append(w, Warning{WarnGroupPolicy, "Group Policy grants the right: not revoked",

@@ -116,6 +116,8 @@ type Desired struct {
 type Replacement struct {
 	Host, Instance string
 	Enabled        bool
+	// LockPages is the create's lock_pages_in_memory (nil: unset).
+	LockPages *bool `json:",omitempty"`
 	Grantee        Grantee
 	GranteeSID     string // "" when the plan could not resolve it
 }
@@ -131,6 +133,17 @@ func (r *Replacement) keeps(d Desired, a *Assessment) bool {
 		return false
 	}
 	return r.GranteeSID == "" || strings.EqualFold(r.GranteeSID, a.GranteeSID)
+}
+
+// keepsLockPages is keeps for Lock pages in memory: the create that replaces the
+// resource grants it to the same grantee on the same instance.
+func (r *Replacement) keepsLockPages(d Desired, a *Assessment) bool {
+	if r == nil || r.LockPages == nil || !*r.LockPages {
+		return false
+	}
+	same := *r
+	same.Enabled = true
+	return same.keeps(d, a)
 }
 
 // sameHost reports whether two spellings of a host name are the same name (case, a

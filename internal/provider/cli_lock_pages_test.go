@@ -53,6 +53,20 @@ func TestCLI_ifiAndLockPagesRestartOnce(t *testing.T) {
 	if ws := again.bySeverity("warning"); len(ws) != 0 {
 		t.Errorf("the converged plan is not quiet:\n%s", again.describe())
 	}
+
+	// The destroy revokes both rights and restarts nothing, saying the locked pages
+	// stay until the next restart.
+	stops := e.stops("MSSQLSERVER")
+	d := w.destroy()
+	if d.Exit != 0 {
+		t.Fatalf("terraform destroy failed (exit %d):\n%s", d.Exit, d.describe())
+	}
+	sid := winsid.ServiceSID("MSSQLSERVER")
+	if e.holds(sid) || e.holdsRight(contract.RightLockMemory, sid) || e.stops("MSSQLSERVER") != stops {
+		t.Errorf("after the destroy: IFI's right %v, Lock pages %v, stops %d → %d; want both revoked, no restart",
+			e.holds(sid), e.holdsRight(contract.RightLockMemory, sid), stops, e.stops("MSSQLSERVER"))
+	}
+	d.wantDiag(t, "warning", "Locked pages stay until the next restart", "destroy never restarts")
 }
 
 // When only Lock Pages in Memory changes, only it restarts SQL Server; an instance
