@@ -117,9 +117,9 @@ type Replacement struct {
 	Host, Instance string
 	Enabled        bool
 	// LockPages is the create's lock_pages_in_memory (nil: unset).
-	LockPages *bool `json:",omitempty"`
-	Grantee        Grantee
-	GranteeSID     string // "" when the plan could not resolve it
+	LockPages  *bool `json:",omitempty"`
+	Grantee    Grantee
+	GranteeSID string // "" when the plan could not resolve it
 }
 
 // keeps reports whether the destroy of a (its host, instance and grantee SID, the
