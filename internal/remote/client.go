@@ -3,7 +3,6 @@ package remote
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 
@@ -139,7 +138,7 @@ func New(cfg Config) (Host, error) {
 	params := winrm.NewParameters(isoSeconds(timeout), "en-US", 153600)
 	// Our own exchange and transport for every scheme: one connection per operation,
 	// TLS sessions resumed across operations (exchange.go). It ignores HTTP proxies.
-	tlsSessions := tls.NewLRUClientSessionCache(8)
+	tlsSessions := newSessionCache()
 	newSession := func() (*session, error) {
 		return newSession(endpoint, params, cfg, auth, tlsSessions, kl)
 	}
