@@ -64,7 +64,8 @@ func (c *sessionCache) Put(key string, cs *tls.ClientSessionState) {
 		if err != nil {
 			return
 		}
-		e = encodedSession{ticket: bytes.Clone(ticket), state: state}
+		// Bytes answers with its builder's buffer, about twice the encoding's size.
+		e = encodedSession{ticket: bytes.Clone(ticket), state: bytes.Clone(state)}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
