@@ -7,6 +7,7 @@ import (
 	"flag"
 	"log"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -22,6 +23,15 @@ var version = "dev"
 const address = "registry.terraform.io/mssqlifi/mssqlifi"
 
 func main() {
+	// Nothing in the provider writes a heap profile, so it does not sample its
+	// allocations for one: the runtime's profile buckets (a 1.4 MB hash table that
+	// each new allocation stack touches a page of, with the stacks themselves) grew the
+	// provider's peak resident set by about a megabyte in a 200-instance plan (issue 28,
+	// BENCHMARKS.md). GODEBUG=memprofilerate=N still turns sampling on for a debugging
+	// session (runtime's own setting, read before main).
+	if !strings.Contains(os.Getenv("GODEBUG"), "memprofilerate=") {
+		runtime.MemProfileRate = 0
+	}
 	debug := flag.Bool("debug", false, "run the provider with support for debuggers such as delve")
 	flag.Parse()
 	if !*debug {
