@@ -1026,7 +1026,7 @@ figures before its changes, at 41.2 MiB):
 - Kept per host, before: the connection left for a next operation, about 48 KB for
   2 s (about 20 at once at parallelism 10), now closed once a refresh has read its
   host; the TLS session with the server's parsed certificate chain, about 4 KB to
-  the end of the run, now kept encoded (about 1 KB); the host's client (about 3 KB)
+  the end of the run, now kept encoded (about 1.5 KB); the host's client (about 3 KB)
   and its shared read_host answer (about 3 KB, for the run's other reads of the
   host), kept.
 - The allocation profile: 755 sampled stacks, whose buckets touched most pages of
