@@ -71,6 +71,15 @@ type fakeHost struct {
 	// ntlm is why auth "negotiate" reached the host with NTLM ("": Kerberos), as
 	// remote's client says it (NTLMFallback).
 	ntlm string
+	// releasedAfter is, for each ReleaseIdle, how many reads the host had answered.
+	releasedAfter []int
+}
+
+// ReleaseIdle records that the engine let go of the host's idle connection.
+func (h *fakeHost) ReleaseIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.releasedAfter = append(h.releasedAfter, h.reads)
 }
 
 // NTLMFallback is why the client reached the host with NTLM instead of Kerberos.

@@ -287,6 +287,27 @@ func (e *Engine) host(t Target) (Host, error) {
 	return &trackedHost{Host: h, reads: &e.reads, key: newHostReadKey(t)}, nil
 }
 
+// IdleReleaser is a host's client that keeps its connection open for a next
+// operation (remote's, for a few seconds): ReleaseIdle closes what is kept idle.
+type IdleReleaser interface {
+	ReleaseIdle()
+}
+
+// releaseIdle tells t's host's client that this operation is done with the host, so
+// that the connection it kept for a next operation goes now instead of after its idle
+// time: a refresh of a fleet kept one per host refreshed within that time (issue 28's
+// memory target). The next operation, if any, connects anew and resumes the TLS
+// session.
+func (e *Engine) releaseIdle(t Target) {
+	h, err := e.Clients.Host(t.Host, t.Port)
+	if err != nil {
+		return
+	}
+	if r, ok := h.(IdleReleaser); ok {
+		r.ReleaseIdle()
+	}
+}
+
 // readInstance is one read of t's instance on h, the host of t (node: the failover
 // cluster node it is, "" for none): taken from the run's shared read of the host
 // (hostReads) when h can read a host at once, else one read_instance. Its error is

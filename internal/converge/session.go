@@ -265,6 +265,9 @@ type ReadRequest struct {
 // keeps what the apply asked (the state's `enabled` may say otherwise).
 func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	t, d, m := r.Target, s.held(r.Desired), r.memo()
+	// A refresh is the host's last use in its provider process: the plan after it
+	// decides from this read (the memo), and an apply is a process of its own.
+	defer s.Engine.releaseIdle(t)
 	if r.Imported {
 		d = ImportDefaults
 	} else if m.Enabled != nil {

@@ -667,3 +667,24 @@ func TestSessionReadKeepsTheLesson(t *testing.T) {
 		t.Errorf("the memo's lesson %+v after the refresh, want it kept", l)
 	}
 }
+
+// A refresh is done with its host once it has read it: the engine tells the
+// host's client so (IdleReleaser), after the read, so that the connection kept for a
+// next operation is not held through the rest of a fleet's refresh. A plan and an
+// apply, whose next operation may follow at once, keep it.
+func TestSessionRefreshReleasesTheHostsIdleConnection(t *testing.T) {
+	w := newWorld(newFakeHost())
+	s := NewSession(w.engine)
+	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	applied(t, s, ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true, Planned: p.Action})
+	if got := w.host.releasedAfter; len(got) != 0 {
+		t.Fatalf("a create's plan and apply released the host's idle connection after %v reads, want it kept", got)
+	}
+	refreshed(t, NewSession(w.engine), enable)
+	if got, want := w.host.releasedAfter, []int{w.host.reads}; len(got) != 1 || got[0] != want[0] || w.host.reads == 0 {
+		t.Errorf("the refresh released the host's idle connection after %v reads (of %d), want once, after its read", got, w.host.reads)
+	}
+}

@@ -90,3 +90,38 @@ func TestHostsShareTheParsedCA(t *testing.T) {
 		t.Error("a ca_cert without a certificate was accepted")
 	}
 }
+
+// ReleaseIdle closes the connection an operation left for the next one at once,
+// whatever its idle time (converge.IdleReleaser: a refresh done with its host), and
+// keeps what makes the next operation cheap: the next one connects anew and resumes
+// the TLS session.
+func TestReleaseIdleClosesTheKeptConnection(t *testing.T) {
+	sim := startSim(t)
+	h := simHTTPSHost(t, sim)
+	wh := winrmOf(t, h)
+	var _ interface{ ReleaseIdle() } = wh
+	tr := wh.idle[0].t
+	tr.idleTimeout = time.Hour // only ReleaseIdle can close it within the test
+
+	readCounted(t, sim, h)
+	pooled := func() int {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.idle)
+	}
+	if n := pooled(); n != 1 {
+		t.Fatalf("%d connections pooled after an operation, want 1", n)
+	}
+	wh.ReleaseIdle()
+	if n := pooled(); n != 0 {
+		t.Fatalf("%d connections pooled after ReleaseIdle, want 0", n)
+	}
+	if len(wh.idle) != 1 {
+		t.Errorf("%d idle sessions after ReleaseIdle, want the 1 the host had", len(wh.idle))
+	}
+	d := readCounted(t, sim, h)
+	if d.WinRMConnections != 1 || d.TLSHandshakes != 0 || d.TLSResumed != 1 {
+		t.Errorf("read_instance after ReleaseIdle: %d connections, %d full and %d resumed TLS handshakes; want 1, 0, 1",
+			d.WinRMConnections, d.TLSHandshakes, d.TLSResumed)
+	}
+}
