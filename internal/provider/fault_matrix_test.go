@@ -111,9 +111,11 @@ func TestCLI_faultMatrix(t *testing.T) {
 		{name: "TDS connections dropped after login (3 times)", engineUp: true,
 			actions: []winsim.Action{{Action: winsim.ActionTDSDrop, Instance: "MSSQLSERVER", Times: 3}},
 			wantErr: `(?s)changed since the plan: apply would grant_and_restart, the plan said refuse.*Nothing was changed`},
-		// The gated restart's first answer (its prepared line) hangs: after 30 s it is
-		// abandoned, having changed nothing, and sent again ungated, which goes.
-		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500,
+		// The gated restart's first answer (its prepared line) hangs: after 90 s (a
+		// powershell.exe start, its checks and the guard's start, at most 30 s for each
+		// of its two launchers) it is abandoned, having changed nothing, and sent again
+		// ungated, which goes: within a create timeout of 2 m.
+		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500, timeout: 2 * time.Minute,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHang, Request: "Receive", Operation: "restart_instance"}}}},
 		{name: "slow replies (1 s each)", engineUp: true, untilDeadline: true,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
