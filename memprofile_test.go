@@ -24,3 +24,15 @@ func TestMemProfileRate(t *testing.T) {
 		}
 	}
 }
+
+// The provider's GC target is 75 % unless the user's GOGC says otherwise.
+func TestGCPercent(t *testing.T) {
+	if p, ok := gcPercent(""); !ok || p != 75 {
+		t.Errorf("gcPercent(\"\") = %d, %v; want 75, true", p, ok)
+	}
+	for _, g := range []string{"100", "off", "50"} {
+		if _, ok := gcPercent(g); ok {
+			t.Errorf("gcPercent(%q) overrides the user's GOGC", g)
+		}
+	}
+}
