@@ -82,9 +82,9 @@ func quietLogs() {
 // runtime's 100 %. Half of a plan's peak resident set is the binary's own pages and
 // most of the rest the heap at its GC target, so the target is what a provider can
 // give back: at 200 instances 2.4 MiB of peak RSS (40.2 → 37.8 MiB, under issue
-// 28's 40) for about 5 to 14 % more CPU per instance, still under what it took
-// before issue 28 (BENCHMARKS.md, "Where the memory goes"). It scales with the
-// fleet, as a fixed memory limit would not.
+// 28's 40) for about 8 % more CPU per instance (paired runs), still under what it
+// took before issue 28 (BENCHMARKS.md, "Where the memory goes"). It scales with
+// the fleet, as a fixed memory limit would not.
 const defaultGCPercent = 75
 
 // gcPercent is the GC percent to set: defaultGCPercent when the user's GOGC is
