@@ -177,6 +177,23 @@ func (a *Assessment) effectiveWith(holders map[string]bool, hidden *IneffectiveR
 	return false, "", false
 }
 
+// holdersAfter is the SID set of a right's holders ps once the steps of that right
+// are made, in order (the steps of the other right left aside).
+func holdersAfter(ps []contract.Principal, steps []Step, right string) map[string]bool {
+	holders := sidSet(ps)
+	for _, s := range steps {
+		switch {
+		case s.RightOf() != right:
+		case s.Grant:
+			holders[s.SID], holders[strings.ToUpper(s.SID)] = true, true
+		default:
+			delete(holders, s.SID)
+			delete(holders, strings.ToUpper(s.SID))
+		}
+	}
+	return holders
+}
+
 func sidSet(ps []contract.Principal) map[string]bool {
 	m := make(map[string]bool, len(ps))
 	for _, p := range ps {

@@ -435,16 +435,7 @@ func PlanCluster(d Desired, o ClusterObserved) (*ClusterAssessment, *ClusterPlan
 
 // expectedAfter: SQL Server started on this node would have IFI once steps are made.
 func (a *Assessment) expectedAfter(steps []Step) bool {
-	holders := sidSet(a.observed.Instance.RightHolders)
-	for _, s := range steps {
-		if s.Grant {
-			holders[s.SID] = true
-		} else {
-			delete(holders, s.SID)
-			delete(holders, strings.ToUpper(s.SID))
-		}
-	}
-	effective, _, _ := a.effective(holders)
+	effective, _, _ := a.effective(holdersAfter(a.observed.Instance.RightHolders, steps, contract.RightManageVolume))
 	return effective && !a.TraceFlag1806
 }
 

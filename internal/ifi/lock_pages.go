@@ -2,6 +2,7 @@ package ifi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -210,21 +211,8 @@ func (a *Assessment) lockPagesRestart(p *Plan) string {
 	if !lp.Managed || !lp.Known || !a.desired.Restart.Restarts() {
 		return ""
 	}
-	holders := sidSet(ri.LockPages.Holders)
-	changed := false
-	for _, s := range p.Steps {
-		if s.RightOf() != contract.RightLockMemory {
-			continue
-		}
-		changed = true
-		if s.Grant {
-			holders[s.SID], holders[strings.ToUpper(s.SID)] = true, true
-		} else {
-			delete(holders, s.SID)
-			delete(holders, strings.ToUpper(s.SID))
-		}
-	}
-	effective, _, _ := a.effectiveWith(holders, nil)
+	changed := slices.ContainsFunc(p.Steps, func(s Step) bool { return s.RightOf() == contract.RightLockMemory })
+	effective, _, _ := a.effectiveWith(holdersAfter(ri.LockPages.Holders, p.Steps, contract.RightLockMemory), nil)
 	expected := effective && lp.Supported
 	switch {
 	case lp.Locked != nil && *lp.Locked != expected:
@@ -287,11 +275,7 @@ func (a *Assessment) unlimitedMemoryWarning(p *Plan) *Warning {
 		// its grant was warned of then, and this one changes nothing of it.
 		return nil
 	}
-	grants := false
-	for _, s := range p.Steps {
-		grants = grants || s.Grant && s.RightOf() == contract.RightLockMemory
-	}
-	if !grants {
+	if !slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Grant && s.RightOf() == contract.RightLockMemory }) {
 		return nil
 	}
 	switch {

@@ -24,29 +24,23 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 		}
 	}
 
-	holders := sidSet(ri.RightHolders)
 	p := &Plan{}
-	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && holders[d.PriorGranteeSID] {
+	if d.PriorGranteeSID != "" && !strings.EqualFold(d.PriorGranteeSID, a.GranteeSID) && sidSet(ri.RightHolders)[d.PriorGranteeSID] {
 		p.Steps = append(p.Steps, Step{Grant: false, SID: d.PriorGranteeSID,
 			Reason: "the grantee moved from " + d.PriorGranteeSID + " to " + a.GranteeSID})
-		delete(holders, d.PriorGranteeSID)
-		delete(holders, strings.ToUpper(d.PriorGranteeSID))
 	}
 	switch {
 	case d.Enabled && !a.PrivilegeGranted:
 		p.Steps = append(p.Steps, Step{Grant: true, SID: a.GranteeSID, Reason: "enabled = true and the grantee lacks the right"})
-		holders[a.GranteeSID] = true
 	case !d.Enabled && a.PrivilegeGranted:
 		p.Steps = append(p.Steps, Step{Grant: false, SID: a.GranteeSID, Reason: "enabled = false and the grantee holds the right"})
-		delete(holders, a.GranteeSID)
 	}
 
 	if r := a.lockPagesSteps(p); r != nil {
 		return a, nil, r
 	}
 	if d.Restart.Restarts() {
-		effective, _, _ := a.effective(holders)
-		expected := effective && !a.TraceFlag1806
+		expected := a.expectedAfter(p.Steps)
 		switch {
 		case a.RunningIFI != nil && *a.RunningIFI != expected:
 			p.Restart = true

@@ -3,6 +3,7 @@ package ifi
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -100,9 +101,7 @@ func Predict(d Desired, o Observed, drift bool) (Prediction, error) {
 	pr := Prediction{Action: ActionOf(a, p, err), Assessment: a}
 	if p != nil {
 		pr.PlanWarnings = p.Warnings
-		for _, s := range p.Steps {
-			pr.ChangesLockPages = pr.ChangesLockPages || s.RightOf() == contract.RightLockMemory
-		}
+		pr.ChangesLockPages = slices.ContainsFunc(p.Steps, func(s Step) bool { return s.RightOf() == contract.RightLockMemory })
 	}
 	if pr.Action == ActionNone {
 		return pr, nil
@@ -147,15 +146,6 @@ func (a *Assessment) predictionWarning(act Action, p *Plan, r *Refusal, drift bo
 	return Warning{Code: WarnPlannedAction, Summary: summary, Detail: detail}
 }
 
-func slicesAnyGrant(steps []Step) bool {
-	for _, s := range steps {
-		if s.Grant {
-			return true
-		}
-	}
-	return false
-}
-
 func toFrom(grant bool) string {
 	if grant {
 		return "to"
@@ -178,7 +168,7 @@ func summaryOf(act Action, service string, steps []Step) string {
 		case ActionGrant, ActionGrantAndRestart:
 			verb = "grants"
 		case ActionRevoke, ActionRevokeAndRestart:
-			if !slicesAnyGrant(steps) {
+			if !slices.ContainsFunc(steps, Step.grants) {
 				verb = "revokes"
 			}
 		}
@@ -188,7 +178,7 @@ func summaryOf(act Action, service string, steps []Step) string {
 		return verb + " two rights, no restart"
 	case rights[contract.RightLockMemory]:
 		verb := "grants"
-		if !slicesAnyGrant(steps) {
+		if !slices.ContainsFunc(steps, Step.grants) {
 			verb = "revokes"
 		}
 		if act.Restarts() {

@@ -347,6 +347,9 @@ func (s Step) RightOf() string {
 	return s.Right
 }
 
+// grants reports whether the step grants (for slices.ContainsFunc).
+func (s Step) grants() bool { return s.Grant }
+
 // display is the step's right as Local Security Policy names it.
 func (s Step) display() string {
 	if s.RightOf() == contract.RightLockMemory {
