@@ -30,12 +30,9 @@ import (
 //     list), no holder of the right that cannot reach the Engine's token, not the
 //     host's other instances.
 type Memo struct {
-	Host     string `json:"host"`
-	Instance string `json:"instance"`
-	Enabled  *bool  `json:"enabled,omitempty"`
-	// LockPages: the lock_pages_in_memory last applied (nil: not managed), which a
-	// refresh assesses against as it does Enabled.
-	LockPages          *bool                        `json:"lock_pages,omitempty"`
+	Host               string                       `json:"host"`
+	Instance           string                       `json:"instance"`
+	Enabled            *bool                        `json:"enabled,omitempty"`
 	IneffectiveRestart *ifi.IneffectiveRestart      `json:"ineffective_restart,omitempty"`
 	LastRestart        *ifi.MeasuredRestart         `json:"last_restart,omitempty"`
 	SQLPort            int                          `json:"sql_port,omitempty"`

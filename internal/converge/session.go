@@ -223,7 +223,6 @@ func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
 	}
 	enabled := r.Desired.Enabled
 	m.Enabled = &enabled
-	m.LockPages = clonePtr(r.Desired.LockPages)
 	res.LockPages = clonePtr(r.Desired.LockPages)
 	return res, err
 }
@@ -272,9 +271,6 @@ func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		d = ImportDefaults
 	} else if m.Enabled != nil {
 		d.Enabled = *m.Enabled
-	}
-	if d.LockPages != nil && m.LockPages != nil { // managed, and applied before: assessed against what was applied
-		d.LockPages = clonePtr(m.LockPages)
 	}
 	m.Prime(&t, &d)
 	t.Read = nil
