@@ -112,11 +112,21 @@ func lockedModel(model string) *bool {
 // account holds the right. KB 2659143 ("How to enable the locked pages feature
 // in SQL Server 2012"): from SQL Server 2012 the right alone enables them on
 // Enterprise, Standard and Business Intelligence (Developer is Enterprise's
-// feature set); its table gives other editions (Express among them) no support
-// for locked pages. An unknown edition ("") counts as supported: the verification
-// after a restart then says what happened.
+// feature set, Data Center Enterprise's predecessor); its table gives other
+// editions (Express and Web among them) no support for locked pages. An unknown
+// edition ("": SQL Server was not asked) counts as supported, and the check after a
+// restart names the edition among the causes when the Engine stays conventional.
 func supportsLockedPages(edition string) bool {
-	return !strings.Contains(strings.ToLower(edition), "express")
+	e := strings.ToLower(edition)
+	if e == "" {
+		return true
+	}
+	for _, ok := range []string{"enterprise", "developer", "standard", "business intelligence", "data center"} {
+		if strings.HasPrefix(e, ok) {
+			return true
+		}
+	}
+	return false
 }
 
 // assessLockPages fills a.LockPages from the observation (Assess calls it once the
@@ -247,7 +257,7 @@ func (a *Assessment) lockPagesWarnings() []Warning {
 	if lp.Want && !lp.Supported {
 		w = append(w, Warning{WarnLockPagesEdition, "This edition does not use locked pages",
 			fmt.Sprintf("On %s SQL Server reports the edition %q, which does not use locked pages whatever the right says (Microsoft KB 2659143: "+
-				"locked pages need Enterprise, Standard or Developer from SQL Server 2012 on); the grant changes nothing for it.",
+				"locked pages need Enterprise, Standard, Business Intelligence or Developer from SQL Server 2012 on); the grant changes nothing for it.",
 				a.where(), safetext.Escape(a.observed.Verification.Edition)), nil})
 	}
 	if lp.Managed && !lp.Want && lp.staysOn {

@@ -34,6 +34,9 @@ func checkLockPages(a *Assessment) error {
 		causes = append(causes, "the start account gets the right through a group the host does not report")
 	} else {
 		causes = append(causes, "the Engine could not lock its pages at start (its error log says why)")
+		if a.observed.Verification.Edition == "" {
+			causes = append(causes, "the edition does not use locked pages (Express, Web; SQL Server was not asked its edition)")
+		}
 	}
 	causes = append(causes, fmt.Sprintf("the service %s did not really restart (check its process start time)", a.ServiceName))
 	return fmt.Errorf("after the restart of %s on %s, Lock Pages in Memory is not as asked: SQL Server (%s) reports the memory model %s, "+

@@ -65,7 +65,7 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 				"to the same grantee as IFI's right, and when one apply changes both, SQL Server restarts **once**, after both are in place " +
 				"(the plan says \"grants two rights and restarts once\"). The plan that grants it warns when `max server memory (MB)` is " +
 				"SQL Server's default (no limit). Verified through `sys.dm_os_sys_info.sql_memory_model_desc` (SQL Server 2016 SP1 and " +
-				"later), else the error log's startup line: see `memory_model`. Express does not use locked pages; not yet managed on a " +
+				"later), else the error log's startup line: see `memory_model`. Express and Web do not use locked pages; not yet managed on a " +
 				"failover cluster instance (the apply refuses). A destroy revokes it when it was `true` (never restarting: the running " +
 				"Engine keeps its locked pages until its next restart). An import leaves it unset: setting it then plans an update with " +
 				"`planned_action = \"none\"` where the host already has the right, and the apply changes nothing on the host.",
