@@ -135,6 +135,9 @@ func (c *checker) Check(ctx context.Context, t Target) (*Report, error) {
 		fields["hadr_enabled"] = r.HADREnabled
 		fields["replicas"] = fmt.Sprint(r.Replicas)
 		fields["memory_model"] = r.MemoryModel
+		if r.MemoryErr != "" {
+			fields["memory_error"] = r.MemoryErr
+		}
 		if r.IFIEnabled != nil {
 			fields["ifi_enabled"] = *r.IFIEnabled
 		}

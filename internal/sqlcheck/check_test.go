@@ -36,6 +36,7 @@ type sqlServer struct {
 	replicaErr  *tds.SQLError
 	primaries   [][]any // rows of the group-primaries query: group, primary_replica
 	noMemoryCol bool    // a build before 2016 SP1: sql_memory_model_desc is an invalid column
+	memoryDeny  bool    // the memory query refused (error 300, as without VIEW SERVER STATE)
 	memoryModel any     // sql_memory_model_desc: "LOCK_PAGES", "CONVENTIONAL", ...
 	maxMemoryMB any     // value_in_use of max server memory (MB): int64, or nil
 
@@ -108,6 +109,9 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 		return []tds.ResultSet{{Columns: []tds.Column{nv("availability_group", 256, true), nv("primary_replica", 128, true)},
 			Rows: s.primaries}}, nil
 	case contract.QueryMemory:
+		if s.memoryDeny {
+			return nil, &tds.SQLError{Number: 300, State: 1, Class: 14, Line: 1, Message: "VIEW SERVER STATE permission was denied on object 'server', database 'master'."}
+		}
 		if s.noMemoryCol {
 			return nil, &tds.SQLError{Number: 207, State: 1, Class: 16, Line: 1, Message: "Invalid column name 'sql_memory_model_desc'."}
 		}
@@ -183,6 +187,7 @@ func TestCheckReadsMemoryModel(t *testing.T) {
 		{"conventional, default max", &sqlServer{memoryModel: "CONVENTIONAL", maxMemoryMB: int64(contract.DefaultMaxServerMemoryMB)},
 			"CONVENTIONAL", ptr(int64(contract.DefaultMaxServerMemoryMB)), false},
 		{"a 2014 build has no sql_memory_model_desc", &sqlServer{noMemoryCol: true, maxMemoryMB: int64(4096)}, "", ptr(int64(4096)), false},
+		{"refused: both unknown, IFI's answer kept", &sqlServer{memoryDeny: true, maxMemoryMB: int64(4096)}, "", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.engineIFI = "Y"
@@ -191,7 +196,7 @@ func TestCheckReadsMemoryModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.MemoryModel != tc.wantModel || !equalPtr(r.MaxServerMemoryMB, tc.wantMax) || r.MemoryErr != "" {
+			if r.MemoryModel != tc.wantModel || !equalPtr(r.MaxServerMemoryMB, tc.wantMax) || (r.MemoryErr != "") != tc.wantErr {
 				t.Fatalf("memory = %q, max %v, err %q; want %q, %v", r.MemoryModel, show(r.MaxServerMemoryMB), r.MemoryErr, tc.wantModel, show(tc.wantMax))
 			}
 			if r.IFIEnabled == nil || !*r.IFIEnabled {
