@@ -10,9 +10,13 @@ import (
 
 // SQLTarget is one instance's SQL endpoint.
 type SQLTarget struct {
-	Host     string
-	Port     int
-	Instance string // for messages only; the port decides where we connect
+	Host string
+	Port int
+	// Instance is the instance expected to answer: the port decides where the
+	// checker connects, and the answer counts only when SQL Server there says it is
+	// this instance (SERVERPROPERTY('InstanceName'); the checker fails otherwise,
+	// naming both). "" checks no name (a replica asked by its server name).
+	Instance string
 	// AnsweredTDS: SQL Server answered at Port before (a login, or an error that
 	// SQL Server sent), so WaitReady waits for it until the deadline, as while it
 	// recovers databases. Otherwise the port may be wrong, and WaitReady gives up
@@ -44,6 +48,12 @@ func SQLLogonFailed(err error) bool {
 
 // SQLReport is what one connection to SQL Server learned.
 type SQLReport struct {
+	// InstanceName is the instance that answered: SERVERPROPERTY('InstanceName'),
+	// DefaultInstance where SQL Server says NULL (the default instance).
+	InstanceName string
+	// ProcessID is SERVERPROPERTY('ProcessID'), the Engine's process id; 0 when
+	// SQL Server did not say.
+	ProcessID      int
 	ProductVersion string
 	ProductLevel   string
 	Edition        string
@@ -52,7 +62,9 @@ type SQLReport struct {
 	// instant_file_initialization_enabled column (error 207): IFI is then unknown.
 	IFIColumnPresent bool
 	// IFIEnabled is the Engine row's column: nil when NULL or absent.
-	IFIEnabled     *bool
+	IFIEnabled *bool
+	// LastStartup is the Engine row's last_startup_time (UTC); nil when it could
+	// not be read (no VIEW SERVER STATE, a build without the IFI column).
 	LastStartup    *time.Time
 	ServiceAccount string
 	// EncryptedDatabases are the TDE databases (encryption_state 2 or 3), tempdb excluded.

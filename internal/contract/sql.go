@@ -5,12 +5,16 @@ package contract
 // (internal/winsim/FIDELITY.md).
 const (
 	// QueryServerProperties: one row. IsClustered is 1/0; InstanceName is NULL for
-	// the default instance.
+	// the default instance; ProcessID is the Engine's process id (sqlservr.exe, the
+	// service's process), which every login may read. The instance name and the
+	// process id tie the answer to the instance the host reported (the check of
+	// the answering instance, converge).
 	QueryServerProperties = "SELECT CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128)) AS product_version, " +
 		"CAST(SERVERPROPERTY('ProductLevel') AS nvarchar(128)) AS product_level, " +
 		"CAST(SERVERPROPERTY('Edition') AS nvarchar(128)) AS edition, " +
 		"CAST(SERVERPROPERTY('IsClustered') AS int) AS is_clustered, " +
-		"CAST(SERVERPROPERTY('InstanceName') AS nvarchar(128)) AS instance_name"
+		"CAST(SERVERPROPERTY('InstanceName') AS nvarchar(128)) AS instance_name, " +
+		"CAST(SERVERPROPERTY('ProcessID') AS int) AS process_id"
 
 	// QueryServerServices: one row per service of the instance (Engine, Agent, ...).
 	// instant_file_initialization_enabled is nvarchar(1) 'Y'/'N', nullable; on builds

@@ -285,7 +285,8 @@ func (k *clusterChecker) Check(ctx context.Context, t contract.SQLTarget) (*cont
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	on := h.runningIFI
-	rep := &contract.SQLReport{ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
+	rep := &contract.SQLReport{InstanceName: h.ri.Instance, ProcessID: h.ri.ProcessID, LastStartup: h.ri.ProcessStartTime,
+		ProductVersion: "16.0.4135.4", Clustered: true, IFIColumnPresent: true, IFIEnabled: &on,
 		EncryptedDatabases: []string{}}
 	if k.ag != nil {
 		rep.HADREnabled, rep.Replicas, rep.Primaries = true, k.ag.replicas, k.ag.primaries()

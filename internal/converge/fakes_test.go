@@ -291,6 +291,9 @@ type fakeChecker struct {
 	replicas []contract.Replica // nil: Always On off
 	requests []contract.Request
 
+	// answer changes each report before the checker returns it (e.g. to answer as
+	// another instance would).
+	answer func(*contract.SQLReport)
 	// onCheck runs at the start of each check, before its answer (e.g. to signal
 	// that it started, or to wait); its error fails the check.
 	onCheck func(ctx context.Context, t contract.SQLTarget) error
@@ -331,9 +334,14 @@ func (c *fakeChecker) Check(ctx context.Context, t contract.SQLTarget) (*contrac
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	on := c.h.runningIFI
-	return &contract.SQLReport{ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
+	rep := &contract.SQLReport{InstanceName: c.h.ri.Instance, ProcessID: c.h.ri.ProcessID, LastStartup: c.h.ri.ProcessStartTime,
+		ProductVersion: "16.0.4135.4", IFIColumnPresent: true, IFIEnabled: &on,
 		EncryptedDatabases: c.tde, HADREnabled: c.replicas != nil, Replicas: c.replicas, Primaries: c.primaries(),
-		Requests: append([]contract.Request{}, c.requests...)}, nil
+		Requests: append([]contract.Request{}, c.requests...)}
+	if c.answer != nil {
+		c.answer(rep)
+	}
+	return rep, nil
 }
 
 func (c *fakeChecker) WaitReady(ctx context.Context, t contract.SQLTarget) error {

@@ -132,6 +132,12 @@ func (e *Engine) checkSQL(ctx context.Context, o *Observation, ri *contract.Read
 			// A port SQL Server answered at is waited on after a restart until the
 			// deadline; any other fails within a minute (the checker's WaitReady).
 			o.SQLTarget.AnsweredTDS = err == nil || contract.SQLServerAnswered(err)
+			if err == nil {
+				// The answer counts only from the Engine the host reported.
+				if err = answeredFor(t, o.SQLTarget, ri, rep); err != nil {
+					o.SQLTarget.AnsweredTDS = false
+				}
+			}
 			if err != nil {
 				where := fmt.Sprintf("%s %s:%d", site.where, safetext.Escape(o.SQLTarget.Host), port)
 				w, lerr := e.sqlCheckFailed(t, where, port, site.fallback, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/microsoft/go-mssqldb/msdsn"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // checker is a Checker over go-mssqldb. It keeps no connections: every Check opens
@@ -156,12 +157,16 @@ func (c *checker) check(ctx context.Context, t Target) (*Report, error) {
 
 	r := &Report{}
 	var version, level, edition, instance sql.NullString
-	var clustered sql.NullInt64
-	if err := conn.QueryRowContext(ctx, contract.QueryServerProperties).Scan(&version, &level, &edition, &clustered, &instance); err != nil {
+	var clustered, pid sql.NullInt64
+	if err := conn.QueryRowContext(ctx, contract.QueryServerProperties).Scan(&version, &level, &edition, &clustered, &instance, &pid); err != nil {
 		return nil, c.classify(ctx, t, err)
 	}
 	r.ProductVersion, r.ProductLevel, r.Edition = version.String, level.String, edition.String
 	r.Clustered = clustered.Valid && clustered.Int64 == 1
+	r.InstanceName, r.ProcessID = answeringInstance(instance), int(pid.Int64)
+	if err := wrongInstance(t, r.InstanceName); err != nil {
+		return nil, err
+	}
 
 	if err := c.services(ctx, t, conn, r); err != nil {
 		return nil, err
@@ -283,7 +288,7 @@ func (c *checker) services(ctx context.Context, t Target, conn *sql.Conn, r *Rep
 		if err := rows.Scan(&name, &pid, &started, &account, &clustered, &ifi); err != nil {
 			return c.classify(ctx, t, err)
 		}
-		if !isEngine(name.String) {
+		if !isEngine(name.String, r.InstanceName) {
 			continue
 		}
 		r.ServiceAccount = account.String
@@ -306,10 +311,41 @@ func (c *checker) services(ctx context.Context, t Target, conn *sql.Conn, r *Rep
 	return nil
 }
 
-// isEngine tells the Database Engine's row ("SQL Server (MSSQLSERVER)") from the
-// Agent's ("SQL Server Agent (MSSQLSERVER)") and other services'.
-func isEngine(serviceName string) bool {
-	return strings.HasPrefix(serviceName, "SQL Server (") && !strings.HasPrefix(serviceName, "SQL Server Agent")
+// isEngine tells the Database Engine's row of instance ("SQL Server (MSSQLSERVER)",
+// "SQL Server (INST01)": the service's display name as Setup names it) from the
+// Agent's ("SQL Server Agent (MSSQLSERVER)"), other services' and any other
+// instance's.
+func isEngine(serviceName, instance string) bool {
+	return strings.EqualFold(serviceName, "SQL Server ("+instance+")")
+}
+
+// answeringInstance is the instance SERVERPROPERTY('InstanceName') names: the
+// default instance when it says NULL.
+func answeringInstance(name sql.NullString) string {
+	if !name.Valid || strings.TrimSpace(name.String) == "" {
+		return contract.DefaultInstance
+	}
+	return name.String
+}
+
+// wrongInstance is the error of a connection to t that reached instance instead of
+// t.Instance (another instance of the host listens at t.Port: a dynamic port taken
+// after a reboot, a sql_port copied from another resource); nil when they are the
+// same, or t names no instance. Nothing of its answer may stand for t's instance.
+func wrongInstance(t Target, instance string) *Error {
+	if t.Instance == "" || strings.EqualFold(t.Instance, instance) {
+		return nil
+	}
+	port := t.Port
+	if port == 0 {
+		port = DefaultPort
+	}
+	return &Error{
+		Target: t, Kind: KindWrongInstance, Setting: SettingPort,
+		Message: fmt.Sprintf("port %d answers for instance %s, not for %s (SERVERPROPERTY('InstanceName')): another instance of the host listens there, "+
+			"so its answer says nothing about %s", port, safetext.Escape(instance), t.Instance, t.Instance),
+		Hint: fmt.Sprintf("Use the TCP port instance %s listens on (SQL Server Configuration Manager, TCP/IP, IPAll); a dynamic port changes when the instance restarts", t.Instance),
+	}
 }
 
 func yesNo(v sql.NullString) *bool {
@@ -406,14 +442,21 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		began := time.Now()
 		db, conn, err := c.openWithin(ctx, t, readyLoginTimeout)
 		if err == nil {
+			var instance string
+			instance, err = c.instanceName(ctx, t, conn)
 			conn.Close()
 			db.Close()
+			if err == nil {
+				err = wrongInstance(t, instance).orNil()
+			}
+		}
+		if err == nil {
 			contract.LoggerOrDiscard(c.cfg.Log).Debug(ctx, "SQL Server accepts logins", map[string]any{"host": t.Host, "port": t.Port, "instance": t.Instance, "attempts": attempt})
 			return nil
 		}
 		var e *Error
-		if errors.As(err, &e) && (e.Kind == KindAuth || e.Kind == KindConfig || e.Kind == KindTLS) {
-			return err
+		if errors.As(err, &e) && (e.Kind == KindAuth || e.Kind == KindConfig || e.Kind == KindTLS || e.Kind == KindWrongInstance) {
+			return err // waiting cannot fix it (another instance accepting logins there is not this one starting)
 		}
 		last = err
 		refused := errors.As(err, &e) && e.Kind == KindUnreachable && e.Setting == SettingPort
@@ -450,6 +493,24 @@ func (c *checker) WaitReady(ctx context.Context, t Target) error {
 		case <-next.C:
 		}
 	}
+}
+
+// orNil is e as an error: nil when e is (no typed nil in an error).
+func (e *Error) orNil() error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// instanceName asks the instance conn reached for its name (answeringInstance).
+func (c *checker) instanceName(ctx context.Context, t Target, conn *sql.Conn) (string, error) {
+	var version, level, edition, instance sql.NullString
+	var clustered, pid sql.NullInt64
+	if err := conn.QueryRowContext(ctx, contract.QueryServerProperties).Scan(&version, &level, &edition, &clustered, &instance, &pid); err != nil {
+		return "", c.classify(ctx, t, err)
+	}
+	return answeringInstance(instance), nil
 }
 
 // noTDSError is WaitReady's failure for a port that gave no TDS answer for since.

@@ -39,6 +39,7 @@ type sqlServer struct {
 	memoryDeny  bool    // the memory query refused (error 300, as without VIEW SERVER STATE)
 	memoryModel any     // sql_memory_model_desc: "LOCK_PAGES", "CONVENTIONAL", ...
 	maxMemoryMB any     // value_in_use of max server memory (MB): int64, or nil
+	instance    any     // SERVERPROPERTY('InstanceName'): nil (the default instance) or a name
 
 	mu      sync.Mutex
 	batches []string
@@ -64,8 +65,9 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 	case contract.QueryServerProperties:
 		return []tds.ResultSet{{
 			Columns: []tds.Column{nv("product_version", 128, true), nv("product_level", 128, true), nv("edition", 128, true),
-				{Name: "is_clustered", Type: tds.TypeInt, Nullable: true}, nv("instance_name", 128, true)},
-			Rows: [][]any{{"16.0.4135.4", "RTM", "Developer Edition (64-bit)", int32(0), nil}},
+				{Name: "is_clustered", Type: tds.TypeInt, Nullable: true}, nv("instance_name", 128, true),
+				{Name: "process_id", Type: tds.TypeInt, Nullable: true}},
+			Rows: [][]any{{"16.0.4135.4", "RTM", "Developer Edition (64-bit)", int32(0), s.instance, int32(4242)}},
 		}}, nil
 	case contract.QueryServerServices:
 		if s.servicesErr != nil {
@@ -82,6 +84,8 @@ func (s *sqlServer) Batch(_ context.Context, _ tds.Login, text string) ([]tds.Re
 			// The Agent first, with a value the Engine's must not be confused with.
 			{"SQL Server Agent (MSSQLSERVER)", int32(5150), lastStart, `NT Service\SQLSERVERAGENT`, clustered, "N"},
 			{"SQL Server (MSSQLSERVER)", int32(4242), lastStart, `NT Service\MSSQLSERVER`, clustered, s.engineIFI},
+			// A row naming another instance's Engine is not this Engine's.
+			{"SQL Server (INST02)", int32(6160), lastStart.Add(time.Hour), `NT Service\MSSQL$INST02`, clustered, "Y"},
 			{"SQL Full-text Filter Daemon Launcher (MSSQLSERVER)", nil, nil, `NT Service\MSSQLFDLauncher`, clustered, nil},
 		}}}, nil
 	case contract.QueryEncryptedDatabases:
@@ -528,5 +532,63 @@ func TestWaitReadyPollsARefusingPortSoonerThanAnAnsweringOne(t *testing.T) {
 	// fire early).
 	if d := time.Since(begin); d < 4*ReadyPollInterval {
 		t.Errorf("an answering port was tried again sooner than every %s (%v for %d connections)", ReadyPollInterval, d, fl.accepted.Load())
+	}
+}
+
+// The answer counts only for the instance that gave it: SQL Server at the port
+// names itself (SERVERPROPERTY('InstanceName'), NULL for the default instance), and
+// a connection that reached another instance of the host fails, naming both and the
+// port, without a report that could stand for the asked instance.
+func TestCheckRefusesTheAnswerOfAnotherInstance(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answers  any    // SERVERPROPERTY('InstanceName')
+		asked    string // Target.Instance
+		wantFail bool
+	}{
+		{"the default instance answers for itself", nil, "MSSQLSERVER", false},
+		{"names compare without case", "INST02", "inst02", false},
+		{"another named instance at the port", "INST01", "INST02", true},
+		{"the default instance at a named instance's port", nil, "INST02", true},
+		{"a named instance at the default instance's port", "INST02", "MSSQLSERVER", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := serve(t, &sqlServer{engineIFI: "N", instance: tc.answers}, tds.Options{}, nil)
+			target := ep.target()
+			target.Instance = tc.asked
+			r, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), target)
+			if !tc.wantFail {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				if !strings.EqualFold(r.InstanceName, tc.asked) || r.ProcessID != 4242 {
+					t.Fatalf("report names instance %q, process %d; want %s, 4242", r.InstanceName, r.ProcessID, tc.asked)
+				}
+				return
+			}
+			e := asError(t, err)
+			answered := contract.DefaultInstance
+			if tc.answers != nil {
+				answered = tc.answers.(string)
+			}
+			want := fmt.Sprintf("port %d answers for instance %s, not for %s", ep.port, answered, tc.asked)
+			if r != nil || e.Kind != KindWrongInstance || e.Setting != SettingPort || !strings.Contains(err.Error(), want) {
+				t.Fatalf("report %+v, error %v (kind %d); want no report and %q", r, err, e.Kind, want)
+			}
+		})
+	}
+}
+
+// WaitReady after a restart waits for the asked instance: another instance that
+// accepts logins at the port ends the wait at once with the mismatch, never with
+// "ready".
+func TestWaitReadyRefusesAnotherInstance(t *testing.T) {
+	ep := serve(t, &sqlServer{engineIFI: "Y", instance: "INST01"}, tds.Options{}, nil)
+	target := ep.target()
+	target.Instance = "INST02"
+	target.AnsweredTDS = true
+	err := New(plainConfig()).WaitReady(ctxFor(t, 30*time.Second), target)
+	if e := asError(t, err); e.Kind != KindWrongInstance || !strings.Contains(err.Error(), "answers for instance INST01, not for INST02") {
+		t.Fatalf("WaitReady = %v; want the wrong instance named", err)
 	}
 }

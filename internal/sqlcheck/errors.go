@@ -27,6 +27,9 @@ const (
 	KindTimeout               // the context ended first
 	KindPermission            // the login may not read the DMVs (error 300: VIEW SERVER STATE)
 	KindQuery                 // another SQL error
+	// KindWrongInstance: SQL Server at the port is another instance than the
+	// Target's (SERVERPROPERTY('InstanceName')).
+	KindWrongInstance
 )
 
 // Setting names a Config field (or the Target's port), so the caller can tell its

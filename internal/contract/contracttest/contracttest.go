@@ -25,6 +25,7 @@ func RunningDefaultInstance() *contract.ReadInstanceResult {
 		Instance:        "MSSQLSERVER",
 		ServiceName:     "MSSQLSERVER",
 		ServiceState:    contract.StateRunning,
+		ProcessID:       4242,
 		StartAccount:    `CORP\svc-sql`,
 		StartAccountSID: AccountSID,
 		ServiceSIDType:  1,

@@ -146,6 +146,16 @@ func TestSQLErrors(t *testing.T) {
 	}
 }
 
+// enginePID is the running Engine's process id of instance on h, as text.
+func enginePID(h *host.Host, instance string) string {
+	for _, in := range h.Snapshot().Instances {
+		if in.Name == instance && in.Process != nil {
+			return fmt.Sprint(in.Process.PID)
+		}
+	}
+	return "not running"
+}
+
 // The provider's queries (contract.Queries) keep the columns they had when the
 // endpoint matched their exact text: same names, types, sizes and nullability.
 func TestProviderQueriesKeepTheirShape(t *testing.T) {
@@ -159,6 +169,7 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 			{Name: "edition", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
 			{Name: "is_clustered", Type: tds.TypeInt, Nullable: true},
 			{Name: "instance_name", Type: tds.TypeNVarChar, Size: 128, Nullable: true},
+			{Name: "process_id", Type: tds.TypeInt, Nullable: true},
 		},
 		contract.QueryServerServices: {
 			{Name: "servicename", Type: tds.TypeNVarChar, Size: 256},
@@ -201,7 +212,7 @@ func TestProviderQueriesKeepTheirShape(t *testing.T) {
 		contract.QueryMaxServerMemory: {{Name: "max_server_memory_mb", Type: tds.TypeBigInt, Nullable: true}},
 	}
 	rows := map[string]string{
-		contract.QueryServerProperties:   "15.0.4355.3|RTM|Developer Edition (64-bit)|0|REPORTING",
+		contract.QueryServerProperties:   "15.0.4355.3|RTM|Developer Edition (64-bit)|0|REPORTING|" + enginePID(h, "REPORTING"),
 		contract.QueryEncryptedDatabases: "2|tempdb|3\n5|Sales|3\n6|HR|3",
 		contract.QueryMemory:             "CONVENTIONAL|2147483647",
 		contract.QueryMaxServerMemory:    "2147483647",
