@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // DefaultInstance is the name of SQL Server's default instance.
@@ -145,4 +147,38 @@ func AgentServiceName(instance string) string {
 		return DefaultAgentService
 	}
 	return AgentServicePrefix + strings.ToUpper(instance)
+}
+
+// MaxServiceNameLength is the longest service name Windows accepts (CreateService:
+// "The maximum string length is 256 characters").
+const MaxServiceNameLength = 256
+
+// ErrInvalidServiceName is wrapped by every error CheckEngineServiceName returns.
+var ErrInvalidServiceName = errors.New("not the instance's Database Engine service name")
+
+// CheckEngineServiceName checks the Database Engine service name a host reports
+// for instance before anything uses it (a service SID is computed from it, messages
+// show it): a Windows service name (CreateService: at most MaxServiceNameLength
+// characters, no "/" or "\"), and the one Setup gives the instance's Engine
+// (EngineServiceName), compared without case in ASCII only: Unicode case folding
+// takes the Kelvin sign for "K", and only printable ASCII characters are accepted,
+// so no control character, escape sequence or line break passes. The error wraps
+// ErrInvalidServiceName and shows name quoted with Go's escapes (%q).
+func CheckEngineServiceName(instance, name string) error {
+	want := EngineServiceName(instance)
+	instance = safetext.Escape(instance)
+	if len(name) == 0 || len(name) > MaxServiceNameLength || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("%w: %q is not a Windows service name (1 to %d characters, no \"/\" or \"\\\"); instance %s's Engine is %s",
+			ErrInvalidServiceName, name, MaxServiceNameLength, instance, want)
+	}
+	for _, r := range name {
+		if r < 0x21 || r > 0x7e {
+			return fmt.Errorf("%w: %q holds the character %q (U+%04X), which no Engine service name Setup gives holds; instance %s's Engine is %s",
+				ErrInvalidServiceName, name, r, r, instance, want)
+		}
+	}
+	if !strings.EqualFold(name, want) {
+		return fmt.Errorf("%w: %q is not instance %s's Engine service name, %s", ErrInvalidServiceName, name, instance, want)
+	}
+	return nil
 }

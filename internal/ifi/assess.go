@@ -15,6 +15,13 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 	if ri == nil || !ri.Found {
 		return nil, fmt.Errorf("instance %q is not installed on %s", instanceName(o), safetext.Escape(o.Host))
 	}
+	// The service name is the host's text: a SID is computed from it and messages
+	// show it, so only the Engine's own name is taken.
+	if err := contract.CheckEngineServiceName(ri.Instance, ri.ServiceName); err != nil {
+		return nil, fmt.Errorf("the host %s reports a service name for instance %s that cannot be its Database Engine's: %w. "+
+			"No service SID is computed from it and nothing is changed; check the instance's registry entries and services on the host "+
+			"(Get-Service 'MSSQL*')", safetext.Escape(o.Host), safetext.Escape(instanceName(o)), err)
+	}
 	if d.Grantee == "" {
 		d.Grantee = GranteeServiceSID
 	}
@@ -54,7 +61,7 @@ func Assess(d Desired, o Observed) (*Assessment, error) {
 		if a.ServiceAccountSID == "" {
 			return nil, fmt.Errorf("cannot resolve the start account %q of %s on %s (instance %s) to a SID; "+
 				"use grantee = \"service_sid\", or fix the account's name resolution on the host",
-				ri.StartAccount, ri.ServiceName, o.Host, ri.Instance)
+				safetext.Escape(ri.StartAccount), ri.ServiceName, safetext.Escape(o.Host), safetext.Escape(ri.Instance))
 		}
 		a.GranteeSID = a.ServiceAccountSID
 	default:
@@ -126,7 +133,7 @@ func (a *Assessment) tokenSIDs() []struct{ sid, why string } {
 		}
 	}
 	acct := a.ServiceAccountSID
-	add(acct, fmt.Sprintf("the start account %s holds the right directly", a.ServiceAccount))
+	add(acct, fmt.Sprintf("the start account %s holds the right directly", safetext.Escape(a.ServiceAccount)))
 	if ri.ServiceSIDType == 1 || ri.ServiceSIDType == 3 {
 		add(a.ServiceSID, fmt.Sprintf("the service SID %s holds the right", winsid.ServiceAccountName(a.ServiceName)))
 	}
@@ -137,7 +144,7 @@ func (a *Assessment) tokenSIDs() []struct{ sid, why string } {
 		}
 	}
 	if admin {
-		add(winsid.Administrators, fmt.Sprintf("the start account %s is a member of Administrators, which holds the right", a.ServiceAccount))
+		add(winsid.Administrators, fmt.Sprintf("the start account %s is a member of Administrators, which holds the right", safetext.Escape(a.ServiceAccount)))
 	}
 	add(winsid.Everyone, "Everyone holds the right")
 	add(winsid.AuthenticatedUsers, "Authenticated Users hold the right")
@@ -164,7 +171,7 @@ func (a *Assessment) effectiveWith(holders map[string]bool, hidden *IneffectiveR
 		}
 	}
 	if a.ServiceAccountSID == winsid.LocalSystem {
-		return true, fmt.Sprintf("the start account %s is LocalSystem, which always has the right", a.ServiceAccount), true
+		return true, fmt.Sprintf("the start account %s is LocalSystem, which always has the right", safetext.Escape(a.ServiceAccount)), true
 	}
 	for _, t := range a.tokenSIDs() {
 		if holders[t.sid] {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // IneffectiveRestart is what an apply learned when a restart it made to turn IFI off
@@ -102,7 +103,7 @@ func (a *Assessment) hiddenVia() string {
 	}
 	return fmt.Sprintf("SQL Server reported IFI on %s although no holder of the right the host reports reaches the start account %s: "+
 		"the start account most likely gets it through a domain or nested group in Administrators that the host's local "+
-		"enumeration cannot expand", when, a.ServiceAccount)
+		"enumeration cannot expand", when, safetext.Escape(a.ServiceAccount))
 }
 
 // hiddenWarning says that IFI stays on through membership the host cannot see, and
@@ -119,7 +120,7 @@ func (a *Assessment) hiddenWarning() Warning {
 			"or look at the groups and privileges of sqlservr.exe's token (whoami /groups /priv run as the start account, or Process "+
 			"Explorer's Security tab). To turn IFI off, take %s out of that group, or run the service as an account outside "+
 			"Administrators, then restart the service.",
-			a.where(), a.hiddenVia(), admins, a.ServiceName, a.ServiceAccount), nil}
+			a.where(), a.hiddenVia(), admins, a.ServiceName, safetext.Escape(a.ServiceAccount)), nil}
 }
 
 func sidsOf(ps []contract.Principal) []string {

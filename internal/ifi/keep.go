@@ -42,8 +42,12 @@ func KeepForDecisions(ri *contract.ReadInstanceResult, keep ...string) *contract
 			r.AdministratorsMembers = []contract.Principal{{SID: m.SID}}
 		}
 	}
+	service := "" // the service SID, from the Engine's own name only (Assess refuses any other)
+	if contract.CheckEngineServiceName(ri.Instance, ri.ServiceName) == nil {
+		service = winsid.ServiceSID(ri.ServiceName)
+	}
 	relevant := map[string]bool{}
-	for _, s := range append([]string{acct, winsid.ServiceSID(ri.ServiceName), winsid.Administrators, winsid.Everyone,
+	for _, s := range append([]string{acct, service, winsid.Administrators, winsid.Everyone,
 		winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users}, keep...) {
 		if s != "" {
 			relevant[strings.ToUpper(s)] = true

@@ -135,7 +135,7 @@ func (a *Assessment) policyConflictFor(display, setting string, want bool, holde
 // way out.
 func (a *Assessment) otherPolicyGrantee(holders []contract.Principal) string {
 	if a.desired.Grantee == GranteeServiceSID && a.ServiceAccountSID != "" && listsSID(holders, a.ServiceAccountSID) {
-		return fmt.Sprintf("set grantee = \"service_account\": the policy already lists the start account %s", a.ServiceAccount)
+		return fmt.Sprintf("set grantee = \"service_account\": the policy already lists the start account %s", safetext.Escape(a.ServiceAccount))
 	}
 	if a.desired.Grantee == GranteeServiceAccount && listsSID(holders, a.ServiceSID) {
 		return fmt.Sprintf("set grantee = \"service_sid\": the policy already lists %s", winsid.ServiceAccountName(a.ServiceName))

@@ -86,9 +86,9 @@ func principals(ps []contract.Principal) string {
 	s := make([]string, 0, len(ps))
 	for _, p := range ps {
 		if p.Name != "" {
-			s = append(s, fmt.Sprintf("%s (%s)", p.Name, p.SID))
+			s = append(s, fmt.Sprintf("%s (%s)", safetext.Escape(p.Name), safetext.Escape(p.SID)))
 		} else {
-			s = append(s, p.SID)
+			s = append(s, safetext.Escape(p.SID))
 		}
 	}
 	return strings.Join(s, ", ")

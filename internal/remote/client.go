@@ -17,6 +17,7 @@ import (
 	"github.com/masterzen/winrm"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // winrmHost is a Host reached over WinRM with our own exchange (exchange.go) on our
@@ -360,13 +361,13 @@ func (h *winrmHost) interpret(ctx context.Context, op contract.Operation, out ru
 	}
 	var se contract.ScriptError
 	if len(stdout) > 0 && json.Unmarshal(stdout, &se) == nil && se.Error != "" {
-		msg := se.Message
+		msg := safetext.Escape(se.Message) // the host's text
 		if msg == "" {
-			msg = "the script failed with " + se.Error
+			msg = "the script failed with " + safetext.Escape(se.Error)
 		}
 		return &Error{Host: h.cfg.Host, Op: op, Kind: KindScript, Code: se.Error, ExitCode: out.exitCode, Message: msg, Hint: scriptHint(se.Error)}
 	}
-	text := DecodeCLIXML(string(out.stderr))
+	text := safetext.Escape(DecodeCLIXML(string(out.stderr))) // PowerShell's text on the host
 	if text == "" && len(stdout) > 0 {
 		text = excerpt(string(stdout))
 	}
@@ -391,13 +392,15 @@ func (h *winrmHost) protocolError(op contract.Operation, out runOutcome, msg str
 	}
 }
 
+// excerpt is the start of s, a host's or a server's text, with its control
+// characters escaped (safetext).
 func excerpt(s string) string {
 	s = strings.TrimSpace(s)
 	const max = 400
 	if len(s) > max {
-		return s[:max] + "..."
+		s = s[:max] + "..."
 	}
-	return s
+	return safetext.Escape(s)
 }
 
 func scriptHint(code string) string {

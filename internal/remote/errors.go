@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // httpStatusRe finds the status masterzen's own transports put in their messages
@@ -115,7 +117,7 @@ func (h *winrmHost) classify(err error) *Error {
 			return e
 		default:
 			e.Kind = KindProtocol
-			fault := soapFault(msg)
+			fault := safetext.Escape(soapFault(msg)) // the host's text
 			if fault == "" {
 				fault = excerpt(msg)
 			}

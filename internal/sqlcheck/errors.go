@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // ErrorKind classifies a failure, so the provider can tell "cannot verify now" from
@@ -118,12 +119,14 @@ func sqlNumber(err error) int32 {
 	return 0
 }
 
+// sqlMessage is SQL Server's message of err (the server's text, shown with its
+// control characters escaped), else err's.
 func sqlMessage(err error) string {
 	var m interface{ SQLErrorMessage() string }
 	if errors.As(err, &m) {
-		return m.SQLErrorMessage()
+		return safetext.Escape(m.SQLErrorMessage())
 	}
-	return err.Error()
+	return safetext.Escape(err.Error())
 }
 
 func (c *checker) classify(ctx context.Context, t Target, err error) *Error {

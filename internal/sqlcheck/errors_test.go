@@ -108,3 +108,14 @@ func TestKerberosLogonFailed(t *testing.T) {
 		}
 	}
 }
+
+// SQL Server's message is the server's text: it reaches the error escaped.
+func TestSQLServersMessageIsEscaped(t *testing.T) {
+	h := &sqlServer{servicesErr: &tds.SQLError{Number: 300, State: 1, Class: 14, Line: 1,
+		Message: "VIEW SERVER STATE permission was denied\x1b[2K\r\nError: forged\x07"}}
+	ep := serve(t, h, tds.Options{}, nil)
+	_, err := New(plainConfig()).Check(ctxFor(t, 20*time.Second), ep.target())
+	if err == nil || strings.ContainsAny(err.Error(), "\x1b\r\n\x07") || !strings.Contains(err.Error(), `denied\x1B[2K\r\nError: forged\x07`) {
+		t.Fatalf("error %q: want SQL Server's message escaped", err)
+	}
+}
