@@ -29,7 +29,7 @@ type instancesDataSource struct {
 type instancesDataSourceModel struct {
 	ID           types.String        `tfsdk:"id"`
 	Host         types.String        `tfsdk:"host"`
-	Port         types.Int64         `tfsdk:"port"`
+	Port         wholeNumber         `tfsdk:"port"`
 	Grantee      types.String        `tfsdk:"grantee"`
 	ComputerName types.String        `tfsdk:"computer_name"`
 	Instances    []hostInstanceModel `tfsdk:"instances"`
@@ -71,7 +71,7 @@ func (d *instancesDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The `host` argument."},
 			"host": schema.StringAttribute{Required: true, Validators: []validator.String{hostValidator},
 				MarkdownDescription: "DNS name or IP address of the Windows host, as WinRM reaches it."},
-			"port": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
+			"port": schema.Int64Attribute{CustomType: wholeNumberType{}, Optional: true, Validators: []validator.Int64{int64validator.Between(1, 65535)},
 				MarkdownDescription: "WinRM port of this host, overriding the provider's `winrm.port`."},
 			"grantee":       granteeReportAttribute("each instance's `privilege_granted`"),
 			"computer_name": schema.StringAttribute{Computed: true, MarkdownDescription: "The host's computer name, as Windows reports it."},

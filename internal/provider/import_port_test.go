@@ -205,4 +205,22 @@ import {
 `)
 	r = w2.plan()
 	r.wantDiag(t, "error", "Invalid import identity", "identity host")
+
+	// Nor is a port that is not a whole number (issue 36).
+	w2.write(e.providerConfigNoPort() + res + fmt.Sprintf(`
+import {
+  to = mssqlifi_instant_file_initialization.this
+  identity = {
+    host = %q
+    port = 5985.5
+  }
+}
+`, e.addr))
+	r = w2.plan()
+	r.wantDiag(t, "error", "Invalid import identity", `port takes a whole number; 5985.5 is not one`)
+	for _, d := range r.errors() {
+		if strings.Contains(d.Detail, "always an error in the provider") {
+			t.Errorf("the framework's internal error reached the user: %s", d)
+		}
+	}
 }

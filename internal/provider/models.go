@@ -16,8 +16,8 @@ type ifiResourceModel struct {
 	ID       types.String `tfsdk:"id"`
 	Host     types.String `tfsdk:"host"`
 	Instance types.String `tfsdk:"instance"`
-	Port     types.Int64  `tfsdk:"port"`
-	SQLPort  types.Int64  `tfsdk:"sql_port"`
+	Port     wholeNumber  `tfsdk:"port"`
+	SQLPort  wholeNumber  `tfsdk:"sql_port"`
 	Enabled  types.Bool   `tfsdk:"enabled"`
 	// LockPagesInMemory is lock_pages_in_memory: null leaves the right alone.
 	LockPagesInMemory types.Bool   `tfsdk:"lock_pages_in_memory"`
@@ -38,8 +38,8 @@ type ifiDataSourceModel struct {
 	ID       types.String `tfsdk:"id"`
 	Host     types.String `tfsdk:"host"`
 	Instance types.String `tfsdk:"instance"`
-	Port     types.Int64  `tfsdk:"port"`
-	SQLPort  types.Int64  `tfsdk:"sql_port"`
+	Port     wholeNumber  `tfsdk:"port"`
+	SQLPort  wholeNumber  `tfsdk:"sql_port"`
 	Grantee  types.String `tfsdk:"grantee"`
 	Nodes    types.Map    `tfsdk:"nodes"`
 	SQLHost  types.String `tfsdk:"sql_host"`

@@ -61,7 +61,7 @@ type mssqlifiProvider struct {
 }
 
 type providerModel struct {
-	MaxParallelRestarts types.Int64 `tfsdk:"max_parallel_restarts"`
+	MaxParallelRestarts wholeNumber `tfsdk:"max_parallel_restarts"`
 	AllowRestarts       types.Bool  `tfsdk:"allow_restarts"`
 	WinRM               *winrmModel `tfsdk:"winrm"`
 	SQL                 *sqlModel   `tfsdk:"sql"`
@@ -72,7 +72,7 @@ type winrmModel struct {
 	Password      types.String `tfsdk:"password"`
 	Auth          types.String `tfsdk:"auth"`
 	HTTPS         types.Bool   `tfsdk:"https"`
-	Port          types.Int64  `tfsdk:"port"`
+	Port          wholeNumber  `tfsdk:"port"`
 	Insecure      types.Bool   `tfsdk:"insecure"`
 	CACert        types.String `tfsdk:"ca_cert"`
 	TLSServerName types.String `tfsdk:"tls_server_name"`
@@ -129,7 +129,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 					"`restart`, changes no resource: a converged fleet's plan stays empty whichever the run. Defaults to the environment variable `" +
 					EnvAllowRestarts + "`.",
 			},
-			"max_parallel_restarts": schema.Int64Attribute{
+			"max_parallel_restarts": schema.Int64Attribute{CustomType: wholeNumberType{},
 				Optional: true,
 				MarkdownDescription: "How many SQL Server instances this provider restarts at once across every host of the run (the restart " +
 					"and the wait until SQL Server accepts logins). Default `" + strconv.Itoa(defaultMaxParallelRestarts) + "`: a fleet apply rolls through its restarts one at a time, while " +
@@ -182,7 +182,7 @@ func (p *mssqlifiProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 							"encrypted by the Negotiate, Kerberos or NTLM logon. With `true` (port `%d`), the listener's certificate is verified "+
 							"against `ca_cert` or the system roots unless `insecure`.", remote.DefaultHTTPS, remote.DefaultHTTPPort, remote.DefaultHTTPSPort),
 					},
-					"port": schema.Int64Attribute{
+					"port": schema.Int64Attribute{CustomType: wholeNumberType{},
 						Optional: true,
 						MarkdownDescription: fmt.Sprintf("WinRM port. Default `%d` with HTTPS, `%d` without. A resource's `port` overrides it.",
 							remote.DefaultHTTPSPort, remote.DefaultHTTPPort),
@@ -400,7 +400,7 @@ func allowRestarts(v types.Bool, diags *diag.Diagnostics) bool {
 
 // maxParallelRestarts is max_parallel_restarts: the configured value, else the
 // environment variable, else the default.
-func maxParallelRestarts(v types.Int64, diags *diag.Diagnostics) int {
+func maxParallelRestarts(v wholeNumber, diags *diag.Diagnostics) int {
 	if v.IsUnknown() {
 		diags.AddAttributeError(path.Root("max_parallel_restarts"), "Unknown max_parallel_restarts",
 			"max_parallel_restarts depends on a value known only after apply; use a value known at plan time.")

@@ -27,7 +27,7 @@ var _ resource.ResourceWithIdentity = &ifiResource{}
 // sets one (null: the provider's winrm.port or the scheme's default), the instance.
 type ifiIdentity struct {
 	Host     types.String `tfsdk:"host"`
-	Port     types.Int64  `tfsdk:"port"`
+	Port     wholeNumber  `tfsdk:"port"`
 	Instance types.String `tfsdk:"instance"`
 }
 
@@ -39,6 +39,7 @@ func (r *ifiResource) IdentitySchema(_ context.Context, _ resource.IdentitySchem
 				Description:       "DNS name or IP address of the Windows host, as the resource's host.",
 			},
 			"port": identityschema.Int64Attribute{
+				CustomType:        wholeNumberType{},
 				OptionalForImport: true,
 				Description:       "WinRM port of the host, as the resource's port; unset: the provider's winrm.port.",
 			},
@@ -76,9 +77,9 @@ func (r *ifiResource) ImportState(ctx context.Context, req resource.ImportStateR
 			return
 		}
 	}
-	m := ifiResourceModel{Host: types.StringValue(host), Instance: types.StringValue(instance), Port: types.Int64Null()}
+	m := ifiResourceModel{Host: types.StringValue(host), Instance: types.StringValue(instance), Port: int64Null()}
 	if port != 0 {
-		m.Port = types.Int64Value(int64(port))
+		m.Port = int64Value(int64(port))
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), importID(host, instance))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host"), m.Host)...)

@@ -41,12 +41,12 @@ func (r *ifiResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp
 			Validators:    []validator.String{instanceNameValidator},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 		},
-		"port": schema.Int64Attribute{
+		"port": schema.Int64Attribute{CustomType: wholeNumberType{},
 			Optional:            true,
 			MarkdownDescription: "WinRM port of this host (on a failover cluster instance, of every node), overriding the provider's `winrm.port`.",
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 		},
-		"sql_port": schema.Int64Attribute{
+		"sql_port": schema.Int64Attribute{CustomType: wholeNumberType{},
 			Optional:            true,
 			MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports (use it with dynamic ports or port forwarding).",
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
