@@ -18,8 +18,8 @@ const EngineStartSkew = 2 * time.Minute
 
 // WrongInstanceError says that SQL Server at a port answered as another Engine than
 // the one the host reports for the target's instance: another instance of the host
-// listens there (a dynamic port taken after a reboot, a sql_port of another
-// resource), or another machine's. Nothing of that answer stands for the instance.
+// listens there (a dynamic port taken after a reboot, a port configured for
+// another instance), or another machine's. Nothing of that answer stands for the instance.
 type WrongInstanceError struct {
 	Target Target
 	// Where is the host and port asked.
@@ -39,9 +39,8 @@ type WrongInstanceError struct {
 
 func (e *WrongInstanceError) Error() string {
 	return fmt.Sprintf("SQL Server at %s is not the Engine the host reports for instance %s: it answers as instance %s (process %s, started %s), "+
-		"while the host reports %s's Engine as process %s, started %s (%s). Its answer says nothing about %s. "+
-		"Set the resource's sql_port to the TCP port instance %s listens on (a dynamic port changes when the instance restarts), or leave it unset "+
-		"to use the port the host reports",
+		"while the host reports %s's Engine as process %s, started %s (%s). Its answer says nothing about %s; "+
+		"SQL Server is to be asked at the TCP port instance %s listens on (a dynamic port changes when the instance restarts)",
 		e.Where, e.Target.Instance, safetext.Escape(e.Answered), pidText(e.AnsweredPID), timeText(e.AnsweredStarted),
 		e.Target.Instance, pidText(e.ReportedPID), timeText(e.ReportedStarted), e.Why, e.Target.Instance, e.Target.Instance)
 }

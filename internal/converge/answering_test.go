@@ -65,7 +65,7 @@ func TestObserveCountsOnlyTheReportedEnginesAnswer(t *testing.T) {
 					o.Observed.Verification.Source, warned, o.SQLTarget.AnsweredTDS)
 			}
 			msg := wrong.Error()
-			for _, s := range []string{tc.want, "SQL Server at sql01.example.com:1433", "instance MSSQLSERVER", "sql_port"} {
+			for _, s := range []string{tc.want, "SQL Server at sql01.example.com:1433", "instance MSSQLSERVER", "the TCP port instance MSSQLSERVER listens on"} {
 				if !strings.Contains(msg, s) {
 					t.Errorf("the error does not say %q:\n%s", s, msg)
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
@@ -144,6 +145,11 @@ func kerberosAdvice(re *remote.Error) string {
 
 // sqlErrorDetail is a SQL error with the provider arguments to change, if any.
 func sqlErrorDetail(err error) string {
+	var wi *converge.WrongInstanceError
+	if errors.As(err, &wi) {
+		return wi.Error() + fmt.Sprintf(". Set the resource's sql_port to instance %s's TCP port, or leave it unset for the port the host reports",
+			wi.Target.Instance)
+	}
 	var se *sqlcheck.Error
 	if !errors.As(err, &se) {
 		return err.Error()

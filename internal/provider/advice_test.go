@@ -108,6 +108,19 @@ func TestSQLErrorDetailNamesTheArgument(t *testing.T) {
 	}
 }
 
+// Another Engine's answer (converge.WrongInstanceError) names sql_port as the
+// argument to change.
+func TestSQLErrorDetailOfAnotherInstancesAnswer(t *testing.T) {
+	err := &converge.WrongInstanceError{Target: converge.Target{Host: "sql01", Instance: "INST02"}, Where: "sql01:1433", Port: 1433,
+		Answered: "MSSQLSERVER", AnsweredPID: 4242, ReportedPID: 5150, Why: "instance MSSQLSERVER answered at port 1433, not INST02"}
+	got := sqlErrorDetail(err)
+	for _, w := range []string{"SQL Server at sql01:1433", "answers as instance MSSQLSERVER", "Set the resource's sql_port to instance INST02's TCP port"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("sqlErrorDetail = %q; lacks %q", got, w)
+		}
+	}
+}
+
 func TestClientsPortUsesRemoteDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  remote.Config
