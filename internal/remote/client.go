@@ -361,13 +361,13 @@ func (h *winrmHost) interpret(ctx context.Context, op contract.Operation, out ru
 	}
 	var se contract.ScriptError
 	if len(stdout) > 0 && json.Unmarshal(stdout, &se) == nil && se.Error != "" {
-		msg := safetext.Escape(se.Message) // the host's text
+		msg := hostText(se.Message)
 		if msg == "" {
-			msg = "the script failed with " + safetext.Escape(se.Error)
+			msg = "the script failed with " + hostText(se.Error)
 		}
 		return &Error{Host: h.cfg.Host, Op: op, Kind: KindScript, Code: se.Error, ExitCode: out.exitCode, Message: msg, Hint: scriptHint(se.Error)}
 	}
-	text := safetext.Escape(DecodeCLIXML(string(out.stderr))) // PowerShell's text on the host
+	text := hostText(DecodeCLIXML(string(out.stderr))) // PowerShell's error records
 	if text == "" && len(stdout) > 0 {
 		text = excerpt(string(stdout))
 	}
@@ -392,16 +392,24 @@ func (h *winrmHost) protocolError(op contract.Operation, out runOutcome, msg str
 	}
 }
 
-// excerpt is the start of s, a host's or a server's text, with its control
-// characters escaped (safetext).
+// excerpt is the start of s, a host's or a server's text, as hostText shows it.
 func excerpt(s string) string {
 	s = strings.TrimSpace(s)
 	const max = 400
 	if len(s) > max {
 		s = s[:max] + "..."
 	}
-	return safetext.Escape(s)
+	return hostText(s)
 }
+
+// lineBreaks are the line breaks of a host's multi-line text (PowerShell's error
+// records are several lines).
+var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ")
+
+// hostText is text the host wrote, fit for a diagnostic: its lines joined by
+// spaces, and every other control character escaped (safetext), so that it can
+// neither rewrite the terminal nor forge a line of the message.
+func hostText(s string) string { return safetext.Escape(lineBreaks.Replace(s)) }
 
 func scriptHint(code string) string {
 	switch code {

@@ -9,9 +9,9 @@ import (
 )
 
 // The texts a host prints (a script's error message, PowerShell's error records,
-// output that is not the expected JSON) reach the error escaped: an escape
-// sequence or a line break in them cannot rewrite the terminal or forge a line of
-// the diagnostic.
+// output that is not the expected JSON) reach the error with their lines joined and
+// every other control character escaped: an escape sequence or a line break in them
+// cannot rewrite the terminal or forge a line of the diagnostic.
 func TestHostTextInErrorsIsEscaped(t *testing.T) {
 	h := &winrmHost{cfg: Config{Host: "sql01"}}
 	const forged = "done\x1b[2K\r\nError: something else\x07"
@@ -22,10 +22,10 @@ func TestHostTextInErrorsIsEscaped(t *testing.T) {
 	}{
 		{"a script's error message", runOutcome{exitCode: contract.ExitNotFound,
 			stdout: []byte(`{"error":"not_found","message":"done\u001b[2K\r\nError: something else\u0007"}`)},
-			`done\x1B[2K\r\nError: something else\x07`},
+			`done\x1B[2K Error: something else\x07`},
 		{"PowerShell's error record", runOutcome{exitCode: 1, stderr: []byte("#< CLIXML\r\n<Objs Version=\"1.1.0.1\" xmlns=\"http://schemas.microsoft.com/powershell/2004/04\">" +
-			"<S S=\"Error\">done_x001B_[2K_x000D__x000A_Error: something else_x0007_</S></Objs>")}, `done\x1B[2K`},
-		{"output that is not JSON", runOutcome{exitCode: 0, stdout: []byte(forged)}, `done\x1B[2K\r\nError: something else\x07`},
+			"<S S=\"Error\">done_x001B_[2K_x000D__x000A_Error: something else_x0007_</S></Objs>")}, `done\x1B[2K Error: something else\x07`},
+		{"output that is not JSON", runOutcome{exitCode: 0, stdout: []byte(forged)}, `done\x1B[2K Error: something else\x07`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := h.interpret(context.Background(), contract.OpReadInstance, tc.out, &contract.ReadInstanceResult{})

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
 // httpStatusRe finds the status masterzen's own transports put in their messages
@@ -117,7 +115,7 @@ func (h *winrmHost) classify(err error) *Error {
 			return e
 		default:
 			e.Kind = KindProtocol
-			fault := safetext.Escape(soapFault(msg)) // the host's text
+			fault := hostText(soapFault(msg))
 			if fault == "" {
 				fault = excerpt(msg)
 			}

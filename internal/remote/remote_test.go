@@ -169,7 +169,7 @@ func TestScriptErrors(t *testing.T) {
 				"<S S=\"Error\">Stop-Service : Service 'SQL Server (MSSQLSERVER) (MSSQLSERVER)' cannot be stopped due to the following error: Cannot open MSSQLSERVER service on computer '.'._x000D__x000A_</S>" +
 				"<S S=\"Error\">At line:40 char:1_x000D__x000A_</S></Objs>"},
 			kind: KindScript, code: "", exit: 1,
-			contains: []string{"PowerShell failed with exit code 1: Stop-Service : Service 'SQL Server (MSSQLSERVER) (MSSQLSERVER)' cannot be stopped", `\nAt line:40 char:1` /* escaped: the host's line break */, "local Administrator"},
+			contains: []string{"PowerShell failed with exit code 1: Stop-Service : Service 'SQL Server (MSSQLSERVER) (MSSQLSERVER)' cannot be stopped", "Cannot open MSSQLSERVER service on computer '.'. At line:40 char:1" /* the record's lines joined */, "local Administrator"},
 			absent:   []string{"CLIXML", "_x000D_", "Preparing modules"},
 		},
 		{
