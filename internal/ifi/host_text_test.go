@@ -30,6 +30,8 @@ func TestAssessRefusesAServiceNameThatIsNotTheEngines(t *testing.T) {
 		{"the Kelvin sign for K", "KPI", "MSSQL$\u212aPI", false},
 		{"a path", "MSSQLSERVER", `..\MSSQLSERVER`, false},
 		{"empty", "MSSQLSERVER", "", false},
+		{"longer than Windows allows", "MSSQLSERVER", strings.Repeat("M", 257), false},
+		{"a space", "MSSQLSERVER", "MSSQLSERVER ", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := obs(dmv(false), func(r *contract.ReadInstanceResult) { r.Instance, r.ServiceName = tc.instance, tc.service })
