@@ -63,6 +63,43 @@ func TestRestartDependentSlowToStop(t *testing.T) {
 	}
 }
 
+// Issue 37: a dependent that will not stop (Launchpad's stop outlasts the restart's
+// deadline) does not keep SQL Server Agent, which the restart had already stopped,
+// down with it: Agent runs again within seconds of the restart's decision not to
+// stop the Engine, while Launchpad is still Stop Pending; Launchpad is started once
+// its stop ends. Before, the dependents were started the last stopped first, and
+// the wait on Launchpad's stop (up to 2 hours) came before Agent's start.
+func TestRestartDependentThatWillNotStopLeavesAgentRunning(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, withLaunchpad(100))
+	if err := h.SetStopDuration("MSSQLLaunchpad", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 1}))
+	if r.Error != contract.RestartStopTimeout || !strings.Contains(r.Message, "MSSQLLaunchpad is Stop Pending") {
+		t.Fatalf("a dependent that will not stop: %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.WaitServiceState(ctx, "SQLSERVERAGENT", contract.StateRunning); err != nil {
+		t.Fatalf("SQL Server Agent is not Running 5 s after the restart's answer while Launchpad is still stopping: %v", err)
+	}
+	if s, _ := h.ServiceState("MSSQLLaunchpad"); s != contract.StateStopPending {
+		t.Fatalf("Launchpad is %s, want still Stop Pending", s)
+	}
+	if n := engineStops(h); n != 0 {
+		t.Errorf("the Engine was stopped %d times", n)
+	}
+	if err := h.EndStopNow("MSSQLLaunchpad"); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, h, "MSSQLSERVER", "SQLSERVERAGENT", "MSSQLLaunchpad")
+	st := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartStatus, contract.RestartStatusParams{Instance: "MSSQLSERVER", WaitSeconds: 10}))
+	if !st.Finished || st.Error != contract.RestartStopTimeout {
+		t.Fatalf("status after the dependents ran again: %+v", st)
+	}
+}
+
 // A Paused dependent is stopped and started again with the others (before, it was
 // skipped, then stopped by .NET's loop and never started again).
 func TestRestartPausedDependent(t *testing.T) {
