@@ -96,3 +96,18 @@ func TestEvalGuardArguments(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37: Start-RestartGuard takes an exception from WMI as the WMI launcher's
+// failure and tries the scheduled task; the marker's start record is emptied before
+// each launcher starts its guard, so the task's wait never takes a record a guard
+// WMI started (and that was ended) wrote late.
+func TestGuardLaunchersFallThroughAndResetTheStartRecord(t *testing.T) {
+	g := mustRead("restart_guard.ps1")
+	wantInOrder(t, "restart_guard.ps1", g, []string{
+		"function Reset-RestartGuardStart", "-Name 'GuardProcessId' -Value 0 -Type DWord", "-Name 'GuardStart' -Value ''",
+		"function Start-RestartGuard", "try {\n            Reset-RestartGuardStart -Marker $Marker", "Invoke-CimMethod -ClassName Win32_Process -MethodName Create",
+		"Stop-Process -Id $createdId", "catch {\n            $why.Add(\"Win32_Process.Create failed: $($_.Exception.Message)\")",
+		"Reset-RestartGuardStart -Marker $Marker\n        Set-ItemProperty -LiteralPath $Marker -Name 'GuardTask'", "Start-ScheduledTask",
+		"Wait-RestartGuardStart -Marker $Marker -ProcessId 0",
+	})
+}

@@ -328,6 +328,9 @@ func (h *Host) startClusterGuard(ctx context.Context, c *wsfc.Cluster, instance,
 			fmt.Sprintf("The cluster action's guard cannot be prepared on %s: %v. Nothing was taken offline.", h.computer, err)), false
 	}
 	launch := h.launchGuard(ctx, "cluster_"+instance, newToken(), guardFile, hash)
+	if launch.raw {
+		return nil, h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, launch.why), false
+	}
 	if !launch.guarded {
 		why := launch.why
 		if launch.launcher != "" {

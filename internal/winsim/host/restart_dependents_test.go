@@ -351,3 +351,33 @@ func TestRaceNextStop(t *testing.T) {
 		t.Fatal("an unknown race was accepted")
 	}
 }
+
+// Issue 37: an exception from WMI's Win32_Process.Create itself (access denied on
+// root\cimv2, say) is the WMI launcher's failure: the guard is started by the
+// scheduled task and the restart goes. Before, the exception ended the request with
+// its raw message and the task launcher was never tried.
+func TestRestartGuardAfterAWMIException(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, baseConfig())
+	h.SetWMIError("Access denied (WBEM_E_ACCESS_DENIED 0x80041003)")
+	r := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30}))
+	if r.Error != "" || !r.Finished {
+		t.Fatalf("restart with WMI throwing: %+v", r)
+	}
+	if s := h.Stats(); s.GuardsByTask != 1 || s.GuardsByWMI != 0 {
+		t.Fatalf("guards: %+v, want one started by a scheduled task", s)
+	}
+	if tasks := h.ScheduledTasks(); len(tasks) != 0 {
+		t.Fatalf("tasks left behind: %v", tasks)
+	}
+	// With the Task Scheduler stopped as well, the refusal names both launchers' failures.
+	cfg := baseConfig()
+	cfg.TaskSchedulerStopped = true
+	h = newHost(t, cfg)
+	h.SetWMIError("Access denied (WBEM_E_ACCESS_DENIED 0x80041003)")
+	res := execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30})
+	if res.code == 0 || !strings.Contains(res.stdout, "Win32_Process.Create failed: Access denied") || !strings.Contains(res.stdout, "Task Scheduler service is not running") ||
+		!strings.Contains(res.stdout, "Nothing was stopped") {
+		t.Fatalf("WMI throwing and the Task Scheduler stopped: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+}

@@ -257,6 +257,10 @@ func (h *Host) prepareRestart(runner context.Context, inst *Instance, id string,
 	h.mu.Unlock()
 	l.release()
 	launch := h.launchGuard(runner, inst.name, token, guardFile, hash)
+	if launch.raw {
+		h.removePrepared(key, j)
+		return nil, errors.New(launch.why) // the exception, as the script's top level reports it
+	}
 	if launch.launcher == "" {
 		h.removePrepared(key, j)
 		return nil, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped or changed. "+
