@@ -8,13 +8,14 @@
 #   while the runner's later steps keep FullLanguage. No Executable, Installer or DLL
 #   rules: nothing but scripts is enforced.
 # -Method Hook: __PSLockdownPolicy=4, a test hook of PowerShell, not a security
-#   boundary, set only in the WinRM service's own environment (the REG_MULTI_SZ value
-#   Environment under HKLM\SYSTEM\CurrentControlSet\Services\WinRM, which the SCM
-#   adds to the service's process when it starts), and WinRM restarted. Never
-#   machine-wide: every new Windows PowerShell would start constrained, the runner's
-#   later `shell: powershell` steps (host evidence, this clean-up) with it.
+#   boundary. Windows PowerShell reads it from the machine-wide environment only
+#   (a service's own environment, where an earlier version of this script put it, is
+#   not read), and machine-wide every new Windows PowerShell starts constrained, the
+#   runner's later `shell: powershell` steps with it. So -Action Enable only records
+#   the choice (MSSQLIFI_CLM_HOOK=true): clm-suite.ps1 sets the hook and puts it
+#   back inside the suite's own step.
 # -Action Enable writes MSSQLIFI_CLM_METHOD for later steps; -Action Disable undoes
-# the named method (or both).
+# the named method (or both), and removes a hook a cancelled step may have left.
 [CmdletBinding()]
 param(
     [Parameter(Mandatory = $true)][ValidateSet('Enable', 'Disable')][string] $Action,
@@ -75,10 +76,9 @@ if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
     Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value 'AppLocker script rules'
     Write-Host 'AppLocker: Script rules enforced; the WinRM user is not allowed scripts in its %TEMP%'
 } elseif ($Action -eq 'Enable' -and $Method -eq 'Hook') {
-    Set-WinRMEnvironment -Entries (@(Get-WinRMEnvironment) + '__PSLockdownPolicy=4')
-    Restart-WinRM
-    Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value "__PSLockdownPolicy=4 in the WinRM service's environment (test hook; AppLocker did not take effect on this image)"
-    Write-Host "__PSLockdownPolicy=4 set in the WinRM service's environment and WinRM restarted; this runner's own PowerShell is not affected"
+    Set-JobEnv -Name 'MSSQLIFI_CLM_HOOK' -Value 'true'
+    Set-JobEnv -Name 'MSSQLIFI_CLM_METHOD' -Value '__PSLockdownPolicy=4 machine-wide during the suite''s step (test hook; AppLocker did not take effect on this image)'
+    Write-Host '__PSLockdownPolicy: the suite''s step sets it machine-wide and puts it back (clm-suite.ps1)'
 } else {
     if ($Method -eq 'AppLocker' -or $Method -eq 'Both') {
         # Only a policy this script set has Script rules to remove; on an image where
@@ -95,7 +95,7 @@ if ($Action -eq 'Enable' -and $Method -eq 'AppLocker') {
         if (@($entries | Where-Object { $_ -like '__PSLockdownPolicy=*' }).Count -gt 0 -or $machineWide) {
             Set-WinRMEnvironment -Entries @(Get-WinRMEnvironment)
             if ($machineWide) {
-                # Left by an older version of this script, which set it machine-wide.
+                # Left by a suite's step that was cancelled before its clean-up.
                 [Environment]::SetEnvironmentVariable('__PSLockdownPolicy', $null, 'Machine')
             }
             Restart-WinRM

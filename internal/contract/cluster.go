@@ -129,13 +129,25 @@ type ReadClusterResult struct {
 	Guard *ClusterGuardRecord `json:"guard,omitempty"`
 }
 
+// The cluster guard's BringOnline calls: at most ClusterGuardAttempts, with a pause
+// between two of ClusterGuardFirstPauseSeconds first, then twice as long each time,
+// at most ClusterGuardMaxPauseSeconds (cluster_guard.ps1 holds the same values).
+const (
+	ClusterGuardAttempts          = 3
+	ClusterGuardFirstPauseSeconds = 2
+	ClusterGuardMaxPauseSeconds   = 300
+)
+
 // ClusterGuardRecord is what a cluster action's guard recorded. Until the guard
-// ends, Finished is false and only Group is set (the action writes that much before
-// it takes anything offline). Once it has ended: BroughtOnline is how often it called
-// BringOnline after the action's process had ended (0: the action left the role
-// Online), State is "Online" when it saw the role and its SQL Server and Agent
-// resources Online, "" when it gave up (after 2 hours), and Error the last error it
-// met.
+// ends, Finished is false: the action writes Group before it takes anything
+// offline, and the guard writes its progress at each turn (BroughtOnline so far,
+// the role's state it saw last, the last error). Once it has ended: BroughtOnline is
+// how often it called BringOnline after the action's process had ended (0: the
+// action left the role Online), State is "Online" when it saw the role and its SQL
+// Server and Agent resources Online, else the role's state it saw last
+// ("PartialOnline": the group Online without them), and Error why it stopped:
+// ClusterGuardAttempts calls that did not bring the role online, the role taken
+// offline by someone else after the guard saw it Online, or 2 hours passed.
 type ClusterGuardRecord struct {
 	Finished      bool   `json:"finished"`
 	Group         string `json:"group"`

@@ -96,3 +96,45 @@ func TestEvalGuardArguments(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37: Start-RestartGuard takes an exception from WMI as the WMI launcher's
+// failure and tries the scheduled task; the marker's start record is emptied before
+// each launcher starts its guard, so the task's wait never takes a record a guard
+// WMI started (and that was ended) wrote late.
+func TestGuardLaunchersFallThroughAndResetTheStartRecord(t *testing.T) {
+	g := mustRead("restart_guard.ps1")
+	wantInOrder(t, "restart_guard.ps1", g, []string{
+		"function Reset-RestartGuardStart", "-Name 'GuardProcessId' -Value 0 -Type DWord", "-Name 'GuardStart' -Value ''",
+		"function Start-RestartGuard", "try {\n            Reset-RestartGuardStart -Marker $Marker", "Invoke-CimMethod -ClassName Win32_Process -MethodName Create",
+		"Stop-Process -Id $createdId", "catch {\n            $why.Add(\"Win32_Process.Create failed: $($_.Exception.Message)\")",
+		"Reset-RestartGuardStart -Marker $Marker\n        Set-ItemProperty -LiteralPath $Marker -Name 'GuardTask'", "Start-ScheduledTask",
+		"Wait-RestartGuardStart -Marker $Marker -ProcessId 0",
+	})
+}
+
+// Issue 37: the cluster guard backs off and stops. cluster_guard.ps1 calls
+// BringOnline at most ClusterGuardAttempts times, pausing ClusterGuardFirstPauseSeconds
+// and then twice as long each time up to ClusterGuardMaxPauseSeconds; it stops when
+// the role it saw Online is Offline (someone else took it offline), and writes its
+// record at each turn, before each BringOnline as well as after. Before, it called
+// BringOnline again each time the cluster was done, for 2 hours, and wrote its
+// record once, at the end.
+func TestClusterGuardBacksOffAndStops(t *testing.T) {
+	g := mustRead("cluster_guard.ps1")
+	for _, want := range []string{
+		"$attempts = " + strconv.Itoa(ClusterGuardAttempts) + "\n", "$pause = " + strconv.Itoa(ClusterGuardFirstPauseSeconds) + "\n",
+		"$pause = [Math]::Min(2 * $pause, " + strconv.Itoa(ClusterGuardMaxPauseSeconds) + ")",
+	} {
+		if !strings.Contains(g, want) {
+			t.Errorf("cluster_guard.ps1 lacks %q (the contract's values)", want)
+		}
+	}
+	wantInOrder(t, "cluster_guard.ps1", g, []string{
+		"$wasOnline = $false", "while ([DateTime]::UtcNow -lt $until) {",
+		"[string]$_.Type -ceq 'SQL Server' -and [int]$_.State -eq 2", "$wasOnline = $true", "elseif ($wasOnline -and @($resources | Where-Object { [string]$_.Type -ceq 'SQL Server' -and [int]$_.State -eq 3 }).Count -gt 0) {", "someone else's action, left Offline\"\n                break",
+		"if ($outcome.brought_online -ge $attempts) {", "left as it is. $($outcome.error)\"\n                break",
+		"$outcome.brought_online++\n            Set-ItemProperty -LiteralPath $marker -Name 'State'", "-MethodName 'BringOnline'",
+		"Set-ItemProperty -LiteralPath $marker -Name 'State' -Value (ConvertTo-Json -InputObject $outcome -Compress)\n        Start-Sleep -Seconds $pause",
+		"$outcome.finished = $true",
+	})
+}

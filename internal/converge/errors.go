@@ -206,7 +206,7 @@ func (m *MoveResult) describe(t Target) string {
 		// The scripts take nothing offline before their guard has started, and the
 		// guard outlives them: it brings the role online once the cluster is done.
 		s += fmt.Sprintf("the role %q is %s on %s. The guard the action started on %s before taking anything offline brings the role online "+
-			"once the cluster is done with it, and keeps trying for up to 2 hours: run terraform plan in a few minutes to see where the role is; "+
+			"once the cluster is done with it, and tries again a few times, for up to 2 hours: run terraform plan in a few minutes to see where the role is; "+
 			"if it is still not Online, bring it online in Failover Cluster Manager and check the cluster log (Get-ClusterLog)",
 			safetext.Escape(m.Group), safetext.Escape(m.State), safetext.Escape(m.To), safetext.Escape(t.Host))
 	}

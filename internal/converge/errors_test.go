@@ -25,7 +25,7 @@ func TestClusterActionErrorAdvice(t *testing.T) {
 			want:    []string{"the cluster refused the cluster restart of", "before anything was taken offline", `the role "SQL Server (MSSQLSERVER)" stays on SQL01`},
 			mustNot: []string{"unknown", "Failover Cluster Manager"}},
 		{name: "the guard may be at work", move: func(m *MoveResult) {},
-			want: []string{"is Offline on SQL01", "The guard the action started on sql01.corp.example", "up to 2 hours", "run terraform plan in a few minutes"}},
+			want: []string{"is Offline on SQL01", "The guard the action started on sql01.corp.example", "tries again a few times, for up to 2 hours", "run terraform plan in a few minutes"}},
 		{name: "the guard is still at work", move: func(m *MoveResult) { m.Guard = &contract.ClusterGuardRecord{Group: m.Group} },
 			want: []string{"The guard the action started on sql01.corp.example", "run terraform plan in a few minutes"}},
 		{name: "the guard ended without the role Online", move: func(m *MoveResult) {

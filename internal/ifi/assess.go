@@ -136,6 +136,7 @@ func (a *Assessment) tokenSIDs() []struct{ sid, why string } {
 	add(acct, fmt.Sprintf("the start account %s holds the right directly", safetext.Escape(a.ServiceAccount)))
 	if ri.ServiceSIDType == 1 || ri.ServiceSIDType == 3 {
 		add(a.ServiceSID, fmt.Sprintf("the service SID %s holds the right", winsid.ServiceAccountName(a.ServiceName)))
+		add(winsid.AllServices, `NT SERVICE\ALL SERVICES holds the right`)
 	}
 	admin := acct == winsid.LocalSystem
 	for _, m := range ri.AdministratorsMembers {

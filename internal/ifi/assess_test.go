@@ -86,3 +86,36 @@ func TestRightHoldersMatchWithoutCase(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37: NT SERVICE\ALL SERVICES (S-1-5-80-0) is in the token of a service whose
+// SID type is unrestricted or restricted. Holding the right (a Group Policy's grant
+// to it, say), it keeps IFI on through an enabled = false: the plan revokes the
+// grantee's own grant, restarts nothing (a restart cannot turn IFI off) and warns
+// that IFI stays on. Before, the model left it out of the token: it expected IFI off
+// after the revoke and planned a restart that changed nothing. With SID type none it
+// does not count.
+func TestEffectiveThroughAllServices(t *testing.T) {
+	for _, sidType := range []int{1, 3} {
+		a, p, err := PlanApply(disable, obs(dmv(true), holders(svcSID, winsid.AllServices),
+			func(r *contract.ReadInstanceResult) { r.ServiceSIDType = sidType }))
+		if err != nil {
+			t.Fatalf("SID type %d: %v", sidType, err)
+		}
+		if p.Restart || len(p.Steps) != 1 || p.Steps[0].Grant || !HasWarning(a.Warnings, WarnStaysOn) {
+			t.Errorf("SID type %d, ALL SERVICES holds the right, enabled = false: steps %+v, restart %v (%s), warnings %+v; want the revoke alone, no restart, IFI staying on",
+				sidType, p.Steps, p.Restart, p.RestartReason, a.Warnings)
+		}
+		for _, w := range a.Warnings {
+			if w.Code == WarnStaysOn && !strings.Contains(w.Detail, `NT SERVICE\ALL SERVICES`) {
+				t.Errorf("SID type %d: the warning does not say IFI stays on through NT SERVICE\\ALL SERVICES: %s", sidType, w.Detail)
+			}
+		}
+	}
+	a, err := Assess(disable, obs(dmv(false), holders(winsid.AllServices), func(r *contract.ReadInstanceResult) { r.ServiceSIDType = 0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.EffectiveAtNextStart {
+		t.Errorf("SID type none, ALL SERVICES holds the right: effective via %q; want not effective", a.EffectiveVia)
+	}
+}

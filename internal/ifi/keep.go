@@ -48,7 +48,7 @@ func KeepForDecisions(ri *contract.ReadInstanceResult, keep ...string) *contract
 	}
 	relevant := map[string]bool{}
 	for _, s := range append([]string{acct, service, winsid.Administrators, winsid.Everyone,
-		winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users}, keep...) {
+		winsid.AuthenticatedUsers, winsid.ServiceLogon, winsid.Users, winsid.AllServices}, keep...) {
 		if s != "" {
 			relevant[strings.ToUpper(s)] = true
 		}

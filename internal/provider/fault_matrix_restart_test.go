@@ -39,10 +39,18 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 		// holdStop: this service's stops last until the apply has ended, when the
 		// row ends the stop (EndStopNow): slower than any deadline by construction.
 		holdStop string
+		// upWhileHeld: these services are Running within seconds of the apply's end,
+		// while holdStop's stop is still pending.
+		upWhileHeld []string
 	}{
 		// Launchpad's stop lasts until the apply ended: longer than the restart's deadline (about 30 s).
 		{name: "a dependent slower to stop than the deadline", wantStarts: 0, holdStop: "MSSQLLaunchpad",
 			wantErr: `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending.*Nothing more was stopped`},
+		// Issue 37: SQL Server Agent, which the restart had stopped before Launchpad
+		// would not, runs again at once, not once Launchpad's stop ends.
+		{name: "a dependent that will not stop: Agent runs again at once", wantStarts: 0, holdStop: "MSSQLLaunchpad",
+			upWhileHeld: []string{"MSSQLSERVER", "SQLSERVERAGENT"},
+			wantErr:     `(?s)MSSQLSERVER was not stopped: its dependent MSSQLLaunchpad is Stop Pending.*Nothing more was stopped`},
 		{name: "a Paused dependent", wantStarts: 1,
 			actions: []winsim.Action{{Action: winsim.ActionPauseService, Service: "MSSQLLaunchpad"}}},
 		{name: "Defender's ASR rule blocks WMI process creation", wantStarts: 1, byTask: 1,
@@ -102,6 +110,15 @@ func TestCLI_faultMatrixRestart(t *testing.T) {
 			w.write(e.providerConfig(true) + resourceConfig(e.addr, extra("if_needed")))
 			ap := w.apply()
 			wantApplyEnds(t, ap, updateTimeout, true)
+			if len(r.upWhileHeld) > 0 {
+				up, cancelUp := context.WithTimeout(context.Background(), 5*time.Second)
+				for _, s := range r.upWhileHeld {
+					if err := h.WaitServiceState(up, s, contract.StateRunning); err != nil {
+						t.Errorf("%s is not Running within 5 s of the apply's end, while %s is still stopping: %v", s, r.holdStop, err)
+					}
+				}
+				cancelUp()
+			}
 			if r.holdStop != "" {
 				// The apply ended while the stop was still pending; now it ends.
 				if err := h.EndStopNow(r.holdStop); err != nil {

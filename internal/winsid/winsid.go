@@ -25,6 +25,12 @@ const (
 	Everyone           = "S-1-1-0"
 	AuthenticatedUsers = "S-1-5-11"
 	ServiceLogon       = "S-1-5-6"
+	// AllServices is NT SERVICE\ALL SERVICES, "a group that includes all service
+	// processes that are configured on the system" (Microsoft Learn, "Security
+	// identifiers", well-known SIDs). The provider and the simulator count it in the
+	// token of a service whose SID type is unrestricted or restricted only
+	// (FIDELITY.md, "NT SERVICE\ALL SERVICES").
+	AllServices = "S-1-5-80-0"
 )
 
 // ServiceSID returns the per-service SID of the named service, as Windows computes it.

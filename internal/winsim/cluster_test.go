@@ -625,6 +625,113 @@ func TestReadClusterReportsTheGuardsRecord(t *testing.T) {
 	}
 }
 
+// Issue 37: after a cluster_restart that leaves the role Failed (its SQL Server
+// will not start on either node), the guard calls BringOnline at most
+// contract.ClusterGuardAttempts times, pausing longer each time, then stops and
+// says why; its record is written at each turn, so read_cluster sees its progress
+// before it ends. Before, it called BringOnline again each time the cluster was
+// done, for 2 hours, and wrote its record only at the end.
+func TestClusterGuardStopsAfterRepeatedFailures(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	m1, _ := sim.Host("node1")
+	m2, _ := sim.Host("node2")
+	for _, m := range []*host.Host{m1, m2} {
+		if err := m.FailStarts("MSSQLSERVER", 1067, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := opCtx(t)
+	start := time.Now()
+	if r, err := nodeHost(t, sim, "node1").ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 30}); err == nil && r.Error == "" {
+		t.Fatalf("cluster_restart succeeded with an Engine that will not start: %+v", r)
+	}
+	var progress host.ClusterGuardOutcome
+	if err := waitUntil(ctx, func() bool {
+		progress, _ = m1.ClusterGuard("MSSQLSERVER")
+		return progress.Finished || progress.BroughtOnline >= 1
+	}); err != nil || progress.Finished {
+		t.Fatalf("no progress record before the guard ended: %+v, %v", progress, err)
+	}
+	out, err := m1.WaitClusterGuard(ctx, "MSSQLSERVER")
+	if err != nil {
+		t.Fatalf("the guard did not stop: %v", err)
+	}
+	if out.BroughtOnline != contract.ClusterGuardAttempts || !strings.Contains(out.Error, "did not bring the role") || out.State == contract.ClusterOnline {
+		t.Errorf("the guard's outcome: %+v; want %d BringOnline calls and why it stopped", out, contract.ClusterGuardAttempts)
+	}
+	// The pauses between the calls: 2 s, then 4 s, then 8 s before the guard gives up.
+	if took, least := time.Since(start), 14*time.Second; took < least {
+		t.Errorf("the guard stopped %s after the action: its pauses (at least %s in all) were not kept", took, least)
+	}
+}
+
+// Issue 37: a role whose SQL Server resource came Online under the guard (its Agent
+// failing) and that someone then takes offline (a DBA repairing it: the cluster
+// itself puts a resource that fails into Failed, never Offline) is left Offline: the
+// guard stops and says so, rather than bringing it back.
+func TestClusterGuardLeavesARoleTakenOfflineBySomeoneElse(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	m1, _ := sim.Host("node1")
+	m2, _ := sim.Host("node2")
+	for _, m := range []*host.Host{m1, m2} {
+		if err := m.FailStarts("SQLSERVERAGENT", 1067, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := opCtx(t)
+	if r, err := nodeHost(t, sim, "node1").ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 30}); err == nil && r.Error == "" {
+		t.Fatalf("cluster_restart succeeded with an Agent that will not start: %+v", r)
+	}
+	c, _ := sim.Cluster("CLU1")
+	if err := waitUntil(ctx, func() bool {
+		g, _ := m1.ClusterGuard("MSSQLSERVER")
+		v, err := c.RoleView(fciGroup)
+		return g.BroughtOnline >= 1 && err == nil && v.Action == ""
+	}); err != nil {
+		t.Fatalf("the guard did not bring the role online once: %v", err)
+	}
+	// The DBA takes the role offline (the cluster may be busy with the guard's call).
+	if err := waitUntil(ctx, func() bool {
+		off, err := c.TakeResourceOffline(ctx, fciGroup, wsfc.ResourceTypeSQLServer, 20*time.Second)
+		return err == nil && off.Err == nil && off.Finished
+	}); err != nil {
+		t.Fatalf("taking the role offline: %v", err)
+	}
+	out, err := m1.WaitClusterGuard(ctx, "MSSQLSERVER")
+	if err != nil {
+		t.Fatalf("the guard did not stop: %v", err)
+	}
+	if !strings.Contains(out.Error, "taken offline after it had come Online") || out.BroughtOnline > 2 {
+		t.Errorf("the guard's outcome: %+v; want it stopped at the role taken offline", out)
+	}
+	if v, _ := c.RoleView(fciGroup); sqlResourceState(v) != wsfc.ResourceOffline {
+		t.Errorf("the role's SQL Server resource is %s after the guard ended; want it left Offline", sqlResourceState(v))
+	}
+}
+
+func sqlResourceState(v wsfc.ClusterRoleView) string {
+	for _, r := range v.Resources {
+		if r.Type == wsfc.ResourceTypeSQLServer {
+			return r.State
+		}
+	}
+	return ""
+}
+
+// waitUntil polls cond every 50 ms until it holds or ctx ends.
+func waitUntil(ctx context.Context, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // A cluster action whose guard cannot start (WMI's process creation blocked by the
 // ASR rule, the Task Scheduler stopped) is refused before anything is taken
 // offline: cluster_error, and the role stays Online on its owner.

@@ -4,10 +4,12 @@
 # moved; it runs outside the WinRM shell's job object. Once the script's process has
 # ended (it finished; or its shell ended: a Ctrl-C, a lost client), it waits while a
 # resource of the role is pending and, unless the group is Online with its SQL
-# Server and Agent resources Online, calls BringOnline, again each time the
-# cluster is done, for at most 2 hours (past the request's deadline if it must). It
-# records the outcome in its marker HKLM:\SOFTWARE\mssqlifi\Cluster\<instance>
-# (value State, JSON: finished, group, brought_online, state, error).
+# Server and Agent resources Online, calls BringOnline, again after a pause that
+# doubles each time, at most 3 times and for at most 2 hours (past the request's
+# deadline if it must); a role taken offline after the guard saw it Online is left
+# Offline (someone else's action). It records its progress at each turn, and its
+# outcome, in its marker HKLM:\SOFTWARE\mssqlifi\Cluster\<instance> (value State,
+# JSON: finished, group, brought_online, state, error).
 $ClusterGuardRoot = 'HKLM:\SOFTWARE\mssqlifi\Cluster'
 $ClusterGuardWorker = {
     $ErrorActionPreference = 'Stop'
@@ -37,6 +39,16 @@ $ClusterGuardWorker = {
         $null = $runner.WaitForExit(7200000)
     }
     $outcome = [ordered]@{ finished = $false; group = $groupName; brought_online = 0; state = ''; error = '' }
+    # MSCluster_ResourceGroup.State: 0 Online, 1 Offline, 2 Failed, 3 Partial Online, 4 Pending.
+    $groupStates = @{ 0 = 'Online'; 1 = 'Offline'; 2 = 'Failed'; 3 = 'PartialOnline'; 4 = 'Pending' }
+    # BringOnline again after a pause that doubles (from 2 s, at most 5 minutes), at
+    # most 3 times (contract.ClusterGuardAttempts and friends): a role that will not
+    # come online is not started again and again for 2 hours. Once its SQL Server
+    # resource was seen Online, an Offline role was taken offline by someone (a DBA
+    # repairing it): it is left so. The record is written at each turn.
+    $attempts = 3
+    $pause = 2
+    $wasOnline = $false
     while ([DateTime]::UtcNow -lt $until) {
         try {
             $group = @(Get-CimInstance -Namespace 'root/MSCluster' -ClassName 'MSCluster_ResourceGroup' | Where-Object { [string]$_.Name -ceq $groupName })[0]
@@ -46,19 +58,43 @@ $ClusterGuardWorker = {
                 Start-Sleep -Seconds 1
                 continue
             }
+            $outcome.state = [string]$groupStates[[int]$group.State]
             $down = @($resources | Where-Object { ([string]$_.Type -ceq 'SQL Server' -or [string]$_.Type -ceq 'SQL Server Agent') -and [int]$_.State -ne 2 })
-            # MSCluster_ResourceGroup.State: 0 Online.
+            if ([int]$group.State -eq 0 -and $down.Count -gt 0) {
+                $outcome.state = 'PartialOnline' # the group, without its SQL Server or Agent
+            }
             if ([int]$group.State -eq 0 -and $down.Count -eq 0) {
-                $outcome.state = 'Online'
+                $outcome.error = ''
+                break
+            }
+            # MSCluster_Resource.State 3 is Offline: the cluster puts a resource that
+            # fails into Failed (4), so an Offline one was taken offline by someone.
+            if (@($resources | Where-Object { [string]$_.Type -ceq 'SQL Server' -and [int]$_.State -eq 2 }).Count -gt 0) {
+                $wasOnline = $true # SQL Server came Online (its Agent, say, did not)
+            }
+            elseif ($wasOnline -and @($resources | Where-Object { [string]$_.Type -ceq 'SQL Server' -and [int]$_.State -eq 3 }).Count -gt 0) {
+                $outcome.error = "the role '$groupName' was taken offline after it had come Online: someone else's action, left Offline"
+                break
+            }
+            if ($outcome.brought_online -ge $attempts) {
+                $outcome.error = "BringOnline did not bring the role '$groupName' online in $attempts attempts (it is $($outcome.state)): left as it is. $($outcome.error)"
                 break
             }
             $outcome.brought_online++
+            Set-ItemProperty -LiteralPath $marker -Name 'State' -Value (ConvertTo-Json -InputObject $outcome -Compress)
             $null = Invoke-CimMethod -InputObject $group -MethodName 'BringOnline' -Arguments @{ TimeOut = [uint32]60 }
+            $outcome.error = ''
+            $resources = @(Get-CimAssociatedInstance -InputObject $group -ResultClassName 'MSCluster_Resource')
+            if (@($resources | Where-Object { [string]$_.Type -ceq 'SQL Server' -and [int]$_.State -eq 2 }).Count -gt 0) {
+                $wasOnline = $true
+            }
         }
         catch {
             $outcome.error = $_.Exception.Message
-            Start-Sleep -Seconds 2
         }
+        Set-ItemProperty -LiteralPath $marker -Name 'State' -Value (ConvertTo-Json -InputObject $outcome -Compress)
+        Start-Sleep -Seconds $pause
+        $pause = [Math]::Min(2 * $pause, 300)
     }
     $outcome.finished = $true
     Set-ItemProperty -LiteralPath $marker -Name 'State' -Value (ConvertTo-Json -InputObject $outcome -Compress)

@@ -137,6 +137,14 @@ function Wait-RestartGuardStart {
     }
 }
 
+# Empties the marker's start record (GuardProcessId 0, GuardStart '') before a
+# launcher starts its guard: Wait-RestartGuardStart then sees only that guard's.
+function Reset-RestartGuardStart {
+    param([string] $Marker)
+    Set-ItemProperty -LiteralPath $Marker -Name 'GuardProcessId' -Value 0 -Type DWord
+    Set-ItemProperty -LiteralPath $Marker -Name 'GuardStart' -Value ''
+}
+
 # What may have ended a guard that did not start: said in every such refusal.
 $RestartGuardBlockers = 'a Group Policy execution policy, AMSI or an endpoint-protection product may have ended it'
 
@@ -192,28 +200,37 @@ function Start-RestartGuard {
     else {
         # CREATE_BREAKAWAY_FROM_JOB (0x01000000): out of the WMI provider host's job
         # too, whose quotas would otherwise apply; without it if that job refuses.
-        $commandLine = 'powershell.exe ' + $Arguments
-        $startup = New-CimInstance -ClassName Win32_ProcessStartup -ClientOnly -Property @{ CreateFlags = [uint32]0x01000000; ShowWindow = [uint16]0 }
-        $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine; ProcessStartupInformation = $startup }
-        if ($created.ReturnValue -ne 0) {
-            $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine }
-        }
-        if ($created.ReturnValue -eq 0) {
-            $createdId = [int]$created.ProcessId
-            $guardId = Wait-RestartGuardStart -Marker $Marker -ProcessId $createdId
-            if ($guardId -gt 0) {
-                return @{ launcher = 'wmi'; process_id = $guardId; task = ''; why = '' }
+        # An exception from WMI itself (a CimException: access denied on root\cimv2,
+        # a quota, the WMI service not answering) is this launcher's failure, not
+        # the request's: the scheduled task is tried next.
+        try {
+            Reset-RestartGuardStart -Marker $Marker
+            $commandLine = 'powershell.exe ' + $Arguments
+            $startup = New-CimInstance -ClassName Win32_ProcessStartup -ClientOnly -Property @{ CreateFlags = [uint32]0x01000000; ShowWindow = [uint16]0 }
+            $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine; ProcessStartupInformation = $startup }
+            if ($created.ReturnValue -ne 0) {
+                $created = Invoke-CimMethod -ClassName Win32_Process -MethodName Create -Arguments @{ CommandLine = $commandLine }
             }
-            $left = 'ended'
-            $process = Get-Process -Id $createdId -ErrorAction SilentlyContinue
-            if ($process -and $process.ProcessName -eq 'powershell') {
-                $left = 'still ran and was ended'
-                Stop-Process -Id $createdId -Force -ErrorAction SilentlyContinue
+            if ($created.ReturnValue -eq 0) {
+                $createdId = [int]$created.ProcessId
+                $guardId = Wait-RestartGuardStart -Marker $Marker -ProcessId $createdId
+                if ($guardId -gt 0) {
+                    return @{ launcher = 'wmi'; process_id = $guardId; task = ''; why = '' }
+                }
+                $left = 'ended'
+                $process = Get-Process -Id $createdId -ErrorAction SilentlyContinue
+                if ($process -and $process.ProcessName -eq 'powershell') {
+                    $left = 'still ran and was ended'
+                    Stop-Process -Id $createdId -Force -ErrorAction SilentlyContinue
+                }
+                $why.Add("the guard Win32_Process.Create started (process $createdId) did not start within $RestartGuardStartSeconds s: it $left without its start record ($RestartGuardBlockers)")
             }
-            $why.Add("the guard Win32_Process.Create started (process $createdId) did not start within $RestartGuardStartSeconds s: it $left without its start record ($RestartGuardBlockers)")
+            else {
+                $why.Add("Win32_Process.Create returned $(Get-ProcessCreateText -Value ([int]$created.ReturnValue))")
+            }
         }
-        else {
-            $why.Add("Win32_Process.Create returned $(Get-ProcessCreateText -Value ([int]$created.ReturnValue))")
+        catch {
+            $why.Add("Win32_Process.Create failed: $($_.Exception.Message)")
         }
     }
     # A one-time task, started at once, that runs as SYSTEM (registering it needs an
@@ -224,6 +241,9 @@ function Start-RestartGuard {
         $action = New-ScheduledTaskAction -Execute 'powershell.exe' -Argument $Arguments
         $principal = New-ScheduledTaskPrincipal -UserId $system -LogonType ServiceAccount -RunLevel Highest
         $settings = New-ScheduledTaskSettingsSet -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries -MultipleInstances IgnoreNew -Priority 4
+        # A guard WMI started and that was ended may have written its record late:
+        # the task's guard is waited for with the record empty.
+        Reset-RestartGuardStart -Marker $Marker
         Set-ItemProperty -LiteralPath $Marker -Name 'GuardTask' -Value $taskName
         $null = Register-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -Action $action -Principal $principal -Settings $settings -Force -ErrorAction Stop
         Start-ScheduledTask -TaskName $taskName -TaskPath $RestartTaskPath -ErrorAction Stop

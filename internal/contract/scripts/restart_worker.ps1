@@ -305,6 +305,8 @@ $RestartWorker = {
                 $state.message = "$serviceName was not stopped: its dependent $($blocker.Name) is $(Get-StateName -Status $blocker.Status) when the Engine was to stop (the restart allows $timeoutSeconds seconds). Nothing more was stopped; the dependents this restart stopped are started again. Look at why $($blocker.Name) does not stop, then apply again."
                 $state.phase = 'dependents'
                 Save-State
+                # The dependents start again with a deadline of their own (the stop's is spent).
+                $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
             }
             else {
                 # An Engine starting (or pausing, continuing) cannot take the stop yet
@@ -398,18 +400,20 @@ $RestartWorker = {
             }
         }
         # The dependents this restart stopped, the last stopped first; one left Paused
-        # or Running (never reached) stays as it is. One still Stop Pending is started
-        # once it has stopped: by the guard, when this is the runner.
+        # or Running (never reached) stays as it is. First every one that can start
+        # now; then those still Stop Pending (a dependent that would not stop) and
+        # those that depend on one, once it has stopped: by the guard, when this is
+        # the runner. Nothing waits on a dependent that will not stop before the
+        # others run again (SQL Server Agent is back at once).
         [array]::Reverse($running)
+        $held = New-Object System.Collections.Generic.List[string]
+        $late = ''
         foreach ($dependent in $running) {
             $dependent.Refresh()
-            if ($dependent.Status -eq 'StopPending') {
-                if ($Inline) {
-                    return
-                }
-                if (Wait-Status -Service $dependent -Status 'Stopped' -Until $lateLimit) {
-                    $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
-                }
+            $after = @($dependent.ServicesDependedOn | Where-Object { $held -contains $_.Name })
+            if ($dependent.Status -eq 'StopPending' -or $after.Count -gt 0) {
+                $held.Add($dependent.Name)
+                continue
             }
             if ($dependent.Status -eq 'Paused') {
                 continue
@@ -418,10 +422,37 @@ $RestartWorker = {
                 $dependent.Start()
                 $state.started += $dependent.Name
             }
-            if (-not (Wait-Status -Service $dependent -Status 'Running' -Until $deadline)) {
-                Complete-Restart -ErrorCode 'timeout' -Message "$serviceName runs again, but its dependent $($dependent.Name) did not reach Running within $timeoutSeconds seconds (it is $(Get-StateName -Status $dependent.Status)). Look at that service's event log."
+            if (-not $late -and -not (Wait-Status -Service $dependent -Status 'Running' -Until $deadline)) {
+                $late = "$serviceName runs again, but its dependent $($dependent.Name) did not reach Running within $timeoutSeconds seconds (it is $(Get-StateName -Status $dependent.Status)). Look at that service's event log."
+            }
+        }
+        if ($held.Count -gt 0) {
+            Save-State
+            if ($Inline) {
                 return
             }
+            foreach ($dependent in $running) {
+                if ($held -notcontains $dependent.Name) {
+                    continue
+                }
+                $dependent.Refresh()
+                if ($dependent.Status -eq 'StopPending') {
+                    if (Wait-Status -Service $dependent -Status 'Stopped' -Until $lateLimit) {
+                        $deadline = [DateTime]::UtcNow.AddSeconds($timeoutSeconds)
+                    }
+                }
+                if ($dependent.Status -eq 'Stopped') {
+                    $dependent.Start()
+                    $state.started += $dependent.Name
+                }
+                if (-not $late -and -not (Wait-Status -Service $dependent -Status 'Running' -Until $deadline)) {
+                    $late = "$serviceName runs again, but its dependent $($dependent.Name) did not reach Running within $timeoutSeconds seconds (it is $(Get-StateName -Status $dependent.Status)). Look at that service's event log."
+                }
+            }
+        }
+        if ($late) {
+            Complete-Restart -ErrorCode 'timeout' -Message $late
+            return
         }
         # A restart that stopped at a dependent keeps its stop_timeout.
         Complete-Restart -ErrorCode '' -Message ''

@@ -318,8 +318,11 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 // the host's lifetime, not the shell's: once the script's process has ended (it
 // finished, or its shell ended: a Ctrl-C, a lost client) it waits until the cluster
 // runs no action on the role and, unless the role and its SQL Server and Agent
-// resources are Online, brings the group online, again each time the cluster is
-// done, for at most the late limit (2 h), and records the outcome (ClusterGuardOutcome).
+// resources are Online, brings the group online, again after a pause that doubles,
+// at most contract.ClusterGuardAttempts times and for at most the late limit (2 h);
+// a role taken offline after the guard saw its SQL Server resource Online is left
+// Offline (someone else's action). It records its progress at each turn and its outcome
+// (ClusterGuardOutcome).
 // The returned channel is closed when the script's process ends.
 func (h *Host) startClusterGuard(ctx context.Context, c *wsfc.Cluster, instance, role string, stdout io.Writer, entry *AuditEntry) (chan struct{}, int, bool) {
 	guardFile, hash, err := h.prepareGuardFile()
@@ -328,6 +331,9 @@ func (h *Host) startClusterGuard(ctx context.Context, c *wsfc.Cluster, instance,
 			fmt.Sprintf("The cluster action's guard cannot be prepared on %s: %v. Nothing was taken offline.", h.computer, err)), false
 	}
 	launch := h.launchGuard(ctx, "cluster_"+instance, newToken(), guardFile, hash)
+	if launch.raw {
+		return nil, h.scriptError(stdout, entry, contract.ExitFailure, contract.RestartFailed, launch.why), false
+	}
 	if !launch.guarded {
 		why := launch.why
 		if launch.launcher != "" {
@@ -350,20 +356,64 @@ func (h *Host) startClusterGuard(ctx context.Context, c *wsfc.Cluster, instance,
 		late, cancel := context.WithTimeout(h.life, restartLateLimit)
 		defer cancel()
 		out := ClusterGuardOutcome{Role: role}
+		record := func() { // the marker's State, written at each turn
+			h.mu.Lock()
+			o := out
+			h.clusterGuards[key] = &o
+			h.notifyLocked()
+			h.mu.Unlock()
+		}
+		pause := contract.ClusterGuardFirstPauseSeconds * time.Second
+		wasOnline := false
 		for late.Err() == nil {
 			v, err := c.WaitRole(late, role, func(v wsfc.ClusterRoleView) bool { return v.Action == "" })
 			if err != nil {
 				out.Error = err.Error()
 				break
 			}
+			out.State = v.State
 			if roleUp(v) {
-				out.State = wsfc.GroupOnline
+				out.Error = ""
+				break
+			}
+			if v.State == wsfc.GroupOnline {
+				out.State = wsfc.GroupPartialOnline // the group, without its SQL Server or Agent
+			}
+			sql := sqlState(v)
+			if sql == wsfc.ResourceOnline {
+				wasOnline = true // SQL Server came Online (its Agent, say, did not)
+			}
+			if wasOnline && sql == wsfc.ResourceOffline {
+				// The cluster puts a resource that fails into Failed, never Offline:
+				// someone took it offline (a DBA repairing it).
+				out.Error = fmt.Sprintf("the role '%s' was taken offline after it had come Online: someone else's action, left Offline", role)
+				break
+			}
+			if out.BroughtOnline >= contract.ClusterGuardAttempts {
+				out.Error = fmt.Sprintf("BringOnline did not bring the role '%s' online in %d attempts (it is %s): left as it is. %s",
+					role, contract.ClusterGuardAttempts, out.State, out.Error)
 				break
 			}
 			out.BroughtOnline++
-			if on, err := c.BringGroupOnline(late, role, time.Minute); err != nil || on.Err != nil {
-				out.Error = fmt.Sprint(err, on.Err)
+			record()
+			on, err := c.BringGroupOnline(late, role, time.Minute)
+			switch {
+			case err != nil:
+				out.Error = err.Error()
+			case on.Err != nil:
+				out.Error = on.Err.Error()
+			default:
+				out.Error = ""
 			}
+			if after, err := c.RoleView(role); err == nil && sqlState(after) == wsfc.ResourceOnline {
+				wasOnline = true
+			}
+			record()
+			select {
+			case <-time.After(pause):
+			case <-late.Done():
+			}
+			pause = min(2*pause, contract.ClusterGuardMaxPauseSeconds*time.Second)
 		}
 		h.mu.Lock()
 		h.removeTaskLocked(launch.task)
@@ -373,6 +423,16 @@ func (h *Host) startClusterGuard(ctx context.Context, c *wsfc.Cluster, instance,
 		h.mu.Unlock()
 	}()
 	return done, 0, true
+}
+
+// sqlState is the state of the role's SQL Server resource.
+func sqlState(v wsfc.ClusterRoleView) string {
+	for _, r := range v.Resources {
+		if r.Type == wsfc.ResourceTypeSQLServer {
+			return r.State
+		}
+	}
+	return ""
 }
 
 // roleUp reports whether the role and its SQL Server and Agent resources are Online.

@@ -145,6 +145,26 @@ func (h *Host) win32ProcessCreate(commandLine string) int {
 	return 0
 }
 
+// SetWMIError makes every Win32_Process.Create call throw (Invoke-CimMethod's
+// CimException) with msg, as WMI does when it refuses the call itself rather than
+// answering with a return value: access denied on root\cimv2 (WBEM_E_ACCESS_DENIED,
+// 0x80041003), a provider quota (WBEM_E_QUOTA_VIOLATION, 0x8004106C), the WMI
+// service not answering. "" clears it.
+func (h *Host) SetWMIError(msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.wmiError = msg
+}
+
+// scriptCatchesWMIError reports whether restart_guard.ps1 takes an exception from
+// Win32_Process.Create as the WMI launcher's failure and tries the scheduled task
+// (the simulator knows the scripts by content, as scriptWaitsForWMIGuard does); a
+// script that does not ends the request with the exception's raw message.
+func scriptCatchesWMIError() bool {
+	s, err := contract.Script(contract.OpRestartInstance)
+	return err == nil && strings.Contains(s, `$why.Add("Win32_Process.Create failed: $($_.Exception.Message)")`)
+}
+
 // powershell.exe's parameters the model reads (powershell.exe -?, about_PowerShell_exe):
 // a parameter may be given by any prefix of its name that no earlier one in this
 // list has (-e and -ec are -EncodedCommand, -ex and -ep -ExecutionPolicy).
@@ -271,6 +291,9 @@ type guardLaunch struct {
 	launcher string // "wmi", "scheduled_task"; "" when the guard could not be started
 	task     string // the scheduled task's name
 	why      string
+	// raw: an exception the script did not catch ended the request, with why as
+	// its message.
+	raw bool
 	// guarded: a guard runs (it wrote its start record); false when the script went
 	// on without waiting for one that never started (it then dies with the shell).
 	guarded bool
@@ -295,6 +318,7 @@ func (h *Host) launchGuard(ctx context.Context, instance, token, guardFile, hash
 	h.mu.Lock()
 	mode := h.asrRules[ASRRulePsExecWMI]
 	schedulerStopped := h.cfg.TaskSchedulerStopped
+	wmiError := h.wmiError
 	h.mu.Unlock()
 	line, err := contract.GuardCommandLine(guardFile, hash, token, 4096)
 	if err != nil {
@@ -310,6 +334,11 @@ func (h *Host) launchGuard(ctx context.Context, instance, token, guardFile, hash
 			name = "warn (which blocks where nobody can answer the prompt)"
 		}
 		why = append(why, fmt.Sprintf("Microsoft Defender's attack surface reduction rule %s (Block process creations originating from PSExec and WMI commands) is in %s mode, so Win32_Process.Create was not used", ASRRulePsExecWMI, name))
+	} else if wmiError != "" {
+		if !scriptCatchesWMIError() {
+			return guardLaunch{why: wmiError, raw: true}
+		}
+		why = append(why, "Win32_Process.Create failed: "+wmiError)
 	} else if rv := h.win32ProcessCreate(line); rv == 0 {
 		h.stats.powershell.Add(1)
 		got, ended := h.startGuardProcess(line, LauncherWMI, guardFile)

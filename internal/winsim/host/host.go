@@ -100,6 +100,7 @@ type Host struct {
 	// owner of %ProgramData%\mssqlifi ("" : it does not exist), the scheduled tasks
 	// under \mssqlifi\.
 	asrRules      map[string]int
+	wmiError      string // SetWMIError: Win32_Process.Create's call throws this
 	guardDirOwner string
 	tasks         map[string]bool
 	// clusterGuards: the last cluster guard's outcome per instance (cluster_ops.go).

@@ -539,3 +539,28 @@ func recordListenerHooks(inst *Instance) func() string {
 		return strings.Join(calls, ",")
 	}
 }
+
+// Issue 37: NT SERVICE\ALL SERVICES (S-1-5-80-0) is in the token of a service whose
+// SID type is unrestricted or restricted (FIDELITY.md): the right granted to it
+// alone gives the Engine IFI at its next start; with SID type none it does not.
+func TestAllServicesInTheServiceToken(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sidType int
+		want    string
+	}{{1, "enabled."}, {3, "enabled."}, {0, "disabled."}} {
+		cfg := baseConfig()
+		cfg.Instances[0].ServiceSIDType = &c.sidType
+		h := newHost(t, cfg)
+		if _, err := h.GrantRight(contract.RightManageVolume, winsid.AllServices); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.RestartService("MSSQLSERVER"); err != nil {
+			t.Fatal(err)
+		}
+		inst, _ := h.Instance("MSSQLSERVER")
+		if log := inst.ErrorLog(); !strings.Contains(log, "Instant File Initialization: "+c.want) {
+			t.Errorf("SID type %d, the right granted to ALL SERVICES: the Engine's log does not say IFI %s\n%s", c.sidType, c.want, log)
+		}
+	}
+}

@@ -354,7 +354,8 @@ func (h *Host) captureTokenLocked(s *service) (sids []string) {
 		sids = append(sids, s.accountSID)
 	}
 	if s.sidType == 1 || s.sidType == 3 {
-		sids = appendUnique(sids, serviceSIDOf(s))
+		// The service SID, and NT SERVICE\ALL SERVICES with it (FIDELITY.md).
+		sids = appendUnique(appendUnique(sids, serviceSIDOf(s)), winsid.AllServices)
 	}
 	admin := localSystem || (s.accountSID != "" && h.isAdministratorsMember(s.accountSID))
 	if s.accountSID != "" {

@@ -24,7 +24,7 @@ var wellKnownNames = map[string]string{
 	winsid.Everyone:           `Everyone`,
 	winsid.AuthenticatedUsers: `NT AUTHORITY\Authenticated Users`,
 	winsid.ServiceLogon:       `NT AUTHORITY\SERVICE`,
-	"S-1-5-80-0":              `NT SERVICE\ALL SERVICES`,
+	winsid.AllServices:        `NT SERVICE\ALL SERVICES`,
 }
 
 // sidPattern is the string form ConvertStringSidToSid accepts: S-1-<authority>

@@ -63,6 +63,43 @@ func TestRestartDependentSlowToStop(t *testing.T) {
 	}
 }
 
+// Issue 37: a dependent that will not stop (Launchpad's stop outlasts the restart's
+// deadline) does not keep SQL Server Agent, which the restart had already stopped,
+// down with it: Agent runs again within seconds of the restart's decision not to
+// stop the Engine, while Launchpad is still Stop Pending; Launchpad is started once
+// its stop ends. Before, the dependents were started the last stopped first, and
+// the wait on Launchpad's stop (up to 2 hours) came before Agent's start.
+func TestRestartDependentThatWillNotStopLeavesAgentRunning(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, withLaunchpad(100))
+	if err := h.SetStopDuration("MSSQLLaunchpad", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 1}))
+	if r.Error != contract.RestartStopTimeout || !strings.Contains(r.Message, "MSSQLLaunchpad is Stop Pending") {
+		t.Fatalf("a dependent that will not stop: %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.WaitServiceState(ctx, "SQLSERVERAGENT", contract.StateRunning); err != nil {
+		t.Fatalf("SQL Server Agent is not Running 5 s after the restart's answer while Launchpad is still stopping: %v", err)
+	}
+	if s, _ := h.ServiceState("MSSQLLaunchpad"); s != contract.StateStopPending {
+		t.Fatalf("Launchpad is %s, want still Stop Pending", s)
+	}
+	if n := engineStops(h); n != 0 {
+		t.Errorf("the Engine was stopped %d times", n)
+	}
+	if err := h.EndStopNow("MSSQLLaunchpad"); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, h, "MSSQLSERVER", "SQLSERVERAGENT", "MSSQLLaunchpad")
+	st := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartStatus, contract.RestartStatusParams{Instance: "MSSQLSERVER", WaitSeconds: 10}))
+	if !st.Finished || st.Error != contract.RestartStopTimeout {
+		t.Fatalf("status after the dependents ran again: %+v", st)
+	}
+}
+
 // A Paused dependent is stopped and started again with the others (before, it was
 // skipped, then stopped by .NET's loop and never started again).
 func TestRestartPausedDependent(t *testing.T) {
@@ -312,5 +349,35 @@ func TestRaceNextStop(t *testing.T) {
 	}
 	if err := h.RaceNextStop("MSSQLLaunchpad", "crashed"); err == nil {
 		t.Fatal("an unknown race was accepted")
+	}
+}
+
+// Issue 37: an exception from WMI's Win32_Process.Create itself (access denied on
+// root\cimv2, say) is the WMI launcher's failure: the guard is started by the
+// scheduled task and the restart goes. Before, the exception ended the request with
+// its raw message and the task launcher was never tried.
+func TestRestartGuardAfterAWMIException(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, baseConfig())
+	h.SetWMIError("Access denied (WBEM_E_ACCESS_DENIED 0x80041003)")
+	r := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30}))
+	if r.Error != "" || !r.Finished {
+		t.Fatalf("restart with WMI throwing: %+v", r)
+	}
+	if s := h.Stats(); s.GuardsByTask != 1 || s.GuardsByWMI != 0 {
+		t.Fatalf("guards: %+v, want one started by a scheduled task", s)
+	}
+	if tasks := h.ScheduledTasks(); len(tasks) != 0 {
+		t.Fatalf("tasks left behind: %v", tasks)
+	}
+	// With the Task Scheduler stopped as well, the refusal names both launchers' failures.
+	cfg := baseConfig()
+	cfg.TaskSchedulerStopped = true
+	h = newHost(t, cfg)
+	h.SetWMIError("Access denied (WBEM_E_ACCESS_DENIED 0x80041003)")
+	res := execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30})
+	if res.code == 0 || !strings.Contains(res.stdout, "Win32_Process.Create failed: Access denied") || !strings.Contains(res.stdout, "Task Scheduler service is not running") ||
+		!strings.Contains(res.stdout, "Nothing was stopped") {
+		t.Fatalf("WMI throwing and the Task Scheduler stopped: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 }

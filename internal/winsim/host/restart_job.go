@@ -257,6 +257,10 @@ func (h *Host) prepareRestart(runner context.Context, inst *Instance, id string,
 	h.mu.Unlock()
 	l.release()
 	launch := h.launchGuard(runner, inst.name, token, guardFile, hash)
+	if launch.raw {
+		h.removePrepared(key, j)
+		return nil, errors.New(launch.why) // the exception, as the script's top level reports it
+	}
 	if launch.launcher == "" {
 		h.removePrepared(key, j)
 		return nil, fmt.Errorf("The restart's guard process could not be started on %s: %s. Nothing was stopped or changed. "+
@@ -516,39 +520,70 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, 
 		finish(contract.RestartFailed, msg)
 	}
 	// The last phase: the dependents it stopped, the last stopped first. One left
-	// Paused or Running (never reached) stays as it is; one still Stop Pending is
-	// started once it has stopped (by the guard: the runner hands it over).
+	// Paused or Running (never reached) stays as it is. Every one that can start is
+	// started first; one still Stop Pending, and one that depends on it, is held and
+	// started once it has stopped (by the guard: the runner hands it over), so that
+	// none waits on a dependent that will not stop. A dependent that does not reach
+	// Running is reported once all were started.
 	startDependents := func() {
+		late := ""
+		startOne := func(d *service) bool {
+			switch state(d) {
+			case contract.StatePaused:
+				return true
+			case contract.StateStopped:
+				if err := h.StartService(d.name); err != nil {
+					fail(err)
+					return false
+				}
+				h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Started = append(r.Started, d.name) })
+			}
+			if late == "" && h.WaitServiceState(deadline, d.name, contract.StateRunning) != nil {
+				late = fmt.Sprintf("%s runs again, but its dependent %s did not reach Running within %d seconds (it is %s). Look at that service's event log.",
+					s.name, d.name, secs, state(d))
+			}
+			return true
+		}
+		var held []*service
 		for i := len(running) - 1; i >= 0; i-- {
 			d := running[i]
 			if dead() {
 				return
 			}
-			if state(d) == contract.StateStopPending {
-				if runnerReturns() {
-					return
-				}
-				late, cancelLate := context.WithTimeout(ctx, restartLateLimit)
-				if h.WaitServiceState(late, d.name, contract.StateStopped) == nil {
-					renew()
-				}
-				cancelLate()
-			}
-			switch state(d) {
-			case contract.StatePaused:
+			h.mu.Lock()
+			after := slices.ContainsFunc(d.dependsOn, func(x *service) bool { return slices.Contains(held, x) })
+			h.mu.Unlock()
+			if state(d) == contract.StateStopPending || after {
+				held = append(held, d)
 				continue
-			case contract.StateStopped:
-				if err := h.StartService(d.name); err != nil {
-					fail(err)
-					return
-				}
-				h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Started = append(r.Started, d.name) })
 			}
-			if err := h.WaitServiceState(deadline, d.name, contract.StateRunning); err != nil {
-				finish(contract.RestartTimeout, fmt.Sprintf("%s runs again, but its dependent %s did not reach Running within %d seconds (it is %s). Look at that service's event log.",
-					s.name, d.name, secs, state(d)))
+			if !startOne(d) {
 				return
 			}
+		}
+		if len(held) > 0 {
+			if runnerReturns() {
+				return
+			}
+			for _, d := range held {
+				if dead() {
+					return
+				}
+				if state(d) == contract.StateStopPending {
+					stopped, cancelStopped := context.WithTimeout(ctx, restartLateLimit)
+					if h.WaitServiceState(stopped, d.name, contract.StateStopped) == nil {
+						renew()
+					}
+					cancelStopped()
+				}
+				if !startOne(d) {
+					return
+				}
+			}
+		}
+		if late != "" {
+			finish(contract.RestartTimeout, late)
+			return
 		}
 		finish("", "") // a restart that stopped at a dependent keeps its stop_timeout
 	}
@@ -631,6 +666,7 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, 
 		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
 			r.Error, r.Message, r.Phase = contract.RestartStopTimeout, msg, contract.PhaseDependents
 		})
+		renew() // the dependents start again with a deadline of their own (the stop's is spent)
 		startDependents()
 		return
 	}

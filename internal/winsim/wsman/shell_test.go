@@ -2,6 +2,7 @@ package wsman
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,5 +58,43 @@ func TestOutputWaitsWhenThePipeIsFullAndTerminateEndsIt(t *testing.T) {
 	}
 	if n, _ := pending(); n > pipeBuffer+len(chunk) {
 		t.Fatalf("%d bytes pending after terminate", n)
+	}
+}
+
+// A Receive while the command runs answers the output written so far with
+// CommandState Running (MS-WSMV 3.1.4.14: Receive collects output "from a running
+// command"; 2.2.4.27 ReceiveResponse), each write of the command available at once
+// (Console.Out's writer flushes each write: .NET Framework's Console creates it with
+// AutoFlush true); the rest comes with Done and the exit code. The provider's gated
+// restart reads its progress lines this way, before the result.
+func TestReceiveAnswersARunningCommandsOutputSoFar(t *testing.T) {
+	_, cancel := context.WithCancel(context.Background())
+	c := newCommand(cancel, false)
+	w := streamWriter{c: c}
+	if _, err := w.Write([]byte("#mssqlifi-progress prepared r1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	out, ok := c.receive(context.Background(), time.Second, 1<<20)
+	if !ok || out.done || string(out.stdout) != "#mssqlifi-progress prepared r1\r\n" {
+		t.Fatalf("Receive while the command runs: %+v, %v; want its first line, not done", out, ok)
+	}
+	resp := string(receiveResponse("uuid:1", "C1", out))
+	if !strings.Contains(resp, `State="`+stateRunning+`"`) || strings.Contains(resp, "ExitCode") || strings.Contains(resp, `End="true"`) {
+		t.Fatalf("the answer for a running command: %s", resp)
+	}
+	// Nothing more written: the next Receive waits (the operation timeout), then more comes.
+	if out, ok := c.receive(context.Background(), 50*time.Millisecond, 1<<20); ok {
+		t.Fatalf("Receive with nothing new answered %+v", out)
+	}
+	if _, err := w.Write([]byte(`{"finished":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	c.finish(0)
+	out, ok = c.receive(context.Background(), time.Second, 1<<20)
+	if !ok || !out.done || string(out.stdout) != `{"finished":true}` {
+		t.Fatalf("Receive after the command ended: %+v, %v", out, ok)
+	}
+	if resp := string(receiveResponse("uuid:2", "C1", out)); !strings.Contains(resp, `State="`+stateDone+`"`) || !strings.Contains(resp, "<rsp:ExitCode>0</rsp:ExitCode>") {
+		t.Fatalf("the last answer: %s", resp)
 	}
 }
