@@ -131,6 +131,8 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 		}
 	case converge.KindCheckFailed:
 		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), ce.Err.Error())
+	case converge.KindAfterDiffers:
+		diags.AddError(fmt.Sprintf("%s reads back otherwise than its plan said", t), ce.Err.Error())
 	case converge.KindRestartSlot:
 		if ce.HostBusy {
 			diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host was restarting", t.Instance, t.Host),
