@@ -40,6 +40,9 @@ const (
 	// KindCheckFailed: after the restart SQL Server reports IFI other than the
 	// right and start account should give (ifi.Check).
 	KindCheckFailed
+	// KindAfterDiffers: an update's read-back differs from a fact its plan showed
+	// known (ifi.ExpectedAfter); the host was changed as planned.
+	KindAfterDiffers
 	// KindRestartSlot: the deadline passed while other restarts held every slot of
 	// the RestartLimiter; the restart did not begin. MaxParallelRestarts is the limit.
 	KindRestartSlot
@@ -65,7 +68,7 @@ var kindNames = map[Kind]string{
 	KindHostSetup: "host_setup", KindObserveFailed: "observe_failed", KindNotFound: "not_found",
 	KindAssessFailed: "assess_failed", KindDecideFailed: "decide_failed", KindRefused: "refused",
 	KindSetRightFailed: "set_right_failed", KindRestartFailed: "restart_failed", KindNotReady: "not_ready",
-	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed",
+	KindReadBackFailed: "read_back_failed", KindVanished: "vanished", KindCheckFailed: "check_failed", KindAfterDiffers: "after_differs",
 	KindRestartSlot: "restart_slot", KindRestartInProgress: "restart_in_progress",
 	KindClusterReadFailed: "cluster_read_failed", KindClusterActionFailed: "cluster_action_failed",
 	KindSQLLogonFailed: "sql_logon_failed",
@@ -146,6 +149,9 @@ func (e *Error) Error() string {
 		what = "cannot read back " + e.Target.String() + " after the change"
 	case KindCheckFailed:
 		what = "IFI is not as asked on " + e.Target.String() + " after the restart"
+	case KindAfterDiffers:
+		what = e.Target.String() + " reads back otherwise than its plan said"
+
 	case KindRestartSlot:
 		if e.HostBusy {
 			what = fmt.Sprintf("the restart of %s did not begin: another instance of the same host was still restarting in this run when the deadline passed "+

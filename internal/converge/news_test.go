@@ -124,8 +124,9 @@ func TestSessionSaysStandingConditionsOnce(t *testing.T) {
 		d := withRestartNever(enable)
 		s := NewSession(w.engine)
 		p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d}, Create: true})
-		if err != nil || ifi.HasWarning(p.Warnings, ifi.WarnRestartPending) {
-			t.Fatalf("the create's plan: %v, %v; want no pending restart yet", codes(p.Warnings), err)
+		// The plan describes the state after its apply: the grant leaves a restart pending.
+		if err != nil || !ifi.HasWarning(p.Warnings, ifi.WarnRestartPending) {
+			t.Fatalf("the create's plan: %v, %v; want the restart its grant leaves pending", codes(p.Warnings), err)
 		}
 		res := applied(t, s, ApplyRequest{Request: Request{Target: defaultTarget, Desired: d}, Create: true, Planned: p.Action})
 		if !ifi.HasWarning(res.Warnings, ifi.WarnRestartPending) {

@@ -211,7 +211,19 @@ func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
 		out, cerr := s.Engine.ApplyCluster(ctx, r.clusterTarget(t), d)
 		res.Cluster, act, res.Warnings, err = out, out.Action, out.Warnings, cerr
 	} else {
+		var planned map[ifi.Field]any
+		if !r.Create {
+			planned = m.plannedAfter(t, d)
+		}
 		out, aerr := s.Engine.Apply(ctx, t, d)
+		if aerr == nil && out.Assessment != nil {
+			// An update's plan showed these known (Session.Plan): an apply that reads
+			// back otherwise fails here, naming what, rather than as Terraform's
+			// inconsistent result.
+			if cerr := ifi.ExpectedAfter(planned, out.Assessment); cerr != nil {
+				aerr = &Error{Kind: KindAfterDiffers, Target: t, Err: cerr, Changed: out.Changed, Restarted: out.Restarted}
+			}
+		}
 		res.Outcome, act, res.Warnings, err = out, out.Action, out.Warnings, aerr
 		m.Remember(out)
 	}

@@ -46,7 +46,11 @@ type Prediction struct {
 	// MayChange are the facts the apply may change: unknown in the plan; every
 	// other fact keeps the state's value.
 	MayChange []ifi.Field
-	Warnings  []ifi.Warning
+	// Known are the facts the apply changes to a value the plan can tell
+	// (ifi.Assessment.After): known in the plan, each a bool, a string or nil for
+	// null. The apply is held to them (Session.Apply).
+	Known    map[ifi.Field]any
+	Warnings []ifi.Warning
 	// NTLMFallback is why auth "negotiate" reaches the host with NTLM, said by a plan
 	// that changes the instance (once per host and run); "" otherwise.
 	NTLMFallback string
@@ -199,10 +203,38 @@ func (s *Session) prediction(pred ifi.Prediction, clustered bool, r PlanRequest,
 	if pred.ChangesLockPages || (r.GranteeChanged || create) && r.Desired.LockPages != nil {
 		p.MayChange = append(p.MayChange, ifi.FieldLockPagesGranted)
 	}
+	if !clustered && !create && pred.After != nil {
+		// An update's plan shows what the apply leaves where it can tell.
+		p.MayChange = slices.DeleteFunc(slices.Clone(p.MayChange), func(f ifi.Field) bool {
+			v, ok := pred.After[f]
+			if ok {
+				if p.Known == nil {
+					p.Known = map[ifi.Field]any{}
+				}
+				p.Known[f] = v
+			}
+			return ok
+		})
+	}
 	if act != ifi.ActionNone {
 		p.Warnings = append(slices.Clone(pred.PlanWarnings), pred.Warning)
 	}
 	return p
+}
+
+// plannedAfter is what an update's plan showed known of t (Prediction.Known and
+// the facts it kept), predicted again as the plan did, from the read of its
+// refresh the memo holds (d primed by it, d.Planned its planned_action); nil
+// when that plan showed none.
+func (m *Memo) plannedAfter(t Target, d ifi.Desired) map[ifi.Field]any {
+	if m == nil || m.Read == nil || m.Verification == nil || m.Verification.Source == "" {
+		return nil
+	}
+	pred, err := ifi.Predict(d, ifi.Observed{Host: t.Host, Instance: m.Read, Verification: *m.Verification}, false)
+	if err != nil || d.Planned == "" || pred.Action != d.Planned {
+		return nil // not this plan's prediction (a verify, an unknown action)
+	}
+	return pred.After
 }
 
 // planCluster predicts the apply of a failover cluster instance (ifi.PredictCluster)

@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -196,11 +197,12 @@ func TestSessionPlanKeepState(t *testing.T) {
 	}
 }
 
-// A plan marks unknown exactly the facts its action may change (ifi.MayChange);
-// every other one shows as the state has it.
+// A plan marks unknown exactly the facts its action may change (ifi.MayChange)
+// whose value after the apply it cannot tell, shows the others it changes known
+// (ifi.Assessment.After), and every other one as the state has it. A create's
+// plan shows no value it predicts.
 func TestSessionPlanMayChange(t *testing.T) {
-	core := []ifi.Field{ifi.FieldPrivilegeGranted, ifi.FieldRestartPending, ifi.FieldVerifiedBy}
-	restart := append(slices.Clone(core), ifi.FieldIFIEnabled, ifi.FieldAvailabilityRole, ifi.FieldMemoryModel)
+	restartUnknown := []ifi.Field{ifi.FieldRestartPending, ifi.FieldVerifiedBy, ifi.FieldIFIEnabled, ifi.FieldMemoryModel}
 	grantee := []ifi.Field{ifi.FieldGranteeSID, ifi.FieldPrivilegeGranted}
 	for _, tc := range []struct {
 		name           string
@@ -210,14 +212,19 @@ func TestSessionPlanMayChange(t *testing.T) {
 		granteeChanged bool
 		want           ifi.Action
 		wantFields     []ifi.Field
+		wantKnown      map[ifi.Field]any
 	}{
-		{name: "grant", host: newFakeHost(), desired: withRestartNever(enable), want: ifi.ActionGrant, wantFields: core},
-		{name: "grant and restart", host: newFakeHost(), desired: enable, want: ifi.ActionGrantAndRestart, wantFields: restart},
+		{name: "grant", host: newFakeHost(), desired: withRestartNever(enable), want: ifi.ActionGrant,
+			wantKnown: map[ifi.Field]any{ifi.FieldPrivilegeGranted: true, ifi.FieldRestartPending: true, ifi.FieldVerifiedBy: "sql_dmv"}},
+		{name: "grant and restart", host: newFakeHost(), desired: enable, want: ifi.ActionGrantAndRestart, wantFields: restartUnknown,
+			wantKnown: map[ifi.Field]any{ifi.FieldPrivilegeGranted: true, ifi.FieldAvailabilityRole: nil}},
 		{name: "none", host: newFakeHost().granted(svcSID), desired: enable, want: ifi.ActionNone},
 		{name: "grant to another grantee", host: newFakeHost(), desired: withRestartNever(enable), granteeChanged: true,
-			want: ifi.ActionGrant, wantFields: append(slices.Clone(core), grantee...)},
+			want: ifi.ActionGrant, wantKnown: map[ifi.Field]any{ifi.FieldPrivilegeGranted: true, ifi.FieldRestartPending: true,
+				ifi.FieldVerifiedBy: "sql_dmv", ifi.FieldGranteeSID: svcSID}},
 		{name: "a create's grant and restart", host: newFakeHost(), desired: enable, create: true,
-			want: ifi.ActionGrantAndRestart, wantFields: append(slices.Clone(restart), grantee...)},
+			want: ifi.ActionGrantAndRestart, wantFields: append([]ifi.Field{ifi.FieldPrivilegeGranted, ifi.FieldRestartPending,
+				ifi.FieldVerifiedBy, ifi.FieldIFIEnabled, ifi.FieldAvailabilityRole, ifi.FieldMemoryModel}, grantee...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(tc.host)
@@ -237,8 +244,21 @@ func TestSessionPlanMayChange(t *testing.T) {
 			if !slices.Equal(p.MayChange, tc.wantFields) {
 				t.Errorf("may change %v, want %v", p.MayChange, tc.wantFields)
 			}
-			if want := ifi.MayChange(tc.want, false, tc.granteeChanged || tc.create); !slices.Equal(p.MayChange, want) {
-				t.Errorf("may change %v, want ifi.MayChange's %v", p.MayChange, want)
+			if !maps.Equal(p.Known, tc.wantKnown) && (len(p.Known) > 0 || len(tc.wantKnown) > 0) {
+				t.Errorf("known %v, want %v", p.Known, tc.wantKnown)
+			}
+			// Together they are what ifi.MayChange lists.
+			all := slices.Concat(p.MayChange, slices.Collect(maps.Keys(p.Known)))
+			want := ifi.MayChange(tc.want, false, tc.granteeChanged || tc.create)
+			for _, f := range want {
+				if !slices.Contains(all, f) {
+					t.Errorf("%s neither unknown nor known; ifi.MayChange lists it", f)
+				}
+			}
+			for _, f := range all {
+				if !slices.Contains(want, f) {
+					t.Errorf("%s changes, but ifi.MayChange does not list it", f)
+				}
 			}
 		})
 	}
@@ -557,5 +577,54 @@ func TestSessionPlanMemoWithoutVerification(t *testing.T) {
 	p, err := NewSession(w.engine).Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: enable, Memo: m}})
 	if err != nil || p.Action != nil {
 		t.Errorf("Plan: %s, %v; want unknown", actionOf(p), err)
+	}
+}
+
+// An update's apply is held to what its plan showed known: one as planned stores
+// it; one whose read-back differs (SQL Server did not answer it, so the running
+// Engine's IFI is not known) fails, naming the fact, instead of leaving Terraform
+// an inconsistent result; the state then holds what the host reports.
+func TestSessionApplyHeldToKnownPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sqlFails  bool
+		wantError string
+	}{
+		{name: "as planned"},
+		{name: "SQL Server does not answer the read-back", sqlFails: true, wantError: "restart_pending is null, the plan said true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(newFakeHost())
+			s := NewSession(w.engine)
+			d := withRestartNever(enable)
+			m := refreshed(t, s, d)
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Drift: true})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if actionOf(p) != string(ifi.ActionGrant) || p.Known[ifi.FieldRestartPending] != true {
+				t.Fatalf("plan %s, known %v; want grant with restart_pending true", actionOf(p), p.Known)
+			}
+			if tc.sqlFails {
+				w.checker.checkErr = errors.New("the login's connection was reset")
+			}
+			res, err := s.Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Planned: p.Action})
+			if tc.wantError == "" {
+				if err != nil {
+					t.Fatalf("Apply: %v", err)
+				}
+				if perr := ifi.ExpectedAfter(p.Known, res.Outcome.Assessment); perr != nil {
+					t.Errorf("the state differs from the plan: %v", perr)
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Kind != KindAfterDiffers || !strings.Contains(err.Error(), tc.wantError) || !ce.Changed {
+				t.Fatalf("Apply: %v; want %s saying %q, the host changed (%+v)", err, KindAfterDiffers, tc.wantError, res.Outcome.Assessment)
+			}
+			if res.Outcome == nil || res.Outcome.Assessment == nil || !res.Outcome.Assessment.PrivilegeGranted {
+				t.Errorf("outcome %+v; want the read-back, the right granted", res.Outcome)
+			}
+		})
 	}
 }

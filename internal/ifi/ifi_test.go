@@ -111,11 +111,13 @@ func TestPlanApply(t *testing.T) {
 			warnings:  []string{WarnRestartPending},
 		},
 		{
+			// The warning says the state the apply leaves: the grant makes a restart pending.
 			name:     "grant with restart never: no restart",
 			desired:  withRestart(enable, RestartNever),
 			observed: obs(dmv(false)),
 			steps:    []stepWant{{true, svcSID}},
 			pending:  ptr(false),
+			warnings: []string{WarnRestartPending},
 		},
 		{
 			name:     "revoke and restart",
@@ -206,8 +208,9 @@ func TestPlanApply(t *testing.T) {
 			observed: obs(dmv(false), func(r *contract.ReadInstanceResult) {
 				r.Clustered = true
 			}),
-			steps:   []stepWant{{true, svcSID}},
-			pending: ptr(false),
+			steps:    []stepWant{{true, svcSID}},
+			pending:  ptr(false),
+			warnings: []string{WarnRestartPending},
 		},
 		{
 			name:     "unverifiable and changed: restart to be sure",

@@ -87,6 +87,9 @@ type Prediction struct {
 	PlanWarnings []Warning
 	// ChangesLockPages: the apply grants or revokes Lock pages in memory.
 	ChangesLockPages bool
+	// After is what a successful apply leaves of the facts the plan can tell
+	// (Assessment.After); nil for none.
+	After map[Field]any
 }
 
 // Predict decides, as PlanApply would on observation o, what an apply of d does.
@@ -102,6 +105,7 @@ func Predict(d Desired, o Observed, drift bool) (Prediction, error) {
 	if p != nil {
 		pr.PlanWarnings = p.Warnings
 		pr.ChangesLockPages = slices.ContainsFunc(p.Steps, func(s Step) bool { return s.RightOf() == contract.RightLockMemory })
+		pr.After = a.After(pr.Action, p)
 	}
 	if pr.Action == ActionNone {
 		return pr, nil

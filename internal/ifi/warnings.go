@@ -33,15 +33,11 @@ func (a *Assessment) warnings() []Warning {
 				"(for example %s) and remove the right from that holder.",
 				a.where(), a.staysOnVia, a.ServiceName, winsid.ServiceAccountName(a.ServiceName)), nil})
 	}
-	if d.Restart == RestartNever && a.RestartPending != nil && *a.RestartPending {
-		state := "off"
-		if a.ExpectedRunning {
-			state = "on"
-		}
+	if want, ok := a.pendingAfterApply(); ok {
 		w = append(w, Warning{WarnRestartPending, "A restart of SQL Server is pending",
 			fmt.Sprintf("On %s a restart of the service %s is pending for IFI to be %s (restart = \"never\", so the provider "+
 				"will not restart it). Restart the service in a maintenance window, or set restart = \"if_needed\".",
-				a.where(), a.ServiceName, state), nil})
+				a.where(), a.ServiceName, onOff(want)), nil})
 	}
 	if a.VerifiedBy == SourceNone && ri.ServiceState == contract.StateRunning {
 		w = append(w, Warning{WarnUnverified, "IFI could not be verified",
@@ -92,4 +88,21 @@ func principals(ps []contract.Principal) string {
 		}
 	}
 	return strings.Join(s, ", ")
+}
+
+// pendingAfterApply is the IFI a restart is pending for (ok) once the instance
+// is as asked, with restart = "never": the running Engine's differs from what its
+// next start gives after an apply of the grantee's grant (enabled) or revoke. The
+// warning describes the state an apply leaves, never one it is about to end (a
+// right revoked outside Terraform, which the apply grants again while the running
+// Engine still has IFI). Under a Group Policy the holders stay as they are.
+func (a *Assessment) pendingAfterApply() (want, ok bool) {
+	if a.desired.Restart != RestartNever || a.RunningIFI == nil {
+		return false, false
+	}
+	want = a.ExpectedRunning
+	if !a.GroupPolicyManaged {
+		want = a.expectedAfter([]Step{{Grant: a.desired.Enabled, SID: a.GranteeSID}})
+	}
+	return want, *a.RunningIFI != want
 }

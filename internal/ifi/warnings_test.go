@@ -86,6 +86,24 @@ func TestWarningTexts(t *testing.T) {
 	if w, ok := warningOf(a.Warnings, WarnRestartPending); !ok || !strings.Contains(w.Detail, "for IFI to be off") {
 		t.Errorf("pending restart to turn IFI off: %+v", w)
 	}
+	// The warning describes the state the apply leaves: a right revoked outside
+	// Terraform, which the apply grants again while the running Engine still has
+	// IFI, leaves no restart pending (the plan says "grants the right, no restart").
+	a, err = Assess(withRestart(enable, RestartNever), obs(dmv(true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := warningOf(a.Warnings, WarnRestartPending); ok {
+		t.Errorf("a revoke outside Terraform the apply grants again: %+v; want no pending restart", w)
+	}
+	// A grant the apply makes without a restart leaves one pending: said before it.
+	a, err = Assess(withRestart(enable, RestartNever), obs(dmv(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := warningOf(a.Warnings, WarnRestartPending); !ok || !strings.Contains(w.Detail, "for IFI to be on") {
+		t.Errorf("a grant with restart never, IFI off: %+v; want a restart pending for IFI to be on", w)
+	}
 	// The Group Policy warning says whether the policy lists the grantee, and names its holders.
 	named := func(r *contract.ReadInstanceResult) {
 		gp()(r)

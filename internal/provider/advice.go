@@ -97,6 +97,15 @@ func logonAdviceGiven(instance string) string {
 	return fmt.Sprintf("The same logon failed for instance %s on this host; its error says which user names log on and what to check", instance)
 }
 
+// sqlLogonAdviceGiven stands for the full error of a login SQL Server refused in
+// the errors of the other instances on the same host in one run (as
+// logonAdviceGiven does for WinRM's logon): it names the instance whose error
+// carries what to check and how to go on without SQL Server's answer.
+func sqlLogonAdviceGiven(instance string) string {
+	return fmt.Sprintf("The same sql login failed for instance %s on this host; its error says what to check on SQL Server and in the "+
+		"sql block, and how to plan without SQL Server's answer (sql.optional)", instance)
+}
+
 // kerberosAdvice is the advice for a Kerberos failure, by its cause, or "".
 func kerberosAdvice(re *remote.Error) string {
 	keytab := "winrm.keytab (or " + EnvWinRMKeytab + ")"

@@ -174,3 +174,58 @@ func TestLogonAdviceOncePerHost(t *testing.T) {
 		t.Errorf("another host's first error lacks the advice: %q", other)
 	}
 }
+
+// A login SQL Server refuses, as a failed WinRM logon: the run's first error of
+// that login on a host carries the full advice, the others on the same host are
+// its facts and name that instance; another host, or another login, gets its own.
+func TestSQLLogonAdviceOncePerLoginAndHost(t *testing.T) {
+	newRun := func(login string) *clients {
+		return newClients(remote.Config{Username: `CONTOSO\svc_terraform`, Port: 5985},
+			&sqlcheck.Config{Username: login, Password: "wrong", Auth: sqlcheck.AuthSQL}, nil, nil, nil)
+	}
+	logonErr := func(c *clients, host, instance string) string {
+		tg := converge.Target{Host: host, Instance: instance}
+		se := &sqlcheck.Error{Target: sqlcheck.Target{Host: host, Port: 1433, Instance: instance}, Kind: sqlcheck.KindAuth,
+			Setting: sqlcheck.SettingPassword, Number: 18456, Message: "login failed for ifi (error 18456)",
+			Hint: "check that the server accepts SQL Server logins (mixed mode)"}
+		var diags diag.Diagnostics
+		addEngineError(&diags, opRead, &converge.Error{Kind: converge.KindSQLLogonFailed, Target: tg, Err: se, SQLPort: 1433}, c.report())
+		if len(diags.Errors()) != 1 {
+			t.Fatalf("%d errors for %s/%s: %v", len(diags.Errors()), host, instance, diags)
+		}
+		return diags.Errors()[0].Summary() + ": " + diags.Errors()[0].Detail()
+	}
+	full := []string{"mixed mode", EnvSQLPassword, `sql.auth = "sql"`, "sql.optional = true", "Nothing was changed"}
+	c := newRun("ifi")
+	first := logonErr(c, "sql01.contoso.com", "MSSQLSERVER")
+	for _, w := range append(full, "login failed for ifi") {
+		if !strings.Contains(first, w) {
+			t.Errorf("the first error lacks %q: %q", w, first)
+		}
+	}
+	for _, inst := range []string{"REPORTING", "I03"} {
+		second := logonErr(c, "SQL01.contoso.com", inst)
+		for _, w := range full[:3] {
+			if strings.Contains(second, w) {
+				t.Errorf("the error of %s on the same host repeats %q: %q", inst, w, second)
+			}
+		}
+		for _, w := range []string{"SQL Server " + inst + " on SQL01.contoso.com", "login failed for ifi", sqlLogonAdviceGiven("MSSQLSERVER"),
+			"Nothing was changed"} {
+			if !strings.Contains(second, w) {
+				t.Errorf("the error of %s lacks %q: %q", inst, w, second)
+			}
+		}
+	}
+	if other := logonErr(c, "sql02.contoso.com", "MSSQLSERVER"); !strings.Contains(other, "mixed mode") {
+		t.Errorf("another host's first error lacks the advice: %q", other)
+	}
+	// The WinRM logon's advice is its own: a refused sql login does not stand for it.
+	if _, isNew := c.session.Once(c.hostOnce(logonWinRM, converge.Target{Host: "sql01.contoso.com"}), "X"); !isNew {
+		t.Error("the sql login's error took the WinRM logon's place")
+	}
+	// Another run (another provider configuration's login) gives its own.
+	if again := logonErr(newRun("other"), "sql01.contoso.com", "REPORTING"); !strings.Contains(again, "mixed mode") {
+		t.Errorf("another login's first error lacks the advice: %q", again)
+	}
+}

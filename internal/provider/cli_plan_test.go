@@ -155,8 +155,8 @@ func TestCLI_driftPlansNameWhatChanged(t *testing.T) {
 	if c.Before["enabled"] != true || c.After["enabled"] != true {
 		t.Errorf("enabled %v -> %v; want the user's true on both sides", c.Before["enabled"], c.After["enabled"])
 	}
-	if c.Before["privilege_granted"] != false || c.Unknown["privilege_granted"] != true {
-		t.Errorf("privilege_granted %v -> unknown %v; want false (the host) -> known after apply", c.Before["privilege_granted"], c.Unknown["privilege_granted"])
+	if c.Before["privilege_granted"] != false || c.After["privilege_granted"] != true {
+		t.Errorf("privilege_granted %v -> %v; want false (the host) -> true (the grant)", c.Before["privilege_granted"], c.After["privilege_granted"])
 	}
 
 	e.do(winsim.Action{Action: winsim.ActionRestartService, Service: "MSSQLSERVER"})
@@ -406,9 +406,11 @@ func TestCLI_convergedPlanIsQuiet(t *testing.T) {
 			t.Errorf("the grant-only plan shows %s as known after apply; want the state's value", name)
 		}
 	}
-	for _, name := range []string{"privilege_granted", "restart_pending"} {
-		if c.Unknown[name] != true {
-			t.Errorf("the grant-only plan shows %s as %v; want known after apply", name, c.After[name])
+	// What the grant leaves is known: the right held, no restart pending (the
+	// running Engine kept IFI).
+	for name, want := range map[string]any{"privilege_granted": true, "restart_pending": false} {
+		if c.Unknown[name] == true || c.After[name] != want {
+			t.Errorf("the grant-only plan shows %s as %v (unknown %v); want %v", name, c.After[name], c.Unknown[name], want)
 		}
 	}
 	if r := w.run("apply", "-json", "-no-color", "drift.tfplan"); r.Exit != 0 {
@@ -433,4 +435,107 @@ func TestCLI_convergedPlanIsQuiet(t *testing.T) {
 	if ws := q.bySeverity("warning"); len(ws) > 0 {
 		t.Errorf("the plan after the refresh-only apply prints warnings: %v", ws)
 	}
+}
+
+// unknownIn are the attributes a planned change shows as (known after apply),
+// sorted.
+func unknownIn(c plannedChange) []string {
+	var out []string
+	for k, v := range c.Unknown {
+		if v == true {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A right revoked outside Terraform with restart = "never", the running Engine
+// still having IFI: the plan grants it again and knows what the apply leaves
+// (privilege_granted true, restart_pending false, verified_by as now: nothing is
+// unknown), and none of its warnings says a restart is pending, since after the
+// grant none is. The saved plan applies without an inconsistent result, and the
+// state is what the plan showed.
+func TestCLI_driftRepairPlanIsExact(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Rights = map[string][]string{contract.RightManageVolume: {defaultSvcSID}}
+	})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+	w.mustApply()
+	if a := w.attrs(); a["ifi_enabled"] != true || a["restart_pending"] != false {
+		t.Fatalf("state after the first apply: ifi_enabled %v, restart_pending %v; want the running Engine with IFI", a["ifi_enabled"], a["restart_pending"])
+	}
+	e.do(winsim.Action{Action: winsim.ActionRevokeRight, Right: contract.RightManageVolume, SID: defaultSvcSID})
+
+	r, c := w.planOut("repair.tfplan")
+	r.wantPlanExit(t, 2)
+	wantPlanned(t, c, "grant")
+	r.wantDiag(t, "warning", `apply grants the right, no restart$`, `no longer holds the right \(revoked outside Terraform\)`)
+	r.wantNoDiag(t, "warning", `^A restart of SQL Server is pending$`)
+	if u := unknownIn(c); len(u) != 0 {
+		t.Errorf("the plan shows %v as known after apply; want every value known", u)
+	}
+	for k, want := range map[string]any{"privilege_granted": true, "restart_pending": false, "verified_by": "sql_dmv", "ifi_enabled": true} {
+		if c.After[k] != want {
+			t.Errorf("planned %s = %v, want %v", k, c.After[k], want)
+		}
+	}
+
+	a := w.run("apply", "-json", "-no-color", "repair.tfplan")
+	if a.Exit != 0 {
+		t.Fatalf("applying the saved plan failed:\n%s", a.describe())
+	}
+	a.wantNoDiag(t, "error", "inconsistent")
+	st := w.attrs()
+	for k, want := range c.After {
+		if k == "timeouts" {
+			continue
+		}
+		if fmt.Sprint(st[k]) != fmt.Sprint(want) {
+			t.Errorf("state %s = %v, the plan said %v", k, st[k], want)
+		}
+	}
+	w.plan().wantPlanExit(t, 0)
+}
+
+// Turning lock_pages_in_memory on for an instance in no availability group plans
+// unknown only what the restart's SQL Server reports (ifi_enabled, memory_model,
+// restart_pending, verified_by): the IFI right's attributes, the grantee, Lock
+// Pages in Memory's grant and availability_role (null: in no group) are known.
+// The saved plan applies without an inconsistent result.
+func TestCLI_lockPagesPlanIsExact(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Rights = map[string][]string{contract.RightManageVolume: {defaultSvcSID}}
+	})
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
+	w.mustApply()
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "  lock_pages_in_memory = true"))
+
+	r, c := w.planOut("lpim.tfplan")
+	r.wantPlanExit(t, 2)
+	wantPlanned(t, c, "grant_and_restart")
+	if u, want := unknownIn(c), []string{"ifi_enabled", "memory_model", "restart_pending", "verified_by"}; !slices.Equal(u, want) {
+		t.Errorf("the plan shows %v as known after apply; want only %v", u, want)
+	}
+	for k, want := range map[string]any{"privilege_granted": true, "lock_pages_in_memory_granted": true, "availability_role": nil,
+		"grantee_sid": defaultSvcSID} {
+		if c.After[k] != want {
+			t.Errorf("planned %s = %v, want %v", k, c.After[k], want)
+		}
+	}
+
+	a := w.run("apply", "-json", "-no-color", "lpim.tfplan")
+	if a.Exit != 0 {
+		t.Fatalf("applying the saved plan failed:\n%s", a.describe())
+	}
+	a.wantNoDiag(t, "error", "inconsistent")
+	if st := w.attrs(); st["lock_pages_in_memory_granted"] != true || st["memory_model"] != contract.MemoryModelLockPages || st["ifi_enabled"] != true {
+		t.Errorf("state: lock_pages_in_memory_granted %v, memory_model %v, ifi_enabled %v", st["lock_pages_in_memory_granted"],
+			st["memory_model"], st["ifi_enabled"])
+	}
+	w.plan().wantPlanExit(t, 0)
 }

@@ -78,3 +78,30 @@ func TestCLI_sqlLogonRefusedOptionalWarns(t *testing.T) {
 	}
 	p.wantNoDiag(t, "error", "")
 }
+
+// A wrong sql password on a host with three instances: each instance's plan fails,
+// but the full error (what to check, the login kinds, sql.optional) is given once;
+// the others give SQL Server's answer and name the instance whose error has it.
+func TestCLI_sqlLogonRefusedOncePerHost(t *testing.T) {
+	t.Parallel()
+	e := startSim(t, fleetHost(3, 100, 100))
+	w := newCLI(t)
+	w.write(withSQLPassword(e, "not-the-password") + fleetConfig(e.addr, 3, "if_needed", func(int) bool { return true }))
+	p := w.plan()
+	p.wantPlanExit(t, 1)
+	refused := p.find("error", `^The sql login cannot log on to SQL Server I0\d on `+regexp.QuoteMeta(e.addr)+`$`,
+		`login failed for `+accSQLUser+` \(error 18456\)`)
+	full := p.find("error", "", `mixed mode(.|\n)*sql.optional = true`)
+	if len(refused) != 3 || len(full) != 1 {
+		t.Fatalf("%d refused-login errors (want 3), %d with the full advice (want 1):\n%s", len(refused), len(full), p.describe())
+	}
+	first := regexp.MustCompile(`SQL Server (I0\d) on`).FindStringSubmatch(full[0].Summary)[1]
+	if n := len(p.find("error", "", regexp.QuoteMeta(sqlLogonAdviceGiven(first)))); n != 2 {
+		t.Errorf("%d errors name %s's for the advice; want the other 2:\n%s", n, first, p.describe())
+	}
+	for _, d := range refused {
+		if d != full[0] && (strings.Count(d.Detail, "\n") > 1 || len(d.Detail) > 400) {
+			t.Errorf("a short error is %d characters: %s", len(d.Detail), d.Detail)
+		}
+	}
+}

@@ -121,8 +121,11 @@ func (c *clients) report() errorReport {
 	if c.sql != nil {
 		sqlAuth = c.sql.Auth
 	}
-	return errorReport{user: c.winrm.Username, sqlAuth: sqlAuth, logonAdvised: func(t converge.Target) string {
-		first, _ := c.session.Once(c.hostOnce("logon", t), t.Instance)
+	return errorReport{user: c.winrm.Username, sqlAuth: sqlAuth, logonAdvised: func(what string, t converge.Target) string {
+		if what == logonSQL && c.sql != nil {
+			what += " " + strings.ToLower(c.sql.Username) // per login and host
+		}
+		first, _ := c.session.Once(c.hostOnce(what, t), t.Instance)
 		return first
 	}}
 }

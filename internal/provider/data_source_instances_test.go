@@ -214,3 +214,45 @@ data "mssqlifi_instances" "sql" {
 		}
 	}
 }
+
+// The resource page's fleet import, its example as written (import blocks with
+// for_each over HOST/INSTANCE ids): instances that already have IFI are imported
+// with no change, neither on the host nor in the plan (no argument the import
+// cannot know is set), and the next plan is empty.
+func TestCLI_fleetImportByIDLeavesAnEmptyPlan(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := discoveryHost(t)
+	ex, err := os.ReadFile("../../examples/resources/mssqlifi_instant_file_initialization/import-by-string-id.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fleet, ok := strings.Cut(string(ex), "# A fleet at once")
+	ids := regexp.MustCompile(`(?s)toset\(\[.*?\]\)`)
+	if !ok || len(ids.FindAllString(fleet, -1)) != 1 {
+		t.Fatalf("the example has no fleet import with one toset([...]) of ids:\n%s", ex)
+	}
+	fleet = ids.ReplaceAllString(fleet, fmt.Sprintf(`toset(["%[1]s/I01", "%[1]s/I02", "%[1]s/I03"])`, e.addr))
+	w.write(e.providerConfig(true) + "# A fleet at once" + fleet)
+	r := w.plan()
+	if r.Exit == 1 {
+		t.Fatalf("terraform plan failed:\n%s", r.describe())
+	}
+	imports := 0
+	for _, c := range r.Changes {
+		switch c.Action {
+		case "import":
+			imports++
+		default:
+			t.Errorf("the plan has %s for %s; want an import only", c.Action, c.Addr)
+		}
+	}
+	if imports != 3 {
+		t.Errorf("the plan imports %d instances (changes %v); want 3", imports, r.Changes)
+	}
+	w.mustApply()
+	if n := countOp(e.operations(), contract.OpSetRight) + countOp(e.operations(), contract.OpRestartInstance); n != 0 {
+		t.Errorf("importing changed the host: %v", e.operations())
+	}
+	w.plan().wantPlanExit(t, 0)
+}

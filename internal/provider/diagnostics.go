@@ -14,6 +14,7 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
 
 // operation says which Terraform operation an engine error comes from, since the
@@ -30,10 +31,11 @@ const (
 type errorReport struct {
 	// user is the WinRM user, for authentication failures.
 	user string
-	// logonAdvised, when set, is called for a failed logon on t's host: it returns ""
-	// for the run's first on that host, whose error then carries the full advice, and
-	// for the others the instance whose error carries it. nil: every error carries it.
-	logonAdvised func(t converge.Target) string
+	// logonAdvised, when set, is called for a failed logon (what: WinRM's logonWinRM
+	// or the sql login's logonSQL) on t's host: it returns "" for the run's first of
+	// that logon on that host, whose error then carries the full advice, and for the
+	// others the instance whose error carries it. nil: every error carries it.
+	logonAdvised func(what string, t converge.Target) string
 	// sqlAuth is the sql block's login kind (sql.auth, defaults applied), for a
 	// login SQL Server refused.
 	sqlAuth string
@@ -131,6 +133,8 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 		}
 	case converge.KindCheckFailed:
 		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), ce.Err.Error())
+	case converge.KindAfterDiffers:
+		diags.AddError(fmt.Sprintf("%s reads back otherwise than its plan said", t), ce.Err.Error())
 	case converge.KindRestartSlot:
 		if ce.HostBusy {
 			diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host was restarting", t.Instance, t.Host),
@@ -161,6 +165,18 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 		if ce.Changed {
 			unchanged = ""
 		}
+		if first := advisedBy(rep, logonSQL, ce.Target); first != "" {
+			// The same login on the same host: its facts, and where the advice is.
+			facts := ce.Err.Error()
+			if se := (*sqlcheck.Error)(nil); errors.As(ce.Err, &se) {
+				short := *se
+				short.Hint = ""
+				facts = short.Error()
+			}
+			diags.AddError(fmt.Sprintf("The sql login cannot log on to SQL Server %s on %s", t.Instance, t.Host),
+				fmt.Sprintf("%s. %s.%s", facts, sqlLogonAdviceGiven(safetext.Escape(first)), unchanged))
+			break
+		}
 		diags.AddError(fmt.Sprintf("The sql login cannot log on to SQL Server %s on %s", t.Instance, t.Host),
 			fmt.Sprintf("%s. %s.%s To plan and apply without SQL Server's answer when it refuses the login "+
 				"(verification then falls back to the error log, and a restart that needs SQL Server's answer is refused), set sql.optional = true.",
@@ -168,6 +184,25 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 	default:
 		diags.AddError(fmt.Sprintf("Cannot manage IFI on %s", t), ce.Error()+".")
 	}
+}
+
+// The logons whose advice is given once per host and run (errorReport.logonAdvised).
+const (
+	logonWinRM = "logon"     // the WinRM user's
+	logonSQL   = "sql logon" // the sql block's login
+)
+
+// advisedBy is the instance whose error on t's host carries the advice for the
+// failed logon what in this run; "" when this error is the first (it carries it).
+func advisedBy(rep errorReport, what string, t converge.Target) string {
+	return advisedByOf(rep.logonAdvised, what, t)
+}
+
+func advisedByOf(logonAdvised func(string, converge.Target) string, what string, t converge.Target) string {
+	if logonAdvised == nil {
+		return ""
+	}
+	return logonAdvised(what, t)
 }
 
 // escapedTarget is t with its user-supplied text escaped for messages (safetext);
@@ -185,13 +220,13 @@ func hostErrorDetail(t converge.Target, err error, user string) string {
 // hostErrorDetailOnce is hostErrorDetail, with a failed logon's advice given once
 // per host in a run: logonAdvised (if set) says whether another instance's error
 // on the host (raw, unescaped) already carries it.
-func hostErrorDetailOnce(t, raw converge.Target, err error, user string, logonAdvised func(converge.Target) string) string {
+func hostErrorDetailOnce(t, raw converge.Target, err error, user string, logonAdvised func(string, converge.Target) string) string {
 	var re *remote.Error
 	if errors.As(err, &re) {
 		logon := re.Kind == remote.KindAuth && (re.Setting == remote.SettingUsername || re.Setting == remote.SettingPassword)
 		advisedBy := ""
-		if logon && logonAdvised != nil {
-			advisedBy = logonAdvised(raw)
+		if logon {
+			advisedBy = advisedByOf(logonAdvised, logonWinRM, raw)
 		}
 		facts := *re
 		if advisedBy != "" {

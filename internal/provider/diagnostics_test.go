@@ -77,6 +77,12 @@ func TestAddEngineError(t *testing.T) {
 				{`^The sql login cannot log on to SQL Server REPORTING on sql01.example.com$`, `login failed for ifi.*sql.optional = true\.$`},
 				{`^The change was made but could not be read back$`, `right was changed`},
 			}, notWant: "Nothing was changed"},
+		{name: "the read-back differs from what the plan showed", op: opApply,
+			err: &converge.Error{Kind: converge.KindAfterDiffers, Target: tg, Changed: true,
+				Err: errors.New("after the change, instance REPORTING on sql01.example.com reads otherwise than its plan said: " +
+					"restart_pending is null, the plan said false. Run terraform plan again and review what it says")},
+			want: [][2]string{{`^instance REPORTING on sql01.example.com reads back otherwise than its plan said$`,
+				`restart_pending is null, the plan said false\. Run terraform plan again`}}},
 		{name: "refusal", op: opApply,
 			err:  &converge.Error{Kind: converge.KindRefused, Target: tg, Refusal: &ifi.Refusal{Summary: "Group Policy owns the right", Detail: "Change the GPO."}},
 			want: [][2]string{{`^Group Policy owns the right$`, `^Change the GPO\.$`}}},

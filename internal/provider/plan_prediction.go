@@ -74,6 +74,9 @@ func (r *ifiResource) plan(ctx context.Context, pr converge.PlanRequest, plan if
 	for _, f := range p.MayChange {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(string(f)), unknownOf(computedAttributes[string(f)].kind))...)
 	}
+	for f, v := range p.Known {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(string(f)), knownOf(computedAttributes[string(f)].kind, v))...)
+	}
 	if p.Clustered {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("clustered"), types.BoolValue(true))...)
 	}
@@ -95,6 +98,26 @@ func unknownOf(k computedKind) attr.Value {
 		return types.ListUnknown(clusterNodeType)
 	}
 	return types.StringUnknown()
+}
+
+// knownOf is the value v (a bool, a string, or nil for null) of a computed
+// attribute of kind k.
+func knownOf(k computedKind, v any) attr.Value {
+	switch x := v.(type) {
+	case bool:
+		return types.BoolValue(x)
+	case string:
+		return types.StringValue(x)
+	}
+	switch k {
+	case computedBool:
+		return types.BoolNull()
+	case computedStringList:
+		return types.ListNull(types.StringType)
+	case computedNodeList:
+		return types.ListNull(clusterNodeType)
+	}
+	return types.StringNull()
 }
 
 // plannedAction is the plan's planned_action for the engine; nil when unknown.

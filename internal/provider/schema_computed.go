@@ -110,8 +110,9 @@ var clusterNodeType = func() types.ObjectType {
 }()
 
 // computedResourceAttributes are the resource's computed attributes. A plan keeps
-// each one's state value (UseStateForUnknown) unless the engine says the apply may
-// change it (converge.Prediction.MayChange): the diff is exact.
+// each one's state value (UseStateForUnknown) unless the engine says the apply
+// changes it to a value it can tell (converge.Prediction.Known) or one it cannot
+// (converge.Prediction.MayChange, unknown): the diff is exact.
 func computedResourceAttributes() map[string]rschema.Attribute {
 	attrs := make(map[string]rschema.Attribute, len(computedAttributes))
 	for name, a := range computedAttributes {

@@ -39,7 +39,9 @@ resource "mssqlifi_instant_file_initialization" "existing" {
 
   host     = split("/", each.key)[0]
   instance = split("/", each.key)[1]
-  # Grant now, restart in the maintenance window: an import never restarts anything,
-  # and with "never" neither does the first apply.
-  restart = "never"
+  # No restart or grantee here: an import knows nothing of the configuration and
+  # adopts their defaults, so another value would plan every import as an update
+  # of that argument, though no host changes. An instance that already has IFI is
+  # imported with an empty plan. To grant the others now and restart in the
+  # maintenance window, apply with the provider's allow_restarts = false.
 }
