@@ -59,6 +59,9 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 	if w := a.unlimitedMemoryWarning(p); w != nil {
 		p.Warnings = append(p.Warnings, *w)
 	}
+	if w := a.editionOverruledWarning(p); w != nil {
+		p.Warnings = append(p.Warnings, *w)
+	}
 	if p.Restart {
 		if r := a.restartRoute(p); r != nil {
 			return a, nil, r
