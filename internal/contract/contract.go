@@ -238,6 +238,10 @@ type GroupPolicyInfo struct {
 	Defined bool        `json:"defined"` // a winning policy defines the right's holder list
 	Holders []Principal `json:"holders"` // the policy's holder list when Defined
 	Detail  string      `json:"detail,omitempty"`
+	// RSoPLoggingOff names the registry value that turns RSoP logging off
+	// (`...\RSoPLogging = 0`): RSoP then holds stale data, so Known is false. ""
+	// when logging is on (the default) or was not looked at.
+	RSoPLoggingOff string `json:"rsop_logging_off,omitempty"`
 }
 
 // RightRead is who holds one right on the host, directly and by Group Policy.
