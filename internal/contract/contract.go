@@ -81,6 +81,10 @@ const (
 	ExitRefused       = 3 // the operation must not run here (for example a clustered instance)
 	ExitTimeout       = 4 // a wait ran out (service did not reach the wanted state)
 	ExitNotFound      = 5 // the instance or service does not exist
+	// ExitChangedNotStarted: restart_instance made its changes of the right's
+	// holders, then its restart did not start (CodeChangedNotRestarted): unlike
+	// every other nonzero exit, something was changed.
+	ExitChangedNotStarted = 6
 )
 
 // ScriptError is what a script prints on stdout when it fails in a way it foresaw.
@@ -97,6 +101,12 @@ type ScriptError struct {
 // (design/restart.md) lets one instance of a host restart at a time. Nothing
 // was changed or stopped; the message names the instance, since when and what next.
 const CodeRestartInProgress = "restart_in_progress"
+
+// CodeChangedNotRestarted is restart_instance's answer (exit ExitChangedNotStarted)
+// when it made its changes of the right's holders and then the go was refused
+// (Set-RestartGo: the marker another request's, or the guard ended): nothing was
+// stopped, the changes were made; the message names them.
+const CodeChangedNotRestarted = "changed_not_restarted"
 
 // CodeConstrainedLanguage is the bootstrap's answer (exit ExitRefused), before it
 // reads anything, when Windows PowerShell does not run in FullLanguage mode: an
@@ -228,6 +238,10 @@ type GroupPolicyInfo struct {
 	Defined bool        `json:"defined"` // a winning policy defines the right's holder list
 	Holders []Principal `json:"holders"` // the policy's holder list when Defined
 	Detail  string      `json:"detail,omitempty"`
+	// RSoPLoggingOff names the registry value that turns RSoP logging off
+	// (`...\RSoPLogging = 0`): RSoP then holds stale data, so Known is false. ""
+	// when logging is on (the default) or was not looked at.
+	RSoPLoggingOff string `json:"rsop_logging_off,omitempty"`
 }
 
 // RightRead is who holds one right on the host, directly and by Group Policy.

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
@@ -83,5 +84,24 @@ func TestScriptReadBacksReadIFIsRight(t *testing.T) {
 		if !strings.Contains(mustRead(script), want) {
 			t.Errorf("%s lacks %q", script, want)
 		}
+	}
+}
+
+// RSoP logging turned off by policy (or preference) leaves root\rsop\computer with
+// what was logged before: instance_report.ps1 reads RSoPLogging from both keys
+// (the policy first) before it asks RSoP, and reports the right's Group Policy as
+// unknown, naming the value (Microsoft Learn, "Developing an RSoP Management Tool":
+// HKLM\Software\Policies\Microsoft\Windows\System\RSoPLogging, and the Winlogon
+// preference; issue 37).
+func TestRSoPLoggingOffIsUnknownInTheScripts(t *testing.T) {
+	s := mustRead("instance_report.ps1")
+	wantInOrder(t, "instance_report.ps1", s, []string{"function Get-RSoPLoggingOff",
+		`'HKLM:\SOFTWARE\Policies\Microsoft\Windows\System', 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon'`,
+		"GetValue('RSoPLogging', $null)", "if ([int]$value -eq 0) {", "function Get-RightPolicy", "$loggingOff = Get-RSoPLoggingOff",
+		"if ($loggingOff) {\n            throw", "-ClassName 'RSOP_GPO'", "known = $false; defined = $false; holders = @(); detail = $why; rsop_logging_off = [string]$loggingOff"})
+	var gp GroupPolicyInfo
+	if err := json.Unmarshal([]byte(`{"known":false,"rsop_logging_off":"HKLM\\SOFTWARE\\Policies\\Microsoft\\Windows\\System\\RSoPLogging = 0"}`), &gp); err != nil ||
+		gp.RSoPLoggingOff == "" {
+		t.Errorf("GroupPolicyInfo does not read rsop_logging_off: %+v %v", gp, err)
 	}
 }

@@ -18,7 +18,8 @@ import (
 func TestExitCodesMatchTheScripts(t *testing.T) {
 	want := map[string]int{"failed": ExitFailure, "lsa_error": ExitFailure, "invalid_parameters": ExitInvalidParams,
 		"clustered": ExitRefused, "not_found": ExitNotFound, CodeRestartInProgress: ExitRefused,
-		CodeNotClustered: ExitRefused, CodeClusterError: ExitRefused, CodeMoveFailed: ExitFailure, CodeRestartNotStarted: ExitRefused}
+		CodeNotClustered: ExitRefused, CodeClusterError: ExitRefused, CodeMoveFailed: ExitFailure, CodeRestartNotStarted: ExitRefused,
+		CodeChangedNotRestarted: ExitChangedNotStarted}
 	re := regexp.MustCompile(`Exit-WithError -Code (\d+) -ErrorName '([a-z_]+)'`)
 	seen := 0
 	for _, parts := range scriptParts {

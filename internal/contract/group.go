@@ -38,6 +38,22 @@ type GroupLock interface {
 	Release()
 }
 
+// NotPrimaryError: the instance asked does not host the group's primary replica
+// (the group failed over since it was named primary). Primary is the replica it
+// names as the primary now; "" when it names none (a failover in progress, or the
+// cluster cannot tell).
+type NotPrimaryError struct {
+	Group, Address, Primary string
+}
+
+func (e *NotPrimaryError) Error() string {
+	now := "it names no primary now"
+	if e.Primary != "" {
+		now = "it names " + e.Primary + " as the primary now"
+	}
+	return fmt.Sprintf("%s does not host the primary replica of availability group %s (%s)", e.Address, e.Group, now)
+}
+
 // GroupLockedError: another session holds the group's restart lock.
 type GroupLockedError struct {
 	Group string

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,23 @@ func TestRestartLeaseInTheScripts(t *testing.T) {
 	if want := "-Code 3 -ErrorName '" + CodeRestartInProgress + "'"; !strings.Contains(s, want) || ExitRefused != 3 {
 		t.Errorf("restart_instance.ps1 does not refuse with %q", want)
 	}
+	// A refusal for a prepared request names it and until when it waits for its go
+	// (the marker's GoUntil), so that a provider killed while prepared is seen as
+	// such, and for seconds (issue 37).
+	for _, want := range []string{"-Name 'GoUntil' -Value (Format-UtcTime", "request $($other.restart_id) to restart instance $($other.instance)",
+		"waits for its go line until $($other.go_until)", "request $($existing.restart_id) to restart it", "until $($existing.go_until)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("restart_instance.ps1 lacks %q", want)
+		}
+	}
+	if c := mustRead("restart_common.ps1"); !strings.Contains(c, "-NotePropertyName go_until -NotePropertyValue ([string]$key.GetValue('GoUntil', ''))") {
+		t.Error("restart_common.ps1's Read-RestartMarker does not report a prepared request's go_until")
+	}
+	// The go refused after the changes were made: exit 6, naming them, not the
+	// "nothing changed" of restart_not_started (issue 37).
+	wantInOrder(t, "restart_instance.ps1", s, []string{"$made += \"granted $changeRight to", "$notGone = Set-RestartGo", "if ($changed) {",
+		fmt.Sprintf("-Code %d -ErrorName '%s'", ExitChangedNotStarted, CodeChangedNotRestarted), "$($made -join '; ')",
+		"-Code 3 -ErrorName '" + CodeRestartNotStarted + "' -Message \"The restart of $instanceName on $computerName did not start: $notGone."})
 	w := mustRead("restart_worker.ps1")
 	for _, want := range []string{"-Name 'GuardStart' -Value $ownStart", "-Name 'RunnerStart' -Value $ownStart"} {
 		if !strings.Contains(w, want) {

@@ -118,6 +118,9 @@ type Engine struct {
 
 	// reads: one read per host per run (hostReads).
 	reads hostReads
+	// goSlotWait is how long a prepared gated restart waits for the limit's slot
+	// before it lets its request end (0: goSlotWait); tests shorten it.
+	goSlotWait time.Duration
 }
 
 // New returns an engine over c with the system clock and no logging.

@@ -161,7 +161,9 @@ func (e *Error) Error() string {
 		what = fmt.Sprintf("the restart of %s did not begin: %d other restart(s) (the most allowed at once) were still running when the deadline passed",
 			e.Target, e.MaxParallelRestarts)
 	case KindRestartInProgress:
-		what = "the restart of " + e.Target.String() + " did not begin: another instance of the host is restarting"
+		// The host's message says who holds its lease: a restart of another instance,
+		// or a request prepared and not let go (of this instance or another).
+		what = "the restart of " + e.Target.String() + " did not begin: the host's restart lease is held"
 	case KindClusterReadFailed:
 		what = "cannot read the failover cluster of " + e.Target.String()
 	case KindClusterActionFailed:

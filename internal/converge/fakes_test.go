@@ -63,6 +63,8 @@ type fakeHost struct {
 	// otherRestarting: another instance of the host restarts, so restart_instance
 	// refuses before its changes (the host's restart lease).
 	otherRestarting bool
+	// otherPrepared: that restart is a request prepared and not let go.
+	otherPrepared bool
 	// last is the last restart; statusErr fails restart_status.
 	last      *contract.RestartInstanceResult
 	statusErr error
@@ -209,8 +211,11 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	defer h.mu.Unlock()
 	h.restartParams = append(h.restartParams, p)
 	if h.otherRestarting {
-		return nil, &fakeScriptError{code: contract.CodeRestartInProgress,
-			err: errors.New("the restart of instance ETL on SQL01 is in progress (since 2026-12-01T10:00:00Z, phase stopping). Nothing was changed for MSSQLSERVER.")}
+		msg := "the restart of instance ETL on SQL01 is in progress (since 2026-12-01T10:00:00Z, phase stopping). Nothing was changed for MSSQLSERVER."
+		if h.otherPrepared {
+			msg = "request 0a1b to restart instance ETL on SQL01 is prepared (since 2026-12-01T10:00:00Z) and waits for its go line until 2026-12-01T10:00:30Z. Nothing was changed for MSSQLSERVER."
+		}
+		return nil, &fakeScriptError{code: contract.CodeRestartInProgress, err: errors.New(msg)}
 	}
 	changed := false
 	for _, c := range p.Changes {

@@ -280,6 +280,17 @@ func (e *Engine) awaitHealthy(ctx context.Context, t Target, held *heldGroups, o
 				}
 			} else {
 				last = err.Error()
+				var moved *contract.NotPrimaryError
+				if errors.As(err, &moved) {
+					// The group failed over while the replica restarted: the instance the
+					// lock is on is no primary, and will never see the replica HEALTHY.
+					// Waiting out the deadline would hold the host's restart slot for
+					// nothing; the apply goes on at once and says so.
+					e.info(ctx, "the availability group failed over during the restart", map[string]any{"host": t.Host, "instance": t.Instance,
+						"group": g.group, "old_primary": g.primary, "primary": moved.Primary})
+					out.warn(groupMovedWarning(t, g, moved))
+					break
+				}
 			}
 			if polls--; polls <= 0 || e.clock().Sleep(wctx, groupHealthPoll) != nil {
 				out.warn(ifi.Warning{Code: WarnGroupNotHealthy,
@@ -291,6 +302,20 @@ func (e *Engine) awaitHealthy(ctx context.Context, t Target, held *heldGroups, o
 			}
 		}
 	}
+}
+
+// groupMovedWarning says that the replica restarted while its group failed over
+// (moved: what the old primary said), so its health was not waited for.
+func groupMovedWarning(t Target, g replicaGroup, moved *contract.NotPrimaryError) ifi.Warning {
+	now, ask := "it names no primary now (a failover still under way, or the cluster cannot tell)", "the new primary"
+	if moved.Primary != "" {
+		now, ask = "it names "+moved.Primary+" as the primary now", moved.Primary
+	}
+	return ifi.Warning{Code: WarnGroupNotHealthy,
+		Summary: "Availability group failed over during the restart",
+		Detail: fmt.Sprintf("%s restarted, but availability group %s failed over meanwhile: %s, where its restart lock was taken, no longer hosts the primary replica (%s). "+
+			"The apply did not wait for the replica to be CONNECTED and HEALTHY: check it on %s (sys.dm_hadr_availability_replica_states) before restarting another replica of %s.",
+			t, g.group, g.primary, now, ask, g.group)}
 }
 
 // release gives back every lock (closing their sessions).

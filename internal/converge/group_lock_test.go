@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -472,5 +473,55 @@ func TestApplyWaitsForHealthWithinTheDeadline(t *testing.T) {
 	}
 	if !ifi.HasWarning(out.Warnings, WarnGroupNotHealthy) || w.checker.healthPolls != 3 {
 		t.Errorf("warnings %v after %d polls; want the warning after three", codes(out.Warnings), w.checker.healthPolls)
+	}
+}
+
+// A group that fails over while its secondary restarts: the instance the lock is
+// on answers that it no longer hosts the primary replica. The wait stops at that
+// answer (it would never see the replica HEALTHY, and the deadline is an hour
+// away) and warns, naming the new primary; a create's apply keeps the warning.
+func TestApplyStopsWaitingWhenTheGroupFailedOver(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		w := secondaryOf(t)
+		moved := &contract.NotPrimaryError{Group: "AG1", Address: "SQL01:1433", Primary: "SQL03"}
+		w.checker.healthErr = func(int) error { return fmt.Errorf("SQL Server at SQL01:1433: %w", moved) }
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		res, err := NewSession(w.engine).Apply(ctx, ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: create})
+		if err != nil {
+			t.Fatalf("create %v: Apply: %v", create, err)
+		}
+		var got *ifi.Warning
+		for i, wn := range res.Warnings {
+			if wn.Code == WarnGroupNotHealthy {
+				got = &res.Warnings[i]
+			}
+		}
+		if got == nil || w.checker.healthPolls != 1 || w.host.restarts != 1 {
+			t.Fatalf("create %v: warnings %v after %d polls, %d restarts; want the failover's warning after one poll", create, codes(res.Warnings),
+				w.checker.healthPolls, w.host.restarts)
+		}
+		if got.Summary != "Availability group failed over during the restart" || !strings.Contains(got.Detail, "SQL03 as the primary now") ||
+			!strings.Contains(got.Detail, "check it on SQL03") {
+			t.Errorf("create %v: warning %q: %q; want the failover and the new primary named", create, got.Summary, got.Detail)
+		}
+		if w.checker.locksHeld != 0 {
+			t.Errorf("create %v: %d locks still held", create, w.checker.locksHeld)
+		}
+	}
+}
+
+// A replica not HEALTHY in time is said by a create's apply too: the condition is
+// the change's outcome, which the create's plan could not have said.
+func TestCreateApplyKeepsTheGroupHealthWarning(t *testing.T) {
+	w := secondaryOf(t)
+	ctx := budgeted(t, w)
+	w.checker.primarySees = lateHealth(w.checker, []contract.Replica{{Group: "AG1", Server: "SQL02", Connected: "CONNECTED", Health: "NOT_HEALTHY"}})
+	res, err := NewSession(w.engine).Apply(ctx, ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: true})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if !ifi.HasWarning(res.Warnings, WarnGroupNotHealthy) {
+		t.Errorf("a create's apply said %v, want the group-health warning", codes(res.Warnings))
 	}
 }

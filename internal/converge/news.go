@@ -22,8 +22,9 @@ var standing = []string{ifi.WarnTDE, ifi.WarnStaysOn, ifi.WarnRestartPending, if
 func isStanding(w ifi.Warning) bool { return slices.Contains(standing, w.Code) }
 
 // outcome are the standing conditions a change can bring about (the apply's own
-// news when it does): a pending restart, IFI that stays on.
-var outcome = []string{ifi.WarnRestartPending, ifi.WarnStaysOn, ifi.WarnHiddenMembership, ifi.WarnNotRunning}
+// news when it does): a pending restart, IFI that stays on, a replica its restart
+// left not HEALTHY (or whose group failed over meanwhile).
+var outcome = []string{ifi.WarnRestartPending, ifi.WarnStaysOn, ifi.WarnHiddenMembership, ifi.WarnNotRunning, WarnGroupNotHealthy}
 
 // digest names a warning's text, so that a changed condition is said again.
 func digest(w ifi.Warning) string {

@@ -189,6 +189,49 @@ func (e *RestartUnfinishedError) Error() string {
 
 func (e *RestartUnfinishedError) Unwrap() error { return e.Err }
 
+// goLineSeconds is how long a prepared gated restart waits on the host for its go
+// line (go_seconds): seconds, not the restart's timeout, since a prepared request
+// holds the host's restart lease while it waits, and a provider killed between the
+// prepared line and the go line (which sends neither the go line nor the shell's
+// deletion) would otherwise keep every restart of the host refused until then.
+const goLineSeconds = 30
+
+// goSlotMargin is what of the go line's wait the provider keeps for sending the go
+// line once it holds the slot: it waits for the slot at most the rest.
+const goSlotMargin = 10 * time.Second
+
+// errSlotLate: the limit's slot did not come within the go line's wait; the
+// prepared request is let end (nothing changed) and sent again ungated.
+var errSlotLate = errors.New("no restart slot within the go line's wait")
+
+// slotWaitWhilePrepared is how long a prepared request (go_seconds goSeconds) waits
+// for the limit's slot: the go line's wait less goSlotMargin, at least a second.
+func (e *Engine) slotWaitWhilePrepared(goSeconds int) time.Duration {
+	if e.goSlotWait > 0 {
+		return e.goSlotWait
+	}
+	return max(time.Duration(goSeconds)*time.Second-goSlotMargin, time.Second)
+}
+
+// boundedGate is a restart's gate whose Prepared waits for the limit's slot at most
+// wait: errSlotLate after that, while the restart's own deadline is still ahead.
+type boundedGate struct {
+	*restartGate
+	wait time.Duration
+}
+
+func (b *boundedGate) Prepared(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, b.wait)
+	defer cancel()
+	if err := b.takeSlot(wctx); err != nil {
+		if ctx.Err() == nil {
+			return errSlotLate
+		}
+		return err
+	}
+	return nil
+}
+
 func newRestartID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -233,15 +276,17 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			return h.RestartInstance(ctx, p)
 		}
 		gp := p
-		gp.AwaitGo, gp.GoSeconds = true, p.TimeoutSeconds
-		res, err := gr.RestartInstanceGated(ctx, gp, g)
+		gp.AwaitGo, gp.GoSeconds = true, min(goLineSeconds, p.TimeoutSeconds)
+		res, err := gr.RestartInstanceGated(ctx, gp, &boundedGate{restartGate: g, wait: e.slotWaitWhilePrepared(gp.GoSeconds)})
 		var np *contract.GateNotPassedError
-		if !errors.As(err, &np) {
+		if !errors.As(err, &np) && !errors.Is(err, errSlotLate) {
 			return res, err
 		}
 		// Nothing changed on the host (no go line was sent): the rest of this restart
 		// goes as an ungated one, its slot taken first, as the host may not let the
-		// gate's answers through.
+		// gate's answers through, or the slot did not come within the go line's wait
+		// (the prepared request has ended, changing nothing, and holds the host no
+		// longer).
 		e.info(ctx, "the gated restart did not pass its gate: sending it ungated", map[string]any{
 			"host": t.Host, "instance": t.Instance, "restart_id": id, "error": err.Error()})
 		gr = nil
@@ -268,6 +313,11 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 			if errors.As(err, &ce) && ce.Kind == KindRestartSlot {
 				return nil, out.fail(ce)
 			}
+		}
+		if scriptCode(err) == contract.CodeChangedNotRestarted {
+			// The host made the changes, then its go was refused (nothing stopped): the
+			// state records them as made (issue 37).
+			out.Changed = true
 		}
 		if i, ok := changeFailed(err, steps); ok {
 			// Nothing was stopped; the changes before the failed one were made.

@@ -2,6 +2,7 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -21,6 +22,8 @@ type gatingHost struct {
 	prepared chan struct{} // closed at the first Prepared
 	after    func()
 	gated    int
+	onGated  func(contract.RestartInstanceParams)
+	late     int // gated requests whose gate gave up waiting for the slot
 }
 
 func (h *gatingHost) RestartInstanceGated(ctx context.Context, p contract.RestartInstanceParams, gate contract.RestartGate) (*contract.RestartInstanceResult, error) {
@@ -34,8 +37,16 @@ func (h *gatingHost) RestartInstanceGated(ctx context.Context, p contract.Restar
 		close(h.prepared)
 		h.prepared = nil
 	}
+	if h.onGated != nil {
+		h.onGated(p)
+	}
 	h.mu.Unlock()
 	if err := gate.Prepared(ctx); err != nil {
+		if errors.Is(err, errSlotLate) {
+			h.mu.Lock()
+			h.late++
+			h.mu.Unlock()
+		}
 		return nil, err // the shell deleted before the go line: nothing changed
 	}
 	res, err := h.fakeHost.RestartInstance(ctx, p)
@@ -157,5 +168,37 @@ func TestGatedRestartWithoutSQLHoldsTheSlotToTheEnd(t *testing.T) {
 	if h.restarts != 1 || !heldAfterStart || len(e.Restarts.slots) != 0 {
 		t.Errorf("restarts %d, slot held after the Engine started %v, slots taken at the end %d; want 1, true, 0",
 			h.restarts, heldAfterStart, len(e.Restarts.slots))
+	}
+}
+
+// The host waits for the go line seconds, not the restart's timeout (a provider
+// killed while prepared would hold the host's lease that long): go_seconds is
+// goLineSeconds. A slot that does not come within that wait lets the prepared
+// request end, changing nothing, and the restart is sent again ungated once the
+// slot is held.
+func TestGatedRestartWhoseSlotComesLateGoesUngated(t *testing.T) {
+	h, e := gateWorld()
+	e.goSlotWait = 10 * time.Millisecond
+	var goSeconds []int
+	h.onGated = func(p contract.RestartInstanceParams) { goSeconds = append(goSeconds, p.GoSeconds) }
+	occupy(t, e.Restarts.slots) // another host's restart, longer than the go line's wait
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Apply(context.Background(), defaultTarget, enable)
+		done <- err
+	}()
+	if !eventually(func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.late > 0 }) {
+		t.Fatal("the prepared request did not give up waiting for the slot")
+	}
+	if h.restarts != 0 || h.holds(svcSID) {
+		t.Fatal("the restart changed the host before it held a slot")
+	}
+	release(t, e.Restarts.slots)
+	if err := <-done; err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if h.restarts != 1 || !h.holds(svcSID) || h.gated != 1 || len(goSeconds) != 1 || goSeconds[0] != goLineSeconds {
+		t.Errorf("restarts %d, grant %v, gated requests %d with go_seconds %v; want one restart after one gated request waiting %d s",
+			h.restarts, h.holds(svcSID), h.gated, goSeconds, goLineSeconds)
 	}
 }

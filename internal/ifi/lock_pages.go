@@ -40,6 +40,9 @@ const (
 	// WarnLockPagesDestroy: a destroy revokes (or keeps) Lock pages in memory, and
 	// what stays in effect.
 	WarnLockPagesDestroy = "lock_pages_destroy"
+	// WarnLockPagesEditionOverruled: SQL Server reports locked pages on an edition
+	// the edition table (KB 2659143) says does not use them; its report wins.
+	WarnLockPagesEditionOverruled = "lock_pages_edition_overruled"
 )
 
 // LockPages is the assessment of Lock Pages in Memory on one instance. It is made
@@ -60,8 +63,11 @@ type LockPages struct {
 	EffectiveAtNextStart bool
 	EffectiveVia         string
 	EffectiveViaOther    bool
-	// Supported is false on an edition that never uses locked pages (Express).
-	Supported bool
+	// Supported is false on an edition that never uses locked pages (Express),
+	// unless SQL Server reports that its running Engine uses them: its own report
+	// wins over the edition table (EditionOverruled then says so).
+	Supported        bool
+	EditionOverruled bool
 	// ExpectedLocked: the next start uses locked pages (EffectiveAtNextStart on an
 	// edition that supports them).
 	ExpectedLocked bool
@@ -141,6 +147,13 @@ func (a *Assessment) assessLockPages() {
 	}
 	lp.VerifiedBy, lp.MemoryModel = VerifyMemory(ri, o.Verification.MemoryModel)
 	lp.Locked = lockedModel(lp.MemoryModel)
+	if !lp.Supported && lp.Locked != nil && *lp.Locked {
+		// The running Engine locks its pages on an edition the table says cannot: the
+		// table (from a KB) is a belief, SQL Server's report a fact. Believing the
+		// table would plan a restart "to stop using locked pages" on every apply, a
+		// restart that cannot change it.
+		lp.Supported, lp.EditionOverruled = true, true
+	}
 	if ri.LockPages != nil {
 		lp.Known = true
 		holders := sidSet(ri.LockPages.Holders)
@@ -271,6 +284,27 @@ func (a *Assessment) lockPagesWarnings() []Warning {
 				a.where(), LockPagesDisplay, LockPagesGPOSetting, principals(lp.GroupPolicyHolders)), nil})
 	}
 	return w
+}
+
+// editionOverruledWarning is the plan's warning when SQL Server's report of locked
+// pages overrules the edition table, given once: with a plan that changes Lock
+// pages in memory (the prediction of what its restart does rests on that report),
+// not with every plan of a converged instance.
+func (a *Assessment) editionOverruledWarning(p *Plan) *Warning {
+	lp := a.LockPages
+	if lp == nil || !lp.Managed || !lp.EditionOverruled ||
+		!slices.ContainsFunc(p.Steps, func(s Step) bool { return s.RightOf() == contract.RightLockMemory }) {
+		return nil
+	}
+	how := "sys.dm_os_sys_info"
+	if lp.VerifiedBy == SourceErrorLog {
+		how = "the error log's startup line"
+	}
+	return &Warning{WarnLockPagesEditionOverruled, "SQL Server uses locked pages on an edition listed without them",
+		fmt.Sprintf("On %s SQL Server reports the edition %q and the memory model %s (%s): it uses locked pages, though Microsoft KB 2659143 "+
+			"lists locked pages for Enterprise, Standard, Business Intelligence and Developer only. The provider follows SQL Server's report: "+
+			"the Engine's next start uses locked pages if its account holds %q.",
+			a.where(), safetext.Escape(a.observed.Verification.Edition), lp.MemoryModel, how, LockPagesDisplay), nil}
 }
 
 // UnlimitedMemoryWarning is the plan's warning when its apply grants Lock pages in

@@ -245,3 +245,40 @@ func TestPlanDestroyLockPages(t *testing.T) {
 		})
 	}
 }
+
+// SQL Server's own report wins over the edition table: an Engine that reports
+// LOCK_PAGES on an edition KB 2659143 lists without locked pages, and whose
+// account holds the right, is converged (no restart "to stop using locked pages",
+// which no restart could do); a plan that changes the right says once why it
+// follows SQL Server, a converged plan says nothing.
+func TestLockPagesReportedWinsOverTheEditionTable(t *testing.T) {
+	v := memory(true, contract.MemoryModelLockPages, limited)
+	v.Edition = "Web Edition (64-bit)"
+	a, p, err := PlanApply(withLockPages(enable, true), obs(v, holders(svcSID), lpHolders(svcSID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Restart || p.Changes() || HasWarning(a.Warnings, WarnLockPagesEdition) || HasWarning(p.Warnings, WarnLockPagesEditionOverruled) {
+		t.Fatalf("converged instance: restart %v (%s), steps %+v, warnings %+v %+v: want nothing to do and nothing said",
+			p.Restart, p.RestartReason, p.Steps, a.Warnings, p.Warnings)
+	}
+	if !a.LockPages.Converged || a.LockPages.RestartPending == nil || *a.LockPages.RestartPending {
+		t.Fatalf("assessment %+v: want converged, no restart pending", a.LockPages)
+	}
+	// Revoking it: the restart stops locked pages (the Engine did lock them), and the
+	// plan says why it believes SQL Server over the table.
+	_, p, err = PlanApply(withLockPages(enable, false), obs(v, holders(svcSID), lpHolders(svcSID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Restart || !HasWarning(p.Warnings, WarnLockPagesEditionOverruled) {
+		t.Fatalf("revoke: restart %v, warnings %+v: want a restart and the overruled warning", p.Restart, p.Warnings)
+	}
+	// The error log's line counts as SQL Server's report too.
+	el := Verification{Source: SourceErrorLog, Enabled: ptr(true), Edition: "Express Edition (64-bit)"}
+	_, p, err = PlanApply(withLockPages(enable, true), obs(el, holders(svcSID), lpHolders(svcSID),
+		func(r *contract.ReadInstanceResult) { r.ErrorLog.MemoryModel = contract.MemoryModelLockPages }))
+	if err != nil || p.Restart {
+		t.Fatalf("error log's LOCK_PAGES on Express: %v, restart %v (%s)", err, p.Restart, p.RestartReason)
+	}
+}

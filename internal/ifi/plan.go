@@ -59,6 +59,10 @@ func PlanApply(d Desired, o Observed) (*Assessment, *Plan, error) {
 	if w := a.unlimitedMemoryWarning(p); w != nil {
 		p.Warnings = append(p.Warnings, *w)
 	}
+	if w := a.editionOverruledWarning(p); w != nil {
+		p.Warnings = append(p.Warnings, *w)
+	}
+	p.Warnings = append(p.Warnings, a.policyUnknownWarnings(p)...)
 	if p.Restart {
 		if r := a.restartRoute(p); r != nil {
 			return a, nil, r

@@ -253,7 +253,12 @@ const (
 	WarnNotRunning     = "not_running"
 	WarnAGUnknown      = "ag_unknown"
 	WarnGPUnknown      = "group_policy_unknown"
-	WarnPrimaryRestart = "primary_restart"
+	// WarnGPUnknownChange: the plan changes a right whose Group Policy the host
+	// cannot tell (RSoP unreadable, or its logging turned off): a policy that
+	// defines it would revert the change. Said with every plan that makes such a
+	// change, since it matters to that change.
+	WarnGPUnknownChange = "group_policy_unknown_change"
+	WarnPrimaryRestart  = "primary_restart"
 	// WarnBackupsUnchecked: a restart goes ahead (or may) without SQL Server having
 	// said whether a backup or restore is running.
 	WarnBackupsUnchecked = "backups_unchecked"

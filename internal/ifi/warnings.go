@@ -2,6 +2,7 @@ package ifi
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -55,7 +56,14 @@ func (a *Assessment) warnings() []Warning {
 			fmt.Sprintf("The service %s of %s starts with -T1806, which turns IFI off whatever the right says. "+
 				"Remove -T1806 from the startup parameters (SQL Server Configuration Manager) and restart.", a.ServiceName, a.where()), nil})
 	}
-	if !a.GroupPolicyKnown {
+	if !a.GroupPolicyKnown && ri.GroupPolicy.RSoPLoggingOff != "" {
+		w = append(w, Warning{WarnGPUnknown, "Group Policy unknown: RSoP logging is turned off",
+			fmt.Sprintf("On %s RSoP logging is turned off (%s), so what Resultant Set of Policy holds may be stale and cannot say whether a Group Policy "+
+				"defines \"Perform volume maintenance tasks\"; group_policy_managed is null. If a policy does, it reverts local changes at the next refresh "+
+				"(at a policy change, and at least every "+gpoReapply+"). Turn RSoP logging on (set \"Turn off Resultant Set of Policy logging\" to Not "+
+				"Configured or Disabled, under Computer Configuration > Administrative Templates > System > Group Policy), or check with gpresult /scope computer /h.",
+				a.where(), safetext.Escape(ri.GroupPolicy.RSoPLoggingOff)), nil})
+	} else if !a.GroupPolicyKnown {
 		w = append(w, Warning{WarnGPUnknown, "Group Policy unknown",
 			fmt.Sprintf("On %s the host could not tell whether a Group Policy defines \"Perform volume maintenance tasks\" (%s), so "+
 				"group_policy_managed is null. If a policy does, it reverts local changes at the next refresh (at a policy change, and at "+
@@ -105,4 +113,44 @@ func (a *Assessment) pendingAfterApply() (want, ok bool) {
 		want = a.expectedAfter([]Step{{Grant: a.desired.Enabled, SID: a.GranteeSID}})
 	}
 	return want, *a.RunningIFI != want
+}
+
+// policyUnknownWarnings are the plan's warnings for each right it changes whose
+// Group Policy the host cannot tell. Unknown is unsafe, and the provider says so
+// rather than refusing: a policy defining the right would revert the change within
+// its reapply interval, which the plan names, and the host gives no way to know
+// short of turning RSoP logging on (a refusal would block every host where an
+// administrator turned it off, with nothing the configuration could do about it).
+func (a *Assessment) policyUnknownWarnings(p *Plan) []Warning {
+	ri := a.observed.Instance
+	var w []Warning
+	for _, r := range []struct {
+		right, display string
+		gp             contract.GroupPolicyInfo
+	}{
+		{contract.RightManageVolume, ifiDisplay, ri.GroupPolicy},
+		{contract.RightLockMemory, LockPagesDisplay, lockPagesPolicy(ri)},
+	} {
+		if r.gp.Known || !slices.ContainsFunc(p.Steps, func(s Step) bool { return s.RightOf() == r.right }) {
+			continue
+		}
+		why := "the host could not read Resultant Set of Policy (" + safetext.Escape(r.gp.Detail) + ")"
+		if r.gp.RSoPLoggingOff != "" {
+			why = "RSoP logging is turned off (" + safetext.Escape(r.gp.RSoPLoggingOff) + "), so what Resultant Set of Policy holds may be stale"
+		}
+		w = append(w, Warning{WarnGPUnknownChange, "This change may be reverted by a Group Policy the host cannot tell",
+			fmt.Sprintf("The apply changes %q on %s, but %s: if a Group Policy defines the right, it reverts the change at the next refresh "+
+				"(at a policy change, and at least every "+gpoReapply+"). Check with gpresult /scope computer /h on the host before relying on it.",
+				r.display, a.where(), why), nil})
+	}
+	return w
+}
+
+// lockPagesPolicy is the Group Policy read of Lock pages in memory; known (nothing
+// to say) when the host does not report the right.
+func lockPagesPolicy(ri *contract.ReadInstanceResult) contract.GroupPolicyInfo {
+	if ri.LockPages == nil {
+		return contract.GroupPolicyInfo{Known: true}
+	}
+	return ri.LockPages.GroupPolicy
 }

@@ -131,3 +131,51 @@ func TestWarningTexts(t *testing.T) {
 		}
 	}
 }
+
+// rsopLoggingOff makes the host report RSoP logging turned off: Group Policy
+// unknown for both rights, naming the value.
+func rsopLoggingOff(r *contract.ReadInstanceResult) {
+	off := contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{}, RSoPLoggingOff: `HKLM\SOFTWARE\Policies\Microsoft\Windows\System\RSoPLogging = 0`,
+		Detail: "Group Policy (RSoP) could not be read: RSoP logging is turned off on this host"}
+	r.GroupPolicy = off
+	if r.LockPages != nil {
+		r.LockPages.GroupPolicy = off
+	}
+}
+
+// RSoP logging turned off: Group Policy is unknown, and the provider says so
+// rather than refusing (issue 37): the refresh names the cause and how to turn
+// logging on, and every plan that changes a right says that a policy the host
+// cannot see may revert it; a plan that changes nothing says nothing of it.
+func TestRSoPLoggingOffIsSaidByThePlanOfAChange(t *testing.T) {
+	a, p, err := PlanApply(withLockPages(enable, true), obs(memory(false, contract.MemoryModelConventional, limited), lpHolders(), rsopLoggingOff))
+	if err != nil {
+		t.Fatalf("PlanApply: %v; want the change planned (unknown Group Policy is said, not refused)", err)
+	}
+	var gpu *Warning
+	for i := range a.Warnings {
+		if a.Warnings[i].Code == WarnGPUnknown {
+			gpu = &a.Warnings[i]
+		}
+	}
+	if gpu == nil || gpu.Summary != "Group Policy unknown: RSoP logging is turned off" || !strings.Contains(gpu.Detail, `System\RSoPLogging = 0`) ||
+		!strings.Contains(gpu.Detail, "Turn off Resultant Set of Policy logging") {
+		t.Errorf("assessment warning %+v; want RSoP logging off named with the way to turn it on", gpu)
+	}
+	var said []string
+	for _, w := range p.Warnings {
+		if w.Code == WarnGPUnknownChange {
+			said = append(said, w.Detail)
+			if !strings.Contains(w.Detail, "RSoP logging is turned off") || !strings.Contains(w.Detail, "at least every") {
+				t.Errorf("plan warning %q: want RSoP logging off and the reapply interval named", w.Detail)
+			}
+		}
+	}
+	if len(said) != 2 || !strings.Contains(said[0], ifiDisplay) || !strings.Contains(said[1], LockPagesDisplay) {
+		t.Errorf("plan warnings %q; want one for each right the plan changes", said)
+	}
+	_, p, err = PlanApply(enable, obs(dmv(true), holders(svcSID), rsopLoggingOff))
+	if err != nil || p.Changes() || HasWarning(p.Warnings, WarnGPUnknownChange) {
+		t.Errorf("a converged plan: %v, %+v; want no change and nothing said of it", err, p)
+	}
+}

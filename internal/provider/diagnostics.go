@@ -149,7 +149,7 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 				"apply again, raise the resource's timeouts, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
 				t, ce.MaxParallelRestarts, EnvMaxParallelRestarts))
 	case converge.KindRestartInProgress:
-		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host is restarting", t.Instance, t.Host),
+		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: the host's restart lease is held", t.Instance, t.Host),
 			detail(ce.Err)+" The next plan shows what is still to do for this instance.")
 	case converge.KindClusterReadFailed:
 		diags.AddError(fmt.Sprintf("Cannot read the failover cluster of %s", t),

@@ -303,3 +303,69 @@ func TestCLI_faultMatrixAG_twoStatesOneGroup(t *testing.T) {
 		}
 	}
 }
+
+// The group fails over while the run restarts one of its secondaries (issue 37):
+// the primary whose restart lock the run holds becomes a secondary. The run stops
+// waiting on it as soon as the replica is back (seconds, not the update timeout
+// that a wait for a HEALTHY it could never see would take), says that the group
+// failed over and which replica is its primary now, and ends as every row does.
+func TestCLI_faultMatrixAG_failoverDuringRestart(t *testing.T) {
+	t.Parallel()
+	var hcs []host.HostConfig
+	for i, role := range []string{host.AGRolePrimary, host.AGRoleSecondary, host.AGRoleSecondary} {
+		n := nextAddr.Add(1)
+		hc := defaultHostConfig(fmt.Sprintf("sql%02d", n), fmt.Sprintf("127.0.0.%d", 10+n))
+		in := &hc.Instances[0]
+		in.StartMS, in.StopMS = 100, 100
+		if i == 1 {
+			in.StopMS, in.AGSyncMS = 1500, 1500 // the restarted one: stops slowly enough to fail over meanwhile
+		}
+		in.AvailabilityGroup = &host.AvailabilityGroupConfig{Name: "AG1", Role: role}
+		hcs = append(hcs, hc)
+	}
+	envs := startHosts(t, hcs)
+	prim, sec, next := envs[0], envs[1], envs[2]
+	config := func(restart string) string {
+		return prim.providerConfig(true) + withReplicaAddresses(agRowConfig(sec, restart, true), prim, next)
+	}
+	w := newCLI(t)
+	w.write(config("never"))
+	w.mustApply()
+	before, opsBefore := sec.engineStart(), len(sec.operations())
+	w.write(config("if_needed"))
+	done := make(chan *tfRun, 1)
+	go func() { done <- w.apply() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := sec.host().WaitServiceState(ctx, "MSSQLSERVER", contract.StateStopPending); err != nil {
+		t.Fatalf("the run did not stop the secondary: %v", err)
+	}
+	// The failover: the old primary steps down, then the other secondary takes the
+	// role (a moment with no primary between, as a failover's RESOLVING).
+	for _, step := range []struct {
+		e    *accEnv
+		role string
+	}{{prim, host.AGRoleSecondary}, {next, host.AGRolePrimary}} {
+		if err := step.e.sim.Do(step.e.name, winsim.Action{Action: winsim.ActionSetAGRole, Instance: "MSSQLSERVER", Role: step.role}); err != nil {
+			t.Fatalf("failover, %s to %s: %v", step.e.name, step.role, err)
+		}
+	}
+	ap := <-done
+	ended := time.Now()
+	if ap.Exit != 0 {
+		t.Fatalf("the apply failed:\n%s", ap.describe())
+	}
+	var running time.Time
+	for _, ev := range sec.host().ServiceHistory("MSSQLSERVER") {
+		if ev.State == contract.StateRunning {
+			running = ev.At
+		}
+	}
+	if after := ended.Sub(running); running.Before(before) || after > 20*time.Second {
+		t.Errorf("the apply ended %s after the secondary was Running again (at %v): want seconds, not its %s timeout", after.Round(time.Second), running, agRowTimeout)
+	}
+	ap.wantDiag(t, "warning", `Availability group failed over during the restart`,
+		`(?s)AG1 failed over meanwhile: .*`+strings.ToUpper(next.name)+` as the primary now`)
+	agFiveChecks(t, w, sec, ap, before, opsBefore, 1)
+}

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,7 +89,7 @@ func TestCLI_faultMatrixLease(t *testing.T) {
 	if refused.Exit == 0 {
 		t.Errorf("the second run restarted ETL while MSSQLSERVER restarted:\n%s", refused.describe())
 	}
-	refused.wantDiag(t, "error", `^SQL Server ETL on 127\.[0-9.]+ was not restarted: another instance of the host is restarting$`,
+	refused.wantDiag(t, "error", `^SQL Server ETL on 127\.[0-9.]+ was not restarted: the host's restart lease is held$`,
 		`(?s)restart of instance MSSQLSERVER on SQL\d+ is in progress \(since 20\d\d-.*Nothing was changed for ETL. Apply again once that restart has finished.*next plan shows`)
 	ap := <-firstRun
 	if ap.Exit != 0 {
@@ -105,4 +107,125 @@ func TestCLI_faultMatrixLease(t *testing.T) {
 	if n := e.stops(first.engine); n != 1 {
 		t.Errorf("%s stopped %d times, want 1", first.engine, n)
 	}
+}
+
+// A terraform killed between a gated restart's prepared line and its go line
+// (issue 37): one run restarts two hosts with one restart slot; while host A's
+// restart holds the slot (its stop held), host B's request is prepared, waiting
+// for it, and terraform is killed (SIGKILL to its process group: no go line, no
+// shell deleted). A's guard completes its restart; B's prepared request holds B's
+// restart lease only for its go line's wait (seconds, not the update timeout),
+// then nothing of it remains, and the next apply restarts B. Each host ends with
+// its Engine and Agent Running, the state as the host has it, the next plan empty
+// or an update in place, and no Engine stopped twice.
+func TestCLI_faultMatrixKilledWhilePrepared(t *testing.T) {
+	t.Parallel()
+	var hcs []host.HostConfig
+	for range 2 {
+		n := nextAddr.Add(1)
+		hc := defaultHostConfig(fmt.Sprintf("sql%02d", n), fmt.Sprintf("127.0.0.%d", 10+n))
+		hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 100
+		hcs = append(hcs, hc)
+	}
+	envs := startHosts(t, hcs)
+	const timeout = 2 * time.Minute
+	config := func(restart string) string {
+		cfg := withMaxParallelRestarts(envs[0].providerConfig(true), 1)
+		for i, e := range envs {
+			cfg += fmt.Sprintf("\nresource \"mssqlifi_instant_file_initialization\" \"h%d\" {\n  host    = %q\n  port    = %d\n  restart = %q\n"+
+				"  timeouts {\n    update = %q\n  }\n}\n", i, e.addr, e.httpsPort, restart, timeout)
+		}
+		return cfg
+	}
+	w := newCLI(t)
+	w.write(config("never"))
+	w.mustApply()
+	for _, e := range envs {
+		if err := e.host().SetStopDuration("MSSQLSERVER", time.Hour); err != nil { // held until EndStopNow
+			t.Fatal(err)
+		}
+	}
+	w.write(config("if_needed"))
+	var stopping, prepared *accEnv
+	var killedAt time.Time
+	during := func(cmd *exec.Cmd) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// Whichever host took the slot is Stop Pending; the other is prepared.
+		got := make(chan int, 2)
+		for i, e := range envs {
+			go func() {
+				if e.host().WaitServiceState(ctx, "MSSQLSERVER", contract.StateStopPending) == nil {
+					got <- i
+				}
+			}()
+		}
+		select {
+		case i := <-got:
+			stopping, prepared = envs[i], envs[1-i]
+		case <-ctx.Done():
+			t.Errorf("no host was seen stopping: %v", ctx.Err())
+			return
+		}
+		if err := prepared.host().WaitRestartPrepared(ctx, "MSSQLSERVER"); err != nil {
+			t.Errorf("%s's restart was not seen prepared: %v", prepared.name, err)
+			return
+		}
+		killedAt = time.Now()
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Errorf("killing terraform: %v", err)
+		}
+	}
+	killed := w.runWhile(during, "apply", "-auto-approve", "-json", "-no-color")
+	if stopping == nil || killedAt.IsZero() {
+		t.Fatalf("the fault was not injected:\n%s", killed.describe())
+	}
+	if err := stopping.host().EndStopNow("MSSQLSERVER"); err != nil {
+		t.Fatal(err)
+	}
+	// The prepared request gives the host back at its go line's wait.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
+	defer cancel()
+	if err := prepared.host().WaitRestartLeaseFree(ctx); err != nil {
+		t.Fatalf("%s's restart lease is still held: %v", prepared.name, err)
+	}
+	if held := time.Since(killedAt); held > 45*time.Second {
+		t.Errorf("%s's prepared request held its restart lease %s after terraform was killed: want its go line's wait (seconds), not the %s timeout",
+			prepared.name, held.Round(time.Second), timeout)
+	}
+	// The killed run's restart of the other host ends under its guard.
+	if err := stopping.host().WaitRestartLeaseFree(ctx); err != nil {
+		t.Fatalf("%s's restart did not end under its guard: %v", stopping.name, err)
+	}
+	if err := prepared.host().SetStopDuration("MSSQLSERVER", 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ap := w.apply()
+	if ap.Exit != 0 {
+		t.Fatalf("the apply after the kill failed:\n%s", ap.describe())
+	}
+	wantApplyEnds(t, ap, timeout, false)
+	st := w.state()
+	for i, e := range envs {
+		for _, svc := range []string{"MSSQLSERVER", contract.DefaultAgentService} {
+			if err := e.host().WaitServiceState(ctx, svc, contract.StateRunning); err != nil {
+				t.Errorf("%s on %s is not Running at the end: %v", svc, e.name, err)
+			}
+		}
+		a := st[fmt.Sprintf("mssqlifi_instant_file_initialization.h%d", i)]
+		if granted, _ := a["privilege_granted"].(bool); granted != e.holds(defaultSvcSID) || !granted {
+			t.Errorf("%s: state privilege_granted %v, the host holds the grant: %v", e.name, a["privilege_granted"], e.holds(defaultSvcSID))
+		}
+		if pending, _ := a["restart_pending"].(bool); pending {
+			t.Errorf("%s: state restart_pending after the apply", e.name)
+		}
+		if n := e.stops("MSSQLSERVER"); n != 1 {
+			t.Errorf("%s: the Engine stopped %d times, want once", e.name, n)
+		}
+	}
+	p := w.plan()
+	if p.Exit == 1 {
+		t.Fatalf("the next plan failed:\n%s", p.describe())
+	}
+	t.Logf("the next plan: %s", checkNextPlan(t, p, true, false))
 }

@@ -67,12 +67,29 @@ func (c *checker) groupReplicas(ctx context.Context, t Target, conn *sql.Conn, g
 		return nil, c.classify(ctx, t, err)
 	}
 	if !primary {
-		return nil, &Error{Target: t, Kind: KindQuery,
-			Message: fmt.Sprintf("%s:%d does not host the primary replica of availability group %s (it reports %d replica rows of the group, none local and PRIMARY)",
-				t.Host, t.Port, group, len(out)),
+		np := &contract.NotPrimaryError{Group: group, Address: fmt.Sprintf("%s:%d", t.Host, t.Port)}
+		var now Report
+		if c.primaries(ctx, t, conn, &now) == nil {
+			for g, p := range now.Primaries {
+				if strings.EqualFold(g, group) {
+					np.Primary = p
+				}
+			}
+		}
+		return nil, &Error{Target: t, Kind: KindQuery, Err: np,
+			Message: fmt.Sprintf("%s:%d does not host the primary replica of availability group %s (it reports %d replica rows of the group, none local and PRIMARY; %s)",
+				t.Host, t.Port, group, len(out), primaryNow(np.Primary)),
 			Hint: "The group may have failed over since the replica named its primary: apply again, or check availability_replica_addresses"}
 	}
 	return out, nil
+}
+
+// primaryNow says which replica an instance names as its group's primary.
+func primaryNow(p string) string {
+	if p == "" {
+		return "it names no primary now"
+	}
+	return "it names " + p + " as the primary now"
 }
 
 // GroupHealth asks the group's primary at t for every replica's state.

@@ -98,3 +98,32 @@ func TestLockNameFitsAndIsCaseBlind(t *testing.T) {
 		t.Errorf("lock names %q", n)
 	}
 }
+
+// A failover after the lock was taken: the lock's session is on an instance that
+// now hosts a secondary, and its health read says so with a NotPrimaryError naming
+// the new primary (the engine stops waiting on it).
+func TestLockHealthAfterAFailoverNamesTheNewPrimary(t *testing.T) {
+	ph, sh := simGroup(t)
+	pt := simReplica(t, ph)
+	c, ok := New(plainConfig()).(*checker)
+	if !ok {
+		t.Fatalf("New returned a %T, not a *checker", New(plainConfig()))
+	}
+	ctx := ctxFor(t, 20*time.Second)
+	lock, err := c.LockGroup(ctx, pt, "AG1", "SQL02")
+	if err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	defer lock.Release()
+	if err := ph.SetAGRole("MSSQLSERVER", "", host.AGRoleSecondary); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.SetAGRole("MSSQLSERVER", "", host.AGRolePrimary); err != nil {
+		t.Fatal(err)
+	}
+	_, err = lock.Health(ctx)
+	var moved *contract.NotPrimaryError
+	if !errors.As(err, &moved) || moved.Group != "AG1" || moved.Primary != "SQL02" {
+		t.Fatalf("health after the failover: %v (%+v), want a NotPrimaryError naming SQL02", err, moved)
+	}
+}

@@ -89,6 +89,26 @@ function Get-HadrReport {
     return $report
 }
 
+# Where RSoP logging is turned off: the registry value that turns it off
+# (RSoPLogging = 0; the policy under Software\Policies wins over the preference under
+# Winlogon), or '' when logging is on (the default: the value absent or not 0).
+function Get-RSoPLoggingOff {
+    foreach ($key in @('HKLM:\SOFTWARE\Policies\Microsoft\Windows\System', 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon')) {
+        $item = Get-Item -LiteralPath $key -ErrorAction SilentlyContinue
+        if (-not $item) {
+            continue
+        }
+        $value = $item.GetValue('RSoPLogging', $null)
+        if ($null -ne $value) {
+            if ([int]$value -eq 0) {
+                return ($key -replace '^HKLM:', 'HKLM') + '\RSoPLogging = 0'
+            }
+            return ''
+        }
+    }
+    return ''
+}
+
 # The Group Policy setting of each right in $Rights, from one RSoP query: the winning
 # (precedence 1) RSOP_UserPrivilegeRight setting, if any. RSoP without any Group
 # Policy object (not even the local one) has no data: unknown, not "no policy defines
@@ -99,7 +119,17 @@ function Get-RightPolicy {
     foreach ($right in $Rights) {
         $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = '' }
     }
+    $loggingOff = ''
     try {
+        # RSoP logging turned off (RSoPLogging = 0: the policy "Turn off Resultant Set
+        # of Policy logging" under Software\Policies, else the preference under
+        # Winlogon; logging is on by default): root\rsop\computer then holds what was
+        # logged before, if anything, not the policy in force. Unknown, not "no policy
+        # defines the right".
+        $loggingOff = Get-RSoPLoggingOff
+        if ($loggingOff) {
+            throw "RSoP logging is turned off on this host ($loggingOff), so root\rsop\computer may hold stale data and cannot say whether a Group Policy defines the right"
+        }
         $gpoCount = @(Get-CimInstance -Namespace 'root\rsop\computer' -ClassName 'RSOP_GPO').Count
         if ($gpoCount -eq 0) {
             throw 'RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)'
@@ -138,7 +168,7 @@ function Get-RightPolicy {
     catch {
         $why = "Group Policy (RSoP) could not be read: $($_.Exception.Message)"
         foreach ($right in $Rights) {
-            $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = $why }
+            $policies[$right] = [ordered]@{ known = $false; defined = $false; holders = @(); detail = $why; rsop_logging_off = [string]$loggingOff }
         }
     }
     return $policies

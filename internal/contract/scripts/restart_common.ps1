@@ -88,6 +88,8 @@ function Read-RestartMarker {
         if ($runner -eq 'gone') {
             return $null
         }
+        # Until when its runner waits for its go (GoUntil), for a refusal to name.
+        $state | Add-Member -NotePropertyName go_until -NotePropertyValue ([string]$key.GetValue('GoUntil', '')) -Force
         return $state
     }
     if (-not $state.finished) {

@@ -15,7 +15,8 @@
 # lease, Find-OtherRestart). restart_status reports a restart later.
 # The result says whether the restart finished and how (error, message); exit codes
 # other than 0 are for requests that stop nothing (invalid, clustered, not found, a
-# change that failed, restart_in_progress).
+# change that failed, restart_in_progress, restart_not_started; 6,
+# changed_not_restarted: the changes were made, then the go was refused).
 # Parameters: $Params.instance, $Params.timeout_seconds, $Params.restart_id,
 # $Params.wait_seconds, $Params.changes (a list of { right, sid, grant }; right absent: SeManageVolumePrivilege), $Params.read_back,
 # $Params.await_go and $Params.go_seconds (a gated restart: contract/restart_gate.go).
@@ -112,6 +113,9 @@ catch {
 $other = Find-OtherRestart -Instance $instance.Name
 if ($other) {
     $lock.Dispose()
+    if ([string]$other.phase -ceq 'prepared') {
+        Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: request $($other.restart_id) to restart instance $($other.instance) on $computerName is prepared (since $($other.started_at)) and waits for its go line until $($other.go_until); it holds the host until then, or until its process ends, and one instance of a host restarts at a time. Nothing was changed for $instanceName. Apply again after $($other.go_until)."
+    }
     Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: the restart of instance $($other.instance) on $computerName is in progress (since $($other.started_at), phase $($other.phase)), and one instance of a host restarts at a time. Nothing was changed for $instanceName. Apply again once that restart has finished."
 }
 $existing = Read-RestartMarker -Instance $instance.Name
@@ -124,7 +128,7 @@ $existing = Read-RestartMarker -Instance $instance.Name
 $prepared = ($existing -and [string]$existing.phase -ceq 'prepared')
 if ($prepared -and [string]$existing.restart_id -cne $restartId) {
     $lock.Dispose()
-    Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: another request to restart it on $computerName is prepared (since $($existing.started_at)) and waits to be let go. Nothing was changed for $instanceName. Apply again once it has finished."
+    Exit-WithError -Code 3 -ErrorName 'restart_in_progress' -Message "The restart of $instanceName was refused: request $($existing.restart_id) to restart it on $computerName is prepared (since $($existing.started_at)) and waits for its go line until $($existing.go_until); it holds the host until then, or until its process ends. Nothing was changed for $instanceName. Apply again after $($existing.go_until)."
 }
 $join = ($existing -and -not $prepared -and (-not $existing.finished -or [string]$existing.restart_id -ceq $restartId))
 if ($join) {
@@ -173,6 +177,8 @@ if (-not $join) {
     Set-ItemProperty -LiteralPath $markerPath -Name 'Token' -Value $token
     Set-ItemProperty -LiteralPath $markerPath -Name 'TimeoutSeconds' -Value $timeoutSeconds -Type DWord
     Set-ItemProperty -LiteralPath $markerPath -Name 'GoSeconds' -Value ($guardGoSeconds + $RestartGuardGoMarginSeconds) -Type DWord
+    # Until when this request waits for its go (a refusal of another request names it).
+    Set-ItemProperty -LiteralPath $markerPath -Name 'GoUntil' -Value (Format-UtcTime -Time ([DateTime]::UtcNow.AddSeconds($guardGoSeconds)))
     Set-ItemProperty -LiteralPath $markerPath -Name 'ErrorLog' -Value $errorLogPath
     Set-ItemProperty -LiteralPath $markerPath -Name 'WorkerProcessId' -Value $PID -Type DWord
     Set-ItemProperty -LiteralPath $markerPath -Name 'RunnerStart' -Value ([string](Get-Process -Id $PID).StartTime.ToUniversalTime().Ticks)
@@ -213,11 +219,13 @@ if (-not $join) {
 # The changes first: one that fails ends this request before anything is stopped
 # (its go never recorded, the guard ends having changed nothing).
 $changed = $false
+$made = @()
 foreach ($change in $changes) {
     $changeRight = [string]$change.right
     if (-not $changeRight) { $changeRight = 'SeManageVolumePrivilege' }
     if ((Set-UserRight -Right $changeRight -SidText $change.sid -Grant $change.grant -Instance $instanceName).changed) {
         $changed = $true
+        if ($change.grant) { $made += "granted $changeRight to $($change.sid)" } else { $made += "revoked $changeRight from $($change.sid)" }
     }
 }
 
@@ -249,6 +257,11 @@ if ($join) {
 # this one's marker or the guard ended first.
 $notGone = Set-RestartGo -Marker $markerPath -Token $token -Directory $RestartGuardDirectory
 if ($notGone) {
+    if ($changed) {
+        # The changes were made: its own code (exit 6), so that the provider records
+        # them, naming what changed.
+        Exit-WithError -Code 6 -ErrorName 'changed_not_restarted' -Message "The restart of $instanceName on $computerName did not start: $notGone. The right's holders were changed ($($made -join '; ')), and nothing was stopped: the change takes effect at the Engine's next start; apply again to restart it."
+    }
     Exit-WithError -Code 3 -ErrorName 'restart_not_started' -Message "The restart of $instanceName on $computerName did not start: $notGone. Nothing was stopped; apply again."
 }
 

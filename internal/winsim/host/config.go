@@ -185,6 +185,11 @@ type GroupPolicyConfig struct {
 	// RSoPAvailable: Resultant Set of Policy can be read (WMI root\rsop\computer).
 	// Default true. When false, read_instance answers group_policy.known = false.
 	RSoPAvailable *bool `json:"rsop_available,omitempty"`
+	// RSoPLoggingOff: the policy "Turn off Resultant Set of Policy logging"
+	// (HKLM\SOFTWARE\Policies\Microsoft\Windows\System\RSoPLogging = 0) is set:
+	// refreshes apply the policy, RSoP keeps what it logged before (here: nothing),
+	// and read_instance answers group_policy.known = false naming the value.
+	RSoPLoggingOff bool `json:"rsop_logging_off,omitempty"`
 	// Rights are the rights a GPO defines, right → SIDs or names. A policy-defined
 	// right's local holder list is overwritten by the policy's at every refresh
 	// (design/windows-behaviour.md#group-policy), and once when the host is built

@@ -675,12 +675,18 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	// never recorded, the guard ends having changed nothing).
 	changed, eventWarning := false, ""
 	sids := make([]string, 0, len(p.Changes))
+	var made []string // the changes made, as restart_instance.ps1 names them
 	for _, c := range p.Changes {
 		r, code, ok := h.setUserRight(c.RightOf(), c.SID, c.Grant, admin, p.Instance, p.Agent, stdout, entry)
 		if !ok {
 			return code
 		}
 		changed = changed || r.Changed
+		if r.Changed && c.Grant {
+			made = append(made, "granted "+c.RightOf()+" to "+c.SID)
+		} else if r.Changed {
+			made = append(made, "revoked "+c.RightOf()+" from "+c.SID)
+		}
 		sids = append(sids, c.SID)
 		if r.EventLogWarning != "" {
 			eventWarning = r.EventLogWarning
@@ -698,6 +704,12 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	if joined {
 		j = lease.join
 	} else if err := h.goRestart(ctx, inst, j, timeout); err != nil {
+		if changed {
+			// The changes were made: exit 6, naming them (restart_instance.ps1).
+			return h.scriptError(stdout, entry, contract.ExitChangedNotStarted, contract.CodeChangedNotRestarted,
+				fmt.Sprintf("The restart of %s on %s did not start: %v. The right's holders were changed (%s), and nothing was stopped: "+
+					"the change takes effect at the Engine's next start; apply again to restart it.", p.Instance, h.computer, err, strings.Join(made, "; ")))
+		}
 		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
 			fmt.Sprintf("The restart of %s on %s did not start: %v. Nothing was stopped; apply again.", p.Instance, h.computer, err))
 	}

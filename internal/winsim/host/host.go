@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -65,14 +66,18 @@ type Host struct {
 	langMode  string              // PowerShell's language mode for WinRM users' commands
 	gpPolicy  map[string][]string // rights a GPO defines now (applied at the next refresh)
 	gpApplied map[string][]string // rights as of the last refresh (what RSoP reports)
-	gpRefresh time.Time
-	services  []*service
-	svcByName map[string]*service // upper-case name
-	instances []*Instance
-	nextPID   int
-	eventSeq  int64
-	events    []serviceEvent
-	audit     []AuditEntry
+	// rsopLoggingOff: "Turn off Resultant Set of Policy logging" (RSoPLogging = 0):
+	// a refresh applies the policy but RSoP keeps what it logged before (gpLogged).
+	rsopLoggingOff bool
+	gpLogged       map[string][]string
+	gpRefresh      time.Time
+	services       []*service
+	svcByName      map[string]*service // upper-case name
+	instances      []*Instance
+	nextPID        int
+	eventSeq       int64
+	events         []serviceEvent
+	audit          []AuditEntry
 	// eventLog: the Application event log's entries of the provider's source, which
 	// eventSource says is registered (eventlog.go).
 	eventLog    []EventLogEntry
@@ -142,24 +147,28 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		opts.Now = time.Now
 	}
 	h := &Host{
-		cfg:        cfg,
-		opts:       opts,
-		computer:   cfg.ComputerNameOrDefault(),
-		cost:       cfg.Cost.Resolve(),
-		loc:        time.FixedZone("host", cfg.UTCOffsetMinutes*60),
-		changed:    make(chan struct{}),
-		accounts:   map[string]string{},
-		sidNames:   map[string]string{},
-		rights:     map[string][]string{},
-		rsop:       cfg.GroupPolicy.RSoP(),
-		langMode:   LanguageFull,
-		gpPolicy:   map[string][]string{},
-		gpApplied:  map[string][]string{},
-		svcByName:  map[string]*service{},
-		nextPID:    4100,
-		auditLimit: 10000,
-		restarts:   map[string]*restartJob{},
-		ags:        opts.AGs,
+		cfg:       cfg,
+		opts:      opts,
+		computer:  cfg.ComputerNameOrDefault(),
+		cost:      cfg.Cost.Resolve(),
+		loc:       time.FixedZone("host", cfg.UTCOffsetMinutes*60),
+		changed:   make(chan struct{}),
+		accounts:  map[string]string{},
+		sidNames:  map[string]string{},
+		rights:    map[string][]string{},
+		rsop:      cfg.GroupPolicy.RSoP(),
+		langMode:  LanguageFull,
+		gpPolicy:  map[string][]string{},
+		gpApplied: map[string][]string{},
+		gpLogged:  map[string][]string{},
+		// Logging off from the start: RSoP holds the policy processed before it was
+		// turned off, modelled as none defining a right (gpLogged stays empty).
+		rsopLoggingOff: cfg.GroupPolicy.RSoPLoggingOff,
+		svcByName:      map[string]*service{},
+		nextPID:        4100,
+		auditLimit:     10000,
+		restarts:       map[string]*restartJob{},
+		ags:            opts.AGs,
 	}
 	if h.ags == nil {
 		h.ags = &AGDirectory{}
@@ -695,8 +704,26 @@ func (h *Host) refreshGroupPolicyLocked() {
 		h.rights[right] = slices.Clone(sids)
 		h.gpApplied[right] = slices.Clone(sids)
 	}
+	if !h.rsopLoggingOff {
+		h.gpLogged = maps.Clone(h.gpApplied)
+	}
 	h.gpRefresh = h.now()
 }
+
+// SetRSoPLogging turns RSoP logging off (RSoPLogging = 0, the policy "Turn off
+// Resultant Set of Policy logging") or on again. Off, policy refreshes go on
+// applying the policy but RSoP keeps what it logged last; on, the next refresh logs
+// again.
+func (h *Host) SetRSoPLogging(off bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rsopLoggingOff = off
+	h.notifyLocked()
+}
+
+// rsopLoggingOffValue is how instance_report.ps1 names the value that turns RSoP
+// logging off.
+const rsopLoggingOffValue = `HKLM\SOFTWARE\Policies\Microsoft\Windows\System\RSoPLogging = 0`
 
 // groupPolicyInfo answers what RSOP_UserPrivilegeRight says about a right.
 func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
@@ -707,7 +734,13 @@ func (h *Host) groupPolicyInfo(right string) contract.GroupPolicyInfo {
 		return contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{},
 			Detail: `Group Policy (RSoP) could not be read: RSoP has no data on this host (root\rsop\computer lists no Group Policy object: RSoP logging may be off, or policy was never processed)`}
 	}
-	sids, ok := h.gpApplied[right]
+	if h.rsopLoggingOff {
+		// instance_report.ps1 reads RSoPLogging before RSoP, whose data is stale.
+		return contract.GroupPolicyInfo{Known: false, Holders: []contract.Principal{}, RSoPLoggingOff: rsopLoggingOffValue,
+			Detail: "Group Policy (RSoP) could not be read: RSoP logging is turned off on this host (" + rsopLoggingOffValue + `), so rootsop\computer ` +
+				"may hold stale data and cannot say whether a Group Policy defines the right"}
+	}
+	sids, ok := h.gpLogged[right]
 	if !ok {
 		gpos := 1 // Local Group Policy
 		if h.cfg.Domain != "" {

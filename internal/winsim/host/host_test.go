@@ -564,3 +564,30 @@ func TestAllServicesInTheServiceToken(t *testing.T) {
 		}
 	}
 }
+
+// RSoP logging turned off (RSoPLogging = 0): a refresh still applies the policy,
+// but RSoP keeps what it logged before (here: no policy defining the right), so
+// read_instance reports the right's Group Policy as unknown, naming the value, not
+// "no Group Policy defines the right" from stale data (issue 37). Turned on again,
+// the next refresh logs the policy.
+func TestRSoPLoggingOffReportsGroupPolicyUnknown(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig()
+	cfg.GroupPolicy.Rights = map[string][]string{contract.RightManageVolume: {winsid.Administrators}}
+	cfg.GroupPolicy.RSoPLoggingOff = true
+	h := newHost(t, cfg)
+	ri := decode[contract.ReadInstanceResult](t, execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}))
+	gp := ri.GroupPolicy
+	if gp.Known || gp.Defined || !strings.Contains(gp.RSoPLoggingOff, `System\RSoPLogging = 0`) || !strings.Contains(gp.Detail, "RSoP logging is turned off") {
+		t.Fatalf("group policy with RSoP logging off: %+v; want unknown, naming RSoPLogging = 0", gp)
+	}
+	if holders, _ := h.RightHolders(contract.RightManageVolume); len(holders) != 1 || holders[0] != winsid.Administrators {
+		t.Errorf("the policy was not applied with RSoP logging off: %v", holders)
+	}
+	h.SetRSoPLogging(false)
+	h.RefreshGroupPolicy()
+	ri = decode[contract.ReadInstanceResult](t, execOp(t, h, "Administrator", contract.OpReadInstance, contract.ReadInstanceParams{Instance: "MSSQLSERVER", Right: contract.RightManageVolume}))
+	if gp := ri.GroupPolicy; !gp.Known || !gp.Defined || gp.RSoPLoggingOff != "" {
+		t.Errorf("group policy once logging is on again and policy refreshed: %+v; want known and defined", gp)
+	}
+}

@@ -258,13 +258,15 @@ func TestGatedRestartAfterTheGuardsDeadlineChangesNothing(t *testing.T) {
 	waitGuardEnded(t, h)
 	_, _ = pw.Write([]byte(contract.GoLine(id)))
 	_ = pw.Close()
-	if c := <-code; c != contract.ExitRefused || !strings.Contains(out.String(), contract.CodeRestartNotStarted) || !strings.Contains(out.String(), "guard") {
-		t.Fatalf("exit %d: %s", c, out.String())
-	}
 	// The grant comes before the go (Set-RestartGo), as for an ungated request's
-	// changes; nothing was stopped.
-	if !inst.Process().Started.Equal(before) {
-		t.Error("the Engine restarted without a guard")
+	// changes; nothing was stopped. The refusal says so with its own exit code
+	// (issue 37), naming what changed: not restart_not_started's "nothing changed".
+	if c := <-code; c != contract.ExitChangedNotStarted || !strings.Contains(out.String(), contract.CodeChangedNotRestarted) || !strings.Contains(out.String(), "guard") ||
+		!strings.Contains(out.String(), "granted "+contract.RightManageVolume+" to "+engineSID) {
+		t.Fatalf("exit %d: %s; want %d, %s, naming the grant", c, out.String(), contract.ExitChangedNotStarted, contract.CodeChangedNotRestarted)
+	}
+	if !holdsRight(h, engineSID) || !inst.Process().Started.Equal(before) {
+		t.Error("the grant was not made, or the Engine restarted without a guard")
 	}
 }
 
@@ -333,7 +335,10 @@ func TestPreparedRestartOfAnotherRequestRefuses(t *testing.T) {
 	}
 	r := execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30,
 		RestartID: strings.Repeat("cd", 16)})
-	if r.code != contract.ExitRefused || !strings.Contains(r.stdout, contract.CodeRestartInProgress) {
+	// The refusal names the prepared request and until when it waits for its go
+	// line (go_seconds 30 from its start), not "a restart in progress" (issue 37).
+	if r.code != contract.ExitRefused || !strings.Contains(r.stdout, contract.CodeRestartInProgress) ||
+		!strings.Contains(r.stdout, "request "+strings.Repeat("ab", 16)+" to restart it on ") || !strings.Contains(r.stdout, "waits for its go line until ") {
 		t.Errorf("another request: exit %d %s", r.code, r.stdout)
 	}
 	_ = pw.Close()

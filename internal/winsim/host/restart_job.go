@@ -47,6 +47,9 @@ type restartJob struct {
 	// runner is the prepared restart's runner process (its request's context: the
 	// shell's job object ends it); nil for a restart that is not this simulator's.
 	runner context.Context
+	// goUntil is until when the prepared restart's runner waits for its go (the
+	// marker's GoUntil): a refusal of another request names it.
+	goUntil time.Time
 }
 
 // How the processes of a restart marker left behind are (restart_common.ps1,
@@ -182,6 +185,12 @@ func (h *Host) enterRestartLease(inst *Instance, id string) (*restartLease, erro
 	for name, j := range h.restarts {
 		if name != strings.ToUpper(inst.name) && j.inProgressLocked(now) {
 			release()
+			if j.preparedLocked() {
+				return nil, &leaseRefusal{msg: fmt.Sprintf("The restart of %s was refused: request %s to restart instance %s on %s is prepared (since %s) and waits for its go line until %s; "+
+					"it holds the host until then, or until its process ends, and one instance of a host restarts at a time. Nothing was changed for %s. Apply again after %s.",
+					inst.name, j.res.RestartID, h.instanceName(name), h.computer, j.res.StartedAt.Format(time.RFC3339Nano), j.goUntil.Format(time.RFC3339Nano),
+					inst.name, j.goUntil.Format(time.RFC3339Nano))}
+			}
 			return nil, &leaseRefusal{msg: fmt.Sprintf("The restart of %s was refused: the restart of instance %s on %s is in progress (since %s, phase %s), "+
 				"and one instance of a host restarts at a time. Nothing was changed for %s. Apply again once that restart has finished.",
 				inst.name, h.instanceName(name), h.computer, j.res.StartedAt.Format(time.RFC3339Nano), j.res.Phase, inst.name)}
@@ -196,8 +205,9 @@ func (h *Host) enterRestartLease(inst *Instance, id string) (*restartLease, erro
 		// ended before its go line) is replaced; another request's refuses this one.
 		if j.preparedLocked() && j.res.RestartID != id {
 			release()
-			return nil, &leaseRefusal{msg: fmt.Sprintf("The restart of %s was refused: another request to restart it on %s is prepared (since %s) and waits to be let go. "+
-				"Nothing was changed for %s. Apply again once it has finished.", inst.name, h.computer, j.res.StartedAt.Format(time.RFC3339Nano), inst.name)}
+			return nil, &leaseRefusal{msg: fmt.Sprintf("The restart of %s was refused: request %s to restart it on %s is prepared (since %s) and waits for its go line until %s; "+
+				"it holds the host until then, or until its process ends. Nothing was changed for %s. Apply again after %s.", inst.name, j.res.RestartID, h.computer,
+				j.res.StartedAt.Format(time.RFC3339Nano), j.goUntil.Format(time.RFC3339Nano), inst.name, j.goUntil.Format(time.RFC3339Nano))}
 		}
 	case j.inProgressLocked(now) || (j.res.RestartID == id && id != ""):
 		l.join = j
@@ -251,7 +261,7 @@ func (h *Host) prepareRestart(runner context.Context, inst *Instance, id string,
 	j := &restartJob{done: make(chan struct{}), res: contract.RestartInstanceResult{
 		Found: true, RestartID: id, Phase: contract.PhasePrepared, ServiceName: inst.engine.name,
 		Stopped: []string{}, Started: []string{}, ServiceState: inst.engine.state, StartedAt: h.now().UTC(),
-	}, runner: runner}
+	}, runner: runner, goUntil: h.now().UTC().Add(goWait)}
 	h.restarts[key] = j // the marker, written before the guard starts; it holds the lease now
 	h.notifyLocked()    // a request it replaced: its guard sees the marker another's
 	h.mu.Unlock()
@@ -772,4 +782,28 @@ func (i *Instance) errorLogTail(n int) []string {
 	defer i.h.mu.Unlock()
 	from := max(len(i.errorlog)-n, 0)
 	return slices.Clone(i.errorlog[from:])
+}
+
+// WaitRestartPrepared waits until instance has a restart prepared and not let go
+// whose runner lives (a gated request waiting for its go line), or ctx ends.
+func (h *Host) WaitRestartPrepared(ctx context.Context, instance string) error {
+	key := strings.ToUpper(instance)
+	return h.waitFor(ctx, func() (bool, error) {
+		j := h.restarts[key]
+		return j != nil && j.preparedLocked(), nil
+	})
+}
+
+// WaitRestartLeaseFree waits until no restart holds the host's restart lease (none
+// in progress, none prepared with a live runner), or ctx ends.
+func (h *Host) WaitRestartLeaseFree(ctx context.Context) error {
+	return h.waitFor(ctx, func() (bool, error) {
+		now := h.now()
+		for _, j := range h.restarts {
+			if j.inProgressLocked(now) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }

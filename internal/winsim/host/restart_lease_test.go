@@ -104,3 +104,38 @@ func TestRestartLeaseStaleMarker(t *testing.T) {
 		})
 	}
 }
+
+// A gated request prepared on one instance whose provider went away (killed: no go
+// line, no shell deletion) holds the host's lease only for its go line's wait: a
+// request for another instance is refused naming the prepared request and until
+// when it waits, and once that wait has passed its runner has ended and the host
+// is free (issue 37).
+func TestPreparedRequestOfAnotherInstanceHoldsTheHostForItsGoWaitOnly(t *testing.T) {
+	t.Parallel()
+	cfg := baseConfig()
+	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 15, 15
+	cfg.Instances = append(cfg.Instances, InstanceConfig{Name: "ETL", StartMS: 15, StopMS: 15})
+	h := newHost(t, cfg)
+	pw, out, code := gatedRun(t, context.Background(), h, 5) // go_seconds 5
+	defer pw.Close()
+	id := strings.Repeat("ab", 16)
+	if l := nextLine(t, out); l != contract.ProgressPrefix+"prepared "+id {
+		t.Fatalf("first line %q", l)
+	}
+	etl := contract.RestartInstanceParams{Instance: "ETL", TimeoutSeconds: 30}
+	se := wantScriptError(t, execOp(t, h, "Administrator", contract.OpRestartInstance, etl), contract.ExitRefused, contract.CodeRestartInProgress)
+	for _, want := range []string{"request " + id + " to restart instance MSSQLSERVER on SQL01 is prepared", "waits for its go line until ", "Apply again after "} {
+		if !strings.Contains(se.Message, want) {
+			t.Errorf("the refusal %q does not say %q", se.Message, want)
+		}
+	}
+	// The prepared request's runner gives up at its go line's wait: the host is
+	// then free.
+	if c := <-code; c != contract.ExitRefused || !strings.Contains(out.String(), contract.CodeRestartNotStarted) {
+		t.Fatalf("the prepared request: exit %d %s", c, out.String())
+	}
+	b := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, etl))
+	if !b.Finished || b.Error != "" || b.Joined {
+		t.Fatalf("ETL's restart once the prepared request ended: %+v", b)
+	}
+}
