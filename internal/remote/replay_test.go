@@ -230,3 +230,19 @@ func TestReplayRecordedFaultsClassified(t *testing.T) {
 		}
 	}
 }
+
+// The stderr powershell.exe wrote for "fake cmdlet" (pywinrm's recording, with the
+// "Preparing modules for first use." progress records Windows PowerShell emits)
+// decodes to the error record's lines, pywinrm's expected text, without progress.
+func TestReplayRecordedCLIXMLStderr(t *testing.T) {
+	got := DecodeCLIXML(recordings.Read(t, "pywinrm/clixml_stderr_fake_cmdlet.txt"))
+	want := recordings.Read(t, "pywinrm/clixml_stderr_fake_cmdlet.expected.txt")
+	// tidyLines trims each line's end (pywinrm keeps the space after "Check").
+	var lines []string
+	for _, l := range strings.Split(strings.ReplaceAll(want, "\r\n", "\n"), "\n") {
+		lines = append(lines, strings.TrimRight(l, " "))
+	}
+	if w := strings.TrimSpace(strings.Join(lines, "\n")); got != w {
+		t.Fatalf("decoded:\n%q\nrecorded:\n%q", got, w)
+	}
+}
