@@ -31,7 +31,9 @@ type wsmanFault struct {
 }
 
 // parseFault reads the fault in a SOAP body; ok is false when the body holds no
-// s:Fault with a WSManFault Code or subcode (an empty or non-SOAP answer).
+// s:Fault with a WSManFault Code or subcode (an empty or non-SOAP answer). A fault
+// without a WSManFault Code is classified by its HTTP status (Transient), as an
+// answer without a fault is.
 func parseFault(body string) (f wsmanFault, ok bool) {
 	i := strings.Index(body, "<")
 	if i < 0 {
