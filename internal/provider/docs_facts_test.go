@@ -10,6 +10,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/localfile"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
 )
@@ -36,6 +37,7 @@ func TestDocsFiguresMatchTheConstants(t *testing.T) {
 		what, file, phrase string
 	}{
 		{"create and update timeouts", howItWorks, fmt.Sprintf("create and update timeouts (%d minutes by default", int(defaultCreateTimeout/time.Minute))},
+		{"Kerberos files' cap and deadline", auth, fmt.Sprintf("of at most %d MiB, read within %d seconds", localfile.MaxSize>>20, int(localfile.Timeout/time.Second))},
 		{"read freshness", howItWorks, fmt.Sprintf("%d seconds old", int(converge.DefaultReadFreshness/time.Second))},
 		{"WinRM ports (schema)", index, fmt.Sprintf("Default `%d` with HTTPS, `%d` without", remote.DefaultHTTPSPort, remote.DefaultHTTPPort)},
 		{"WinRM HTTP port and default", auth, fmt.Sprintf("listener on %d with the default `https = %t` and the default `auth = %q`", remote.DefaultHTTPPort, remote.DefaultHTTPS, remote.DefaultAuth)},

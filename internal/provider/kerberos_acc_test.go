@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
@@ -160,6 +161,35 @@ func TestAccKerberos_negotiateFallsBackToNTLM(t *testing.T) {
 	// simulator refuses a logon meant for another host as relayed).
 	cfg := strings.Replace(e.winrmHTTPProviderConfig(k, logon), fmt.Sprintf("%q", accKrbSPN), fmt.Sprintf("%q", "HTTP/"+e.addr), 1)
 	lifecycleAs(t, e, cfg+resourceConfig(e.addr, ""), true, "ntlm")
+}
+
+// A KDC that refuses (stopped: nothing listens on its port) is not a host that
+// refuses: with auth "kerberos", and with "negotiate" where allow_ntlm_fallback is
+// false, the plan fails at once naming the KDC, instead of asking again for the
+// whole read timeout (issue 36: about 5 minutes per plan).
+func TestAccKerberos_kdcDownFailsThePlanAtOnce(t *testing.T) {
+	e, k := krbAccEnv(t)
+	k.Stop(t)
+	for name, cfg := range map[string]string{
+		"kerberos": e.kerberosProviderConfig(k, fmt.Sprintf("    username = %q\n    password = %q", accKrbUser+"@"+k.Realm, accKrbPass)),
+		"negotiate without fallback": e.winrmHTTPProviderConfig(k, fmt.Sprintf("    username = %q\n    password = %q\n    allow_ntlm_fallback = false",
+			`MSSQLIFI\`+accKrbUser, accKrbPass)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: protoV6Factories,
+				Steps: []resource.TestStep{{
+					Config:      cfg + resourceConfig(e.addr, ""),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(`no answer from the KDCs of\s+` + regexp.QuoteMeta(k.Realm) + `\s+\(` + regexp.QuoteMeta(k.Addr) + `\)`),
+				}},
+			})
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("the plan took %s with the KDC down, want seconds", d)
+			}
+		})
+	}
 }
 
 // Bad Kerberos settings fail at plan, naming the argument.

@@ -120,11 +120,21 @@ func (h *winrmHost) classify(err error) *Error {
 				fault = excerpt(msg)
 			}
 			e.Message = fmt.Sprintf("WinRM at %s answered HTTP %d: %s", where, status, fault)
-			if strings.Contains(strings.ToLower(fault), "access is denied") {
+			f, isFault := faultOf(err)
+			if isFault {
+				e.Fault = f.Code
+				e.Message += faultSource(f)
+			}
+			switch {
+			case strings.Contains(strings.ToLower(fault), "access is denied"):
 				e.Kind = KindAuth
 				e.Setting = SettingUsername
 				e.Hint = fmt.Sprintf("%s logged in but may not use WinRM: make the user a local Administrator of the host", h.cfg.Username)
-			} else {
+			case isFault && !faultRetried(f.Code):
+				e.Hint = "This is the host's own answer, so it was not asked again: check the WinRM service and its shell plugin on the host " +
+					"(winrm get winrm/config, and the Microsoft-Windows-WinRM/Operational event log), and that cmd.exe and Windows PowerShell 5.1 " +
+					"(%SystemRoot%\\System32\\WindowsPowerShell\\v1.0\\powershell.exe) are present"
+			default:
 				e.Hint = "Check the WinRM service on the host (winrm get winrm/config) and its event log"
 			}
 			return e
@@ -192,6 +202,18 @@ func (h *winrmHost) classify(err error) *Error {
 	e.Message = fmt.Sprintf("WinRM at %s failed: %s", where, excerpt(msg))
 	e.Hint = "Check that the port is a WinRM listener (winrm enumerate winrm/config/listener)"
 	return e
+}
+
+// faultSource names the fault's code and the plugin that raised it, for a message:
+// " (WSManFault 2147942402 from the Shell cmd plugin)".
+func faultSource(f wsmanFault) string {
+	if f.Code == "" {
+		return " (" + f.Subcode + ")"
+	}
+	if f.Provider != "" {
+		return " (WSManFault " + f.Code + " from the " + f.Provider + ")"
+	}
+	return " (WSManFault " + f.Code + ")"
 }
 
 const unreachableHint = "Check that the host is up and that a WinRM listener runs there (winrm quickconfig; winrm enumerate winrm/config/listener), " +

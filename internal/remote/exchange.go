@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -289,13 +288,12 @@ func (s *session) post(ctx context.Context, msg *soap.SoapMessage) (string, erro
 
 // isOperationTimeout reports the WS-Management TimedOut fault a Receive answers when
 // the command wrote nothing within the OperationTimeout (MS-WSMV 3.1.4.14): the
-// client polls again.
+// client polls again. It is told by its WSManFault Code (fault.go), not by words
+// anywhere in the body: another fault naming a timeout (an OperationTimeout the
+// service refused, WSManFault 2150858767) is the host's answer.
 func isOperationTimeout(err error) bool {
-	var se *httpStatusError
-	if !errors.As(err, &se) || !se.SOAP {
-		return false
-	}
-	return strings.Contains(se.Body, "2150858793") || strings.Contains(se.Body, "w:TimedOut") || strings.Contains(se.Body, "OperationTimeout")
+	f, ok := faultOf(err)
+	return ok && (f.Code == faultOperationTimeout || f.Code == "" && f.Subcode == "w:TimedOut")
 }
 
 // newMessageID is a WS-Addressing MessageID: "uuid:" and a random (version 4) UUID.

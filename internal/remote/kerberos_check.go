@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/localfile"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 )
 
@@ -103,8 +104,11 @@ func (c Config) CheckKerberos(krb5ConfShared bool) []*ConfigError {
 		return out // Kerberos only if the default krb5.conf lists the realm's KDC, else NTLM
 	}
 	if c.Keytab != "" && c.Password == "" {
-		if st, err := os.Stat(c.Keytab); err != nil || st.IsDir() {
-			add(SettingKeytab, false, &KerberosError{Sentinel: ErrKeytabUnusable, Path: c.Keytab, IsDir: err == nil, Err: err})
+		if st, err := os.Stat(c.Keytab); err == nil && st.IsDir() {
+			add(SettingKeytab, false, &KerberosError{Sentinel: ErrKeytabUnusable, Path: c.Keytab, IsDir: true})
+		} else if _, err := localfile.Read(c.Keytab); err != nil {
+			// Read as the logon reads it (krb.New): a regular file under its cap, in time.
+			add(SettingKeytab, false, &KerberosError{Sentinel: ErrKeytabUnusable, Path: c.Keytab, Err: err})
 		}
 	}
 	confPath := krb.Krb5ConfPath(c.Krb5Conf)

@@ -156,6 +156,42 @@ func TestKerberosKDCUnreachableNamed(t *testing.T) {
 	}
 }
 
+// A KDC that refuses (on loopback, nothing listening on its port) is not a host
+// that refuses: where Kerberos is required (auth "kerberos") or negotiate may not
+// fall back to NTLM, the read fails at once, naming the KDC, and is neither asked
+// again nor ridden through until the read timeout (Refused, which converge rides
+// every read of an apply through).
+func TestKDCRefusedFailsAtOnce(t *testing.T) {
+	k, s := krbSim(t)
+	k.Stop(t)
+	no := false
+	for name, cfg := range map[string]Config{
+		"kerberos": {Host: "127.0.0.1", Port: s.port, Auth: AuthKerberos, SPN: krbSPN, Username: krbUser + "@" + k.Realm, Password: krbPass,
+			Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second},
+		"negotiate without fallback": {Host: "127.0.0.1", Port: s.port, Auth: AuthNegotiate, Username: `MSSQLIFI\` + krbUser, Password: krbPass,
+			Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second, AllowNTLMFallback: &no},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = readMSSQLSERVER(h)
+			var re *Error
+			if !errors.As(err, &re) || !errors.Is(err, krb.ErrKDCUnreachable) || !strings.Contains(err.Error(), k.Addr) {
+				t.Fatalf("read with the KDC refusing: %v\nwant the unreachable KDC, named (%s)", err, k.Addr)
+			}
+			if re.Refused() || Transient(err) || re.Attempts > 1 {
+				t.Errorf("the KDC's refusal counts as the host's: Refused %v, Transient %v, %d attempts: %v", re.Refused(), Transient(err), re.Attempts, err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the read took %s with the KDC refusing, want seconds", d)
+			}
+		})
+	}
+}
+
 // krbSimTLS is krbSim with the host's HTTPS listener and CbtHardeningLevel level;
 // it returns the simulator (for its CA) and the HTTPS port.
 func krbSimTLS(t *testing.T, level string) (*kdc.KDC, *winsim.Sim, int) {

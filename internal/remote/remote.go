@@ -93,6 +93,9 @@ type Error struct {
 	ExitCode int
 	// HTTPStatus is the WinRM listener's HTTP status when it answered with an error.
 	HTTPStatus int
+	// Fault is the WSManFault Code of a WS-Management fault the host answered
+	// (fault.go), "" when the answer carried none.
+	Fault string
 	// Attempts is how often the operation was sent (retry.go); 0 or 1: once.
 	Attempts int
 	Message  string // what failed, readable (CLIXML already decoded)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 )
 
 // Retries of idempotent operations (read_instance, set_right through the LSA API,
@@ -20,16 +21,26 @@ const maxAttempts = 3
 // retryBackoff is the pause before attempt n+1 (n from 1).
 var retryBackoff = func(n int) time.Duration { return time.Duration(n) * 500 * time.Millisecond }
 
-// Transient reports whether err is the network's failure rather than the host's
-// answer, one that asking again may cure: a refused or reset connection, a
-// connection closed without an answer, a name that does not resolve, a network
-// timeout, or an HTTP answer that is not 2xx and not 401 or 400 (HTTP.sys answers 503
-// or 404 while the WinRM service restarts, WinRM an empty 500). This is the one
-// place that says so: the retries here and the engine's follow-up of a restart
-// (converge.TransientFailure) both ask it. Never transient: the host's own answers
-// (401, a script's error, a rejected request), a cancelled or expired context, a
-// TLS or configuration failure, and anything wrapping ErrUnverifiedAnswer (a
-// clear-text answer on a sealing connection, transport.go).
+// Transient reports whether err is a failure that asking again may cure: the
+// network's (a refused or reset connection, a connection closed without an answer,
+// a name that does not resolve, a network timeout), or an answer of the host that
+// says so. This is the one place that classifies failures by their cause: the
+// retries here and the engine's follow-up of a restart and its read-back
+// (converge.TransientFailure) both ask it.
+//
+// A WS-Management fault is classified by its WSManFault Code (fault.go), the HTTP
+// status only where the answer carries no fault: an operation timeout (2150858793)
+// and a shell or command that is gone (2150858843; a new shell may cure it) are
+// transient; every other fault of the host's WS-Management service or of one of its
+// plugins (Windows' "The system cannot find the file specified" from the Shell cmd
+// plugin, an "Access is denied") is the host's own answer and asking again gets the
+// same one. Without a fault, an HTTP answer that is not 2xx and not 401 or 400 is
+// transient (HTTP.sys answers 503 or 404 while the WinRM service restarts, WinRM an
+// empty 500). Never transient: the host's own answers (401, a fault, a script's
+// error, a rejected request), a cancelled or expired context, a TLS or configuration
+// failure, a KDC that does not answer (the host was never asked: Refused), and
+// anything wrapping ErrUnverifiedAnswer (a clear-text answer on a sealing
+// connection, transport.go).
 func Transient(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) || errors.Is(err, ErrUnverifiedAnswer) {
@@ -37,10 +48,13 @@ func Transient(err error) bool {
 	}
 	switch e.Kind {
 	case KindProtocol:
+		if e.Fault != "" {
+			return faultRetried(e.Fault)
+		}
 		s := e.HTTPStatus
 		return s == 404 || s == 408 || s == 429 || s >= 500
 	case KindUnreachable:
-		return true
+		return !e.kdcFailure()
 	case KindTimeout:
 		// A deadline or cancellation of the caller's context is not the network's.
 		return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
@@ -48,14 +62,30 @@ func Transient(err error) bool {
 	return false
 }
 
+// faultRetried reports whether a fault with WSManFault Code code may be cured by
+// asking again (Transient).
+func faultRetried(code string) bool {
+	return code == faultOperationTimeout || code == faultShellGone
+}
+
 // Refused reports whether e is a connection that was refused, reset or closed
 // without an answer, or a host the network does not route to: the host, its WinRM
 // service or the link is away for a while, so that asking again within the
 // caller's deadline may cure it (converge rides every read of an apply through it).
-// Not a name that does not resolve (a typo waits for nothing), an HTTP answer, a
-// timeout, or a possible man-in-the-middle.
+// Not a KDC that does not answer (kdcFailure), a name that does not resolve (a typo
+// waits for nothing), an HTTP answer, a timeout, or a possible man-in-the-middle.
 func (e *Error) Refused() bool {
-	return e.Kind == KindUnreachable && e.Setting != SettingHost && !errors.Is(e, ErrUnverifiedAnswer)
+	return e.Kind == KindUnreachable && e.Setting != SettingHost && !e.kdcFailure() && !errors.Is(e, ErrUnverifiedAnswer)
+}
+
+// kdcFailure reports whether e is a KDC that did not answer (krb.ErrKDCUnreachable):
+// the host was never asked, and riding through it would only wait for the
+// caller's deadline on every read (a KDC refused on its port, a firewall on 88).
+// It fails at once, naming the KDC; "negotiate" with the fallback allowed has
+// already used NTLM instead (kerberos.go), so it is seen only where Kerberos is
+// required or the fallback is refused.
+func (e *Error) kdcFailure() bool {
+	return errors.Is(e, krb.ErrKDCUnreachable)
 }
 
 // Transient is Transient(e), for callers that see the error through an interface

@@ -2,11 +2,12 @@ package krb
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/jcmturner/gokrb5/v8/config"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/localfile"
 )
 
 // maxConfLines bounds the search for the line a krb5.conf fails at; a longer file
@@ -17,7 +18,7 @@ const maxConfLines = 10000
 // (or panics on, as it does on a realm block opened and closed on one line) is an
 // error naming the file and the first line at which it fails.
 func LoadKrb5Conf(path string) (*config.Config, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := localfile.Read(path)
 	if err != nil {
 		return nil, &Error{Kind: KindConfig, Part: PartKrb5Conf, Err: err,
 			Message: fmt.Sprintf("cannot read krb5.conf %s: %v", path, err),

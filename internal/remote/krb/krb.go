@@ -37,6 +37,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/spnego"
 	"github.com/jcmturner/gokrb5/v8/types"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/localfile"
 )
 
 // Config says how to log on.
@@ -198,7 +200,7 @@ func New(cfg Config) (*Client, error) {
 		c.cl = client.NewWithPassword(user, realm, cfg.Password, conf, settings...)
 		c.source = "password"
 	case cfg.Keytab != "":
-		kt, err := keytab.Load(cfg.Keytab)
+		kt, err := loadKeytab(cfg.Keytab)
 		if err != nil {
 			return nil, &Error{Kind: KindConfig, Part: PartKeytab, Err: err,
 				Message: fmt.Sprintf("cannot read the keytab %s: %v", cfg.Keytab, err),
@@ -221,7 +223,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, &Error{Kind: KindConfig, Part: PartCCache, Err: err, Message: err.Error(), Hint: ""}
 		}
-		cc, err := credentials.LoadCCache(path)
+		cc, err := loadCCache(path)
 		if err != nil {
 			return nil, &Error{Kind: KindConfig, Part: PartCCache, Err: err,
 				Message: fmt.Sprintf("no usable credential cache at %s: %v", path, err),
@@ -258,6 +260,33 @@ func New(cfg Config) (*Client, error) {
 	c.principal = user + "@" + realm
 	c.realm = realm
 	return c, nil
+}
+
+// loadKeytab reads a keytab through localfile.Read (a regular file under its cap,
+// within its deadline), as gokrb5's keytab.Load would read it whatever it is.
+func loadKeytab(path string) (*keytab.Keytab, error) {
+	b, err := localfile.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	kt := keytab.New()
+	if err := kt.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	return kt, nil
+}
+
+// loadCCache reads a credential cache through localfile.Read, as loadKeytab does.
+func loadCCache(path string) (*credentials.CCache, error) {
+	b, err := localfile.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	cc := new(credentials.CCache)
+	if err := cc.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	return cc, nil
 }
 
 // Principal is the client principal, user@REALM.

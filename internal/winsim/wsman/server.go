@@ -325,6 +325,11 @@ func (s *Server) dispatch(r *http.Request, user string, body []byte) (int, []byt
 	}
 	relates := req.Header.MessageID
 	faulted := func(f fault) (int, []byte) { return http.StatusInternalServerError, f.xml(relates, machine) }
+	if t := strings.TrimSpace(req.Header.OperationTimeout); t != "" {
+		if d, err := parseDuration(t); err != nil || d <= 0 {
+			return faulted(invalidTimeoutFault(t))
+		}
+	}
 
 	switch req.Header.Action {
 	case actionCreate:
@@ -430,7 +435,7 @@ func (s *Server) send(req *request, sh *shell, faulted faultFunc) (int, []byte) 
 		}
 		c, ok := s.shells.command(sh, st.CommandID)
 		if !ok {
-			return faulted(commandNotFoundFault(st.CommandID))
+			return faulted(commandNotFoundFault())
 		}
 		data, err := decodeB64(st.Data)
 		if err != nil {
@@ -448,9 +453,12 @@ func (s *Server) receive(r *http.Request, req *request, sh *shell, faulted fault
 		return faulted(badRequestFault("The Receive request has no rsp:Receive body. "))
 	}
 	id := req.Body.Receive.DesiredStream.CommandID
+	if strings.TrimSpace(id) == "" {
+		return faulted(shellPluginParameterFault())
+	}
 	c, ok := s.shells.command(sh, id)
 	if !ok {
-		return faulted(commandNotFoundFault(id))
+		return faulted(commandNotFoundFault())
 	}
 	timeout := s.operationTimeout(req)
 	ctx, cancel := mergeDone(r.Context(), s.ctx)
@@ -474,12 +482,12 @@ func (s *Server) signal(r *http.Request, req *request, sh *shell, faulted faultF
 	case signalTerminate:
 		// terminate ends the command and releases it, finished or not.
 		if !s.shells.removeCommand(sh, id) {
-			return faulted(commandNotFoundFault(id))
+			return faulted(commandNotFoundFault())
 		}
 	case signalCtrlC, signalCtrlBreak:
 		c, ok := s.shells.command(sh, id)
 		if !ok {
-			return faulted(commandNotFoundFault(id))
+			return faulted(commandNotFoundFault())
 		}
 		c.terminate()
 	default:
@@ -490,7 +498,8 @@ func (s *Server) signal(r *http.Request, req *request, sh *shell, faulted faultF
 }
 
 // operationTimeout is the request's OperationTimeout capped at
-// MaxOperationTimeout.
+// MaxOperationTimeout; MaxOperationTimeout when the request has none (dispatch
+// refused one that is not a positive duration).
 func (s *Server) operationTimeout(req *request) time.Duration {
 	d, err := parseDuration(req.Header.OperationTimeout)
 	if err != nil || d <= 0 || d > s.cfg.MaxOperationTimeout {

@@ -31,8 +31,8 @@ type command struct {
 	stdin  *stdinPipe
 
 	mu         sync.Mutex
-	stdout     []byte
-	stderr     []byte
+	pending    []chunk // the writes no Receive took yet, in the order written
+	buffered   int     // their bytes
 	finished   bool
 	terminated bool // Signal terminate or Delete: writes fail from now on
 	exitCode   int
@@ -44,6 +44,18 @@ type command struct {
 // winrshost is full and winrshost's own buffer is too (a client that stops
 // receiving stops the command's output, not the host's memory).
 const pipeBuffer = 1 << 20
+
+// chunk is one write of a command to stdout or stderr: Windows answers each as its
+// own rsp:Stream element (FIDELITY.md, the pypsrp recordings).
+type chunk struct {
+	stderr bool
+	data   []byte
+}
+
+// chunkOverhead is what one rsp:Stream element costs beside its data, in bytes of
+// output (its base64 takes 4/3 of them): a Receive's budget counts it, so that many
+// small writes cannot make an envelope larger than the client's MaxEnvelopeSize.
+const chunkOverhead = 96
 
 func newShells() *shells { return &shells{byID: map[string]*shell{}} }
 
@@ -186,7 +198,7 @@ type streamWriter struct {
 func (w streamWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
-	for len(w.c.stdout)+len(w.c.stderr) >= pipeBuffer && !w.c.terminated && !w.c.finished {
+	for w.c.buffered >= pipeBuffer && !w.c.terminated && !w.c.finished {
 		changed := w.c.changed
 		w.c.mu.Unlock()
 		<-changed
@@ -198,11 +210,11 @@ func (w streamWriter) Write(p []byte) (int, error) {
 	if w.c.finished {
 		return 0, errors.New("write to a WinRS stream after the command returned")
 	}
-	if w.stderr {
-		w.c.stderr = append(w.c.stderr, p...)
-	} else {
-		w.c.stdout = append(w.c.stdout, p...)
+	if len(p) == 0 {
+		return 0, nil
 	}
+	w.c.pending = append(w.c.pending, chunk{stderr: w.stderr, data: bytes.Clone(p)})
+	w.c.buffered += len(p)
 	w.c.notifyLocked()
 	return len(p), nil
 }
@@ -215,7 +227,7 @@ func (c *command) receive(ctx context.Context, timeout time.Duration, limit int)
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		if len(c.stdout) > 0 || len(c.stderr) > 0 || c.finished {
+		if len(c.pending) > 0 || c.finished {
 			out = c.takeLocked(limit)
 			c.mu.Unlock()
 			return out, true
@@ -232,22 +244,36 @@ func (c *command) receive(ctx context.Context, timeout time.Duration, limit int)
 	}
 }
 
-// takeLocked removes up to limit bytes of pending output, stdout first. The
-// result is marked done only when the command finished and nothing is left.
+// takeLocked removes the pending writes that fit in limit bytes (each counted with
+// chunkOverhead), in the order written; a first write larger than limit is split.
+// The result is marked done only when the command finished and nothing is left.
 func (c *command) takeLocked(limit int) output {
 	var out output
-	n := min(len(c.stdout), limit)
-	out.stdout = bytes.Clone(c.stdout[:n])
-	c.stdout = c.stdout[n:]
-	limit -= n
-	n = min(len(c.stderr), limit)
-	out.stderr = bytes.Clone(c.stderr[:n])
-	c.stderr = c.stderr[n:]
-	if c.finished && len(c.stdout) == 0 && len(c.stderr) == 0 {
+	n := 0
+	for len(c.pending) > 0 {
+		ch := c.pending[0]
+		room := limit - chunkOverhead
+		if len(out.chunks) > 0 && len(ch.data) > room {
+			break
+		}
+		room = max(room, 1)
+		if len(ch.data) > room {
+			out.chunks = append(out.chunks, chunk{stderr: ch.stderr, data: ch.data[:room]})
+			c.pending[0].data = ch.data[room:]
+			n += room
+			break
+		}
+		out.chunks = append(out.chunks, ch)
+		c.pending = c.pending[1:]
+		n += len(ch.data)
+		limit -= len(ch.data) + chunkOverhead
+	}
+	c.buffered -= n
+	if c.finished && len(c.pending) == 0 {
 		out.done = true
 		out.exitCode = c.exitCode
 	}
-	if len(out.stdout)+len(out.stderr) > 0 {
+	if n > 0 {
 		c.notifyLocked() // a writer waiting for room in the pipe
 	}
 	return out

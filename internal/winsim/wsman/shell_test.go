@@ -27,7 +27,7 @@ func TestOutputWaitsWhenThePipeIsFullAndTerminateEndsIt(t *testing.T) {
 	pending := func() (int, chan struct{}) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return len(c.stdout) + len(c.stderr), c.changed
+		return c.buffered, c.changed
 	}
 	deadline := time.After(10 * time.Second)
 	for n, changed := pending(); n < pipeBuffer; n, changed = pending() {
@@ -41,8 +41,12 @@ func TestOutputWaitsWhenThePipeIsFullAndTerminateEndsIt(t *testing.T) {
 	c.mu.Lock()
 	out := c.takeLocked(256 << 10)
 	c.mu.Unlock()
-	if len(out.stdout) != 256<<10 {
-		t.Fatalf("took %d bytes", len(out.stdout))
+	took := 0
+	for _, ch := range out.chunks {
+		took += len(ch.data)
+	}
+	if took < 128<<10 || took > 256<<10 {
+		t.Fatalf("took %d bytes in %d writes, want the writes that fit in 256 KiB", took, len(out.chunks))
 	}
 	if n, _ := pending(); n > pipeBuffer+len(chunk) {
 		t.Fatalf("%d bytes pending, more than the pipe (%d) and one write", n, pipeBuffer)
@@ -75,7 +79,7 @@ func TestReceiveAnswersARunningCommandsOutputSoFar(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, ok := c.receive(context.Background(), time.Second, 1<<20)
-	if !ok || out.done || string(out.stdout) != "#mssqlifi-progress prepared r1\r\n" {
+	if !ok || out.done || stdoutOf(out) != "#mssqlifi-progress prepared r1\r\n" {
 		t.Fatalf("Receive while the command runs: %+v, %v; want its first line, not done", out, ok)
 	}
 	resp := string(receiveResponse("uuid:1", "C1", out))
@@ -91,10 +95,50 @@ func TestReceiveAnswersARunningCommandsOutputSoFar(t *testing.T) {
 	}
 	c.finish(0)
 	out, ok = c.receive(context.Background(), time.Second, 1<<20)
-	if !ok || !out.done || string(out.stdout) != `{"finished":true}` {
+	if !ok || !out.done || stdoutOf(out) != `{"finished":true}` {
 		t.Fatalf("Receive after the command ended: %+v, %v", out, ok)
 	}
 	if resp := string(receiveResponse("uuid:2", "C1", out)); !strings.Contains(resp, `State="`+stateDone+`"`) || !strings.Contains(resp, "<rsp:ExitCode>0</rsp:ExitCode>") {
 		t.Fatalf("the last answer: %s", resp)
 	}
+}
+
+// Each write is its own rsp:Stream element, in the order written, as Windows
+// answers (the pypsrp recordings); once the command is done, empty End="true"
+// elements for stdout and stderr follow the last write.
+func TestReceiveAnswersOneElementPerWrite(t *testing.T) {
+	_, cancel := context.WithCancel(context.Background())
+	c := newCommand(cancel, false)
+	out, errw := streamWriter{c: c}, streamWriter{c: c, stderr: true}
+	for _, w := range []struct {
+		w    streamWriter
+		text string
+	}{{out, "hi"}, {out, "\n"}, {errw, "err \r\n"}, {out, "again"}} {
+		if _, err := w.w.Write([]byte(w.text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.finish(1)
+	c.mu.Lock()
+	got := c.takeLocked(1 << 20)
+	c.mu.Unlock()
+	body := string(receiveResponse("uuid:1", "C1", got))
+	want := `<rsp:ReceiveResponse><rsp:Stream Name="stdout" CommandId="C1">aGk=</rsp:Stream><rsp:Stream Name="stdout" CommandId="C1">Cg==</rsp:Stream>` +
+		`<rsp:Stream Name="stderr" CommandId="C1">ZXJyIA0K</rsp:Stream><rsp:Stream Name="stdout" CommandId="C1">YWdhaW4=</rsp:Stream>` +
+		`<rsp:Stream Name="stdout" CommandId="C1" End="true"></rsp:Stream><rsp:Stream Name="stderr" CommandId="C1" End="true"></rsp:Stream>` +
+		`<rsp:CommandState CommandId="C1" State="` + stateDone + `"><rsp:ExitCode>1</rsp:ExitCode></rsp:CommandState></rsp:ReceiveResponse>`
+	if !strings.Contains(body, want) {
+		t.Fatalf("ReceiveResponse:\n%s\nwant the body\n%s", body, want)
+	}
+}
+
+// stdoutOf is the standard output an answer carries, its writes joined.
+func stdoutOf(out output) string {
+	var b strings.Builder
+	for _, ch := range out.chunks {
+		if !ch.stderr {
+			b.Write(ch.data)
+		}
+	}
+	return b.String()
 }

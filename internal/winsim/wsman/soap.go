@@ -247,30 +247,29 @@ func deleteResponse(relatesTo string) []byte {
 
 // output is what one Receive returns for a command.
 type output struct {
-	stdout, stderr []byte
-	done           bool // the command finished and this is the last of its output
-	exitCode       int
+	chunks   []chunk // the writes taken, in the order written
+	done     bool    // the command finished and this is the last of its output
+	exitCode int
 }
 
-// receiveResponse lists stdout then stderr chunks, marks the streams ended when
-// the command is done, and ends with the CommandState (and ExitCode when done).
+// receiveResponse answers as Windows does (the pypsrp recordings, FIDELITY.md): one
+// rsp:Stream element per write, in the order written; once the command is done,
+// an empty element with End="true" for stdout, then for stderr; then the
+// CommandState (with the ExitCode when done).
 func receiveResponse(relatesTo, commandID string, out output) []byte {
 	var b strings.Builder
 	b.WriteString(`<rsp:ReceiveResponse>`)
 	id := esc(commandID)
-	stream := func(name string, data []byte) {
-		end := ""
-		if out.done {
-			end = ` End="true"`
+	for _, ch := range out.chunks {
+		name := "stdout"
+		if ch.stderr {
+			name = "stderr"
 		}
-		if len(data) == 0 && !out.done {
-			return
-		}
-		b.WriteString(`<rsp:Stream Name="` + name + `" CommandId="` + id + `"` + end + `>` + b64(data) + `</rsp:Stream>`)
+		b.WriteString(`<rsp:Stream Name="` + name + `" CommandId="` + id + `">` + b64(ch.data) + `</rsp:Stream>`)
 	}
-	stream("stdout", out.stdout)
-	stream("stderr", out.stderr)
 	if out.done {
+		b.WriteString(`<rsp:Stream Name="stdout" CommandId="` + id + `" End="true"></rsp:Stream>`)
+		b.WriteString(`<rsp:Stream Name="stderr" CommandId="` + id + `" End="true"></rsp:Stream>`)
 		b.WriteString(`<rsp:CommandState CommandId="` + id + `" State="` + stateDone + `"><rsp:ExitCode>` +
 			strconv.Itoa(out.exitCode) + `</rsp:ExitCode></rsp:CommandState>`)
 	} else {
@@ -285,18 +284,36 @@ type fault struct {
 	code    string // s:Sender or s:Receiver
 	subcode string // e.g. w:TimedOut
 	reason  string
+	detail  string // w:FaultDetail, a URI; "" for none
 	wsman   string // WSManFault Code, decimal
 	message string // f:Message, often longer than reason
+	// provider and providerPath, when set, wrap message in the f:ProviderFault of
+	// the plugin that raised it (the Shell cmd plugin, winrscmd.dll).
+	provider, providerPath string
 }
 
 func (f fault) xml(relatesTo, machine string) []byte {
+	detail := ""
+	if f.detail != "" {
+		detail = `<w:FaultDetail>` + esc(f.detail) + `</w:FaultDetail>`
+	}
+	message := esc(f.message)
+	if f.provider != "" {
+		message = `<f:ProviderFault provider="` + esc(f.provider) + `" path="` + esc(f.providerPath) + `">` + message + `</f:ProviderFault>`
+	}
 	body := `<s:Fault><s:Code><s:Value>` + f.code + `</s:Value><s:Subcode><s:Value>` + f.subcode +
 		`</s:Value></s:Subcode></s:Code><s:Reason><s:Text xml:lang="en-US">` + esc(f.reason) +
-		`</s:Text></s:Reason><s:Detail><f:WSManFault xmlns:f="http://schemas.microsoft.com/wbem/wsman/1/wsmanfault" Code="` +
-		f.wsman + `" Machine="` + esc(machine) + `"><f:Message>` + esc(f.message) +
+		`</s:Text></s:Reason><s:Detail>` + detail + `<f:WSManFault xmlns:f="http://schemas.microsoft.com/wbem/wsman/1/wsmanfault" Code="` +
+		f.wsman + `" Machine="` + esc(machine) + `"><f:Message>` + message +
 		`</f:Message></f:WSManFault></s:Detail></s:Fault>`
 	return envelope(actionFault, relatesTo, body)
 }
+
+// FaultDetail URIs Windows sends (MS-WSMV 2.2.4.43; the pypsrp recordings).
+const (
+	faultDetailUnexpectedSelectors = "http://schemas.dmtf.org/wbem/wsman/1/wsman/faultDetail/UnexpectedSelectors"
+	faultDetailInvalidValue        = "http://schemas.dmtf.org/wbem/wsman/1/wsman/faultDetail/InvalidValue"
+)
 
 func timedOutFault() fault {
 	const text = "The WS-Management service cannot complete the operation within the time specified in OperationTimeout.  "
@@ -314,14 +331,39 @@ func shellNotFoundFault(shellID string) fault {
 	}
 }
 
-func commandNotFoundFault(commandID string) fault {
+// commandNotFoundFault is Windows' answer to a CommandId the shell does not have
+// (pypsrp's test_winrs_bad_cmd_id recording): the selectors are wrong, as for a
+// shell that is gone.
+func commandNotFoundFault() fault {
 	return fault{
 		code:    "s:Sender",
-		subcode: "w:InvalidParameter",
-		reason:  "The parameter is incorrect. ",
-		wsman:   "2147942487",
-		message: "The Windows Remote Shell received a request to perform an operation on a command identifier that does not exist (CommandId " +
-			commandID + "). Either the command has completed execution or the client specified an invalid command identifier. ",
+		subcode: "w:InvalidSelectors",
+		reason:  "The WS-Management service cannot process the request because the request contained invalid selectors for the resource. ",
+		detail:  faultDetailUnexpectedSelectors,
+		wsman:   "2150858843",
+		message: "The Windows Remote Shell received a request to perform an operation on a command identifier that does not exist. " +
+			"Either the command has completed execution or the client specified an invalid command identifier. ",
+	}
+}
+
+// shellPluginParameterFault is the Shell cmd plugin's ERROR_INVALID_PARAMETER (87),
+// Windows' answer to a Receive that names no CommandId (pypsrp's
+// test_winrs_fail_poll_process recording).
+func shellPluginParameterFault() fault {
+	const text = "The parameter is incorrect. "
+	return fault{code: "s:Sender", subcode: "w:InvalidParameter", reason: text, detail: faultDetailInvalidValue, wsman: "87", message: text,
+		provider: "Shell cmd plugin", providerPath: `%systemroot%\system32\winrscmd.dll`}
+}
+
+// invalidTimeoutFault is Windows' answer to an OperationTimeout that is not a
+// positive duration (pypsrp's test_psrp_is_alive_other_wsman_error recording: PT-1S).
+func invalidTimeoutFault(value string) fault {
+	return fault{
+		code:    "s:Sender",
+		subcode: "a:InvalidMessageInformationHeader",
+		reason:  "The WS-Management service cannot process the request. The request contains one or more invalid SOAP headers. ",
+		wsman:   "2150858767",
+		message: "The WS-Management service cannot process the request. The XML contains an invalid timeout field in the SOAP header: " + value + ". ",
 	}
 }
 
