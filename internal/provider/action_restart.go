@@ -91,7 +91,7 @@ func (a *restartAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 			"timeout": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: fmt.Sprintf("How long the invocation may take, waits for a restart slot included, as a duration such as "+
-					"`\"30m\"`; default `%s`.", defaultRestartActionTimeout),
+					"`\"30m\"`; default `\"%dm\"`.", int(defaultRestartActionTimeout/time.Minute)),
 				Validators: []validator.String{durationValidator},
 			},
 		},

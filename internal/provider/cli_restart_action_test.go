@@ -37,7 +37,7 @@ func actionCLI(t *testing.T) *cliWork {
 	minor, _ := strconv.Atoi(m[3])
 	if m[1] != "Terraform" || major == 1 && minor < 14 {
 		t.Skipf("%s is %s v%s.%s: actions and terraform query need Terraform 1.14 or later; set TF_ACC_TERRAFORM_PATH to one "+
-			"(DEVELOPERS.md says how to build it)", w.bin, m[1], m[2], m[3])
+			"(a release binary, or `go build` of github.com/hashicorp/terraform at a v1.14 or later tag, outside this repository)", w.bin, m[1], m[2], m[3])
 	}
 	return w
 }

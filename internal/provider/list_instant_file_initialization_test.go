@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -88,6 +89,12 @@ func TestListResource_everyInstanceOfTheHosts(t *testing.T) {
 		if got := countOp(ops, contract.OpReadHost); got != 1 {
 			t.Errorf("host %d: operations %v, want one read_host", i, ops)
 		}
+	}
+
+	// A host that is not HOST or HOST:PORT is refused, naming it, before any host is read.
+	bad := p.list("mssqlifi_instant_file_initialization", map[string]any{"hosts": []any{es[1].addr, "sql01:http"}}, true)
+	if len(bad) != 1 || !strings.Contains(protoErrors(bad[0].Diagnostics), `Invalid host: hosts[1] = "sql01:http" is not HOST, HOST:PORT`) {
+		t.Errorf("a bad host: results %+v, want one error naming hosts[1]", bad)
 	}
 
 	// Without include_resource: the identities alone.
