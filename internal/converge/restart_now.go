@@ -42,8 +42,14 @@ type RestartResult struct {
 
 // RestartNow restarts r.Target's Engine when a change of its rights is pending (or
 // r.Force), through the engine's restart path; a restart not needed changes
-// nothing and says so. Errors are *Error: a refusal (KindRefused) changed nothing.
+// nothing and says so. A run that holds restarts (HoldRestarts) refuses it. Errors
+// are *Error: a refusal (KindRefused) changed nothing.
 func (s *Session) RestartNow(ctx context.Context, r RestartRequest) (*RestartResult, error) {
+	if s.HoldRestarts {
+		// The run restarts nothing (allow_restarts = false), whoever asks.
+		return &RestartResult{Outcome: &Outcome{Action: ifi.ActionRefuse}},
+			&Error{Kind: KindRefused, Target: r.Target, Refusal: ifi.RestartNowHeld(r.Target.Host, r.Target.Instance)}
+	}
 	if r.Progress != nil {
 		ctx = withProgress(ctx, r.Target, r.Progress)
 	}

@@ -122,3 +122,17 @@ func TestRestartNowNotNeededOrRefused(t *testing.T) {
 		t.Errorf("a backup running: %v, %d restarts; want the refusal and no restart", e, w.host.restarts)
 	}
 }
+
+// A run that holds restarts (allow_restarts = false) refuses a restart on its own,
+// pending or forced, before reading the host.
+func TestRestartNowHeldByTheRun(t *testing.T) {
+	h := newFakeHost()
+	h.holders = []string{svcSID}
+	w := newWorld(h)
+	s := NewSession(w.engine)
+	s.HoldRestarts = true
+	_, err := s.RestartNow(context.Background(), RestartRequest{Target: defaultTarget, Force: true})
+	if e := wantError(t, err, KindRefused); !strings.Contains(e.Refusal.Summary, "allow_restarts = false") || h.restarts != 0 || h.reads != 0 {
+		t.Errorf("held: %v, %d restarts, %d reads; want the refusal, nothing asked of the host", e, h.restarts, h.reads)
+	}
+}

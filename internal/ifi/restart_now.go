@@ -96,3 +96,14 @@ func nowRefusal(r *Refusal) *Refusal {
 	out.Detail = out.detail()
 	return &out
 }
+
+// RestartNowHeld refuses a restart on its own in a run that holds restarts (the
+// provider's allow_restarts = false, or its environment variable).
+func RestartNowHeld(host, instance string) *Refusal {
+	a := &Assessment{Host: host, Instance: instance}
+	return refusal("Restarts held by allow_restarts = false: refusing to restart "+a.where(),
+		fmt.Sprintf("%s is to restart", a.where()),
+		"the provider's allow_restarts is false (or MSSQLIFI_ALLOW_RESTARTS says so) for this run, which then restarts nothing",
+		nothingChanged,
+		"invoke the action in a run whose provider allows restarts (allow_restarts = true, as in the maintenance window)")
+}
