@@ -51,8 +51,8 @@ func (l *ifiListResource) ListResourceConfigSchema(_ context.Context, _ list.Lis
 			"`mssqlifi_instances` data source reads it), for `terraform query` (Terraform 1.14 and later). Each result has the " +
 			"resource's identity (`host`, `port`, `instance`), the display name `HOST/INSTANCE` and, with `include_resource = true`, " +
 			"the resource as an import would find it: `enabled` is whether the service SID holds the right, so that " +
-			"`terraform query -generate-config-out=FILE` writes import blocks and resources whose plan, once imported, is empty. " +
-			"Changes nothing.",
+			"`terraform query -generate-config-out=FILE` writes import blocks and resources whose plan, once imported, is empty " +
+			"(but for an instance whose restart is pending: `restart = \"if_needed\"`, the default, plans it). Changes nothing.",
 		Attributes: map[string]schema.Attribute{
 			"hosts": schema.ListAttribute{
 				Required:    true,

@@ -20,8 +20,8 @@ import (
 // (ListResource, as terraform query calls it), against the simulator.
 
 // twoQueryHosts starts one simulator with two hosts: the first with the default
-// instance and REPORTING (whose service SID is granted the right), the second with the
-// default instance.
+// instance and REPORTING (whose service SID is granted the right, in effect since a
+// restart), the second with the default instance.
 func twoQueryHosts(t *testing.T) []*accEnv {
 	t.Helper()
 	var hcs []host.HostConfig
@@ -37,6 +37,9 @@ func twoQueryHosts(t *testing.T) []*accEnv {
 	es := startHosts(t, hcs)
 	if err := es[0].sim.Do(es[0].name, winsim.Action{Action: winsim.ActionGrantRight, Right: contract.RightManageVolume,
 		SID: winsid.ServiceSID(`MSSQL$REPORTING`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := es[0].sim.Do(es[0].name, winsim.Action{Action: winsim.ActionRestartService, Service: `MSSQL$REPORTING`}); err != nil {
 		t.Fatal(err)
 	}
 	return es
@@ -74,6 +77,9 @@ func TestListResource_everyInstanceOfTheHosts(t *testing.T) {
 			t.Errorf("%s: resource port %v, want %v", r.DisplayName, res["port"], wantPort)
 		}
 		wantEnabled := r.DisplayName == es[0].addr+"/REPORTING"
+		if res["ifi_enabled"] != wantEnabled || res["restart_pending"] != false {
+			t.Errorf("%s: ifi_enabled %v, restart_pending %v; want %t, false", r.DisplayName, res["ifi_enabled"], res["restart_pending"], wantEnabled)
+		}
 		if res["id"] != r.DisplayName || res["enabled"] != wantEnabled || res["grantee"] != "service_sid" || res["restart"] != "if_needed" ||
 			res["planned_action"] != "none" || res["privilege_granted"] != wantEnabled || res["service_name"] == nil {
 			t.Errorf("%s: resource id %v, enabled %v, grantee %v, restart %v, planned_action %v, privilege_granted %v, service_name %v; "+
