@@ -46,7 +46,7 @@ func TestRestartAction_restartsPendingGrant(t *testing.T) {
 	before := e.engineStart()
 	n := len(e.operations())
 
-	progress, diags := p.invoke("mssqlifi_restart", map[string]any{"host": e.addr})
+	progress, diags := p.invokeRestart(map[string]any{"host": e.addr})
 	if errs := protoErrors(diags); errs != "" {
 		t.Fatalf("the action failed: %s", errs)
 	}
@@ -62,7 +62,7 @@ func TestRestartAction_restartsPendingGrant(t *testing.T) {
 
 	// Nothing pending now: nothing is restarted, and the action says so.
 	before = e.engineStart()
-	progress, diags = p.invoke("mssqlifi_restart", map[string]any{"host": e.addr, "instance": "MSSQLSERVER"})
+	progress, diags = p.invokeRestart(map[string]any{"host": e.addr, "instance": "MSSQLSERVER"})
 	if errs := protoErrors(diags); errs != "" {
 		t.Fatalf("the action failed: %s", errs)
 	}
@@ -75,7 +75,7 @@ func TestRestartAction_restartsPendingGrant(t *testing.T) {
 	}
 
 	// force = true restarts all the same.
-	_, diags = p.invoke("mssqlifi_restart", map[string]any{"host": e.addr, "force": true})
+	_, diags = p.invokeRestart(map[string]any{"host": e.addr, "force": true})
 	if errs := protoErrors(diags); errs != "" {
 		t.Fatalf("the forced action failed: %s", errs)
 	}
@@ -118,7 +118,7 @@ func TestRestartAction_refusals(t *testing.T) {
 			p := newProtoProvider(t, e, true)
 			before, n := e.engineStart(), len(e.operations())
 			for _, force := range []bool{false, true} {
-				_, diags := p.invoke("mssqlifi_restart", map[string]any{"host": e.addr, "force": force})
+				_, diags := p.invokeRestart(map[string]any{"host": e.addr, "force": force})
 				var refused *tfprotov6.Diagnostic
 				for _, d := range diags {
 					if d.Severity == tfprotov6.DiagnosticSeverityError && regexp.MustCompile(tc.summary).MatchString(d.Summary) {

@@ -22,10 +22,10 @@ type queryResult struct {
 	ResourceObject map[string]any `json:"resource_object"`
 }
 
-// query runs terraform query with args and returns the run and its results.
-func (w *cliWork) query(args ...string) (*tfRun, []queryResult) {
+// query runs terraform query -json and returns the run and its results.
+func (w *cliWork) query() (*tfRun, []queryResult) {
 	w.t.Helper()
-	r := w.run(append([]string{"query", "-json", "-no-color"}, args...)...)
+	r := w.run("query", "-json", "-no-color")
 	var found []queryResult
 	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)

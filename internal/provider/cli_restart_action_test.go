@@ -42,11 +42,11 @@ func actionCLI(t *testing.T) *cliWork {
 	return w
 }
 
-// invoke runs terraform apply -invoke=addr and returns the run and its progress
-// messages (action_progress), in order.
-func (w *cliWork) invoke(addr string) (*tfRun, []string) {
+// invokeRestart runs terraform apply -invoke=action.mssqlifi_restart.this and
+// returns the run and its progress messages (action_progress), in order.
+func (w *cliWork) invokeRestart() (*tfRun, []string) {
 	w.t.Helper()
-	r := w.run("apply", "-auto-approve", "-json", "-no-color", "-invoke="+addr)
+	r := w.run("apply", "-auto-approve", "-json", "-no-color", "-invoke=action.mssqlifi_restart.this")
 	var progress []string
 	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -90,7 +90,7 @@ func TestCLI_restartActionMakesPendingGrantEffective(t *testing.T) {
 	}
 	before := e.engineStart()
 
-	r, progress := w.invoke("action.mssqlifi_restart.this")
+	r, progress := w.invokeRestart()
 	if r.Exit != 0 {
 		t.Fatalf("the action failed:\n%s", r.describe())
 	}
@@ -109,7 +109,7 @@ func TestCLI_restartActionMakesPendingGrantEffective(t *testing.T) {
 
 	// Nothing pending: the action says so and restarts nothing.
 	before = e.engineStart()
-	r, _ = w.invoke("action.mssqlifi_restart.this")
+	r, _ = w.invokeRestart()
 	if r.Exit != 0 {
 		t.Fatalf("the action failed:\n%s", r.describe())
 	}
@@ -151,7 +151,7 @@ func TestCLI_restartActionRefusals(t *testing.T) {
 				}
 			}
 			before, n := e.engineStart(), len(e.operations())
-			r, _ := w.invoke("action.mssqlifi_restart.this")
+			r, _ := w.invokeRestart()
 			if r.Exit == 0 {
 				t.Fatalf("the action restarted:\n%s", r.describe())
 			}

@@ -54,9 +54,9 @@ func TestListResource_everyInstanceOfTheHosts(t *testing.T) {
 	es := twoQueryHosts(t)
 	p := newProtoProvider(t, es[0], true)
 	n0, n1 := len(es[0].operations()), len(es[1].operations())
-	results := p.list("mssqlifi_instant_file_initialization", map[string]any{"hosts": []any{es[0].addr, hostPort(es[1])}}, true)
+	results := p.listIFI(map[string]any{"hosts": []any{es[0].addr, hostPort(es[1])}}, true)
 
-	idType := p.identityType(t, "mssqlifi_instant_file_initialization")
+	idType := p.ifiIdentityType(t)
 	resType := p.schema.ResourceSchemas["mssqlifi_instant_file_initialization"].ValueType()
 	var names []string
 	for _, r := range results {
@@ -98,22 +98,23 @@ func TestListResource_everyInstanceOfTheHosts(t *testing.T) {
 	}
 
 	// A host that is not HOST or HOST:PORT is refused, naming it, before any host is read.
-	bad := p.list("mssqlifi_instant_file_initialization", map[string]any{"hosts": []any{es[1].addr, "sql01:http"}}, true)
+	bad := p.listIFI(map[string]any{"hosts": []any{es[1].addr, "sql01:http"}}, true)
 	if len(bad) != 1 || !strings.Contains(protoErrors(bad[0].Diagnostics), `Invalid host: hosts[1] = "sql01:http" is not HOST, HOST:PORT`) {
 		t.Errorf("a bad host: results %+v, want one error naming hosts[1]", bad)
 	}
 
 	// Without include_resource: the identities alone.
-	for _, r := range p.list("mssqlifi_instant_file_initialization", map[string]any{"hosts": []any{es[1].addr}, "port": es[1].httpsPort}, false) {
+	for _, r := range p.listIFI(map[string]any{"hosts": []any{es[1].addr}, "port": es[1].httpsPort}, false) {
 		if r.Resource != nil || r.Identity == nil || r.DisplayName != es[1].addr+"/MSSQLSERVER" {
 			t.Errorf("result %q: resource %v, identity %v; want no resource, an identity", r.DisplayName, r.Resource, r.Identity)
 		}
 	}
 }
 
-// identityType is the identity schema's type of a resource.
-func (p *protoProvider) identityType(t *testing.T, typeName string) tftypes.Type {
+// ifiIdentityType is the type of mssqlifi_instant_file_initialization's identity.
+func (p *protoProvider) ifiIdentityType(t *testing.T) tftypes.Type {
 	t.Helper()
+	const typeName = "mssqlifi_instant_file_initialization"
 	resp, err := p.s.GetResourceIdentitySchemas(context.Background(), &tfprotov6.GetResourceIdentitySchemasRequest{})
 	if err != nil || resp.IdentitySchemas[typeName] == nil {
 		t.Fatalf("GetResourceIdentitySchemas: %v, %s has none", err, typeName)

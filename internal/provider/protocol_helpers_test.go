@@ -52,10 +52,11 @@ func newProtoProvider(t *testing.T, e *accEnv, withSQL bool) *protoProvider {
 	return p
 }
 
-// invoke calls InvokeAction and reads its stream: the progress messages in order
-// and the completed event's diagnostics.
-func (p *protoProvider) invoke(actionType string, cfg map[string]any) (progress []string, diags []*tfprotov6.Diagnostic) {
+// invokeRestart calls InvokeAction of mssqlifi_restart with cfg and reads its
+// stream: the progress messages in order and the completed event's diagnostics.
+func (p *protoProvider) invokeRestart(cfg map[string]any) (progress []string, diags []*tfprotov6.Diagnostic) {
 	p.t.Helper()
+	const actionType = "mssqlifi_restart"
 	as, ok := p.schema.ActionSchemas[actionType]
 	if !ok {
 		p.t.Fatalf("the provider has no action %s", actionType)
@@ -84,9 +85,11 @@ func (p *protoProvider) invoke(actionType string, cfg map[string]any) (progress 
 	return progress, diags
 }
 
-// list calls ListResource and collects its results.
-func (p *protoProvider) list(typeName string, cfg map[string]any, includeResource bool) []tfprotov6.ListResourceResult {
+// listIFI calls ListResource of mssqlifi_instant_file_initialization with cfg and
+// collects its results.
+func (p *protoProvider) listIFI(cfg map[string]any, includeResource bool) []tfprotov6.ListResourceResult {
 	p.t.Helper()
+	const typeName = "mssqlifi_instant_file_initialization"
 	ls, ok := p.schema.ListResourceSchemas[typeName]
 	if !ok {
 		p.t.Fatalf("the provider has no list resource %s", typeName)
