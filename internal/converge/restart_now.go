@@ -2,6 +2,7 @@ package converge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,7 +103,7 @@ func (e *Engine) RestartNow(ctx context.Context, t Target, force bool) (*Restart
 		return err
 	})
 	if refused != nil {
-		return res, refused
+		return res, restartNowRefused(refused)
 	}
 	if err != nil {
 		return e.restartRecovered(ctx, t, out, res, err)
@@ -127,6 +128,18 @@ func (e *Engine) restartRecovered(ctx context.Context, t Target, out *Outcome, r
 	rout, rerr := e.recover(ctx, t, ifi.RestartNowDesired, true, out, err)
 	res.Outcome = rout
 	return res, rerr
+}
+
+// restartNowRefused is the gate's refusal (the group's restart lock) as a restart
+// on its own says it: without the resource's restart argument as a way out.
+func restartNowRefused(err error) error {
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Refusal == nil {
+		return err
+	}
+	c := *ce
+	c.Refusal = ifi.RestartNowRefusal(ce.Refusal)
+	return &c
 }
 
 // progressKey carries a restart's progress listener in its context (withProgress).

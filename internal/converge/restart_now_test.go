@@ -136,3 +136,20 @@ func TestRestartNowHeldByTheRun(t *testing.T) {
 		t.Errorf("held: %v, %d restarts, %d reads; want the refusal, nothing asked of the host", e, h.restarts, h.reads)
 	}
 }
+
+// The gate's refusals are the action's too: another run restarting a replica of
+// the group refuses, changing nothing, and names no resource argument as a way out.
+func TestRestartNowRefusedByTheGroupLock(t *testing.T) {
+	w := secondaryOf(t)
+	w.host.holders = []string{svcSID}
+	w.checker.lockedBy = "SQL03"
+	_, err := NewSession(w.engine).RestartNow(context.Background(), RestartRequest{Target: defaultTarget})
+	ce := wantError(t, err, KindRefused)
+	if ce.Refusal == nil || !strings.Contains(ce.Refusal.Summary, "AG1") || !strings.Contains(ce.Refusal.Detail, "SQL03") ||
+		strings.Contains(ce.Refusal.Detail, "restart = ") {
+		t.Errorf("refusal %+v, want one naming AG1 and SQL03, without the resource's restart argument", ce.Refusal)
+	}
+	if w.host.restarts != 0 || w.checker.locksHeld != 0 {
+		t.Errorf("restarts %d, locks held %d; want none", w.host.restarts, w.checker.locksHeld)
+	}
+}

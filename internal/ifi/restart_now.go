@@ -83,6 +83,10 @@ func PlanRestartNow(o Observed, force bool) (a *Assessment, p *Plan, notNeeded s
 // unverifiedIFI says why IFI of the running Engine is unknown.
 const unverifiedIFI = "neither SQL Server (no sql block, or asking it failed) nor the error log's startup line said whether the running Engine has IFI"
 
+// RestartNowRefusal is r, a refusal of the restart gate (GroupLocked,
+// GroupLockUnavailable), as a restart on its own says it (nowRefusal).
+func RestartNowRefusal(r *Refusal) *Refusal { return nowRefusal(r) }
+
 // nowRefusal is r as a restart on its own says it: without the ways out that
 // change the resource's restart argument, which a restart on its own does not read.
 func nowRefusal(r *Refusal) *Refusal {
