@@ -44,6 +44,14 @@ done
 for d in "$work"/examples/resources/* "$work"/examples/data-sources/*; do
 	check "$d" "$root/examples/provider/provider.tf"
 done
+# Actions are Terraform 1.14 syntax: checked where the CLI knows them.
+if [[ "$(scripts/tf-version.sh "$tf")" =~ ^Terraform\ v1\.(1[4-9]|[2-9][0-9])\. ]]; then
+	for d in "$work"/examples/actions/*; do
+		check "$d" "$root/examples/provider/provider.tf"
+	done
+else
+	echo "skip  examples/actions: $(scripts/tf-version.sh "$tf") does not know actions (Terraform 1.14 and later do)"
+fi
 check "$work/examples/fleet"
 check "$work/examples/failover-cluster-instance"
 exit "$fail"

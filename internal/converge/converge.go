@@ -189,12 +189,14 @@ func (e *Engine) clock() Clock {
 }
 
 func (e *Engine) debug(ctx context.Context, msg string, fields map[string]any) {
+	progress(ctx, true, msg, fields) // a restart on its own says it as it goes (restart_now.go)
 	if e.Log != nil {
 		e.Log.Debug(ctx, msg, fields)
 	}
 }
 
 func (e *Engine) info(ctx context.Context, msg string, fields map[string]any) {
+	progress(ctx, false, msg, fields)
 	if e.Log != nil {
 		e.Log.Info(ctx, msg, fields)
 	}

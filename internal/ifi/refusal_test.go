@@ -31,6 +31,18 @@ func everyRefusal() []grammarCase {
 	plan := func(d Desired, o Observed) func(t *testing.T) *Refusal {
 		return func(t *testing.T) *Refusal { return refusalOf(t, d, o) }
 	}
+	// now: a restart on its own (PlanRestartNow), whose refusals keep the grammar
+	// without the resource's restart argument among their ways out.
+	now := func(o Observed, force bool) func(t *testing.T) *Refusal {
+		return func(t *testing.T) *Refusal {
+			_, _, _, err := PlanRestartNow(o, force)
+			var r *Refusal
+			if !errors.As(err, &r) {
+				t.Fatalf("PlanRestartNow: %v, want a refusal", err)
+			}
+			return r
+		}
+	}
 	cluster := func(d Desired, mod func(f *fci)) func(t *testing.T) *Refusal {
 		return func(t *testing.T) *Refusal {
 			f := newFCI()
@@ -88,6 +100,13 @@ func everyRefusal() []grammarCase {
 			}
 			return PlanChanged("sql01", "MSSQLSERVER", ActionGrant, now)
 		}},
+		{"PlanRestartNow", "SQL Server not running", now(obs(dmv(false), holders(svcSID), func(r *contract.ReadInstanceResult) {
+			r.ServiceState = contract.StateStopped
+		}), true)},
+		{"PlanRestartNow", "Clustered SQL Server instance: refusing to restart it", now(obs(dmv(false), holders(svcSID), clustered), true)},
+		{"PlanRestartNow", "Pending change unknown", now(obs(Verification{Source: SourceNone}, holders(svcSID)), false)},
+		{"primary", "Primary availability replica: refusing to restart it", now(obs(replica(RolePrimary), holders(svcSID)), true)},
+		{"RestartNowHeld", "Restarts held by allow_restarts = false", func(*testing.T) *Refusal { return RestartNowHeld("sql01", "MSSQLSERVER") }},
 		{"TwoResources", "Two resources manage one SQL Server instance", func(*testing.T) *Refusal {
 			return TwoResources(`host = "b"`, `host = "a"`, ManagedInstance("sql01", "MSSQLSERVER"))
 		}},

@@ -13,8 +13,10 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -50,7 +52,11 @@ const (
 // defaultMaxParallelRestarts: a fleet apply restarts one instance at a time.
 const defaultMaxParallelRestarts = 1
 
-var _ provider.Provider = &mssqlifiProvider{}
+var (
+	_ provider.Provider                  = &mssqlifiProvider{}
+	_ provider.ProviderWithActions       = &mssqlifiProvider{}
+	_ provider.ProviderWithListResources = &mssqlifiProvider{}
+)
 
 // mssqlifiProvider is the provider; openHost and openChecker make the real clients
 // (tests may substitute their own constructors, never the protocols).
@@ -342,10 +348,22 @@ func (p *mssqlifiProvider) Configure(ctx context.Context, req provider.Configure
 	c.session.HoldRestarts = !allow                          // the run restarts nothing (allow_restarts = false)
 	resp.ResourceData = c
 	resp.DataSourceData = c
+	resp.ActionData = c
+	resp.ListResourceData = c
 }
 
 func (p *mssqlifiProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{NewInstantFileInitializationResource}
+}
+
+// Actions: Terraform 1.14 and later; older CLIs and OpenTofu never ask for them.
+func (p *mssqlifiProvider) Actions(context.Context) []func() action.Action {
+	return []func() action.Action{NewRestartAction}
+}
+
+// ListResources: for terraform query (Terraform 1.14 and later).
+func (p *mssqlifiProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewInstantFileInitializationListResource}
 }
 
 func (p *mssqlifiProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -1,0 +1,170 @@
+package provider
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+)
+
+// The mssqlifi_restart action with the real CLI: Terraform 1.14 and later invoke
+// actions (terraform apply -invoke=…); the same behaviours are tested at the
+// protocol level in every run (action_restart_test.go).
+
+// actionCLI is the CLI harness when its terraform knows actions and terraform
+// query (Terraform 1.14 and later); otherwise the test skips, naming the version
+// it needs.
+func actionCLI(t *testing.T) *cliWork {
+	t.Helper()
+	w := newCLI(t)
+	cmd := exec.Command(w.bin, "-version")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s -version: %v", w.bin, err)
+	}
+	m := cliVersionRe.FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("%s -version printed %q", w.bin, out)
+	}
+	major, _ := strconv.Atoi(m[2])
+	minor, _ := strconv.Atoi(m[3])
+	if m[1] != "Terraform" || major == 1 && minor < 14 {
+		t.Skipf("%s is %s v%s.%s: actions and terraform query need Terraform 1.14 or later; set TF_ACC_TERRAFORM_PATH to one "+
+			"(a release binary, or `go build` of github.com/hashicorp/terraform at a v1.14 or later tag, outside this repository)", w.bin, m[1], m[2], m[3])
+	}
+	return w
+}
+
+// invokeRestart runs terraform apply -invoke=action.mssqlifi_restart.this and
+// returns the run and its progress messages (action_progress), in order.
+func (w *cliWork) invokeRestart() (*tfRun, []string) {
+	w.t.Helper()
+	r := w.run("apply", "-auto-approve", "-json", "-no-color", "-invoke=action.mssqlifi_restart.this")
+	var progress []string
+	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var l struct {
+			Type string `json:"type"`
+			Hook struct {
+				Message string `json:"message"`
+			} `json:"hook"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Type == "action_progress" {
+			progress = append(progress, l.Hook.Message)
+		}
+	}
+	return r, progress
+}
+
+// restartActionConfig is the resource with restart = "never" and the action for
+// its instance.
+func restartActionConfig(addr string) string {
+	return resourceConfig(addr, `restart = "never"`) + fmt.Sprintf(`
+action "mssqlifi_restart" "this" {
+  config {
+    host = %q
+  }
+}
+`, addr)
+}
+
+// A grant left pending by restart = "never" is made effective by the action in a
+// maintenance window; the next plan is empty and the refresh reports
+// restart_pending = false.
+func TestCLI_restartActionMakesPendingGrantEffective(t *testing.T) {
+	t.Parallel()
+	w := actionCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + restartActionConfig(e.addr))
+	w.mustApply()
+	if a := w.attrs(); a["restart_pending"] != true || a["privilege_granted"] != true {
+		t.Fatalf("after the apply with restart = \"never\": restart_pending %v, privilege_granted %v; want true, true", a["restart_pending"], a["privilege_granted"])
+	}
+	before := e.engineStart()
+
+	r, progress := w.invokeRestart()
+	if r.Exit != 0 {
+		t.Fatalf("the action failed:\n%s", r.describe())
+	}
+	if after := e.engineStart(); !after.After(before) {
+		t.Fatalf("the action did not restart the Engine (started %v, was %v)", after, before)
+	}
+	wantProgress(t, progress, `restart needed: the running Engine has IFI off and its next start gives it on$`)
+	wantProgress(t, progress, `: restart done$`)
+
+	p := w.plan()
+	p.wantPlanExit(t, 0)
+	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if a := w.attrs(); a["restart_pending"] != false || a["ifi_enabled"] != true {
+		t.Errorf("after the action: restart_pending %v, ifi_enabled %v; want false, true", a["restart_pending"], a["ifi_enabled"])
+	}
+
+	// Nothing pending: the action says so and restarts nothing.
+	before = e.engineStart()
+	r, _ = w.invokeRestart()
+	if r.Exit != 0 {
+		t.Fatalf("the action failed:\n%s", r.describe())
+	}
+	// Terraform says an action's diagnostics as "… when invoking action", the
+	// provider's summary leading the detail.
+	r.wantDiag(t, "warning", `^Warning when invoking action$`, `^No restart needed: .*IFI on, as its next start gives it.*Nothing was changed`)
+	if after := e.engineStart(); !after.Equal(before) {
+		t.Errorf("a restart not needed restarted the Engine")
+	}
+}
+
+// The action refuses on an availability group's primary and during a backup,
+// changing nothing.
+func TestCLI_restartActionRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, detail    string
+		primary, backup bool
+	}{
+		{name: "primary", primary: true,
+			detail: `^Primary availability replica: refusing to restart it: .*primary replica of the Always On availability group AG1.*Nothing was changed`},
+		{name: "backup", backup: true,
+			detail: `^Backup or restore running: refusing to restart instance MSSQLSERVER on .*BACKUP DATABASE.*Nothing was changed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := actionCLI(t)
+			var e *accEnv
+			if tc.primary {
+				e = startSim(t, agPrimaryHost())
+			} else {
+				e = startSim(t, nil)
+			}
+			w.write(e.providerConfig(true) + restartActionConfig(e.addr))
+			w.mustApply()
+			if tc.backup {
+				if err := e.sim.Do(e.name, winsim.Action{Action: winsim.ActionStartBackup, Instance: "MSSQLSERVER"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, n := e.engineStart(), len(e.operations())
+			r, _ := w.invokeRestart()
+			if r.Exit == 0 {
+				t.Fatalf("the action restarted:\n%s", r.describe())
+			}
+			r.wantDiag(t, "error", `^Error when invoking action$`, tc.detail)
+			if after := e.engineStart(); !after.Equal(before) {
+				t.Errorf("the refused action restarted the Engine")
+			}
+			if ops := e.opsSince(n); countOp(ops, "restart_instance") != 0 {
+				t.Errorf("operations %v, want no restart_instance", ops)
+			}
+			if a := w.attrs(); a["restart_pending"] != true {
+				t.Errorf("state restart_pending %v after the refusal, want true (unchanged)", a["restart_pending"])
+			}
+		})
+	}
+}
