@@ -36,8 +36,8 @@ type restartAction struct {
 type restartActionModel struct {
 	Host             types.String `tfsdk:"host"`
 	Instance         types.String `tfsdk:"instance"`
-	Port             types.Int64  `tfsdk:"port"`
-	SQLPort          types.Int64  `tfsdk:"sql_port"`
+	Port             wholeNumber  `tfsdk:"port"`
+	SQLPort          wholeNumber  `tfsdk:"sql_port"`
 	ReplicaAddresses types.Map    `tfsdk:"availability_replica_addresses"`
 	Force            types.Bool   `tfsdk:"force"`
 	Timeout          types.String `tfsdk:"timeout"`
@@ -69,12 +69,12 @@ func (a *restartAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 				Validators:          []validator.String{instanceNameValidator},
 			},
 			"port": schema.Int64Attribute{
-				Optional:            true,
+				CustomType: wholeNumberType{}, Optional: true,
 				MarkdownDescription: "WinRM port of the host, overriding the provider's `winrm.port`, as the resource's `port`.",
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 			},
 			"sql_port": schema.Int64Attribute{
-				Optional:            true,
+				CustomType: wholeNumberType{}, Optional: true,
 				MarkdownDescription: "TCP port of the instance's SQL endpoint, overriding the port the host reports, as the resource's `sql_port`.",
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 			},

@@ -38,7 +38,7 @@ type ifiListResource struct {
 // ifiListModel is a list block's configuration.
 type ifiListModel struct {
 	Hosts []types.String `tfsdk:"hosts"`
-	Port  types.Int64    `tfsdk:"port"`
+	Port  wholeNumber    `tfsdk:"port"`
 }
 
 func (l *ifiListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -62,7 +62,7 @@ func (l *ifiListResource) ListResourceConfigSchema(_ context.Context, _ list.Lis
 				Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues()},
 			},
 			"port": schema.Int64Attribute{
-				Optional:            true,
+				CustomType: wholeNumberType{}, Optional: true,
 				MarkdownDescription: "WinRM port of the hosts, overriding the provider's `winrm.port`; it is then the `port` of each result.",
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 			},
@@ -84,7 +84,7 @@ func (l *ifiListResource) List(ctx context.Context, req list.ListRequest, stream
 		return
 	}
 	targets := make([]converge.Target, 0, len(m.Hosts))
-	ports := make([]types.Int64, 0, len(m.Hosts))
+	ports := make([]wholeNumber, 0, len(m.Hosts))
 	for i, h := range m.Hosts {
 		host, port, _, err := parseImportID(h.ValueString() + "/" + DefaultInstance)
 		if err != nil || h.IsNull() || h.IsUnknown() {
@@ -98,7 +98,7 @@ func (l *ifiListResource) List(ctx context.Context, req list.ListRequest, stream
 		targets = append(targets, converge.Target{Host: host, Port: port})
 		ports = append(ports, m.Port)
 		if port != 0 {
-			ports[i] = types.Int64Value(int64(port))
+			ports[i] = int64Value(int64(port))
 		} else {
 			targets[i].Port = int(m.Port.ValueInt64())
 		}
@@ -123,7 +123,7 @@ func (l *ifiListResource) List(ctx context.Context, req list.ListRequest, stream
 
 // result is one instance's result: its identity, display name and, when asked,
 // the resource as an import of it reads it (ifiResource.Read with Imported).
-func (l *ifiListResource) result(ctx context.Context, req list.ListRequest, t converge.Target, port types.Int64, hi converge.HostInstance) list.ListResult {
+func (l *ifiListResource) result(ctx context.Context, req list.ListRequest, t converge.Target, port wholeNumber, hi converge.HostInstance) list.ListResult {
 	r := req.NewListResult(ctx)
 	r.DisplayName = importID(t.Host, hi.Instance)
 	m := ifiResourceModel{Host: types.StringValue(t.Host), Instance: types.StringValue(hi.Instance), Port: port}
@@ -133,7 +133,7 @@ func (l *ifiListResource) result(ctx context.Context, req list.ListRequest, t co
 	}
 	a := hi.Result.Assessment
 	m.ID = types.StringValue(importID(t.Host, hi.Instance))
-	m.SQLPort = types.Int64Null()
+	m.SQLPort = int64Null()
 	m.Enabled = types.BoolValue(a.PrivilegeGranted)
 	m.LockPagesInMemory = types.BoolNull()
 	m.Grantee = types.StringValue(string(converge.ImportDefaults.Grantee))
