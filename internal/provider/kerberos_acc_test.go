@@ -172,7 +172,7 @@ func TestAccKerberos_planErrors(t *testing.T) {
 	}{
 		{"missing keytab", e.kerberosProviderConfig(k, user+fmt.Sprintf("    keytab = %q", filepath.Join(k.Dir, "missing.keytab"))), `Keytab not found[\s\S]*missing\.keytab`},
 		{"unreadable krb5_conf", strings.Replace(e.kerberosProviderConfig(k, user+"    password = \"x\""), k.Krb5Conf, filepath.Join(k.Dir, "none.conf"), 1), `Unreadable krb5\.conf[\s\S]*none\.conf`},
-		{"realm without KDC", e.kerberosProviderConfig(k, "    username = \"dba@NOKDC.TEST\"\n    password = \"x\""), `Realm without KDC[\s\S]*NOKDC\.TEST`},
+		{"realm without KDC", e.kerberosProviderConfig(k, "    username = \"dba\"\n    realm = \"NOKDC.TEST\"\n    password = \"x\""), `Realm without KDC[\s\S]*NOKDC\.TEST`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resource.ParallelTest(t, resource.TestCase{

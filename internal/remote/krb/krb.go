@@ -67,13 +67,15 @@ type Config struct {
 type Client struct {
 	cl        *client.Client
 	conf      *config.Config
-	principal string // user@REALM
+	principal string // user@REALM, or the UPN of an enterprise name
 	realm     string
-	source    string // "password", "keytab PATH" or "credential cache PATH"
+	upn       *upnLogon // an enterprise name's logon; nil for others
+	source    string    // "password", "keytab PATH" or "credential cache PATH"
 	now       func() time.Time
 
-	mu       sync.Mutex
-	loggedOn bool
+	mu        sync.Mutex
+	loggedOn  bool
+	canonical string // an enterprise name's account, user@REALM, once logged on
 }
 
 // Krb5ConfPath is the krb5.conf a Config without Krb5Conf uses.
@@ -110,41 +112,129 @@ func CCachePath(explicit string) (string, error) {
 	}
 }
 
-// SplitPrincipal turns user@REALM, REALM\user or user into user and realm. A
-// NetBIOS domain (REALM\user without a dot) is matched to a realm of conf whose
-// first label it is; the realm is upper-cased. The realm is "" when none can be
-// found.
-func SplitPrincipal(login string, conf *config.Config) (user, realm string) {
+// Name is a user name resolved against krb5.conf: the principal the logon sends
+// and the realm whose KDC it goes to.
+type Name struct {
+	// User is the account name (alice of alice@REALM or REALM\alice), or for an
+	// enterprise name the whole user principal name as written (svc@corp.example).
+	User string
+	// Realm is the realm the logon goes to, upper case; "" when none can be found.
+	Realm string
+	// Enterprise: User is a user principal name whose suffix is not a realm of
+	// krb5.conf; it is sent as an enterprise principal (NT-ENTERPRISE, RFC 6806)
+	// with name canonicalization to Realm's KDC, which finds the account by its UPN
+	// (anywhere in the forest) and answers with its canonical name, or refers the
+	// client to the realm that holds it. This is what Windows and kinit -E do.
+	Enterprise bool
+	// RealmFrom says where Realm comes from: RealmFromName (the user name, or a
+	// NetBIOS domain matched to a realm), RealmFromSetting (the realm setting),
+	// RealmFromDomainRealm (krb5.conf's [domain_realm] mapping of the UPN suffix) or
+	// RealmFromDefault (krb5.conf's default_realm).
+	RealmFrom string
+}
+
+// Where a Name's realm comes from.
+const (
+	RealmFromName        = "name"
+	RealmFromSetting     = "realm setting"
+	RealmFromDomainRealm = "domain_realm"
+	RealmFromDefault     = "default_realm"
+)
+
+// ResolveName turns user@REALM, REALM\user, user or a user principal name with any
+// suffix into the principal and realm of the logon. realmSetting (the provider's
+// realm) wins over the realm of the name. A suffix after @ is a realm when krb5.conf
+// knows it (its default_realm or a [realms] entry) or it is realmSetting; any other
+// suffix is a UPN suffix, not a realm (alternative UPN suffixes are common in
+// Active Directory), and the name is an enterprise name sent to realmSetting, else
+// the realm [domain_realm] maps the suffix to, else default_realm, else the suffix
+// itself upper-cased (a realm found through DNS).
+func ResolveName(login, realmSetting string, conf *config.Config) Name {
+	realmSetting = strings.ToUpper(realmSetting)
+	n := Name{RealmFrom: RealmFromName}
 	switch {
 	case strings.Contains(login, `\`):
 		d, u, _ := strings.Cut(login, `\`)
-		user, realm = u, d
+		n.User, n.Realm = u, strings.ToUpper(d)
 	case strings.Contains(login, "@"):
 		i := strings.LastIndex(login, "@")
-		user, realm = login[:i], login[i+1:]
+		n.User, n.Realm = login[:i], strings.ToUpper(login[i+1:])
+		if conf != nil && n.Realm != realmSetting && !knownRealm(conf, n.Realm) {
+			n.User, n.Enterprise = login, true
+			switch r := strings.ToUpper(domainRealm(conf, strings.ToLower(login[i+1:]))); {
+			case realmSetting != "":
+				n.Realm, n.RealmFrom = realmSetting, RealmFromSetting
+			case r != "":
+				n.Realm, n.RealmFrom = r, RealmFromDomainRealm
+			case conf.LibDefaults.DefaultRealm != "":
+				n.Realm, n.RealmFrom = strings.ToUpper(conf.LibDefaults.DefaultRealm), RealmFromDefault
+			}
+			return n
+		}
 	default:
-		user = login
+		n.User = login
 	}
-	realm = strings.ToUpper(realm)
+	if realmSetting != "" {
+		n.Realm, n.RealmFrom = realmSetting, RealmFromSetting
+		return n
+	}
 	if conf == nil {
-		return user, realm
+		return n
 	}
-	if realm == "" {
-		return user, strings.ToUpper(conf.LibDefaults.DefaultRealm)
+	if n.Realm == "" {
+		n.Realm, n.RealmFrom = strings.ToUpper(conf.LibDefaults.DefaultRealm), RealmFromDefault
+		return n
 	}
-	if !strings.Contains(realm, ".") {
+	if !strings.Contains(n.Realm, ".") {
 		candidates := []string{conf.LibDefaults.DefaultRealm}
 		for _, r := range conf.Realms {
 			candidates = append(candidates, r.Realm)
 		}
 		for _, c := range candidates {
 			first, _, _ := strings.Cut(c, ".")
-			if strings.EqualFold(first, realm) {
-				return user, strings.ToUpper(c)
+			if strings.EqualFold(first, n.Realm) {
+				n.Realm = strings.ToUpper(c)
+				return n
 			}
 		}
 	}
-	return user, realm
+	return n
+}
+
+// domainRealm is the realm [domain_realm] maps the DNS domain to: domain itself,
+// .domain, then its parents' .entries; "" when none.
+func domainRealm(conf *config.Config, domain string) string {
+	domain = strings.TrimSuffix(domain, ".")
+	for _, k := range []string{domain, "." + domain} {
+		if r, ok := conf.DomainRealm[k]; ok {
+			return r
+		}
+	}
+	return conf.ResolveRealm(domain)
+}
+
+// knownRealm says whether krb5.conf knows realm: its default_realm or a [realms]
+// entry.
+func knownRealm(conf *config.Config, realm string) bool {
+	if strings.EqualFold(conf.LibDefaults.DefaultRealm, realm) {
+		return true
+	}
+	for _, r := range conf.Realms {
+		if strings.EqualFold(r.Realm, realm) {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitPrincipal turns user@REALM, REALM\user or user into user and realm
+// (ResolveName without a realm setting). A NetBIOS domain (REALM\user without a
+// dot) is matched to a realm of conf whose first label it is; the realm is
+// upper-cased. For a UPN whose suffix is not a realm, user is the whole UPN. The
+// realm is "" when none can be found.
+func SplitPrincipal(login string, conf *config.Config) (user, realm string) {
+	n := ResolveName(login, "", conf)
+	return n.User, n.Realm
 }
 
 // RealmKDCs lists the KDCs krb5.conf names for realm.
@@ -169,10 +259,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, realm := SplitPrincipal(cfg.Username, conf)
-	if cfg.Realm != "" {
-		realm = strings.ToUpper(cfg.Realm)
-	}
+	name := ResolveName(cfg.Username, cfg.Realm, conf)
+	user, realm := name.User, name.Realm
 	c := &Client{conf: conf, now: now}
 	settings := []func(*client.Settings){client.DisablePAFXFAST(true)}
 
@@ -181,6 +269,11 @@ func New(cfg Config) (*Client, error) {
 			return &Error{Kind: KindConfig, Part: PartRealm,
 				Message: fmt.Sprintf("no realm for the user %q: the name has no @REALM or REALM\\ and %s sets no default_realm", cfg.Username, confPath),
 				Hint:    "Write the user name as user@REALM (the DNS name of the domain, upper case), name the realm, or set default_realm in krb5.conf"}
+		}
+		if !conf.LibDefaults.DNSLookupKDC && len(RealmKDCs(conf, realm)) == 0 && name.Enterprise && name.RealmFrom == RealmFromName {
+			return &Error{Kind: KindConfig, Part: PartRealm,
+				Message: fmt.Sprintf("%s names no realm for the user principal name %s: its suffix %s is not a realm of krb5.conf, and neither a realm setting, [domain_realm] nor default_realm names the realm to send it to", confPath, user, realm),
+				Hint:    "A UPN suffix is not a realm: an account's UPN may end in any suffix of its forest. Set the realm to the domain's realm (the DNS name of the account's domain, upper case) or set default_realm; the UPN is sent there as an enterprise name and the domain finds the account"}
 		}
 		if !conf.LibDefaults.DNSLookupKDC && len(RealmKDCs(conf, realm)) == 0 {
 			return &Error{Kind: KindConfig, Part: PartRealm,
@@ -195,7 +288,11 @@ func New(cfg Config) (*Client, error) {
 		if err := needRealm(); err != nil {
 			return nil, err
 		}
-		c.cl = client.NewWithPassword(user, realm, cfg.Password, conf, settings...)
+		if name.Enterprise {
+			c.upn = &upnLogon{name: user, password: cfg.Password, settings: settings}
+		} else {
+			c.cl = client.NewWithPassword(user, realm, cfg.Password, conf, settings...)
+		}
 		c.source = "password"
 	case cfg.Keytab != "":
 		kt, err := keytab.Load(cfg.Keytab)
@@ -214,7 +311,21 @@ func New(cfg Config) (*Client, error) {
 		if err := needRealm(); err != nil {
 			return nil, err
 		}
-		c.cl = client.NewWithKeytab(user, realm, kt, conf, settings...)
+		if name.Enterprise {
+			c.upn = &upnLogon{name: user, kt: kt, settings: settings}
+		} else {
+			// AD takes names in any case; a keytab's are matched exactly.
+			held := keytabPrincipals(kt)
+			i := slices.IndexFunc(held, func(p string) bool { return strings.EqualFold(p, user+"@"+realm) })
+			if i < 0 {
+				return nil, &Error{Kind: KindConfig, Part: PartKeytab,
+					Message: fmt.Sprintf("the keytab %s holds no keys of %s@%s (it holds %s)", cfg.Keytab, user, realm, strings.Join(held, ", ")),
+					Hint:    "Log on as the principal the keytab holds, or export the account's keys under its name (ktpass, ktutil or samba-tool domain exportkeytab)"}
+			}
+			j := strings.LastIndex(held[i], "@")
+			user, realm = held[i][:j], held[i][j+1:]
+			c.cl = client.NewWithKeytab(user, realm, kt, conf, settings...)
+		}
 		c.source = "keytab " + cfg.Keytab
 	default:
 		path, err := CCachePath(cfg.CCache)
@@ -256,8 +367,21 @@ func New(cfg Config) (*Client, error) {
 		c.loggedOn = true
 	}
 	c.principal = user + "@" + realm
+	if c.upn != nil {
+		c.principal = user // the UPN as written; its realm is c.realm
+	}
 	c.realm = realm
 	return c, nil
+}
+
+// upnLogon is a password or keytab logon under a user principal name whose suffix
+// is not a realm: the first logon asks the KDC for the account's canonical name
+// (canonicalName), then logs on under it.
+type upnLogon struct {
+	name     string // the UPN
+	password string
+	kt       *keytab.Keytab
+	settings []func(*client.Settings)
 }
 
 // Principal is the client principal, user@REALM.
@@ -355,6 +479,23 @@ func (c *Client) logon() error {
 	defer c.mu.Unlock()
 	if c.loggedOn {
 		return nil
+	}
+	if c.upn != nil && c.cl == nil {
+		user, realm, err := canonicalName(c.conf, c.upn.name, c.realm, c.upn.password, c.upn.kt, c.now)
+		if err != nil {
+			e := classifyKDC(err, c.principal, "", c.realm, RealmKDCs(c.conf, c.realm), "logon")
+			if e.Kind == KindUnknownUser {
+				e.Message = fmt.Sprintf("the KDC of %s knows no account with the user principal name %s (KDC_ERR_C_PRINCIPAL_UNKNOWN; sent as an enterprise name)", c.realm, c.principal)
+				e.Hint = "Check the account's userPrincipalName, or write the user as DOMAIN\\user or sAMAccountName@REALM; the realm setting (or default_realm) must be a realm of the account's forest"
+			}
+			return e
+		}
+		if c.upn.password != "" {
+			c.cl = client.NewWithPassword(user, realm, c.upn.password, c.conf, c.upn.settings...)
+		} else {
+			c.cl = client.NewWithKeytab(user, realm, renamedKeytab(c.upn.kt, c.upn.name, user, realm), c.conf, c.upn.settings...)
+		}
+		c.canonical = user + "@" + realm
 	}
 	if err := c.cl.Login(); err != nil {
 		return classifyKDC(err, c.principal, "", c.realm, RealmKDCs(c.conf, c.realm), "logon")

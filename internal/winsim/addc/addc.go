@@ -178,6 +178,10 @@ func start() (*DC, error) {
 		"--option=kpasswd port = "+strconv.Itoa(kpasswd),
 		"--option=log file = "+filepath.Join(dir, "log.%m"),
 		"--option=panic action = ",
+		// Private run-time directories too: another DC (a test of another
+		// package, or the machine's own) may run at the same time.
+		"--option=pid directory = "+dir, "--option=ncalrpc dir = "+filepath.Join(dir, "ncalrpc"),
+		"--option=winbindd socket directory = "+filepath.Join(dir, "winbindd"),
 	); err != nil {
 		return nil, err
 	}
@@ -300,25 +304,60 @@ func (dc *DC) Tool(t testing.TB, args ...string) string {
 // own command for it needs the DC's RPC service; this writes the attribute with
 // Samba's Python bindings, as samba-tool does.
 func (dc *DC) addUPNSuffix(suffix string) error {
-	script := `import sys, ldb
+	return dc.modify("", "uPNSuffixes", suffix, true)
+}
+
+// modifyScript changes one attribute of the object whose sAMAccountName is argv[2]
+// (the Partitions container when it is empty) with Samba's Python bindings, on the
+// DC's ldb files as samba-tool does.
+const modifyScript = `import sys, ldb
 from samba.samdb import SamDB
 from samba.param import LoadParm
 from samba.auth import system_session
 lp = LoadParm(); lp.load(sys.argv[1])
 db = SamDB(url=lp.private_path("sam.ldb"), session_info=system_session(), lp=lp)
-m = ldb.Message(); m.dn = ldb.Dn(db, "CN=Partitions," + str(db.get_config_basedn()))
-m["uPNSuffixes"] = ldb.MessageElement(sys.argv[2], ldb.FLAG_MOD_ADD, "uPNSuffixes")
+if sys.argv[2]:
+    res = db.search(base=db.domain_dn(), scope=ldb.SCOPE_SUBTREE, expression="(sAMAccountName=%s)" % ldb.binary_encode(sys.argv[2]), attrs=[])
+    if len(res) != 1:
+        sys.exit("%d objects have the sAMAccountName %s" % (len(res), sys.argv[2]))
+    dn = res[0].dn
+else:
+    dn = ldb.Dn(db, "CN=Partitions," + str(db.get_config_basedn()))
+m = ldb.Message(); m.dn = dn
+m[sys.argv[3]] = ldb.MessageElement(sys.argv[4], ldb.FLAG_MOD_ADD if sys.argv[5] == "add" else ldb.FLAG_MOD_REPLACE, sys.argv[3])
 db.modify(m)
 `
+
+func (dc *DC) modify(account, attr, value string, add bool) error {
+	op := "replace"
+	if add {
+		op = "add"
+	}
 	// samba-tool's interpreter, which has Samba's bindings (a python3 earlier on
 	// PATH may not).
-	cmd := exec.Command("/usr/bin/python3", "-c", script, dc.SMBConf, suffix)
+	cmd := exec.Command("/usr/bin/python3", "-c", modifyScript, dc.SMBConf, account, attr, value, op)
 	cmd.Env = dc.env()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("adding the UPN suffix %s: %v\n%s", suffix, err, out)
+		return fmt.Errorf("setting %s of %q to %s: %v\n%s", attr, account, value, err, out)
 	}
 	return nil
 }
+
+// Set replaces the attribute attr of the account (its sAMAccountName, with $ for a
+// computer) with value, e.g. msDS-SupportedEncryptionTypes.
+func (dc *DC) Set(t testing.TB, account, attr, value string) {
+	t.Helper()
+	if err := dc.modify(account, attr, value, false); err != nil {
+		t.Fatalf("test AD DC: %v", err)
+	}
+}
+
+// Encryption types of msDS-SupportedEncryptionTypes ([MS-KILE] 2.2.7).
+const (
+	EncRC4    = "4"
+	EncAES    = "24" // AES128 and AES256: what a current Windows host sets at join
+	EncRC4AES = "28"
+)
 
 // AddUser creates the user name with a password that never expires.
 func (dc *DC) AddUser(t testing.TB, name, password string) {
@@ -339,13 +378,18 @@ func (dc *DC) AddSPN(t testing.TB, account, spn string) {
 	dc.Tool(t, "spn", "add", spn, account)
 }
 
-// AddComputer creates the computer account name (without $) with the host's SPNs
-// HTTP/<name>.<domain> and HOST/<name>.<domain>, as a domain join does.
+// AddComputer creates the computer account name (without $) with the host's SPN
+// HTTP/<name>.<domain> and AES keys (msDS-SupportedEncryptionTypes), as a domain
+// join of a current Windows host does.
 func (dc *DC) AddComputer(t testing.TB, name string) {
 	t.Helper()
 	dc.Tool(t, "computer", "create", name)
+	// samba-tool creates the account without a password, so without keys; a join
+	// sets a random one.
+	dc.Tool(t, "user", "setpassword", name+"$", "--random-password")
 	fqdn := strings.ToLower(name) + "." + dc.DNSDomain
 	dc.AddSPN(t, name+"$", "HTTP/"+fqdn)
+	dc.Set(t, name+"$", "msDS-SupportedEncryptionTypes", EncAES)
 }
 
 // Keytab exports the keys of principal (an account name, a UPN or an SPN) into a

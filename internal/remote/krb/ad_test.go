@@ -1,0 +1,131 @@
+package krb_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
+)
+
+func TestMain(m *testing.M) { os.Exit(addc.Main(m)) }
+
+// adSPN is the SPN of the simulated host's computer account in the AD domain.
+const adSPN = "HTTP/sql01.contoso.test"
+
+// adAccounts creates, once per DC, a user whose UPN is in an alternative suffix and
+// whose name part differs from its account name (k.user@corp.example for kuser),
+// and the host's computer account with its HTTP SPN.
+func adAccounts(t *testing.T) *addc.DC {
+	t.Helper()
+	dc := addc.Shared(t)
+	adOnce.Do(func() {
+		dc.AddUser(t, "kuser", adPassword)
+		dc.SetUPN(t, "kuser", "k.user@"+addc.UPNSuffix)
+		dc.AddComputer(t, "SQL01")
+	})
+	return dc
+}
+
+const adPassword = "K-User-Secret-1"
+
+var adOnce sync.Once
+
+func adTicket(t *testing.T, cfg krb.Config) (*krb.Client, error) {
+	t.Helper()
+	c, err := krb.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	_, tok, err := c.InitSecContext(context.Background(), adSPN, krb.SPNEGO, nil)
+	if err == nil && len(tok) == 0 {
+		t.Fatal("InitSecContext returned no token and no error")
+	}
+	return c, err
+}
+
+// Every name form Active Directory takes logs on with a password, a keytab and a
+// credential cache: the account name in the realm (in any case), DOMAIN\user, and a
+// UPN whose suffix is no realm, sent as an enterprise name to the default realm or
+// the realm setting (the KDC canonicalizes it to the account).
+func TestADNameForms(t *testing.T) {
+	dc := adAccounts(t)
+	names := []string{"kuser@" + addc.Realm, "kuser@" + addc.DNSDomain, addc.NetBIOS + `\kuser`, "k.user@" + addc.UPNSuffix, "K.User@CORP.EXAMPLE"}
+	for _, name := range names {
+		if _, err := adTicket(t, krb.Config{Username: name, Password: adPassword, Krb5Conf: dc.Krb5Conf}); err != nil {
+			t.Errorf("password logon as %s: %v", name, err)
+		}
+	}
+	// The keytab of the account, exported under its account name, serves every form;
+	// exported under its UPN, the UPN.
+	upnKT, accountKT := dc.Keytab(t, "k.user@"+addc.UPNSuffix), dc.Keytab(t, "kuser@"+addc.Realm)
+	for _, name := range names {
+		if _, err := adTicket(t, krb.Config{Username: name, Keytab: accountKT, Krb5Conf: dc.Krb5Conf}); err != nil {
+			t.Errorf("keytab logon as %s: %v", name, err)
+		}
+	}
+	for _, name := range names[3:] {
+		if _, err := adTicket(t, krb.Config{Username: name, Keytab: upnKT, Krb5Conf: dc.Krb5Conf}); err != nil {
+			t.Errorf("keytab logon as %s with the UPN's keytab: %v", name, err)
+		}
+	}
+	_, err := adTicket(t, krb.Config{Username: "kuser@" + addc.Realm, Keytab: upnKT, Krb5Conf: dc.Krb5Conf})
+	if !errors.Is(err, krb.ErrConfig) || !strings.Contains(err.Error(), "holds no keys of kuser@"+addc.Realm) {
+		t.Errorf("keytab of the UPN used for the account name: %v, want ErrConfig naming what the keytab holds", err)
+	}
+	// kinit -E, as a UPN needs, and kinit of the account name.
+	for _, tc := range []struct {
+		kinit      string
+		enterprise bool
+		user       string
+	}{{"k.user@" + addc.UPNSuffix, true, "k.user@" + addc.UPNSuffix}, {"kuser", false, "kuser@" + addc.Realm}} {
+		cc := dc.Kinit(t, tc.kinit, adPassword, tc.enterprise)
+		for _, user := range []string{"", tc.user} {
+			if _, err := adTicket(t, krb.Config{Username: user, CCache: cc, Krb5Conf: dc.Krb5Conf}); err != nil {
+				t.Errorf("credential cache of kinit %s, user %q: %v", tc.kinit, user, err)
+			}
+		}
+	}
+}
+
+// Without a default realm, the realm setting says where a UPN goes; with neither,
+// the error says what a UPN suffix is and is not, instead of asking for a KDC of
+// the suffix.
+func TestADUPNRealm(t *testing.T) {
+	dc := adAccounts(t)
+	raw, err := os.ReadFile(dc.Krb5Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDefault := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(noDefault, []byte(strings.Replace(string(raw), "default_realm = "+addc.Realm, "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upn := "k.user@" + addc.UPNSuffix
+	c, err := adTicket(t, krb.Config{Username: upn, Password: adPassword, Krb5Conf: noDefault, Realm: strings.ToLower(addc.Realm)})
+	if err != nil {
+		t.Fatalf("UPN with the realm setting: %v", err)
+	}
+	if c.Principal() != upn {
+		t.Errorf("Principal() = %q, want the UPN as written", c.Principal())
+	}
+	_, err = adTicket(t, krb.Config{Username: upn, Password: adPassword, Krb5Conf: noDefault})
+	if !errors.Is(err, krb.ErrConfig) || !strings.Contains(err.Error(), "UPN suffix is not a realm") || strings.Contains(err.Error(), "kdc =") {
+		t.Errorf("UPN without a realm: %v\nwant ErrConfig saying a UPN suffix is not a realm, not asking for a kdc line", err)
+	}
+	// A UPN no account has: the KDC's answer, named as a UPN.
+	_, err = adTicket(t, krb.Config{Username: "nobody@" + addc.UPNSuffix, Password: adPassword, Krb5Conf: dc.Krb5Conf})
+	if !errors.Is(err, krb.ErrUnknownUser) || !strings.Contains(err.Error(), "user principal name nobody@"+addc.UPNSuffix) {
+		t.Errorf("unknown UPN: %v, want ErrUnknownUser naming the UPN", err)
+	}
+	// A wrong password for a UPN is a wrong password, not an unknown user.
+	_, err = adTicket(t, krb.Config{Username: upn, Password: "wrong", Krb5Conf: dc.Krb5Conf})
+	if !errors.Is(err, krb.ErrWrongPassword) {
+		t.Errorf("UPN with a wrong password: %v, want ErrWrongPassword", err)
+	}
+}
