@@ -121,6 +121,9 @@ func kerberosAdvice(re *remote.Error) string {
 	case errors.Is(re, krb.ErrBindings):
 		return "Reach the host without a TLS-intercepting proxy or load balancer in between, or use its HTTP listener: winrm.https = false " +
 			"(every message is then encrypted by Kerberos)"
+	case errors.Is(re, krb.ErrEncType):
+		return "No provider argument fixes it: enable AES for the host's account in the domain (msDS-SupportedEncryptionTypes), as current Windows hosts have it; " +
+			`meanwhile winrm.auth = "ntlm" does not depend on the host's Kerberos keys`
 	case errors.Is(re, krb.ErrWrongPassword):
 		return "Check winrm.password (or " + EnvWinRMPassword + "), or export " + keytab + " again after the password changed"
 	case errors.Is(re, krb.ErrUnknownUser):

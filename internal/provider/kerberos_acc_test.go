@@ -142,6 +142,24 @@ func TestAccKerberos_ccache(t *testing.T) {
 	kerberosLifecycle(t, e, e.kerberosProviderConfig(k, "")+resourceConfig(e.addr, ""), false)
 }
 
+// A logon from the credential cache names the cache's principal in its errors (here
+// the KDC knows no SPN for the host reached by address), not an empty user name.
+func TestAccKerberos_ccacheErrorNamesPrincipal(t *testing.T) {
+	e, k := krbAccEnv(t)
+	if err := kdc.KinitAvailable(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Setenv("KRB5CCNAME", k.Kinit(t, accKrbUser, accKrbPass)) // the provider runs in this process
+	cfg := strings.Replace(e.kerberosProviderConfig(k, ""), fmt.Sprintf("    spn       = %q\n", accKrbSPN), "", 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{{
+			Config:      cfg + resourceConfig(e.addr, ""),
+			ExpectError: regexp.MustCompile(`authentication failed for\s+` + regexp.QuoteMeta(accKrbUser+"@"+k.Realm) + `\s+at`),
+		}},
+	})
+}
+
 // auth left at its default, negotiate, with a password and a krb5.conf that lists
 // the realm's KDC: every logon is Kerberos, as a Windows client's would be.
 func TestAccKerberos_negotiatePicksKerberos(t *testing.T) {

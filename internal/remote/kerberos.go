@@ -314,6 +314,8 @@ func (h *winrmHost) classifyKerberos(err error) *Error {
 		e.Setting = SettingSPN
 	case krb.KindBindings:
 		e.Setting = SettingHTTPS
+	case krb.KindEncType:
+		e.Kind = KindConfig // the domain's, not the provider's: no setting fixes it
 	}
 	return e
 }

@@ -129,3 +129,38 @@ func TestADUPNRealm(t *testing.T) {
 		t.Errorf("UPN with a wrong password: %v, want ErrWrongPassword", err)
 	}
 }
+
+// An AES-only user logs on, also with a krb5.conf that does not permit RC4; a host
+// whose account has RC4 keys only gets a ticket this provider cannot use, which
+// InitSecContext refuses with the documented message before the host sees a token.
+func TestADEncryptionTypes(t *testing.T) {
+	dc := adAccounts(t)
+	dc.AddUser(t, "aesuser", adPassword)
+	dc.Set(t, "aesuser", "msDS-SupportedEncryptionTypes", addc.EncAES)
+	raw, err := os.ReadFile(dc.Krb5Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRC4 := filepath.Join(t.TempDir(), "krb5.conf")
+	hardened := strings.Replace(string(raw), "[libdefaults]\n", "[libdefaults]\n\tpermitted_enctypes = aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96\n"+
+		"\tdefault_tkt_enctypes = aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96\n\tdefault_tgs_enctypes = aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96\n", 1)
+	if err := os.WriteFile(noRC4, []byte(hardened), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, conf := range []string{dc.Krb5Conf, noRC4} {
+		if _, err := adTicket(t, krb.Config{Username: "aesuser@" + addc.Realm, Password: adPassword, Krb5Conf: conf}); err != nil {
+			t.Errorf("AES-only user with %s: %v", filepath.Base(filepath.Dir(conf)), err)
+		}
+	}
+
+	dc.AddComputer(t, "SQLRC4")
+	dc.Set(t, "SQLRC4$", "msDS-SupportedEncryptionTypes", addc.EncRC4)
+	c, err := krb.New(krb.Config{Username: "kuser@" + addc.Realm, Password: adPassword, Krb5Conf: dc.Krb5Conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := c.InitSecContext(context.Background(), "HTTP/sqlrc4.contoso.test", krb.SPNEGO, nil)
+	if !errors.Is(err, krb.ErrEncType) || tok != nil || !strings.Contains(err.Error(), "RC4") || !strings.Contains(err.Error(), "msDS-SupportedEncryptionTypes") {
+		t.Errorf("RC4-only host: token %d bytes, %v\nwant no token and ErrEncType saying RC4 and how to enable AES", len(tok), err)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/chksumtype"
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/flags"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	"github.com/jcmturner/gokrb5/v8/keytab"
@@ -431,6 +432,14 @@ func (c *Client) InitSecContext(ctx context.Context, spn string, useSPNEGO bool,
 	if err != nil {
 		return nil, nil, classifyKDC(err, c.principal, spn, c.realm, RealmKDCs(c.conf, c.realm), "service ticket")
 	}
+	if !aesKey(key.KeyType) {
+		// Checked before the host sees anything: the wrap tokens of MS-WSMV's message
+		// encryption and the AP-REP's subkey are AES (RFC 4121) here; Windows hosts get
+		// AES tickets unless their account or the domain allows RC4 only.
+		return nil, nil, &Error{Kind: KindEncType, Principal: c.principal, SPN: spn,
+			Message: fmt.Sprintf("the KDC of %s issued the ticket for %s with a %s session key: the account holding %s has no AES keys (RC4 only), and this provider logs on with AES only", c.realm, spn, etypeName(key.KeyType), spn),
+			Hint:    "Enable AES for the account that holds the SPN: msDS-SupportedEncryptionTypes = 24 (AES128 and AES256) on its computer account, or \"This account supports Kerberos AES 128/256 bit encryption\" on a user service account, then reset its password (or rejoin the host) so it gets AES keys"}
+	}
 	auth, err := types.NewAuthenticator(c.cl.Credentials.Domain(), c.cl.Credentials.CName())
 	if err != nil {
 		return nil, nil, fmt.Errorf("kerberos: building the authenticator: %w", err)
@@ -678,4 +687,25 @@ func (x *Context) Unseal(signature, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the context for %s is not established (no AP-REP verified)", ErrWrap, x.spn)
 	}
 	return x.sealer.Unseal(signature, data)
+}
+
+// aesKey says whether an encryption type is one of RFC 3962's and RFC 8009's AES
+// types, the ones the provider's wrap tokens support.
+func aesKey(etype int32) bool {
+	switch etype {
+	case etypeID.AES128_CTS_HMAC_SHA1_96, etypeID.AES256_CTS_HMAC_SHA1_96, etypeID.AES128_CTS_HMAC_SHA256_128, etypeID.AES256_CTS_HMAC_SHA384_192:
+		return true
+	}
+	return false
+}
+
+// etypeName names an encryption type for messages: "RC4 (rc4-hmac, 23)".
+func etypeName(etype int32) string {
+	switch etype {
+	case etypeID.RC4_HMAC:
+		return "RC4 (rc4-hmac, 23)"
+	case etypeID.DES_CBC_CRC, etypeID.DES_CBC_MD4, etypeID.DES_CBC_MD5:
+		return fmt.Sprintf("DES (%d)", etype)
+	}
+	return fmt.Sprintf("encryption type %d", etype)
 }
