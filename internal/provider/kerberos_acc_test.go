@@ -81,6 +81,11 @@ func kerberosLifecycle(t *testing.T, e *accEnv, cfg string, parallel bool) {
 // lifecycleAs is kerberosLifecycle with the logons expected: "kerberos" (no NTLM
 // handshake) or "ntlm" (no Kerberos logon).
 func lifecycleAs(t *testing.T, e *accEnv, cfg string, parallel bool, logon string) {
+	lifecycleAsUser(t, e, cfg, parallel, logon, `MSSQLIFI\`+accKrbUser)
+}
+
+// lifecycleAsUser is lifecycleAs with the Windows account every operation must run as.
+func lifecycleAsUser(t *testing.T, e *accEnv, cfg string, parallel bool, logon, user string) {
 	tc := resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Factories,
 		Steps: []resource.TestStep{{
@@ -94,8 +99,8 @@ func lifecycleAs(t *testing.T, e *accEnv, cfg string, parallel bool, logon strin
 						return fmt.Errorf("the service SID does not hold the right after apply")
 					}
 					for _, a := range e.host().Audit() {
-						if a.Operation != "" && !strings.EqualFold(a.User, `MSSQLIFI\`+accKrbUser) {
-							return fmt.Errorf("operation %s ran as %q, want MSSQLIFI\\%s (%s)", a.Operation, a.User, accKrbUser, logon)
+						if a.Operation != "" && !strings.EqualFold(a.User, user) {
+							return fmt.Errorf("operation %s ran as %q, want %s (%s)", a.Operation, a.User, user, logon)
 						}
 					}
 					krbLogons, ntlm := e.logons()

@@ -16,6 +16,7 @@ package addc
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jcmturner/gokrb5/v8/keytab"
 )
 
 // The domain every DC of this package has.
@@ -117,9 +120,19 @@ var shared struct {
 }
 
 // Main runs a package's tests and then stops the shared DC, if one was started, and
-// removes its directory. Use it from TestMain: os.Exit(addc.Main(m)).
+// removes its directory. Use it from TestMain: os.Exit(addc.Main(m)). When the run
+// selects every test (no -run) and Samba is installed, it starts provisioning the
+// domain at once, so that the provisioning overlaps the tests that run before the
+// first one that needs the DC.
 func Main(m *testing.M) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && Available() == nil && !testing.Short() {
+		go shared.once.Do(func() { shared.dc, shared.err = start() })
+	}
 	code := m.Run()
+	shared.once.Do(func() {}) // waits for a provisioning still under way
 	if dc := shared.dc; dc != nil {
 		dc.stop()
 	}
@@ -398,6 +411,38 @@ func (dc *DC) Keytab(t testing.TB, principal string) string {
 	t.Helper()
 	path := filepath.Join(dc.Dir, "kt-"+strings.NewReplacer("/", "_", "@", "_", "$", "_", `\`, "_").Replace(principal)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".keytab")
 	dc.Tool(t, "domain", "exportkeytab", path, "--principal="+principal)
+	return path
+}
+
+// HostKeytab writes the keys of the computer account name (without $) under each
+// of spns, realm CONTOSO.TEST, to a new keytab file and returns its path: the keys
+// a domain-joined Windows host accepts tickets for its SPNs with (they are the
+// computer account's keys, whatever the SPN).
+func (dc *DC) HostKeytab(t testing.TB, name string, spns ...string) string {
+	t.Helper()
+	kt, err := keytab.Load(dc.Keytab(t, name+"$"))
+	if err != nil {
+		t.Fatalf("test AD DC: reading the keytab of %s$: %v", name, err)
+	}
+	out := keytab.New()
+	for _, spn := range spns {
+		for _, e := range kt.Entries {
+			if err := out.AddEntry(spn, dc.Realm, "", e.Timestamp, uint8(e.KVNO), e.Key.KeyType); err != nil {
+				t.Fatal(err)
+			}
+			// AddEntry derives a key from a password; the account's own key replaces it.
+			out.Entries[len(out.Entries)-1].Key = e.Key
+			out.Entries[len(out.Entries)-1].KVNO = e.KVNO
+		}
+	}
+	b, err := out.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dc.Dir, "host-"+strings.ToLower(name)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".keytab")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
 
