@@ -35,7 +35,7 @@ func adAccounts(t *testing.T) *addc.DC {
 
 const adPassword = "K-User-Secret-1"
 
-var adOnce sync.Once
+var adOnce, encAccounts sync.Once
 
 func adTicket(t *testing.T, cfg krb.Config) (*krb.Client, error) {
 	t.Helper()
@@ -136,8 +136,12 @@ func TestADUPNRealm(t *testing.T) {
 // InitSecContext refuses with the documented message before the host sees a token.
 func TestADEncryptionTypes(t *testing.T) {
 	dc := adAccounts(t)
-	dc.AddUser(t, "aesuser", adPassword)
-	dc.Set(t, "aesuser", "msDS-SupportedEncryptionTypes", addc.EncAES)
+	encAccounts.Do(func() {
+		dc.AddUser(t, "aesuser", adPassword)
+		dc.Set(t, "aesuser", "msDS-SupportedEncryptionTypes", addc.EncAES)
+		dc.AddComputer(t, "SQLRC4")
+		dc.Set(t, "SQLRC4$", "msDS-SupportedEncryptionTypes", addc.EncRC4)
+	})
 	raw, err := os.ReadFile(dc.Krb5Conf)
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +158,6 @@ func TestADEncryptionTypes(t *testing.T) {
 		}
 	}
 
-	dc.AddComputer(t, "SQLRC4")
-	dc.Set(t, "SQLRC4$", "msDS-SupportedEncryptionTypes", addc.EncRC4)
 	c, err := krb.New(krb.Config{Username: "kuser@" + addc.Realm, Password: adPassword, Krb5Conf: dc.Krb5Conf})
 	if err != nil {
 		t.Fatal(err)

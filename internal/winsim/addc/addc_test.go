@@ -4,12 +4,16 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 )
 
 func TestMain(m *testing.M) { os.Exit(addc.Main(m)) }
+
+// dcAccounts creates the test's user once per DC (a run with -count shares it).
+var dcAccounts sync.Once
 
 // The DC issues tickets: MIT's kinit logs on a user by its account name and by a
 // UPN in an alternative suffix (sent as an enterprise principal).
@@ -19,8 +23,10 @@ func TestDCIssuesTickets(t *testing.T) {
 	if _, err := exec.LookPath("klist"); err != nil {
 		t.Skip("skipping: klist not installed: apt-get install krb5-user")
 	}
-	dc.AddUser(t, "dcuser", "Dc-User-Secret-1")
-	dc.SetUPN(t, "dcuser", "dc.user@"+addc.UPNSuffix)
+	dcAccounts.Do(func() {
+		dc.AddUser(t, "dcuser", "Dc-User-Secret-1")
+		dc.SetUPN(t, "dcuser", "dc.user@"+addc.UPNSuffix)
+	})
 	for _, tc := range []struct {
 		name       string
 		enterprise bool

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
@@ -17,15 +18,20 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(addc.Main(m)) }
 
+// pacAccounts creates the test's accounts once per DC (a run with -count shares it).
+var pacAccounts sync.Once
+
 // A ticket from Active Directory is accepted as the account its PAC names, with
 // the user's SID and groups, whatever its client name: here the UPN
 // pac.user@corp.example of the account pacuser, sent by kinit -E without
 // canonicalization, so that the ticket's client name is the UPN.
 func TestVerifyTakesTheAccountFromThePAC(t *testing.T) {
 	dc := addc.Shared(t)
-	dc.AddUser(t, "pacuser", "Pac-User-Secret-1")
-	dc.SetUPN(t, "pacuser", "pac.user@"+addc.UPNSuffix)
-	dc.AddComputer(t, "SQL02")
+	pacAccounts.Do(func() {
+		dc.AddUser(t, "pacuser", "Pac-User-Secret-1")
+		dc.SetUPN(t, "pacuser", "pac.user@"+addc.UPNSuffix)
+		dc.AddComputer(t, "SQL02")
+	})
 	const spn = "HTTP/sql02.contoso.test"
 	kt, err := keytab.Load(dc.Keytab(t, "SQL02$"))
 	if err != nil {
