@@ -24,19 +24,14 @@ const (
 	adSPN      = "HTTP/sqlad.contoso.test"
 )
 
-var adAccounts sync.Once
+var adAccounts, adSvcAccount sync.Once
 
 // adAccEnv is the process's AD domain controller (Samba) and a domain host reached
 // over HTTP that accepts Kerberos with its computer account's keys; CONTOSO\addba
 // is one of its administrators.
 func adAccEnv(t *testing.T) (*accEnv, *addc.DC) {
 	t.Helper()
-	dc := addc.Shared(t)
-	adAccounts.Do(func() {
-		dc.AddUser(t, adUser, adUserPass)
-		dc.SetUPN(t, adUser, adUserUPN)
-		dc.AddComputer(t, adHost)
-	})
+	dc := adDC(t)
 	kt := dc.HostKeytab(t, adHost, adSPN)
 	e := startSim(t, func(hc *host.HostConfig) {
 		hc.Domain = addc.NetBIOS
@@ -44,6 +39,18 @@ func adAccEnv(t *testing.T) (*accEnv, *addc.DC) {
 		hc.WinRM.Users = append(hc.WinRM.Users, host.UserConfig{Name: addc.NetBIOS + `\` + adUser, Password: adUserPass})
 	})
 	return e, dc
+}
+
+// adDC is the process's DC with the tests' accounts, created once.
+func adDC(t *testing.T) *addc.DC {
+	t.Helper()
+	dc := addc.Shared(t)
+	adAccounts.Do(func() {
+		dc.AddUser(t, adUser, adUserPass)
+		dc.SetUPN(t, adUser, adUserUPN)
+		dc.AddComputer(t, adHost)
+	})
+	return dc
 }
 
 // adProviderConfig is the provider block for the AD host's HTTP listener; args
@@ -114,4 +121,26 @@ func TestAccKerberosAD_missingSPN(t *testing.T) {
 			ExpectError: regexp.MustCompile(`HTTP/` + regexp.QuoteMeta(e.addr) + `\s+\(KDC_ERR_S_PRINCIPAL_UNKNOWN\)[\s\S]*winrm\.spn`),
 		}},
 	})
+}
+
+// WinRM's SPN on a user service account (setspn -S HTTP/... CONTOSO\svcwinrm, as
+// for a listener behind a load-balanced name): the ticket is encrypted with that
+// account's keys, which the host holds.
+func TestAccKerberosAD_spnOnUserServiceAccount(t *testing.T) {
+	dc := adDC(t)
+	const spn = "HTTP/sqlsvc.contoso.test"
+	adSvcAccount.Do(func() {
+		dc.AddUser(t, "svcwinrm", "Svc-WinRM-Secret-1")
+		dc.Set(t, "svcwinrm", "msDS-SupportedEncryptionTypes", addc.EncAES)
+		dc.AddSPN(t, "svcwinrm", spn)
+	})
+	kt := dc.ServiceKeytab(t, "svcwinrm", spn)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Domain = addc.NetBIOS
+		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: addc.Realm, Keytab: kt}
+		hc.WinRM.Users = append(hc.WinRM.Users, host.UserConfig{Name: addc.NetBIOS + `\` + adUser, Password: adUserPass})
+	})
+	logon := fmt.Sprintf("    username = %q\n    password = %q\n    auth = \"kerberos\"", adUserUPN, adUserPass)
+	cfg := strings.Replace(e.adProviderConfig(dc, logon), fmt.Sprintf("%q", adSPN), fmt.Sprintf("%q", spn), 1)
+	lifecycleAsUser(t, e, cfg+resourceConfig(e.addr, ""), true, "kerberos", addc.NetBIOS+`\`+adUser)
 }

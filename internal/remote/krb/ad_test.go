@@ -2,13 +2,21 @@ package krb_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/errorcode"
+	"github.com/jcmturner/gokrb5/v8/messages"
+	"github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
@@ -185,5 +193,54 @@ func TestADErrorsNamed(t *testing.T) {
 	_, _, err = c.InitSecContext(context.Background(), "HTTP/127.0.0.9", krb.SPNEGO, nil)
 	if !errors.Is(err, krb.ErrUnknownSPN) || !strings.Contains(err.Error(), "HTTP/127.0.0.9") {
 		t.Errorf("service ticket for an SPN no account has: %v\nwant ErrUnknownSPN naming it", err)
+	}
+}
+
+// A UPN sent to the realm of another forest's DC, which refers the client to the
+// realm that holds the account (KDC_ERR_WRONG_REALM with that realm, RFC 6806 7):
+// the logon follows the referral to the AD DC. The other forest's DC is a stub that
+// answers only the referral.
+func TestADClientReferralFollowed(t *testing.T) {
+	dc := adAccounts(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	var referred atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			var hdr [4]byte
+			if _, err := io.ReadFull(c, hdr[:]); err == nil {
+				if _, err := io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(hdr[:]))); err == nil {
+					ke := messages.NewKRBError(types.PrincipalName{NameType: 2, NameString: []string{"krbtgt", "FOREST2.TEST"}}, "FOREST2.TEST", errorcode.KDC_ERR_WRONG_REALM, "")
+					ke.CRealm = addc.Realm
+					if b, err := ke.Marshal(); err == nil {
+						_, _ = c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
+						referred.Add(1)
+					}
+				}
+			}
+			_ = c.Close()
+		}
+	}()
+	raw, err := os.ReadFile(dc.Krb5Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "krb5.conf")
+	two := strings.Replace(string(raw), "[realms]\n", "[realms]\n\tFOREST2.TEST = {\n\t\tkdc = "+l.Addr().String()+"\n\t}\n", 1)
+	if err := os.WriteFile(conf, []byte(two), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adTicket(t, krb.Config{Username: "k.user@" + addc.UPNSuffix, Password: adPassword, Krb5Conf: conf, Realm: "FOREST2.TEST"}); err != nil {
+		t.Fatalf("UPN sent to FOREST2.TEST, referred to %s: %v", addc.Realm, err)
+	}
+	if referred.Load() == 0 {
+		t.Fatal("the other forest's KDC was never asked")
 	}
 }

@@ -420,9 +420,18 @@ func (dc *DC) Keytab(t testing.TB, principal string) string {
 // computer account's keys, whatever the SPN).
 func (dc *DC) HostKeytab(t testing.TB, name string, spns ...string) string {
 	t.Helper()
-	kt, err := keytab.Load(dc.Keytab(t, name+"$"))
+	return dc.ServiceKeytab(t, name+"$", spns...)
+}
+
+// ServiceKeytab writes the keys of the account (its sAMAccountName: a user service
+// account, or a computer's with $) under each of spns to a new keytab file and
+// returns its path: the keys a service running as that account accepts tickets for
+// its SPNs with.
+func (dc *DC) ServiceKeytab(t testing.TB, account string, spns ...string) string {
+	t.Helper()
+	kt, err := keytab.Load(dc.Keytab(t, account))
 	if err != nil {
-		t.Fatalf("test AD DC: reading the keytab of %s$: %v", name, err)
+		t.Fatalf("test AD DC: reading the keytab of %s: %v", account, err)
 	}
 	out := keytab.New()
 	for _, spn := range spns {
@@ -439,7 +448,7 @@ func (dc *DC) HostKeytab(t testing.TB, name string, spns ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dc.Dir, "host-"+strings.ToLower(name)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".keytab")
+	path := filepath.Join(dc.Dir, "svc-"+strings.Trim(strings.ToLower(account), "$")+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".keytab")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
