@@ -120,15 +120,15 @@ var shared struct {
 }
 
 // Main runs a package's tests and then stops the shared DC, if one was started, and
-// removes its directory. Use it from TestMain: os.Exit(addc.Main(m)). When the run
-// selects every test (no -run) and Samba is installed, it starts provisioning the
-// domain at once, so that the provisioning overlaps the tests that run before the
-// first one that needs the DC.
+// removes its directory. Use it from TestMain: os.Exit(addc.Main(m)). In a full run
+// (TF_ACC set, as make test sets it, and no -run) with Samba installed, it starts
+// provisioning the domain at once, so that the provisioning overlaps the tests that
+// run before the first one that needs the DC.
 func Main(m *testing.M) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && Available() == nil && !testing.Short() {
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && os.Getenv("TF_ACC") != "" && Available() == nil && !testing.Short() {
 		go shared.once.Do(func() { shared.dc, shared.err = start() })
 	}
 	code := m.Run()
