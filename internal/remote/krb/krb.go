@@ -385,8 +385,12 @@ type upnLogon struct {
 	settings []func(*client.Settings)
 }
 
-// Principal is the client principal, user@REALM.
+// Principal is the client principal, user@REALM; for an enterprise name, the UPN
+// as written (its realm is Realm's).
 func (c *Client) Principal() string { return c.principal }
+
+// Realm is the realm the logon goes to.
+func (c *Client) Realm() string { return c.realm }
 
 // Source says where the credentials come from ("password", "keytab PATH",
 // "credential cache PATH").
