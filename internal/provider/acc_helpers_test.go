@@ -17,6 +17,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
@@ -41,12 +42,12 @@ func TestMain(m *testing.M) {
 				os.Setenv("TF_ACC_TERRAFORM_PATH", "/usr/local/bin/terraform")
 			}
 		}
-		code := m.Run()
+		code := addc.Main(m) // stops the AD DC the tests may have started
 		removeCLIBuild()
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(addc.Main(m))
 }
 
 // Credentials of the simulated hosts (loopback-only test fixtures).

@@ -86,8 +86,9 @@ func winrmAdvice(re *remote.Error) string {
 // Windows sends it) and remote's Kerberos principal (krb.SplitPrincipal).
 const userNameForms = `Three forms of user name log on; on a domain-joined host they name: ` +
 	`DOMAIN\user (CONTOSO\svc_terraform) a domain account, and a bare "user" the same account, since NTLM logs it on to the host's domain; ` +
-	`user@domain.fqdn (svc_terraform@contoso.com), the user principal name, the same domain account, and with Kerberos the part after @ ` +
-	`is the realm (CONTOSO.COM); COMPUTER\user (SQL01\Administrator) a local account of the host, the only way to name one there, ` +
+	`user@suffix (svc_terraform@contoso.com), the user principal name, the same domain account; with Kerberos a suffix that krb5.conf ` +
+	`knows as a realm is the realm (CONTOSO.COM), and any other suffix (an alternative UPN suffix such as corp.example) is no realm: the UPN goes ` +
+	`as an enterprise name to winrm.realm, else the realm [domain_realm] maps the suffix to, else default_realm; COMPUTER\user (SQL01\Administrator) a local account of the host, the only way to name one there, ` +
 	`and with NTLM only, since Kerberos logs on domain accounts. On a workgroup host a bare name is a local account`
 
 // logonAdviceGiven stands for the full advice of a failed logon in the errors of
@@ -115,7 +116,7 @@ func kerberosAdvice(re *remote.Error) string {
 	switch {
 	case errors.Is(re, remote.ErrNTLMFallback):
 		return `winrm.allow_ntlm_fallback = false refuses NTLM with auth = "negotiate": give the user's realm (user@REALM, DOMAIN\user ` +
-			"or winrm.realm) and " + krb5Conf + " naming its KDCs, or remove allow_ntlm_fallback"
+			"or winrm.realm) and " + krb5Conf + " naming its KDCs (kdc lines, or dns_lookup_kdc = true with the realm's _kerberos SRV records in DNS), or remove allow_ntlm_fallback"
 	case errors.Is(re, krb.ErrKDCUnreachable):
 		return "Make " + krb5Conf + " name KDCs of the realm that this machine reaches on port 88 (TCP and UDP). With winrm.auth = " +
 			`"negotiate" and a password the provider uses NTLM when no KDC answers (unless winrm.allow_ntlm_fallback = false); with "kerberos", a keytab or a credential cache it cannot`
@@ -130,10 +131,14 @@ func kerberosAdvice(re *remote.Error) string {
 	case errors.Is(re, krb.ErrBindings):
 		return "Reach the host without a TLS-intercepting proxy or load balancer in between, or use its HTTP listener: winrm.https = false " +
 			"(every message is then encrypted by Kerberos)"
+	case errors.Is(re, krb.ErrEncType):
+		return "No provider argument fixes it: enable AES for the host's account in the domain (msDS-SupportedEncryptionTypes), as current Windows hosts have it; " +
+			`meanwhile winrm.auth = "ntlm" does not depend on the host's Kerberos keys`
 	case errors.Is(re, krb.ErrWrongPassword):
 		return "Check winrm.password (or " + EnvWinRMPassword + "), or export " + keytab + " again after the password changed"
 	case errors.Is(re, krb.ErrUnknownUser):
-		return "Check winrm.username (or " + EnvWinRMUsername + `): user@REALM or DOMAIN\user, or set winrm.realm (or ` + EnvWinRMRealm + ")"
+		return "Check winrm.username (or " + EnvWinRMUsername + `): user@REALM, DOMAIN\user or the account's user principal name, or set winrm.realm (or ` +
+			EnvWinRMRealm + ") to the realm of the account's domain; a UPN whose suffix is not a realm is sent there, and needs no kdc line of its own"
 	case errors.Is(re, krb.ErrMutualAuth), errors.Is(re, krb.ErrRefused):
 		return "Check that the resource's host is the intended machine and that " + spn + " is its SPN (setspn -Q <spn> shows the account that holds it)"
 	case errors.Is(re, remote.ErrKerberosConfig):

@@ -223,6 +223,9 @@ func hostErrorDetail(t converge.Target, err error, user string) string {
 func hostErrorDetailOnce(t, raw converge.Target, err error, user string, logonAdvised func(string, converge.Target) string) string {
 	var re *remote.Error
 	if errors.As(err, &re) {
+		if user == "" {
+			user = safetext.Escape(re.User) // a logon from the credential cache: its principal
+		}
 		logon := re.Kind == remote.KindAuth && (re.Setting == remote.SettingUsername || re.Setting == remote.SettingPassword)
 		advisedBy := ""
 		if logon {

@@ -82,6 +82,11 @@ func kerberosLifecycle(t *testing.T, e *accEnv, cfg string, parallel bool) {
 // lifecycleAs is kerberosLifecycle with the logons expected: "kerberos" (no NTLM
 // handshake) or "ntlm" (no Kerberos logon).
 func lifecycleAs(t *testing.T, e *accEnv, cfg string, parallel bool, logon string) {
+	lifecycleAsUser(t, e, cfg, parallel, logon, `MSSQLIFI\`+accKrbUser)
+}
+
+// lifecycleAsUser is lifecycleAs with the Windows account every operation must run as.
+func lifecycleAsUser(t *testing.T, e *accEnv, cfg string, parallel bool, logon, user string) {
 	tc := resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Factories,
 		Steps: []resource.TestStep{{
@@ -95,8 +100,8 @@ func lifecycleAs(t *testing.T, e *accEnv, cfg string, parallel bool, logon strin
 						return fmt.Errorf("the service SID does not hold the right after apply")
 					}
 					for _, a := range e.host().Audit() {
-						if a.Operation != "" && !strings.EqualFold(a.User, `MSSQLIFI\`+accKrbUser) {
-							return fmt.Errorf("operation %s ran as %q, want MSSQLIFI\\%s (%s)", a.Operation, a.User, accKrbUser, logon)
+						if a.Operation != "" && !strings.EqualFold(a.User, user) {
+							return fmt.Errorf("operation %s ran as %q, want %s (%s)", a.Operation, a.User, user, logon)
 						}
 					}
 					krbLogons, ntlm := e.logons()
@@ -141,6 +146,24 @@ func TestAccKerberos_ccache(t *testing.T) {
 	}
 	t.Setenv("KRB5CCNAME", k.Kinit(t, accKrbUser, accKrbPass)) // the provider runs in this process
 	kerberosLifecycle(t, e, e.kerberosProviderConfig(k, "")+resourceConfig(e.addr, ""), false)
+}
+
+// A logon from the credential cache names the cache's principal in its errors (here
+// the KDC knows no SPN for the host reached by address), not an empty user name.
+func TestAccKerberos_ccacheErrorNamesPrincipal(t *testing.T) {
+	e, k := krbAccEnv(t)
+	if err := kdc.KinitAvailable(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Setenv("KRB5CCNAME", k.Kinit(t, accKrbUser, accKrbPass)) // the provider runs in this process
+	cfg := strings.Replace(e.kerberosProviderConfig(k, ""), fmt.Sprintf("    spn       = %q\n", accKrbSPN), "", 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{{
+			Config:      cfg + resourceConfig(e.addr, ""),
+			ExpectError: regexp.MustCompile(`authentication failed for\s+` + regexp.QuoteMeta(accKrbUser+"@"+k.Realm) + `\s+at`),
+		}},
+	})
 }
 
 // auth left at its default, negotiate, with a password and a krb5.conf that lists
@@ -202,7 +225,7 @@ func TestAccKerberos_planErrors(t *testing.T) {
 	}{
 		{"missing keytab", e.kerberosProviderConfig(k, user+fmt.Sprintf("    keytab = %q", filepath.Join(k.Dir, "missing.keytab"))), `Keytab not found[\s\S]*missing\.keytab`},
 		{"unreadable krb5_conf", strings.Replace(e.kerberosProviderConfig(k, user+"    password = \"x\""), k.Krb5Conf, filepath.Join(k.Dir, "none.conf"), 1), `Unreadable krb5\.conf[\s\S]*none\.conf`},
-		{"realm without KDC", e.kerberosProviderConfig(k, "    username = \"dba@NOKDC.TEST\"\n    password = \"x\""), `Realm without KDC[\s\S]*NOKDC\.TEST`},
+		{"realm without KDC", e.kerberosProviderConfig(k, "    username = \"dba\"\n    realm = \"NOKDC.TEST\"\n    password = \"x\""), `Realm without KDC[\s\S]*NOKDC\.TEST`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resource.ParallelTest(t, resource.TestCase{

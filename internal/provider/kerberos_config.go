@@ -121,8 +121,22 @@ func kerberosDiagnostic(f *remote.ConfigError) diag.Diagnostic {
 	case remote.ErrNTLMFallback:
 		return diag.NewAttributeErrorDiagnostic(at, "NTLM fallback refused",
 			fmt.Sprintf(`winrm.auth = "negotiate" would reach every host with NTLM (%s), and winrm.allow_ntlm_fallback = false refuses that. `+
-				`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs, or remove allow_ntlm_fallback.`, ke.Why))
+				`Give the user's realm (user@REALM, DOMAIN\user or winrm.realm) and a winrm.krb5_conf naming its KDCs (kdc lines, or dns_lookup_kdc = true with the realm's _kerberos SRV records in DNS), or remove allow_ntlm_fallback.`, ke.Why))
 	case remote.ErrRealmWithoutKDC:
+		if ke.UPN != "" && ke.RealmFrom == krb.RealmFromName {
+			return diag.NewAttributeErrorDiagnostic(at, "No realm for the user principal name",
+				fmt.Sprintf("winrm.username %s is a user principal name (UPN) whose suffix is not a realm of %s, and no realm is given to send it to. "+
+					"A UPN suffix is not a realm: an account's UPN may end in any suffix of its forest, and the domain finds the account by it. "+
+					"Set winrm.realm (or %s, or krb5.conf's default_realm) to the realm of the account's domain: the UPN is sent there as an enterprise name. "+
+					"A kdc line for the suffix does not help unless the suffix is a realm itself.", ke.UPN, ke.Path, EnvWinRMRealm))
+		}
+		if ke.UPN != "" {
+			return diag.NewAttributeErrorDiagnostic(at, "Realm without KDC",
+				fmt.Sprintf("winrm.username %s is a user principal name (UPN) whose suffix is not a realm of %s; it is sent as an enterprise name to the realm %s (from %s), "+
+					"which has no KDC there and dns_lookup_kdc is off. Add [realms] %s = { kdc = <domain controller> } to it or set dns_lookup_kdc = true, "+
+					"or set winrm.realm to the realm of the account's domain. A UPN suffix is not a realm and needs no kdc line.",
+					ke.UPN, ke.Path, ke.Realm, realmSource(ke.RealmFrom), ke.Realm))
+		}
 		return diag.NewAttributeErrorDiagnostic(at, "Realm without KDC",
 			fmt.Sprintf("The realm %s (from winrm.%s) has no KDC in %s and dns_lookup_kdc is off. Add [realms] %s = { kdc = <domain controller> } to it, or set dns_lookup_kdc = true.",
 				ke.Realm, name, ke.Path, ke.Realm))
@@ -131,6 +145,19 @@ func kerberosDiagnostic(f *remote.ConfigError) diag.Diagnostic {
 		return diag.NewAttributeWarningDiagnostic(at, "WinRM Kerberos setting", "winrm."+name+": "+f.Error()+".")
 	}
 	return diag.NewAttributeErrorDiagnostic(at, "Invalid WinRM setting", "winrm."+name+": "+f.Error()+".")
+}
+
+// realmSource names where krb.ResolveName took a realm from, in the provider's terms.
+func realmSource(from string) string {
+	switch from {
+	case krb.RealmFromSetting:
+		return "winrm.realm"
+	case krb.RealmFromDomainRealm:
+		return "krb5.conf's [domain_realm]"
+	case krb.RealmFromDefault:
+		return "krb5.conf's default_realm"
+	}
+	return "winrm.username"
 }
 
 // errText is an error's message without the package prefix.

@@ -62,6 +62,19 @@ func TestKerberosDiagnosticMapping(t *testing.T) {
 			false, "winrm.realm", "Realm without KDC",
 			"The realm NOKDC.TEST (from winrm.realm) has no KDC in /k/krb5.conf and dns_lookup_kdc is off. " +
 				"Add [realms] NOKDC.TEST = { kdc = <domain controller> } to it, or set dns_lookup_kdc = true."},
+		{"UPN without a realm", finding(remote.SettingUsername, false, remote.KerberosError{Sentinel: remote.ErrRealmWithoutKDC, Path: "/k/krb5.conf",
+			Realm: "CORP.EXAMPLE", UPN: "svc@corp.example", RealmFrom: krb.RealmFromName}),
+			false, "winrm.username", "No realm for the user principal name",
+			"winrm.username svc@corp.example is a user principal name (UPN) whose suffix is not a realm of /k/krb5.conf, and no realm is given to send it to. " +
+				"A UPN suffix is not a realm: an account's UPN may end in any suffix of its forest, and the domain finds the account by it. " +
+				"Set winrm.realm (or MSSQLIFI_WINRM_REALM, or krb5.conf's default_realm) to the realm of the account's domain: the UPN is sent there as an enterprise name. " +
+				"A kdc line for the suffix does not help unless the suffix is a realm itself."},
+		{"UPN sent to a realm without KDC", finding(remote.SettingUsername, false, remote.KerberosError{Sentinel: remote.ErrRealmWithoutKDC, Path: "/k/krb5.conf",
+			Realm: "CONTOSO.TEST", UPN: "svc@corp.example", RealmFrom: krb.RealmFromDefault}),
+			false, "winrm.username", "Realm without KDC",
+			"winrm.username svc@corp.example is a user principal name (UPN) whose suffix is not a realm of /k/krb5.conf; it is sent as an enterprise name to the realm CONTOSO.TEST " +
+				"(from krb5.conf's default_realm), which has no KDC there and dns_lookup_kdc is off. Add [realms] CONTOSO.TEST = { kdc = <domain controller> } to it or set dns_lookup_kdc = true, " +
+				"or set winrm.realm to the realm of the account's domain. A UPN suffix is not a realm and needs no kdc line."},
 		{"an unknown finding", &remote.ConfigError{Setting: remote.SettingRealm, Err: errors.New("something new")},
 			false, "winrm.realm", "Invalid WinRM setting", "winrm.realm: something new."},
 	} {

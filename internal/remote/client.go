@@ -182,7 +182,7 @@ func configError(cfg Config, err error) *Error {
 
 // newError starts an *Error with the host's connection facts.
 func (h *winrmHost) newError(op contract.Operation, kind ErrorKind) *Error {
-	return &Error{Host: h.cfg.Host, Op: op, Kind: kind, Port: h.port, HTTPS: h.cfg.HTTPS, Auth: h.cfg.Auth, User: h.cfg.Username}
+	return &Error{Host: h.cfg.Host, Op: op, Kind: kind, Port: h.port, HTTPS: h.cfg.HTTPS, Auth: h.cfg.Auth, User: h.user()}
 }
 
 func isoSeconds(d time.Duration) string {
@@ -437,4 +437,13 @@ func (h *winrmHost) NTLMFallback() string {
 		return lg.Why
 	}
 	return ""
+}
+
+// user is the user the host's operations log on as: the configured name, else the
+// principal of the Kerberos credential cache a logon without a name uses.
+func (h *winrmHost) user() string {
+	if h.cfg.Username == "" && h.krb != nil && h.krb.client != nil {
+		return h.krb.client.Principal()
+	}
+	return h.cfg.Username
 }

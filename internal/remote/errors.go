@@ -90,7 +90,7 @@ func (h *winrmHost) classify(err error) *Error {
 		switch {
 		case status == 401:
 			e.Kind = KindAuth
-			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.cfg.Username, where)
+			e.Message = fmt.Sprintf("authentication failed for %s at %s", h.user(), where)
 			e.Setting = SettingPassword
 			e.Hint = authHint(h.cfg.Auth)
 			if lg := h.Logon(); lg.Fallback {
@@ -98,7 +98,7 @@ func (h *winrmHost) classify(err error) *Error {
 			}
 			switch {
 			case h.cfg.Auth == AuthBasic && !h.cfg.HTTPS:
-				e.Message = fmt.Sprintf("authentication failed for %s at %s with Basic over plain HTTP", h.cfg.Username, where)
+				e.Message = fmt.Sprintf("authentication failed for %s at %s with Basic over plain HTTP", h.user(), where)
 				e.Hint = "Windows refuses Basic over HTTP unless the service allows it (Basic=true and AllowUnencrypted=true; both false by default), " +
 					"so the host requires encrypted WinRM messages here: Negotiate (encrypted over HTTP) or HTTPS works. " + e.Hint
 			case h.cfg.Auth != AuthBasic && h.cfg.HTTPS:
@@ -129,7 +129,7 @@ func (h *winrmHost) classify(err error) *Error {
 			case strings.Contains(strings.ToLower(fault), "access is denied"):
 				e.Kind = KindAuth
 				e.Setting = SettingUsername
-				e.Hint = fmt.Sprintf("%s logged in but may not use WinRM: make the user a local Administrator of the host", h.cfg.Username)
+				e.Hint = fmt.Sprintf("%s logged in but may not use WinRM: make the user a local Administrator of the host", h.user())
 			case isFault && !faultRetried(f.Code):
 				e.Hint = "This is the host's own answer, so it was not asked again: check the WinRM service and its shell plugin on the host " +
 					"(winrm get winrm/config, and the Microsoft-Windows-WinRM/Operational event log), and that cmd.exe and Windows PowerShell 5.1 " +

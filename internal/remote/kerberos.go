@@ -25,9 +25,11 @@ import (
 //   - a keytab: Kerberos;
 //   - a password: Kerberos when the user's realm is explicit (user@REALM, DOMAIN\user
 //     or Realm; never krb5.conf's default_realm, which Debian sets to ATHENA.MIT.EDU
-//     and which would send a local account's name to a stranger's KDC) and
-//     krb5.conf (krb5_conf, KRB5_CONFIG or /etc/krb5.conf) is readable and lists a
-//     KDC for it, else NTLM; and when the KDC
+//     and which would send a local account's name to a stranger's KDC; a UPN whose
+//     suffix is not a realm goes to Realm or the realm [domain_realm] maps the
+//     suffix to) and krb5.conf (krb5_conf, KRB5_CONFIG or /etc/krb5.conf) is
+//     readable and lists a KDC for it, or sets dns_lookup_kdc and DNS has the
+//     realm's _kerberos SRV records, else NTLM; and when the KDC
 //     then cannot be reached, or knows neither the user nor the host's SPN, NTLM for
 //     the rest of the host's operations (the fallback happens before anything is
 //     sent to the host);
@@ -74,20 +76,54 @@ func kerberosWanted(cfg Config) (want bool, ntlmWhy string, err error) {
 		}
 		return false, fmt.Sprintf("no realm: no readable krb5.conf (%s) names a KDC", path), nil
 	}
-	if cfg.Realm == "" && !strings.ContainsAny(cfg.Username, `@\`) {
+	n := krb.ResolveName(cfg.Username, cfg.Realm, conf)
+	switch {
+	case n.Enterprise && (n.RealmFrom == krb.RealmFromDefault || n.RealmFrom == krb.RealmFromName):
+		return false, fmt.Sprintf("no realm: %q is a user principal name whose suffix is not a realm of krb5.conf (%s), and neither the realm setting nor krb5.conf's [domain_realm] names the realm to send it to", cfg.Username, path), nil
+	case n.RealmFrom == krb.RealmFromDefault:
 		return false, fmt.Sprintf("no realm: the user name %q names none (user@REALM or DOMAIN\\user) and no realm is set", cfg.Username), nil
-	}
-	_, realm := krb.SplitPrincipal(cfg.Username, conf)
-	if cfg.Realm != "" {
-		realm = strings.ToUpper(cfg.Realm)
-	}
-	if realm == "" {
+	case n.Realm == "":
 		return false, fmt.Sprintf("no realm: krb5.conf (%s) maps the domain of %q to none", path, cfg.Username), nil
 	}
-	if len(krb.RealmKDCs(conf, realm)) == 0 {
-		return false, fmt.Sprintf("no realm: krb5.conf (%s) names no KDC for the realm %s", path, realm), nil
+	if len(krb.RealmKDCs(conf, n.Realm)) > 0 {
+		return true, "", nil
+	}
+	if !conf.LibDefaults.DNSLookupKDC {
+		return false, fmt.Sprintf("no realm: krb5.conf (%s) names no KDC for the realm %s and dns_lookup_kdc is off", path, n.Realm), nil
+	}
+	if why := kdcsInDNS(n.Realm); why != "" {
+		return false, fmt.Sprintf("no realm: krb5.conf (%s) names no KDC for the realm %s, and with dns_lookup_kdc = true %s", path, n.Realm, why), nil
 	}
 	return true, "", nil
+}
+
+// lookupSRV is the DNS lookup of the realm's KDCs (tests replace it).
+var lookupSRV = net.DefaultResolver.LookupSRV
+
+// srvTimeout bounds the DNS lookup of a realm's KDCs.
+const srvTimeout = 10 * time.Second
+
+// kdcsInDNS looks the realm's KDCs up as the Kerberos library will (the SRV records
+// _kerberos._tcp.REALM and _kerberos._udp.REALM, RFC 4120 7.2.3.2): "" when there
+// are some, else what the lookup found.
+func kdcsInDNS(realm string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), srvTimeout)
+	defer cancel()
+	var errs []string
+	for _, proto := range []string{"tcp", "udp"} {
+		_, addrs, err := lookupSRV(ctx, "kerberos", proto, realm)
+		if err == nil && len(addrs) > 0 {
+			return ""
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	why := fmt.Sprintf("the DNS lookup of _kerberos._tcp.%[1]s and _kerberos._udp.%[1]s found no KDC", realm)
+	if len(errs) > 0 {
+		why += " (" + strings.Join(errs, "; ") + ")"
+	}
+	return why
 }
 
 // NegotiateUsesNTLM says why auth "negotiate" would use NTLM from the start with
@@ -278,6 +314,8 @@ func (h *winrmHost) classifyKerberos(err error) *Error {
 		e.Setting = SettingSPN
 	case krb.KindBindings:
 		e.Setting = SettingHTTPS
+	case krb.KindEncType:
+		e.Kind = KindConfig // the domain's, not the provider's: no setting fixes it
 	}
 	return e
 }

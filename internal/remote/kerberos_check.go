@@ -42,6 +42,10 @@ type KerberosError struct {
 	// FromCCache: without password and keytab, Negotiate would log on from the
 	// credential cache, which needs krb5.conf (ErrKrb5ConfUnusable).
 	FromCCache bool
+	// UPN is the user principal name sent as an enterprise name to Realm, when the
+	// user name is one whose suffix is not a realm (ErrRealmWithoutKDC); RealmFrom
+	// says where Realm comes from (krb.RealmFrom...).
+	UPN, RealmFrom string
 	// Why is why "negotiate" would use NTLM (ErrNTLMFallback).
 	Why string
 	// Err is the cause: the file system's error for the keytab, the *krb.Error for
@@ -124,17 +128,21 @@ func (c Config) CheckKerberos(krb5ConfShared bool) []*ConfigError {
 	if c.Username == "" && c.Password == "" && c.Keytab == "" {
 		return out // the credential cache names the realm; checked at the first logon
 	}
-	_, realm := krb.SplitPrincipal(c.Username, conf)
-	from := SettingUsername
-	if c.Realm != "" {
-		realm, from = strings.ToUpper(c.Realm), SettingRealm
+	n := krb.ResolveName(c.Username, c.Realm, conf)
+	realm, from := n.Realm, SettingUsername
+	if n.RealmFrom == krb.RealmFromSetting {
+		from = SettingRealm
+	}
+	upn := ""
+	if n.Enterprise {
+		upn = n.User
 	}
 	if realm == "" {
 		add(SettingUsername, false, &KerberosError{Sentinel: ErrNoRealm, Path: confPath, Username: c.Username})
 		return out
 	}
 	if !conf.LibDefaults.DNSLookupKDC && len(krb.RealmKDCs(conf, realm)) == 0 {
-		add(from, false, &KerberosError{Sentinel: ErrRealmWithoutKDC, Path: confPath, Realm: realm})
+		add(from, false, &KerberosError{Sentinel: ErrRealmWithoutKDC, Path: confPath, Realm: realm, UPN: upn, RealmFrom: n.RealmFrom})
 	}
 	return out
 }

@@ -21,7 +21,7 @@ func newKerberosFiles(t *testing.T) kerberosFiles {
 	f := kerberosFiles{dir: dir, conf: filepath.Join(dir, "krb5.conf"), noDefault: filepath.Join(dir, "nodefault.conf"),
 		dnsLookup: filepath.Join(dir, "dns.conf"), bad: filepath.Join(dir, "bad.conf"), keytab: filepath.Join(dir, "u.keytab")}
 	for name, text := range map[string]string{
-		f.conf:      "[libdefaults]\n  default_realm = EXAMPLE.COM\n[realms]\n  EXAMPLE.COM = {\n    kdc = kdc.example.com\n  }\n",
+		f.conf:      "[libdefaults]\n  default_realm = EXAMPLE.COM\n[realms]\n  EXAMPLE.COM = {\n    kdc = kdc.example.com\n  }\n  NOKDC.TEST = {\n  }\n",
 		f.noDefault: "[realms]\n  EXAMPLE.COM = {\n    kdc = kdc.example.com\n  }\n",
 		f.dnsLookup: "[libdefaults]\n  dns_lookup_kdc = true\n",
 		f.bad:       "[libdefaults]\n  default_realm = EXAMPLE.COM\n[realms]\nEXAMPLE.COM = { kdc = a }\n",
@@ -85,15 +85,21 @@ func TestCheckKerberos(t *testing.T) {
 		{"default_realm", Config{Auth: AuthKerberos, Username: "dba", Password: "p", Krb5Conf: f.conf}, false, nil},
 		{"NetBIOS domain matched to a realm", Config{Auth: AuthKerberos, Username: `EXAMPLE\dba`, Password: "p", Krb5Conf: f.noDefault}, false, nil},
 		{"realm of the user name without KDC", Config{Auth: AuthKerberos, Username: "dba@NOKDC.TEST", Password: "p", Krb5Conf: f.conf}, false, []want{
-			{SettingUsername, false, ErrRealmWithoutKDC, KerberosError{Path: f.conf, Realm: "NOKDC.TEST"}},
+			{SettingUsername, false, ErrRealmWithoutKDC, KerberosError{Path: f.conf, Realm: "NOKDC.TEST", RealmFrom: krb.RealmFromName}},
 		}},
 		{"Realm without KDC, upper-cased", Config{Auth: AuthNegotiate, Username: "dba", Password: "p", Realm: "nokdc.test", Krb5Conf: f.conf}, false, []want{
-			{SettingRealm, false, ErrRealmWithoutKDC, KerberosError{Path: f.conf, Realm: "NOKDC.TEST"}},
+			{SettingRealm, false, ErrRealmWithoutKDC, KerberosError{Path: f.conf, Realm: "NOKDC.TEST", RealmFrom: krb.RealmFromSetting}},
 		}},
 		{"dns_lookup_kdc finds the KDC", Config{Auth: AuthKerberos, Username: "dba@NOKDC.TEST", Password: "p", Krb5Conf: f.dnsLookup}, false, nil},
 		{"a missing keytab and a realm without KDC", Config{Auth: AuthKerberos, Username: "dba@NOKDC.TEST", Keytab: missing, Krb5Conf: f.conf}, false, []want{
 			{SettingKeytab, false, ErrKeytabUnusable, KerberosError{Path: missing}},
-			{SettingUsername, false, ErrRealmWithoutKDC, KerberosError{Path: f.conf, Realm: "NOKDC.TEST"}},
+			{SettingUsername, false, ErrRealmWithoutKDC, KerberosError{Path: f.conf, Realm: "NOKDC.TEST", RealmFrom: krb.RealmFromName}},
+		}},
+		// A UPN suffix is not a realm: the UPN goes to the default realm, which has a
+		// KDC; without one, the finding names the UPN.
+		{"UPN to the default realm", Config{Auth: AuthKerberos, Username: "dba@corp.example", Password: "p", Krb5Conf: f.conf}, false, nil},
+		{"UPN without a realm to go to", Config{Auth: AuthKerberos, Username: "dba@corp.example", Password: "p", Krb5Conf: f.noDefault}, false, []want{
+			{SettingUsername, false, ErrRealmWithoutKDC, KerberosError{Path: f.noDefault, Realm: "CORP.EXAMPLE", UPN: "dba@corp.example", RealmFrom: krb.RealmFromName}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -329,9 +329,14 @@ func TestKerberosBindingsHashIsNTLMs(t *testing.T) {
 func TestKerberosWanted(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "krb5.conf")
-	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = CONTOSO.COM\n[realms]\n CONTOSO.COM = {\n  kdc = 127.0.0.1:88\n }\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = CONTOSO.COM\n[realms]\n CONTOSO.COM = {\n  kdc = 127.0.0.1:88\n }\n[domain_realm]\n .mapped.example = CONTOSO.COM\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	dnsConf := filepath.Join(dir, "dns.conf")
+	if err := os.WriteFile(dnsConf, []byte("[libdefaults]\n default_realm = CONTOSO.TEST\n dns_lookup_kdc = true\n [realms]\n EMPTY.TEST = {\n }\n CONTOSO.TEST = {\n }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stubSRV(t, map[string][]*net.SRV{"_kerberos._tcp.CONTOSO.TEST": {{Target: "dc1.contoso.test.", Port: 88}}})
 	t.Setenv("KRB5_CONFIG", filepath.Join(dir, "absent.conf"))
 	for _, tc := range []struct {
 		name string
@@ -351,6 +356,14 @@ func TestKerberosWanted(t *testing.T) {
 		{"realm without KDC", Config{Auth: AuthNegotiate, Username: "u@OTHER.TEST", Password: "p", Krb5Conf: conf}, false, false},
 		{"no krb5.conf at the default places", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p"}, false, false},
 		{"named krb5.conf missing", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.COM", Password: "p", Krb5Conf: filepath.Join(dir, "nope")}, false, true},
+		// A UPN suffix is not a realm: the UPN goes to the realm setting or the realm
+		// [domain_realm] maps the suffix to, never to default_realm alone.
+		{"UPN with the realm argument", Config{Auth: AuthNegotiate, Username: "svc@corp.example", Realm: "CONTOSO.COM", Password: "p", Krb5Conf: conf}, true, false},
+		{"UPN mapped by domain_realm", Config{Auth: AuthNegotiate, Username: "svc@mapped.example", Password: "p", Krb5Conf: conf}, true, false},
+		{"UPN with default_realm alone", Config{Auth: AuthNegotiate, Username: "svc@corp.example", Password: "p", Krb5Conf: conf}, false, false},
+		// krb5.conf as realmd and sssd write it: no kdc lines, KDCs from DNS.
+		{"dns_lookup_kdc, SRV records", Config{Auth: AuthNegotiate, Username: "u@CONTOSO.TEST", Password: "p", Krb5Conf: dnsConf}, true, false},
+		{"dns_lookup_kdc, no SRV records", Config{Auth: AuthNegotiate, Username: "u@EMPTY.TEST", Password: "p", Krb5Conf: dnsConf}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why, err := kerberosWanted(tc.cfg)
@@ -363,5 +376,48 @@ func TestKerberosWanted(t *testing.T) {
 				t.Fatalf("kerberosWanted(%+v) gave the NTLM reason %q", tc.cfg, why)
 			}
 		})
+	}
+}
+
+// stubSRV answers the DNS lookups of KDCs from records (keyed _service._proto.name)
+// for the test; a name without records is NXDOMAIN.
+func stubSRV(t *testing.T, records map[string][]*net.SRV) {
+	t.Helper()
+	saved := lookupSRV
+	t.Cleanup(func() { lookupSRV = saved })
+	lookupSRV = func(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
+		key := "_" + service + "._" + proto + "." + name
+		if rr, ok := records[key]; ok {
+			return key, rr, nil
+		}
+		return "", nil, &net.DNSError{Err: "no such host", Name: key, IsNotFound: true}
+	}
+}
+
+// The reason negotiate gives for NTLM names what it looked at: the DNS lookup of
+// the realm's KDCs, and a UPN's suffix that is not a realm.
+func TestKerberosWantedWhy(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = EMPTY.TEST\n dns_lookup_kdc = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stubSRV(t, nil)
+	for _, tc := range []struct {
+		user, want string
+	}{
+		{"u@EMPTY.TEST", "_kerberos._tcp.EMPTY.TEST and _kerberos._udp.EMPTY.TEST found no KDC"},
+		{"svc@corp.example", `"svc@corp.example" is a user principal name whose suffix is not a realm`},
+	} {
+		_, why, err := kerberosWanted(Config{Auth: AuthNegotiate, Username: tc.user, Password: "p", Krb5Conf: conf})
+		if err != nil || !strings.Contains(why, tc.want) {
+			t.Errorf("kerberosWanted(%s) = %q, %v; want a reason with %q", tc.user, why, err, tc.want)
+		}
+	}
+	// With allow_ntlm_fallback = false the error says the same.
+	no := false
+	_, err := New(Config{Host: "sql01", Auth: AuthNegotiate, Username: "u@EMPTY.TEST", Password: "p", Krb5Conf: conf, AllowNTLMFallback: &no})
+	if !errors.Is(err, ErrNTLMFallback) || !strings.Contains(err.Error(), "_kerberos._tcp.EMPTY.TEST") {
+		t.Errorf("New with the fallback refused: %v, want ErrNTLMFallback naming the DNS lookup", err)
 	}
 }

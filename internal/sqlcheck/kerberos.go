@@ -74,8 +74,10 @@ func (c Config) kerberosLogon() (*kerberosLogon, error) {
 		return nil, err
 	}
 	l := &kerberosLogon{krb5Conf: path, dnsLookup: conf.LibDefaults.DNSLookupKDC, principal: cl.Principal(), source: cl.Source()}
-	i := strings.LastIndex(l.principal, "@")
-	l.user, l.realm = l.principal[:i], l.principal[i+1:]
+	// The principal is user@REALM, or a UPN whose suffix is not the realm (sent
+	// to the client's realm).
+	l.realm = cl.Realm()
+	l.user = strings.TrimSuffix(l.principal, "@"+l.realm)
 	l.kdcs = krb.RealmKDCs(conf, l.realm)
 	switch {
 	case c.Password != "":

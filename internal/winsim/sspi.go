@@ -117,5 +117,5 @@ func (c *sspiContext) kerberos(token []byte) ([]byte, string, string, bool, erro
 	if c.s.logons != nil {
 		c.s.logons.Add(1)
 	}
-	return out, strings.ToUpper(c.s.domain) + `\` + logon.User, "Kerberos", true, nil
+	return out, logon.Name(strings.ToUpper(c.s.domain)), "Kerberos", true, nil
 }

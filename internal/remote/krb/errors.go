@@ -21,6 +21,7 @@ const (
 	KindMutualAuth          // the host's AP-REP is missing or does not prove it knows the key
 	KindRefused             // the host refused the ticket (KRB_AP_ERR_MODIFIED and other AP errors)
 	KindBindings            // the host refused the logon over TLS for its channel bindings (CBT)
+	KindEncType             // the service ticket's session key is RC4 or DES: the account has no AES keys
 )
 
 // Sentinels for errors.Is: an *Error matches the sentinel of its Kind.
@@ -35,6 +36,7 @@ var (
 	ErrMutualAuth     = errors.New("kerberos mutual authentication failed")
 	ErrRefused        = errors.New("kerberos ticket refused by the host")
 	ErrBindings       = errors.New("kerberos channel bindings refused by the host")
+	ErrEncType        = errors.New("kerberos encryption type not supported")
 )
 
 var kindSentinel = map[Kind]error{
@@ -48,6 +50,7 @@ var kindSentinel = map[Kind]error{
 	KindMutualAuth:     ErrMutualAuth,
 	KindRefused:        ErrRefused,
 	KindBindings:       ErrBindings,
+	KindEncType:        ErrEncType,
 }
 
 // Part is the piece of the local configuration a KindConfig error is about.

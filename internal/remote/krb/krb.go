@@ -31,6 +31,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/gssapi"
 	"github.com/jcmturner/gokrb5/v8/iana/chksumtype"
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/flags"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	"github.com/jcmturner/gokrb5/v8/keytab"
@@ -69,13 +70,15 @@ type Config struct {
 type Client struct {
 	cl        *client.Client
 	conf      *config.Config
-	principal string // user@REALM
+	principal string // user@REALM, or the UPN of an enterprise name
 	realm     string
-	source    string // "password", "keytab PATH" or "credential cache PATH"
+	upn       *upnLogon // an enterprise name's logon; nil for others
+	source    string    // "password", "keytab PATH" or "credential cache PATH"
 	now       func() time.Time
 
-	mu       sync.Mutex
-	loggedOn bool
+	mu        sync.Mutex
+	loggedOn  bool
+	canonical string // an enterprise name's account, user@REALM, once logged on
 }
 
 // Krb5ConfPath is the krb5.conf a Config without Krb5Conf uses.
@@ -112,41 +115,129 @@ func CCachePath(explicit string) (string, error) {
 	}
 }
 
-// SplitPrincipal turns user@REALM, REALM\user or user into user and realm. A
-// NetBIOS domain (REALM\user without a dot) is matched to a realm of conf whose
-// first label it is; the realm is upper-cased. The realm is "" when none can be
-// found.
-func SplitPrincipal(login string, conf *config.Config) (user, realm string) {
+// Name is a user name resolved against krb5.conf: the principal the logon sends
+// and the realm whose KDC it goes to.
+type Name struct {
+	// User is the account name (alice of alice@REALM or REALM\alice), or for an
+	// enterprise name the whole user principal name as written (svc@corp.example).
+	User string
+	// Realm is the realm the logon goes to, upper case; "" when none can be found.
+	Realm string
+	// Enterprise: User is a user principal name whose suffix is not a realm of
+	// krb5.conf; it is sent as an enterprise principal (NT-ENTERPRISE, RFC 6806)
+	// with name canonicalization to Realm's KDC, which finds the account by its UPN
+	// (anywhere in the forest) and answers with its canonical name, or refers the
+	// client to the realm that holds it. This is what Windows and kinit -E do.
+	Enterprise bool
+	// RealmFrom says where Realm comes from: RealmFromName (the user name, or a
+	// NetBIOS domain matched to a realm), RealmFromSetting (the realm setting),
+	// RealmFromDomainRealm (krb5.conf's [domain_realm] mapping of the UPN suffix) or
+	// RealmFromDefault (krb5.conf's default_realm).
+	RealmFrom string
+}
+
+// Where a Name's realm comes from.
+const (
+	RealmFromName        = "name"
+	RealmFromSetting     = "realm setting"
+	RealmFromDomainRealm = "domain_realm"
+	RealmFromDefault     = "default_realm"
+)
+
+// ResolveName turns user@REALM, REALM\user, user or a user principal name with any
+// suffix into the principal and realm of the logon. realmSetting (the provider's
+// realm) wins over the realm of the name. A suffix after @ is a realm when krb5.conf
+// knows it (its default_realm or a [realms] entry) or it is realmSetting; any other
+// suffix is a UPN suffix, not a realm (alternative UPN suffixes are common in
+// Active Directory), and the name is an enterprise name sent to realmSetting, else
+// the realm [domain_realm] maps the suffix to, else default_realm, else the suffix
+// itself upper-cased (a realm found through DNS).
+func ResolveName(login, realmSetting string, conf *config.Config) Name {
+	realmSetting = strings.ToUpper(realmSetting)
+	n := Name{RealmFrom: RealmFromName}
 	switch {
 	case strings.Contains(login, `\`):
 		d, u, _ := strings.Cut(login, `\`)
-		user, realm = u, d
+		n.User, n.Realm = u, strings.ToUpper(d)
 	case strings.Contains(login, "@"):
 		i := strings.LastIndex(login, "@")
-		user, realm = login[:i], login[i+1:]
+		n.User, n.Realm = login[:i], strings.ToUpper(login[i+1:])
+		if conf != nil && n.Realm != realmSetting && !knownRealm(conf, n.Realm) {
+			n.User, n.Enterprise = login, true
+			switch r := strings.ToUpper(domainRealm(conf, strings.ToLower(login[i+1:]))); {
+			case realmSetting != "":
+				n.Realm, n.RealmFrom = realmSetting, RealmFromSetting
+			case r != "":
+				n.Realm, n.RealmFrom = r, RealmFromDomainRealm
+			case conf.LibDefaults.DefaultRealm != "":
+				n.Realm, n.RealmFrom = strings.ToUpper(conf.LibDefaults.DefaultRealm), RealmFromDefault
+			}
+			return n
+		}
 	default:
-		user = login
+		n.User = login
 	}
-	realm = strings.ToUpper(realm)
+	if realmSetting != "" {
+		n.Realm, n.RealmFrom = realmSetting, RealmFromSetting
+		return n
+	}
 	if conf == nil {
-		return user, realm
+		return n
 	}
-	if realm == "" {
-		return user, strings.ToUpper(conf.LibDefaults.DefaultRealm)
+	if n.Realm == "" {
+		n.Realm, n.RealmFrom = strings.ToUpper(conf.LibDefaults.DefaultRealm), RealmFromDefault
+		return n
 	}
-	if !strings.Contains(realm, ".") {
+	if !strings.Contains(n.Realm, ".") {
 		candidates := []string{conf.LibDefaults.DefaultRealm}
 		for _, r := range conf.Realms {
 			candidates = append(candidates, r.Realm)
 		}
 		for _, c := range candidates {
 			first, _, _ := strings.Cut(c, ".")
-			if strings.EqualFold(first, realm) {
-				return user, strings.ToUpper(c)
+			if strings.EqualFold(first, n.Realm) {
+				n.Realm = strings.ToUpper(c)
+				return n
 			}
 		}
 	}
-	return user, realm
+	return n
+}
+
+// domainRealm is the realm [domain_realm] maps the DNS domain to: domain itself,
+// .domain, then its parents' .entries; "" when none.
+func domainRealm(conf *config.Config, domain string) string {
+	domain = strings.TrimSuffix(domain, ".")
+	for _, k := range []string{domain, "." + domain} {
+		if r, ok := conf.DomainRealm[k]; ok {
+			return r
+		}
+	}
+	return conf.ResolveRealm(domain)
+}
+
+// knownRealm says whether krb5.conf knows realm: its default_realm or a [realms]
+// entry.
+func knownRealm(conf *config.Config, realm string) bool {
+	if strings.EqualFold(conf.LibDefaults.DefaultRealm, realm) {
+		return true
+	}
+	for _, r := range conf.Realms {
+		if strings.EqualFold(r.Realm, realm) {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitPrincipal turns user@REALM, REALM\user or user into user and realm
+// (ResolveName without a realm setting). A NetBIOS domain (REALM\user without a
+// dot) is matched to a realm of conf whose first label it is; the realm is
+// upper-cased. For a UPN whose suffix is not a realm, user is the whole UPN. The
+// realm is "" when none can be found.
+func SplitPrincipal(login string, conf *config.Config) (user, realm string) {
+	n := ResolveName(login, "", conf)
+	return n.User, n.Realm
 }
 
 // RealmKDCs lists the KDCs krb5.conf names for realm.
@@ -171,10 +262,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, realm := SplitPrincipal(cfg.Username, conf)
-	if cfg.Realm != "" {
-		realm = strings.ToUpper(cfg.Realm)
-	}
+	name := ResolveName(cfg.Username, cfg.Realm, conf)
+	user, realm := name.User, name.Realm
 	c := &Client{conf: conf, now: now}
 	settings := []func(*client.Settings){client.DisablePAFXFAST(true)}
 
@@ -183,6 +272,11 @@ func New(cfg Config) (*Client, error) {
 			return &Error{Kind: KindConfig, Part: PartRealm,
 				Message: fmt.Sprintf("no realm for the user %q: the name has no @REALM or REALM\\ and %s sets no default_realm", cfg.Username, confPath),
 				Hint:    "Write the user name as user@REALM (the DNS name of the domain, upper case), name the realm, or set default_realm in krb5.conf"}
+		}
+		if !conf.LibDefaults.DNSLookupKDC && len(RealmKDCs(conf, realm)) == 0 && name.Enterprise && name.RealmFrom == RealmFromName {
+			return &Error{Kind: KindConfig, Part: PartRealm,
+				Message: fmt.Sprintf("%s names no realm for the user principal name %s: its suffix %s is not a realm of krb5.conf, and neither a realm setting, [domain_realm] nor default_realm names the realm to send it to", confPath, user, realm),
+				Hint:    "A UPN suffix is not a realm: an account's UPN may end in any suffix of its forest. Set the realm to the domain's realm (the DNS name of the account's domain, upper case) or set default_realm; the UPN is sent there as an enterprise name and the domain finds the account"}
 		}
 		if !conf.LibDefaults.DNSLookupKDC && len(RealmKDCs(conf, realm)) == 0 {
 			return &Error{Kind: KindConfig, Part: PartRealm,
@@ -197,7 +291,11 @@ func New(cfg Config) (*Client, error) {
 		if err := needRealm(); err != nil {
 			return nil, err
 		}
-		c.cl = client.NewWithPassword(user, realm, cfg.Password, conf, settings...)
+		if name.Enterprise {
+			c.upn = &upnLogon{name: user, password: cfg.Password, settings: settings}
+		} else {
+			c.cl = client.NewWithPassword(user, realm, cfg.Password, conf, settings...)
+		}
 		c.source = "password"
 	case cfg.Keytab != "":
 		kt, err := loadKeytab(cfg.Keytab)
@@ -216,7 +314,21 @@ func New(cfg Config) (*Client, error) {
 		if err := needRealm(); err != nil {
 			return nil, err
 		}
-		c.cl = client.NewWithKeytab(user, realm, kt, conf, settings...)
+		if name.Enterprise {
+			c.upn = &upnLogon{name: user, kt: kt, settings: settings}
+		} else {
+			// AD takes names in any case; a keytab's are matched exactly.
+			held := keytabPrincipals(kt)
+			i := slices.IndexFunc(held, func(p string) bool { return strings.EqualFold(p, user+"@"+realm) })
+			if i < 0 {
+				return nil, &Error{Kind: KindConfig, Part: PartKeytab,
+					Message: fmt.Sprintf("the keytab %s holds no keys of %s@%s (it holds %s)", cfg.Keytab, user, realm, strings.Join(held, ", ")),
+					Hint:    "Log on as the principal the keytab holds, or export the account's keys under its name (ktpass, ktutil or samba-tool domain exportkeytab)"}
+			}
+			j := strings.LastIndex(held[i], "@")
+			user, realm = held[i][:j], held[i][j+1:]
+			c.cl = client.NewWithKeytab(user, realm, kt, conf, settings...)
+		}
 		c.source = "keytab " + cfg.Keytab
 	default:
 		path, err := CCachePath(cfg.CCache)
@@ -258,6 +370,9 @@ func New(cfg Config) (*Client, error) {
 		c.loggedOn = true
 	}
 	c.principal = user + "@" + realm
+	if c.upn != nil {
+		c.principal = user // the UPN as written; its realm is c.realm
+	}
 	c.realm = realm
 	return c, nil
 }
@@ -289,8 +404,22 @@ func loadCCache(path string) (*credentials.CCache, error) {
 	return cc, nil
 }
 
-// Principal is the client principal, user@REALM.
+// upnLogon is a password or keytab logon under a user principal name whose suffix
+// is not a realm: the first logon asks the KDC for the account's canonical name
+// (canonicalName), then logs on under it.
+type upnLogon struct {
+	name     string // the UPN
+	password string
+	kt       *keytab.Keytab
+	settings []func(*client.Settings)
+}
+
+// Principal is the client principal, user@REALM; for an enterprise name, the UPN
+// as written (its realm is Realm's).
 func (c *Client) Principal() string { return c.principal }
+
+// Realm is the realm the logon goes to.
+func (c *Client) Realm() string { return c.realm }
 
 // Source says where the credentials come from ("password", "keytab PATH",
 // "credential cache PATH").
@@ -335,6 +464,14 @@ func (c *Client) InitSecContext(ctx context.Context, spn string, useSPNEGO bool,
 	tkt, key, err := c.cl.GetServiceTicket(spn)
 	if err != nil {
 		return nil, nil, classifyKDC(err, c.principal, spn, c.realm, RealmKDCs(c.conf, c.realm), "service ticket")
+	}
+	if !aesKey(key.KeyType) {
+		// Checked before the host sees anything: the wrap tokens of MS-WSMV's message
+		// encryption and the AP-REP's subkey are AES (RFC 4121) here; Windows hosts get
+		// AES tickets unless their account or the domain allows RC4 only.
+		return nil, nil, &Error{Kind: KindEncType, Principal: c.principal, SPN: spn,
+			Message: fmt.Sprintf("the KDC of %s issued the ticket for %s with a %s session key: the account holding %s has no AES keys (RC4 only), and this provider logs on with AES only", c.realm, spn, etypeName(key.KeyType), spn),
+			Hint:    "Enable AES for the account that holds the SPN: msDS-SupportedEncryptionTypes = 24 (AES128 and AES256) on its computer account, or \"This account supports Kerberos AES 128/256 bit encryption\" on a user service account, then reset its password (or rejoin the host) so it gets AES keys"}
 	}
 	auth, err := types.NewAuthenticator(c.cl.Credentials.Domain(), c.cl.Credentials.CName())
 	if err != nil {
@@ -384,6 +521,23 @@ func (c *Client) logon() error {
 	defer c.mu.Unlock()
 	if c.loggedOn {
 		return nil
+	}
+	if c.upn != nil && c.cl == nil {
+		user, realm, err := canonicalName(c.conf, c.upn.name, c.realm, c.upn.password, c.upn.kt, c.now)
+		if err != nil {
+			e := classifyKDC(err, c.principal, "", c.realm, RealmKDCs(c.conf, c.realm), "logon")
+			if e.Kind == KindUnknownUser {
+				e.Message = fmt.Sprintf("the KDC of %s knows no account with the user principal name %s (KDC_ERR_C_PRINCIPAL_UNKNOWN; sent as an enterprise name)", c.realm, c.principal)
+				e.Hint = "Check the account's userPrincipalName, or write the user as DOMAIN\\user or sAMAccountName@REALM; the realm setting (or default_realm) must be a realm of the account's forest"
+			}
+			return e
+		}
+		if c.upn.password != "" {
+			c.cl = client.NewWithPassword(user, realm, c.upn.password, c.conf, c.upn.settings...)
+		} else {
+			c.cl = client.NewWithKeytab(user, realm, renamedKeytab(c.upn.kt, c.upn.name, user, realm), c.conf, c.upn.settings...)
+		}
+		c.canonical = user + "@" + realm
 	}
 	if err := c.cl.Login(); err != nil {
 		return classifyKDC(err, c.principal, "", c.realm, RealmKDCs(c.conf, c.realm), "logon")
@@ -566,4 +720,25 @@ func (x *Context) Unseal(signature, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the context for %s is not established (no AP-REP verified)", ErrWrap, x.spn)
 	}
 	return x.sealer.Unseal(signature, data)
+}
+
+// aesKey says whether an encryption type is one of RFC 3962's and RFC 8009's AES
+// types, the ones the provider's wrap tokens support.
+func aesKey(etype int32) bool {
+	switch etype {
+	case etypeID.AES128_CTS_HMAC_SHA1_96, etypeID.AES256_CTS_HMAC_SHA1_96, etypeID.AES128_CTS_HMAC_SHA256_128, etypeID.AES256_CTS_HMAC_SHA384_192:
+		return true
+	}
+	return false
+}
+
+// etypeName names an encryption type for messages: "RC4 (rc4-hmac, 23)".
+func etypeName(etype int32) string {
+	switch etype {
+	case etypeID.RC4_HMAC:
+		return "RC4 (rc4-hmac, 23)"
+	case etypeID.DES_CBC_CRC, etypeID.DES_CBC_MD4, etypeID.DES_CBC_MD5:
+		return fmt.Sprintf("DES (%d)", etype)
+	}
+	return fmt.Sprintf("encryption type %d", etype)
 }

@@ -93,7 +93,10 @@ func TestLogonErrorsNamed(t *testing.T) {
 		{"unknown SPN", cfg(func(*krb.Config) {}), "HTTP/10.0.0.7", krb.ErrUnknownSPN, "HTTP/10.0.0.7"},
 		{"missing keytab", cfg(func(c *krb.Config) { c.Password, c.Keytab = "", filepath.Join(k.Dir, "missing.keytab") }), spn, krb.ErrConfig, "missing.keytab"},
 		{"unreadable krb5.conf", cfg(func(c *krb.Config) { c.Krb5Conf = filepath.Join(k.Dir, "nope.conf") }), spn, krb.ErrConfig, "nope.conf"},
-		{"realm without KDC", cfg(func(c *krb.Config) { c.Username = user + "@OTHER.TEST" }), spn, krb.ErrConfig, "names no KDC for the realm OTHER.TEST"},
+		{"realm without KDC", cfg(func(c *krb.Config) { c.Username, c.Realm = user, "OTHER.TEST" }), spn, krb.ErrConfig, "names no KDC for the realm OTHER.TEST"},
+		// A suffix krb5.conf does not know is a UPN suffix, not a realm: the name goes
+		// to the default realm's KDC as an enterprise name.
+		{"UPN unknown", cfg(func(c *krb.Config) { c.Username = user + "@other.test" }), spn, krb.ErrUnknownUser, "user principal name alice@other.test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := krb.New(tc.cfg)

@@ -13,6 +13,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"strings"
 	"time"
 
@@ -59,11 +61,38 @@ type Token struct {
 	Wrapped bool
 }
 
-// Logon is an accepted AP-REQ: the client principal user@realm.
+// Logon is an accepted AP-REQ: the client principal user@realm, and the account
+// the ticket's PAC names.
 type Logon struct {
 	User, Realm string
 	// Service is the ticket's service principal, e.g. MSSQLSvc/sql01.mssqlifi.test:1433.
 	Service string
+	// PAC is the logon information of the ticket's PAC ([MS-PAC] 2.5,
+	// KERB_VALIDATION_INFO), checked with the service key's signature; nil for a
+	// ticket without one (an MIT KDC's).
+	PAC *PACLogon
+}
+
+// PACLogon is the account a PAC names: what Windows builds the logon's token from,
+// whatever the ticket's client name says.
+type PACLogon struct {
+	Account string   // EffectiveName: the sAMAccountName
+	Domain  string   // LogonDomainName: the NetBIOS domain
+	SID     string   // the domain's SID and the user's RID
+	Groups  []string // the group SIDs (GroupIDs and ExtraSids)
+}
+
+// Name is the Windows account the logon is: DOMAIN\account from the PAC; without a
+// PAC, the client name in defaultDomain (the host's domain), as the simulator
+// mapped every ticket before it read PACs (FIDELITY.md says where this differs).
+func (l *Logon) Name(defaultDomain string) string {
+	if l.PAC != nil {
+		return l.PAC.Domain + `\` + l.PAC.Account
+	}
+	if defaultDomain == "" {
+		return l.User
+	}
+	return defaultDomain + `\` + l.User
 }
 
 // IsKerberos tells a token carrying Kerberos (SPNEGO NegTokenInit or a bare RFC
@@ -143,7 +172,20 @@ func (a *Acceptor) Verify(t *Token, client types.HostAddress) (*Logon, *Refusal)
 		return nil, &Refusal{KRBError: messages.NewKRBError(t.APReq.Ticket.SName, t.APReq.Ticket.Realm, errorcode.KDC_ERR_POLICY, "principal of an untrusted realm"),
 			Reason: fmt.Sprintf("the principal %s@%s is not of the host's realm %s", creds.UserName(), creds.Domain(), a.Realm)}
 	}
-	return &Logon{User: creds.UserName(), Realm: creds.Domain(), Service: spn}, nil
+	logon := &Logon{User: creds.UserName(), Realm: creds.Domain(), Service: spn}
+	// The PAC, as Windows reads it: signed with the service key (the server
+	// signature); a PAC whose logon information does not verify refuses the logon.
+	isPAC, p, err := t.APReq.Ticket.GetPACType(a.Keytab, &t.APReq.Ticket.SName, log.New(io.Discard, "", 0))
+	switch {
+	case isPAC && p.KerbValidationInfo != nil && err != nil:
+		return nil, &Refusal{KRBError: messages.NewKRBError(t.APReq.Ticket.SName, t.APReq.Ticket.Realm, errorcode.KRB_AP_ERR_MODIFIED, "PAC not valid"),
+			Reason: fmt.Sprintf("the PAC of the ticket of %s@%s for %s does not verify: %v", logon.User, logon.Realm, spn, err)}
+	case isPAC && p.KerbValidationInfo != nil:
+		v := p.KerbValidationInfo
+		logon.PAC = &PACLogon{Account: v.EffectiveName.Value, Domain: v.LogonDomainName.Value,
+			SID: fmt.Sprintf("%s-%d", v.LogonDomainID.String(), v.UserID), Groups: v.GetGroupMembershipSIDs()}
+	}
+	return logon, nil
 }
 
 // Refusal is a refused AP-REQ.

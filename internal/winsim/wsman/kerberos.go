@@ -87,10 +87,9 @@ func (s *Server) kerberosLeg(w http.ResponseWriter, r *http.Request, cs *connSta
 			return s.krbErrorReply(w, scheme, tok, ke)
 		}
 	}
-	user := logon.User
-	if s.cfg.DomainName != "" {
-		user = s.cfg.DomainName + `\` + user
-	}
+	// The account is the PAC's (Windows builds the logon's token from it), not the
+	// ticket's client name: a UPN's name part need not be the account's name.
+	user := logon.Name(s.cfg.DomainName)
 	if _, found := s.cfg.Lookup("", user); !found {
 		return refuse("the principal %s@%s maps to %s, which is not a WinRM user of this host", logon.User, logon.Realm, user)
 	}

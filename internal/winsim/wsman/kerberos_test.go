@@ -172,7 +172,24 @@ func TestPywinrmKerberosSealed(t *testing.T) {
 	if out, err := kinit.CombinedOutput(); err != nil {
 		t.Fatalf("kinit: %v\n%s", err, out)
 	}
-	script := `
+	args := fmt.Sprintf(`{"endpoint": %q, "user": %q, "host": %q}`, e.endpoint(), krbUser+"@"+e.kdc.Realm, krbHostFQDN)
+	cmd := exec.Command(python, "-c", pywinrmKerberos, args)
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pywinrm: %v\n%s", err, out)
+	}
+	got := strings.TrimSpace(string(out))
+	want := fmt.Sprintf(`{"stdout": "%s\\%s", "code": 0, "encrypted": true}`, krbDomain, krbUser)
+	if got != want {
+		t.Fatalf("pywinrm with Kerberos printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// pywinrmKerberos is the pywinrm client of the Kerberos tests: it runs whoami over
+// HTTP with message encryption, with the credential cache of KRB5CCNAME, and prints
+// what it saw as JSON.
+const pywinrmKerberos = `
 import base64, json, sys, kerberos, winrm
 
 # Debian 12's pykerberos (1.1.14) lacks the WinRM helpers pywinrm's Kerberos
@@ -208,16 +225,3 @@ try:
 except Exception as ex:
     print(json.dumps({"error": "%s: %s" % (type(ex).__name__, ex)}))
 `
-	args := fmt.Sprintf(`{"endpoint": %q, "user": %q, "host": %q}`, e.endpoint(), krbUser+"@"+e.kdc.Realm, krbHostFQDN)
-	cmd := exec.Command(python, "-c", script, args)
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pywinrm: %v\n%s", err, out)
-	}
-	got := strings.TrimSpace(string(out))
-	want := fmt.Sprintf(`{"stdout": "%s\\%s", "code": 0, "encrypted": true}`, krbDomain, krbUser)
-	if got != want {
-		t.Fatalf("pywinrm with Kerberos printed\n%s\nwant\n%s", got, want)
-	}
-}
