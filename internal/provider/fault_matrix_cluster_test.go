@@ -147,7 +147,8 @@ func TestCLI_fciHalfDoneGrantsAreRecorded(t *testing.T) {
 // next plan empty or an update in place (wantStateOfHostAndPlanInPlace), and the
 // cluster brought the role online at most once more than the action itself did.
 // When the offline outlasts the budget, the apply's error says that the guard
-// brings the role online.
+// brings the role online, and that the offline did not finish in the half of the
+// budget TakeOffline has: BringOnline is not sent during it (issue 37).
 func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 	t.Parallel()
 	type fault int
@@ -189,6 +190,7 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.write(e.config(r.restart))
+			var acting time.Time
 			during := func(cmd *exec.Cmd) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
@@ -196,6 +198,7 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 					t.Errorf("the cluster was not seen acting on the role: %v", err)
 					return
 				}
+				acting = time.Now()
 				switch r.fault {
 				case sigint:
 					err = syscall.Kill(cmd.Process.Pid, syscall.SIGINT)
@@ -209,6 +212,7 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 				}
 			}
 			ap := w.runWhile(during, "apply", "-auto-approve", "-json", "-no-color")
+			applyTook := time.Since(acting)
 			if r.fault == slowOffline {
 				// The apply ended while the stop was still pending; now it ends.
 				if err := e.nodes[0].host().EndStopNow("MSSQLSERVER"); err != nil {
@@ -219,7 +223,15 @@ func TestCLI_faultMatrixClusterGuard(t *testing.T) {
 			if r.fault == slowOffline {
 				// The apply's time ran out with the role not Online: its error says that
 				// the action's guard brings it online, and how to look again.
-				ap.wantDiag(t, "error", "The cluster did not restart SQL Server", `The guard the action started on .* brings the role online once the cluster is done with it.*run terraform plan in a few minutes`)
+				d := ap.wantDiag(t, "error", "The cluster did not restart SQL Server", `The guard the action started on .* brings the role online once the cluster is done with it.*run terraform plan in a few minutes`)
+				// Issue 37: TakeOffline had half the budget and BringOnline was not
+				// sent during the offline (before: BringOnline got a second, was
+				// refused, and the apply waited out the whole budget).
+				if !regexp.MustCompile(`the offline of SQL Server did not finish in \d+ s \(.* is OfflinePending\): BringOnline was not called`).MatchString(d.Detail) ||
+					strings.Contains(d.Detail, "BringOnline: ") {
+					t.Errorf("the apply's error does not say that the offline did not finish, or says BringOnline was called:\n%s", d.Detail)
+				}
+				t.Logf("the apply ended %s after the cluster began the offline", applyTook)
 			}
 			// The role ends Online, whoever was left holding it.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

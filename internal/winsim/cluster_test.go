@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -754,5 +755,63 @@ func TestClusterRestartRefusedWithoutAGuard(t *testing.T) {
 	c, _ := sim.Cluster("CLU1")
 	if v, err := c.RoleView("MSSQLSERVER"); err != nil || v.State != wsfc.GroupOnline || v.Action != "" || v.OwnerNode != "NODE1" {
 		t.Errorf("the role after the refusal: %+v, %v; want it Online on NODE1, untouched", v, err)
+	}
+}
+
+// Issue 37: a slow offline. cluster_restart's TakeOffline waits at most half the
+// time left and BringOnline keeps the other half: an offline still pending at half
+// time is reported as such (BringOnline not called on it, so no false "failed to
+// come online" from a BringOnline left a second), the script ends at half time, and
+// the guard brings the role online once the offline ends. An offline that ends
+// within the half leaves BringOnline the rest, and the restart succeeds.
+func TestClusterRestartSlowOfflineLeavesBringOnlineItsHalf(t *testing.T) {
+	t.Parallel()
+	sim := startCluster(t)
+	m1, _ := sim.Host("node1")
+	c, _ := sim.Cluster("CLU1")
+	ctx := opCtx(t)
+	n1 := nodeHost(t, sim, "node1")
+
+	// Within the half (1.5 s of about 4: half the time left once the guard runs):
+	// the restart succeeds.
+	if err := m1.SetStopDuration("MSSQLSERVER", 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	res, err := n1.ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 8})
+	if err != nil || res.Error != "" || res.State != wsfc.GroupOnline {
+		t.Fatalf("cluster_restart with a 1.5 s offline of 8 s = %+v, %v; want Online", res, err)
+	}
+
+	// Past the half and past the timeout (10 s of 8): the offline is named.
+	if err := m1.SetStopDuration("MSSQLSERVER", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pidBefore := m1.Instances()[0].Process().PID
+	start := time.Now()
+	res, err = n1.ClusterRestart(ctx, contract.ClusterRestartParams{Instance: "MSSQLSERVER", TimeoutS: 8})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("cluster_restart: %v", err)
+	}
+	if !regexp.MustCompile(`^the offline of SQL Server did not finish in [34] s \(SQL Server \(MSSQLSERVER\) is OfflinePending\): BringOnline was not called`).MatchString(res.Error) ||
+		strings.Contains(res.Error, "BringOnline:") {
+		t.Errorf("cluster_restart's error = %q; want the offline that did not finish in half the time named, no BringOnline called", res.Error)
+	}
+	if took > 6500*time.Millisecond {
+		t.Errorf("cluster_restart took %s; want it to end at half of its 8 s", took)
+	}
+	out, err := m1.WaitClusterGuard(ctx, "MSSQLSERVER")
+	if err != nil {
+		t.Fatalf("the guard did not end: %v", err)
+	}
+	if out.BroughtOnline != 1 || out.Error != "" || out.State != contract.ClusterOnline {
+		t.Errorf("the guard's outcome: %+v; want the role brought online once, after the offline ended", out)
+	}
+	v, _ := c.RoleView(fciGroup)
+	if v.State != wsfc.GroupOnline || sqlResourceState(v) != wsfc.ResourceOnline {
+		t.Errorf("the role is %s (SQL Server %s) after the guard; want Online", v.State, sqlResourceState(v))
+	}
+	if p := m1.Instances()[0].Process(); p == nil || p.PID == pidBefore {
+		t.Errorf("the Engine did not start again (pid %d before)", pidBefore)
 	}
 }

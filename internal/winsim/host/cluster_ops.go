@@ -230,7 +230,7 @@ func (h *Host) opClusterMove(ctx context.Context, p *contract.ClusterMoveParams,
 }
 
 func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	timeout, until, code, ok := h.assertClusterRequest(p.Instance, p.TimeoutS, stdout, entry)
+	_, until, code, ok := h.assertClusterRequest(p.Instance, p.TimeoutS, stdout, entry)
 	if !ok {
 		return code
 	}
@@ -251,8 +251,14 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 	}
 	defer close(runnerDone) // this process ends: the guard looks at the role
 	var errs []string
-	// TakeOffline on the SQL Server resource, waiting at most timeout_s.
-	off, err := c.TakeResourceOffline(ctx, v.Name, wsfc.ResourceTypeSQLServer, timeout)
+	// TakeOffline on the SQL Server resource, waiting at most half the time left:
+	// the other half is BringOnline's (cluster_restart.ps1).
+	half := time.Duration(int(time.Until(until)/time.Second)/2) * time.Second
+	if half < time.Second {
+		half = time.Second
+	}
+	offlineUntil := time.Now().Add(half)
+	off, err := c.TakeResourceOffline(ctx, v.Name, wsfc.ResourceTypeSQLServer, half)
 	if err == nil && ctx.Err() == nil {
 		switch {
 		case off.Err != nil:
@@ -260,19 +266,54 @@ func (h *Host) opClusterRestart(ctx context.Context, p *contract.ClusterRestartP
 		case !off.Finished:
 			errs = append(errs, "TakeOffline: "+errCallPending)
 		}
-		// Online again whatever the offline did.
-		left := time.Until(until)
-		if left < time.Second {
-			left = time.Second
+		// The offline's end, awaited at most until half time: SQL Server's resource
+		// Offline or Failed with no resource pending (a call that failed with SQL
+		// Server Online took nothing offline).
+		var pending []string
+		var now wsfc.ClusterRoleView
+		wctx, cancel := context.WithDeadline(ctx, offlineUntil)
+		now, err = c.WaitRole(wctx, v.Name, func(rv wsfc.ClusterRoleView) bool {
+			pending = pendingResources(rv)
+			return len(pending) == 0 && rv.Action == "" && (len(errs) > 0 || sqlResourceState(rv) != wsfc.ResourceOnline)
+		})
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			now, err = c.RoleView(v.Name) // half time: the role as it is
+			pending = pendingResources(now)
 		}
-		var on wsfc.ActionOutcome
-		on, err = c.BringGroupOnline(ctx, v.Name, left)
-		if err == nil {
-			switch {
-			case on.Err != nil:
-				errs = append(errs, "BringOnline: "+on.Err.Error())
-			case !on.Finished:
-				errs = append(errs, "BringOnline: "+errCallPending)
+		if err == nil && ctx.Err() == nil {
+			if len(pending) > 0 {
+				// The cluster runs the offline to its end; BringOnline is not called on
+				// it. The guard, once this process ends, waits for the offline's end and
+				// brings the role online.
+				res := &contract.ClusterActionResult{Group: v.Name, OwnerBefore: owner, OwnerAfter: now.OwnerNode, State: now.State,
+					Resources: contractResources(now),
+					Error: fmt.Sprintf("the offline of SQL Server did not finish in %d s (%s): BringOnline was not called; the cluster guard brings the role online once the offline ends",
+						int(half/time.Second), strings.Join(pending, ", "))}
+				if len(errs) > 0 {
+					res.Error += ". " + strings.Join(errs, "; ")
+				}
+				entry.Error = "cluster_restart: " + res.Error
+				writeJSON(stdout, res)
+				return contract.ExitOK
+			}
+			if len(errs) > 0 && sqlResourceState(now) == wsfc.ResourceOffline {
+				errs = nil // the call's wait ended first (ERROR_IO_PENDING); the offline has ended since
+			}
+			// Online again whatever the offline did.
+			left := time.Until(until)
+			if left < time.Second {
+				left = time.Second
+			}
+			var on wsfc.ActionOutcome
+			on, err = c.BringGroupOnline(ctx, v.Name, left)
+			if err == nil {
+				switch {
+				case on.Err != nil:
+					errs = append(errs, "BringOnline: "+on.Err.Error())
+				case !on.Finished:
+					errs = append(errs, "BringOnline: "+errCallPending)
+				}
 			}
 		}
 	}
@@ -482,4 +523,25 @@ func (h *Host) ClusterGuard(instance string) (ClusterGuardOutcome, bool) {
 		return ClusterGuardOutcome{}, false
 	}
 	return *g, true
+}
+
+// pendingResources names the role's resources in a pending state ("name is state").
+func pendingResources(v wsfc.ClusterRoleView) []string {
+	var out []string
+	for _, r := range v.Resources {
+		if r.State == wsfc.ResourceOfflinePending || r.State == wsfc.ResourceOnlinePending {
+			out = append(out, r.Name+" is "+r.State)
+		}
+	}
+	return out
+}
+
+// sqlResourceState is the state of the role's SQL Server resource.
+func sqlResourceState(v wsfc.ClusterRoleView) string {
+	for _, r := range v.Resources {
+		if r.Type == wsfc.ResourceTypeSQLServer {
+			return r.State
+		}
+	}
+	return ""
 }
