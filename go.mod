@@ -2,6 +2,8 @@ module github.com/mssqlifi/terraform-provider-mssqlifi
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/Azure/go-ntlmssp v0.1.1
 	github.com/bodgit/ntlmssp v0.0.0-20240506230425-31973bb52d9b
@@ -98,7 +100,7 @@ require (
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/appengine v1.6.8 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
-	google.golang.org/grpc v1.83.1 // indirect
+	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v2 v2.3.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
