@@ -7,6 +7,7 @@
 #   - terraform-provider-mssqlifi_<version>_SHA256SUMS listing exactly those zips and
 #     the manifest (as terraform-provider-mssqlifi_<version>_manifest.json), with
 #     their right checksums, and nothing else (the registry takes what it lists);
+#   - each provider binary built by the Go release go.mod's toolchain line names;
 #   - terraform-registry-manifest.json saying protocol 6.0;
 # and what .goreleaser-winsim.yml left in DIST/winsim:
 #   - winsim_<version>_<os>_<arch>.zip per platform with winsim, its README and
@@ -27,6 +28,7 @@ ok() { echo "release-check: ok: $*"; passed=$((passed + 1)); }
 version="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$dist/metadata.json")"
 [[ -n "$version" && "$version" != null ]] || { echo "release-check: no version in $dist/metadata.json" >&2; exit 1; }
 echo "release-check: version $version in $dist"
+toolchain="$(sed -n 's/^toolchain //p' "$root/go.mod")"
 
 # zip_list ZIP: the names of the files in ZIP, one a line, sorted.
 zip_list() { unzip -Z1 "$1" | grep -v '/$' | LC_ALL=C sort; }
@@ -53,6 +55,12 @@ for p in "${platforms[@]}"; do
 		else
 			bad "$want does not carry the version $version (check the ldflags -X main.version in .goreleaser.yml)"
 		fi
+		# The Go release that built it: go.mod's toolchain line (GOTOOLCHAIN=auto in
+		# .goreleaser.yml's env), the one make vulncheck checked.
+		built="$(go version "$tmp/$want" 2>&1)" || true
+		built="${built##*: }"
+		[[ -n "$toolchain" && "$built" == "$toolchain" ]] && ok "$want was built by $built" ||
+			bad "$want was built by ${built:-an unknown Go}, want go.mod's toolchain ${toolchain:-(none: go.mod has no toolchain line)}"
 	fi
 	rm -rf "$tmp"
 done

@@ -2,6 +2,8 @@ module github.com/mssqlifi/terraform-provider-mssqlifi/tools
 
 go 1.26.8
 
+toolchain go1.26.10
+
 tool (
 	github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	golang.org/x/vuln/cmd/govulncheck

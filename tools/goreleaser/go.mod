@@ -2,6 +2,8 @@ module github.com/mssqlifi/terraform-provider-mssqlifi/tools/goreleaser
 
 go 1.26.8
 
+toolchain go1.26.10
+
 tool github.com/goreleaser/goreleaser/v2
 
 require (

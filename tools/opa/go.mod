@@ -2,6 +2,8 @@ module github.com/mssqlifi/terraform-provider-mssqlifi/tools/opa
 
 go 1.26.8
 
+toolchain go1.26.10
+
 tool github.com/open-policy-agent/opa
 
 require (

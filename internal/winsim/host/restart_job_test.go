@@ -61,8 +61,9 @@ func TestRestartRequestsJoin(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Instances[0].StartMS, cfg.Instances[0].StopMS = 300, 300
 	h := newHost(t, cfg)
-	first := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30, WaitSeconds: 0}))
-	_ = first
+	if first := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30, WaitSeconds: 0})); !first.Finished || first.Error != "" {
+		t.Fatalf("the first test restart: %+v", first)
+	}
 	// The first request runs its restart to the end; the second comes while it runs.
 	firstDone := make(chan contract.RestartInstanceResult, 1)
 	before := h.RestartStatus("MSSQLSERVER").RestartID
@@ -71,12 +72,13 @@ func TestRestartRequestsJoin(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// "Runs" means let go (past its prepared phase): a restart only prepared refuses
+	// another request (enterRestartLease) rather than letting it join.
 	if err := h.waitFor(ctx, func() (bool, error) {
 		j := h.restarts["MSSQLSERVER"]
-		// Let go (past its prepared phase, which another request's id is refused by).
-		return j != nil && j.res.RestartID != before && !j.res.Finished && j.res.Phase != contract.PhasePrepared, nil
+		return j != nil && j.res.RestartID != before && j.res.Phase != contract.PhasePrepared && !j.res.Finished, nil
 	}); err != nil {
-		t.Fatalf("the first restart did not begin: %v", err)
+		t.Fatalf("the first restart was not let go: %v", err)
 	}
 	b := restartResult(t, execOp(t, h, "Administrator", contract.OpRestartInstance, contract.RestartInstanceParams{Instance: "MSSQLSERVER", TimeoutSeconds: 30}))
 	a := <-firstDone
