@@ -43,10 +43,16 @@ func TestCLI_faultMatrix(t *testing.T) {
 		// holdStop: this service's stops last until the apply has ended, when the
 		// row ends the stop (EndStopNow): a stop slower than any deadline by
 		// construction, where a timer would make the row wait its length.
-		holdStop  string
-		gotApply  time.Duration
-		gotResult string
-		gotPlan   string
+		holdStop string
+		// divide: the provider's fixed protocol waits divided by this
+		// (cliWork.divideTimes), for a row that waits one of them out.
+		divide int
+		// restartOps: how many restart_instance requests the host must have seen
+		// by the end of the apply (0: not checked).
+		restartOps int
+		gotApply   time.Duration
+		gotResult  string
+		gotPlan    string
 	}
 	rows := []*row{
 		{name: "the Engine will not start (1067)", engineUp: false,
@@ -114,8 +120,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 		// The gated restart's first answer (its prepared line) hangs: after 90 s (a
 		// powershell.exe start, its checks and the guard's start, at most 30 s for each
 		// of its two launchers) it is abandoned, having changed nothing, and sent again
-		// ungated, which goes: within a create timeout of 2 m.
-		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500, timeout: 2 * time.Minute,
+		// ungated, which goes: within a create timeout of 2 m. The row plays it with
+		// the waits divided by 10: abandoned after 9 s, the host's go line wait 3 s.
+		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500, timeout: 2 * time.Minute, divide: 10, restartOps: 2,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHang, Request: "Receive", Operation: "restart_instance"}}}},
 		{name: "slow replies (1 s each)", engineUp: true, untilDeadline: true,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
@@ -127,6 +134,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
+			if r.divide != 0 {
+				w.divideTimes(r.divide)
+			}
 			stop := r.stopMS
 			if stop == 0 {
 				stop = 100
@@ -157,6 +167,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 			ap := w.apply()
 			r.gotApply = ap.Duration
 			wantApplyEnds(t, ap, timeout, r.untilDeadline)
+			if ops := e.operations(); r.restartOps != 0 && countOp(ops, contract.OpRestartInstance) != r.restartOps {
+				t.Errorf("the host saw operations %v; want %d of %s", ops, r.restartOps, contract.OpRestartInstance)
+			}
 			if r.holdStop != "" {
 				// The apply ended while the stop was still pending; now it ends.
 				if err := e.host().EndStopNow(r.holdStop); err != nil {

@@ -1,0 +1,9 @@
+//go:build !mssqlifi_testhooks
+
+package testhooks
+
+// Enabled is false: this binary has no test hooks.
+const Enabled = false
+
+// TimeDivisor is 1 in a binary without test hooks: every wait is as written.
+func TimeDivisor() int { return 1 }
