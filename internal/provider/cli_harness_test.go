@@ -133,6 +133,18 @@ func (w *cliWork) divideTimes(n int) {
 	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvTimeDivisor, n))
 }
 
+// divideDeadlines has the provider of w's runs divide each operation's deadline by n
+// (testhooks.DeadlineDivisor): a timeout of 1m is met after 60/n s. For a test of a
+// fault that outlasts the deadline; the configuration and the waits inside the
+// operation are as written.
+func (w *cliWork) divideDeadlines(n int) {
+	w.t.Helper()
+	if n < 1 || n > testhooks.MaxTimeDivisor {
+		w.t.Fatalf("divideDeadlines(%d): want 1 to %d", n, testhooks.MaxTimeDivisor)
+	}
+	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvDeadlineDivisor, n))
+}
+
 // mssqlifiSource matches the provider's source address in a required_providers block.
 var mssqlifiSource = regexp.MustCompile(`(source\s*=\s*)"[^"]*/mssqlifi"`)
 

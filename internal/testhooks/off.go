@@ -7,3 +7,7 @@ const Enabled = false
 
 // TimeDivisor is 1 in a binary without test hooks: every wait is as written.
 func TimeDivisor() int { return 1 }
+
+// DeadlineDivisor is 1 in a binary without test hooks: every deadline is the
+// configured timeout.
+func DeadlineDivisor() int { return 1 }
