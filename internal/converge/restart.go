@@ -11,6 +11,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/testhooks"
 )
 
 // The restart is the host's job (design/restart.md): restart_instance makes the
@@ -194,11 +195,13 @@ func (e *RestartUnfinishedError) Unwrap() error { return e.Err }
 // holds the host's restart lease while it waits, and a provider killed between the
 // prepared line and the go line (which sends neither the go line nor the shell's
 // deletion) would otherwise keep every restart of the host refused until then.
-const goLineSeconds = 30
+// (Divided, with goSlotMargin, by testhooks.TimeDivisor, which is 1 outside the
+// provider's acceptance tests.)
+var goLineSeconds = 30 / testhooks.TimeDivisor()
 
 // goSlotMargin is what of the go line's wait the provider keeps for sending the go
 // line once it holds the slot: it waits for the slot at most the rest.
-const goSlotMargin = 10 * time.Second
+var goSlotMargin = 10 * time.Second / time.Duration(testhooks.TimeDivisor())
 
 // errSlotLate: the limit's slot did not come within the go line's wait; the
 // prepared request is let end (nothing changed) and sent again ungated.

@@ -109,10 +109,13 @@ func TestCLI_sigkillDuringRestartIsAdopted(t *testing.T) {
 // An update whose restart cannot be followed (WinRM refuses connections for longer
 // than the update's timeout) keeps the new intent in the state, marked unverified:
 // the next plan is an update in place that says it verifies, and it finishes
-// without a second restart.
+// without a second restart. The update's deadline is divided by 3
+// (cliWork.divideDeadlines): the refusal outlasts it and the read back after it as
+// it outlasts the full minute.
 func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 	t.Parallel()
 	w := newCLI(t)
+	w.divideDeadlines(3)
 	e := startSim(t, func(hc *host.HostConfig) { hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, 1500 })
 	timeouts := "timeouts {\n    update = \"1m\"\n  }"
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, "enabled = false\n  "+timeouts))
@@ -125,7 +128,7 @@ func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 	if ap.Exit == 0 {
 		t.Fatalf("the update succeeded although WinRM refused connections beyond its timeout:\n%s", ap.describe())
 	}
-	wantApplyEnds(t, ap, time.Minute, true)
+	wantApplyEnds(t, ap, time.Minute/3, true)
 	if a := w.attrs(); a["enabled"] != true {
 		t.Errorf("after the failed update the state says enabled = %v; want the new intent (true)", a["enabled"])
 	}
@@ -146,7 +149,9 @@ func TestCLI_failedUpdateIsVerifiedByTheNextPlan(t *testing.T) {
 // plan's comes first), the read the create then uses. Refused for 8 s, the apply
 // waits and succeeds; refused for longer than read = "1m" (a plan's reads are
 // bounded by the read timeout), it fails with an error naming the host, the
-// instance and what to check, having changed nothing.
+// instance and what to check, having changed nothing. That row's deadlines are
+// divided by 3 (cliWork.divideDeadlines): the refusal outlasts 20 s as it outlasts
+// the minute.
 func TestCLI_applyReadRidesThroughARefusal(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -154,13 +159,18 @@ func TestCLI_applyReadRidesThroughARefusal(t *testing.T) {
 		refuse   time.Duration
 		timeout  string
 		wantFail bool
+		// deadlines: the operations' deadlines divided by this; 0: as configured
+		deadlines int
 	}{
 		{name: "8 s, within the timeout", refuse: 8 * time.Second, timeout: "1m"},
-		{name: "100 s, past the timeout", refuse: 100 * time.Second, timeout: "1m", wantFail: true},
+		{name: "100 s, past the timeout", refuse: 100 * time.Second, timeout: "1m", wantFail: true, deadlines: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
+			if tc.deadlines != 0 {
+				w.divideDeadlines(tc.deadlines)
+			}
 			e := startSim(t, nil)
 			e.do(winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultRefuse,
 				Operation: string(contract.OpReadHost), After: 1, DurationMS: int(tc.refuse / time.Millisecond)}})

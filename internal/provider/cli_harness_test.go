@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/testhooks"
 )
 
 // The CLI harness runs the real terraform (or OpenTofu) binary against a provider
@@ -33,7 +35,9 @@ var cliBuild struct {
 }
 
 // buildCLIProvider builds the provider binary once per test run and writes the CLI
-// configuration that points terraform at it.
+// configuration that points terraform at it. The binary has the test hooks
+// (internal/testhooks, build tag mssqlifi_testhooks), which only a test's
+// environment sets (cliWork.divideTimes): without them it runs as a release does.
 func buildCLIProvider() (cliConf string, err error) {
 	cliBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "mssqlifi-cli-")
@@ -44,7 +48,7 @@ func buildCLIProvider() (cliConf string, err error) {
 		cliBuild.dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "terraform-provider-mssqlifi"),
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "mssqlifi_testhooks", "-o", filepath.Join(dir, "terraform-provider-mssqlifi"),
 			"github.com/mssqlifi/terraform-provider-mssqlifi")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			cliBuild.err = fmt.Errorf("go build of the provider failed: %v\n%s", err, out)
@@ -114,6 +118,31 @@ func newCLI(t *testing.T) *cliWork {
 	// A cache directory of the test's own: a run never touches the user's.
 	env = append(env, "TF_CLI_CONFIG_FILE="+conf, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_INPUT=0", "XDG_CACHE_HOME="+t.TempDir())
 	return &cliWork{t: t, dir: t.TempDir(), env: env, bin: bin}
+}
+
+// divideTimes has the provider of w's runs divide its fixed protocol waits by n
+// (testhooks.TimeDivisor): the go line's wait of a gated restart (30 s) and its
+// margin, and the wait for a gated restart's prepared line (90 s). A test that waits
+// for one of them out plays the same sequence in 1/n of the time; the resource's
+// timeouts are as configured.
+func (w *cliWork) divideTimes(n int) {
+	w.t.Helper()
+	if n < 1 || n > testhooks.MaxTimeDivisor {
+		w.t.Fatalf("divideTimes(%d): want 1 to %d", n, testhooks.MaxTimeDivisor)
+	}
+	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvTimeDivisor, n))
+}
+
+// divideDeadlines has the provider of w's runs divide each operation's deadline by n
+// (testhooks.DeadlineDivisor): a timeout of 1m is met after 60/n s. For a test of a
+// fault that outlasts the deadline; the configuration and the waits inside the
+// operation are as written.
+func (w *cliWork) divideDeadlines(n int) {
+	w.t.Helper()
+	if n < 1 || n > testhooks.MaxTimeDivisor {
+		w.t.Fatalf("divideDeadlines(%d): want 1 to %d", n, testhooks.MaxTimeDivisor)
+	}
+	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvDeadlineDivisor, n))
 }
 
 // mssqlifiSource matches the provider's source address in a required_providers block.

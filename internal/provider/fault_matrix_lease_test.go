@@ -117,7 +117,8 @@ func TestCLI_faultMatrixLease(t *testing.T) {
 // restart lease only for its go line's wait (seconds, not the update timeout),
 // then nothing of it remains, and the next apply restarts B. Each host ends with
 // its Engine and Agent Running, the state as the host has it, the next plan empty
-// or an update in place, and no Engine stopped twice.
+// or an update in place, and no Engine stopped twice. The provider's protocol waits
+// are divided by 5 (cliWork.divideTimes): the go line's wait is 6 s, not 30 s.
 func TestCLI_faultMatrixKilledWhilePrepared(t *testing.T) {
 	t.Parallel()
 	var hcs []host.HostConfig
@@ -138,6 +139,7 @@ func TestCLI_faultMatrixKilledWhilePrepared(t *testing.T) {
 		return cfg
 	}
 	w := newCLI(t)
+	w.divideTimes(5)
 	w.write(config("never"))
 	w.mustApply()
 	for _, e := range envs {

@@ -196,10 +196,15 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 		// holdStop: this service's stops last until the create has ended, when the
 		// row ends the stop (EndStopNow): slower than any deadline by construction.
 		holdStop string
+		// deadlines: the create's deadline divided by this (cliWork.divideDeadlines),
+		// for a row whose fault outlasts it.
+		deadlines int
 	}{
 		{name: "SIGINT during the restart", stopMS: 3000,
 			during: func(e *accEnv) func(*exec.Cmd) { return signalAtStopPending(e.t, e, syscall.SIGINT) }},
-		{name: "connections refused for 100 s, create = 1m", stopMS: 1500,
+		// The refusal outlasts the deadline and the read back after it, met after
+		// 20 s (the deadline divided by 3) as after the minute.
+		{name: "connections refused for 100 s, create = 1m", stopMS: 1500, deadlines: 3,
 			actions: []winsim.Action{refuseFromStopPending(100 * time.Second)},
 			wantErr: `(?s)was not seen to finish.*connection refused`},
 		{name: "the Engine fails to start",
@@ -213,6 +218,9 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
+			if r.deadlines != 0 {
+				w.divideDeadlines(r.deadlines)
+			}
 			services := []string{"MSSQLSERVER", "SQLSERVERAGENT"}
 			e := startSim(t, func(hc *host.HostConfig) {
 				hc.Instances[0].StartMS, hc.Instances[0].StopMS = 100, cmp.Or(r.stopMS, 100)
@@ -237,7 +245,7 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 				during = r.during(e)
 			}
 			ap := w.runWhile(during, "apply", "-auto-approve", "-json", "-no-color")
-			wantApplyEnds(t, ap, createTimeout, true)
+			wantApplyEnds(t, ap, createTimeout/time.Duration(cmp.Or(r.deadlines, 1)), true)
 			if r.holdStop != "" {
 				// The create ended while the stop was still pending; now it ends.
 				if err := e.host().EndStopNow(r.holdStop); err != nil {

@@ -43,10 +43,19 @@ func TestCLI_faultMatrix(t *testing.T) {
 		// holdStop: this service's stops last until the apply has ended, when the
 		// row ends the stop (EndStopNow): a stop slower than any deadline by
 		// construction, where a timer would make the row wait its length.
-		holdStop  string
-		gotApply  time.Duration
-		gotResult string
-		gotPlan   string
+		holdStop string
+		// divide: the provider's fixed protocol waits divided by this
+		// (cliWork.divideTimes), for a row that waits one of them out.
+		divide int
+		// deadlines: the apply's deadline divided by this (cliWork.divideDeadlines),
+		// for a row whose fault outlasts it: met after 20 s of a 1m timeout with 3.
+		deadlines int
+		// restartOps: how many restart_instance requests the host must have seen
+		// by the end of the apply (0: not checked).
+		restartOps int
+		gotApply   time.Duration
+		gotResult  string
+		gotPlan    string
 	}
 	rows := []*row{
 		{name: "the Engine will not start (1067)", engineUp: false,
@@ -65,11 +74,14 @@ func TestCLI_faultMatrix(t *testing.T) {
 			actions: []winsim.Action{refuseFromStopPending(8 * time.Second)}},
 		{name: "connections refused for 20 s from Stop Pending", engineUp: true, untilDeadline: true, stopMS: 1500,
 			actions: []winsim.Action{refuseFromStopPending(20 * time.Second)}},
-		{name: "connections refused for 100 s from Stop Pending", engineUp: true, untilDeadline: true, stopMS: 1500,
+		// The refusal outlasts the deadline and the read back after it (20 s): with
+		// the deadline divided by 3 as with the full minute.
+		{name: "connections refused for 100 s from Stop Pending", engineUp: true, untilDeadline: true, stopMS: 1500, deadlines: 3,
 			actions: []winsim.Action{refuseFromStopPending(100 * time.Second)},
 			wantErr: `(?s)was not seen to finish.*connection refused`},
-		// restart_status's 500 is the network's (transient): it is asked until the deadline.
-		{name: "answer lost, then HTTP 500 on restart_status", engineUp: true, untilDeadline: true, stopMS: 1500,
+		// restart_status's 500 is the network's (transient): it is asked until the
+		// deadline (divided by 3).
+		{name: "answer lost, then HTTP 500 on restart_status", engineUp: true, untilDeadline: true, stopMS: 1500, deadlines: 3,
 			actions: []winsim.Action{
 				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultReset, Request: "Receive", Operation: "restart_instance", Count: -1}},
 				{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHTTP500, Operation: "restart_status", Count: -1}},
@@ -114,8 +126,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 		// The gated restart's first answer (its prepared line) hangs: after 90 s (a
 		// powershell.exe start, its checks and the guard's start, at most 30 s for each
 		// of its two launchers) it is abandoned, having changed nothing, and sent again
-		// ungated, which goes: within a create timeout of 2 m.
-		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500, timeout: 2 * time.Minute,
+		// ungated, which goes: within a create timeout of 2 m. The row plays it with
+		// the waits divided by 10: abandoned after 9 s, the host's go line wait 3 s.
+		{name: "a hung answer to restart_instance", engineUp: true, untilDeadline: true, stopMS: 1500, timeout: 2 * time.Minute, divide: 10, restartOps: 2,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultHang, Request: "Receive", Operation: "restart_instance"}}}},
 		{name: "slow replies (1 s each)", engineUp: true, untilDeadline: true,
 			actions: []winsim.Action{{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{Fault: winsim.FaultSlow, DelayMS: 1000, Count: -1}}}},
@@ -127,6 +140,12 @@ func TestCLI_faultMatrix(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			w := newCLI(t)
+			if r.divide != 0 {
+				w.divideTimes(r.divide)
+			}
+			if r.deadlines != 0 {
+				w.divideDeadlines(r.deadlines)
+			}
 			stop := r.stopMS
 			if stop == 0 {
 				stop = 100
@@ -156,7 +175,14 @@ func TestCLI_faultMatrix(t *testing.T) {
 			w.write(e.providerConfig(true) + resourceConfig(e.addr, extra))
 			ap := w.apply()
 			r.gotApply = ap.Duration
-			wantApplyEnds(t, ap, timeout, r.untilDeadline)
+			deadline := timeout
+			if r.deadlines != 0 {
+				deadline /= time.Duration(r.deadlines)
+			}
+			wantApplyEnds(t, ap, deadline, r.untilDeadline)
+			if ops := e.operations(); r.restartOps != 0 && countOp(ops, contract.OpRestartInstance) != r.restartOps {
+				t.Errorf("the host saw operations %v; want %d of %s", ops, r.restartOps, contract.OpRestartInstance)
+			}
 			if r.holdStop != "" {
 				// The apply ended while the stop was still pending; now it ends.
 				if err := e.host().EndStopNow(r.holdStop); err != nil {

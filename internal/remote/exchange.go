@@ -14,6 +14,7 @@ import (
 	"github.com/masterzen/winrm/soap"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/testhooks"
 )
 
 // The WinRS exchange of one operation, written for the fewest round trips on one
@@ -86,8 +87,9 @@ func (s *session) run(ctx context.Context, command string, args []string, stdin 
 // (runWith): the prepared line of a gated restart comes once its powershell.exe
 // started, its checks ran and its guard started (design/restart.md: the guard's
 // start record is waited for at most contract.GuardStartSeconds per launcher, and
-// there are two), seconds on any host.
-var firstProgressWithin = 30*time.Second + 2*contract.GuardStartSeconds*time.Second
+// there are two), seconds on any host. (Divided by testhooks.TimeDivisor, which is 1
+// outside the provider's acceptance tests.)
+var firstProgressWithin = (30*time.Second + 2*contract.GuardStartSeconds*time.Second) / time.Duration(testhooks.TimeDivisor())
 
 // progressFunc is told each progress line (contract.ParseProgress) of the command's
 // stdout as it comes; what it returns is sent as the rest of stdin, with
