@@ -486,8 +486,8 @@ func TestApplyStopsWaitingWhenTheGroupFailedOver(t *testing.T) {
 		moved := &contract.NotPrimaryError{Group: "AG1", Address: "SQL01:1433", Primary: "SQL03"}
 		w.checker.healthErr = func(int) error { return fmt.Errorf("SQL Server at SQL01:1433: %w", moved) }
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-		defer cancel()
 		res, err := NewSession(w.engine).Apply(ctx, ApplyRequest{Request: Request{Target: defaultTarget, Desired: enable}, Create: create})
+		cancel()
 		if err != nil {
 			t.Fatalf("create %v: Apply: %v", create, err)
 		}

@@ -35,8 +35,7 @@ func TestApplyRefusedByAPreparedRequestNamesIt(t *testing.T) {
 	w := newWorld(newFakeHost())
 	w.host.otherRestarting, w.host.otherPrepared = true, true
 	_, err := w.engine.Apply(context.Background(), defaultTarget, enable)
-	wantError(t, err, KindRestartInProgress)
-	msg := err.Error()
+	msg := wantError(t, err, KindRestartInProgress).Error()
 	if strings.Contains(msg, "another instance of the host is restarting") || !strings.Contains(msg, "request 0a1b to restart instance ETL") ||
 		!strings.Contains(msg, "waits for its go line until 2026-12-01T10:00:30Z") {
 		t.Errorf("the error %q: want the prepared request and its expiry named, not another instance restarting", msg)

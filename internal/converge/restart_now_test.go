@@ -49,8 +49,9 @@ func (l *progressLog) await(t *testing.T, sub string) {
 		case <-l.news:
 		case <-deadline:
 			l.mu.Lock()
-			defer l.mu.Unlock()
-			t.Fatalf("no progress message contains %q; the messages: %q", sub, l.msgs)
+			msgs := append([]string(nil), l.msgs...)
+			l.mu.Unlock()
+			t.Fatalf("no progress message contains %q; the messages: %q", sub, msgs)
 		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 
 // A sql block whose login SQL Server refuses, through the real terraform CLI.
 
-// withSQLPassword is the provider configuration of e with the sql block's password
-// replaced, and more lines added to the block.
-func withSQLPassword(e *accEnv, password string, lines ...string) string {
+// wrongSQLPassword is the provider configuration of e with a sql block password
+// SQL Server refuses, and more lines added to the block.
+func wrongSQLPassword(e *accEnv, lines ...string) string {
 	cfg := e.providerConfig(true)
-	cfg = strings.Replace(cfg, "password = \""+accSQLPass+"\"", "password = \""+password+"\"", 1)
+	cfg = strings.Replace(cfg, "password = \""+accSQLPass+"\"", "password = \"not-the-password\"", 1)
 	return strings.Replace(cfg, "  sql {\n", "  sql {\n"+strings.Join(append(lines, ""), "\n"), 1)
 }
 
@@ -38,7 +38,7 @@ func TestCLI_sqlLogonRefusedFailsThePlan(t *testing.T) {
 		r.wantNoDiag(t, "warning", "^IFI could not be verified through SQL Server$")
 	}
 
-	w.write(withSQLPassword(e, "not-the-password") + resourceConfig(e.addr, ""))
+	w.write(wrongSQLPassword(e) + resourceConfig(e.addr, ""))
 	p := w.plan()
 	p.wantPlanExit(t, 1)
 	wantRefused(p)
@@ -53,7 +53,7 @@ func TestCLI_sqlLogonRefusedFailsThePlan(t *testing.T) {
 	// In the state: the refresh fails the same way, and the state stays.
 	w.write(e.providerConfig(true) + resourceConfig(e.addr, ""))
 	w.mustApply()
-	w.write(withSQLPassword(e, "not-the-password") + resourceConfig(e.addr, ""))
+	w.write(wrongSQLPassword(e) + resourceConfig(e.addr, ""))
 	p = w.plan()
 	p.wantPlanExit(t, 1)
 	wantRefused(p)
@@ -65,7 +65,7 @@ func TestCLI_sqlLogonRefusedOptionalWarns(t *testing.T) {
 	t.Parallel()
 	e := startSim(t, nil)
 	w := newCLI(t)
-	w.write(withSQLPassword(e, "not-the-password", "    optional = true") + resourceConfig(e.addr, ""))
+	w.write(wrongSQLPassword(e, "    optional = true") + resourceConfig(e.addr, ""))
 	p := w.plan()
 	if p.Exit == 1 {
 		t.Fatalf("plan with sql.optional = true failed:\n%s", p.describe())
@@ -86,7 +86,7 @@ func TestCLI_sqlLogonRefusedOncePerHost(t *testing.T) {
 	t.Parallel()
 	e := startSim(t, fleetHost(3, 100, 100))
 	w := newCLI(t)
-	w.write(withSQLPassword(e, "not-the-password") + fleetConfig(e.addr, 3, "if_needed", func(int) bool { return true }))
+	w.write(wrongSQLPassword(e) + fleetConfig(e.addr, 3, "if_needed", func(int) bool { return true }))
 	p := w.plan()
 	p.wantPlanExit(t, 1)
 	refused := p.find("error", `^The sql login cannot log on to SQL Server I0\d on `+regexp.QuoteMeta(e.addr)+`$`,

@@ -61,7 +61,7 @@ func (p *protoProvider) invokeRestart(cfg map[string]any) (progress []string, di
 	if !ok {
 		p.t.Fatalf("the provider has no action %s", actionType)
 	}
-	as6, ok := p.s.(tfprotov6.ProviderServerWithActions)
+	as6, ok := p.s.(tfprotov6.ProviderServerWithActions) //nolint:staticcheck // SA1019: what tf6server asserts today
 	if !ok {
 		p.t.Fatal("the provider server does not serve actions")
 	}
@@ -94,7 +94,7 @@ func (p *protoProvider) listIFI(cfg map[string]any, includeResource bool) []tfpr
 	if !ok {
 		p.t.Fatalf("the provider has no list resource %s", typeName)
 	}
-	ls6, ok := p.s.(tfprotov6.ProviderServerWithListResource)
+	ls6, ok := p.s.(tfprotov6.ProviderServerWithListResource) //nolint:staticcheck // SA1019: what tf6server asserts today
 	if !ok {
 		p.t.Fatal("the provider server does not serve list resources")
 	}
@@ -128,7 +128,7 @@ func toValue(t *testing.T, typ tftypes.Type, v any) tftypes.Value {
 	}
 	switch typ := typ.(type) {
 	case tftypes.Object:
-		m := v.(map[string]any)
+		m := asType[map[string]any](t, v)
 		vals := map[string]tftypes.Value{}
 		for k, at := range typ.AttributeTypes {
 			vals[k] = toValue(t, at, m[k])
@@ -140,20 +140,20 @@ func toValue(t *testing.T, typ tftypes.Type, v any) tftypes.Value {
 		return tftypes.NewValue(typ, vals)
 	case tftypes.List:
 		var elems []tftypes.Value
-		for _, e := range v.([]any) {
+		for _, e := range asType[[]any](t, v) {
 			elems = append(elems, toValue(t, typ.ElementType, e))
 		}
 		return tftypes.NewValue(typ, elems)
 	case tftypes.Map:
 		elems := map[string]tftypes.Value{}
-		for k, e := range v.(map[string]any) {
+		for k, e := range asType[map[string]any](t, v) {
 			elems[k] = toValue(t, typ.ElementType, e)
 		}
 		return tftypes.NewValue(typ, elems)
 	}
 	switch {
 	case typ.Is(tftypes.Number):
-		return tftypes.NewValue(typ, new(big.Float).SetInt64(int64(v.(int))))
+		return tftypes.NewValue(typ, new(big.Float).SetInt64(int64(asType[int](t, v))))
 	default:
 		return tftypes.NewValue(typ, v)
 	}
@@ -229,4 +229,15 @@ func protoDiags(ds []*tfprotov6.Diagnostic, sev tfprotov6.DiagnosticSeverity) st
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// asType is v as a T, or the test's end naming what v is.
+func asType[T any](t *testing.T, v any) T {
+	t.Helper()
+	x, ok := v.(T)
+	if !ok {
+		var want T
+		t.Fatalf("a value of type %T where the test wants %T: %v", v, want, v)
+	}
+	return x
 }

@@ -57,7 +57,11 @@ func (t wholeNumberType) ValueFromTerraform(ctx context.Context, in tftypes.Valu
 	if err != nil {
 		return nil, err
 	}
-	return wholeNumber{Int64Value: v.(basetypes.Int64Value)}, nil
+	i, ok := v.(basetypes.Int64Value)
+	if !ok {
+		return nil, fmt.Errorf("a whole number read as %T, not an Int64 value", v)
+	}
+	return wholeNumber{Int64Value: i}, nil
 }
 
 // wholeNumber is a value of wholeNumberType: an Int64 value, and the number the

@@ -40,7 +40,7 @@ func TestWholeNumberType(t *testing.T) {
 			t.Fatalf("%v: %v", tc.in, err)
 		}
 		resp := &xattr.ValidateAttributeResponse{}
-		v.(wholeNumber).ValidateAttribute(ctx, xattr.ValidateAttributeRequest{Path: path.Root("port")}, resp)
+		asType[wholeNumber](t, v).ValidateAttribute(ctx, xattr.ValidateAttributeRequest{Path: path.Root("port")}, resp)
 		if tc.refused == "" {
 			if resp.Diagnostics.HasError() || v.String() != tc.want || !v.Type(ctx).Equal(wholeNumberType{}) {
 				t.Errorf("%v: %s %v; want %s, accepted", tc.in, v, resp.Diagnostics, tc.want)

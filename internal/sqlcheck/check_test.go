@@ -568,8 +568,8 @@ func TestCheckRefusesTheAnswerOfAnotherInstance(t *testing.T) {
 			}
 			e := asError(t, err)
 			answered := contract.DefaultInstance
-			if tc.answers != nil {
-				answered = tc.answers.(string)
+			if s, ok := tc.answers.(string); ok {
+				answered = s
 			}
 			want := fmt.Sprintf("port %d answers for instance %s, not for %s", ep.port, answered, tc.asked)
 			if r != nil || e.Kind != KindWrongInstance || e.Setting != SettingPort || !strings.Contains(err.Error(), want) {

@@ -98,7 +98,7 @@ func block(b *tfprotov6.SchemaBlock) (*tfjson.SchemaBlock, error) {
 		if a.NestedType != nil {
 			return nil, fmt.Errorf("attribute %s: nested attributes are not converted (kindschemas needs extending)", a.Name)
 		}
-		tj, err := a.Type.MarshalJSON()
+		tj, err := a.Type.MarshalJSON() //nolint:staticcheck // SA1019: the attribute type's JSON as the schema JSON that terraform providers schema -json prints holds it; tftypes has no other encoder
 		if err != nil {
 			return nil, fmt.Errorf("attribute %s: %w", a.Name, err)
 		}

@@ -46,7 +46,7 @@ func canonicalName(conf *config.Config, upn, realm, password string, kt *keytab.
 			return "", "", fmt.Errorf("building the AS-REQ: %w", err)
 		}
 		types.SetFlag(&req.ReqBody.KDCOptions, flags.Canonicalize)
-		rep, kerr, err := asExchange(conf, realm, &req)
+		_, kerr, err := asExchange(conf, realm, &req)
 		if err != nil {
 			return "", "", err
 		}
@@ -82,7 +82,7 @@ func canonicalName(conf *config.Config, upn, realm, password string, kt *keytab.
 			return "", "", err
 		}
 		req.PAData = append(req.PAData, types.PAData{PADataType: patype.PA_ENC_TIMESTAMP, PADataValue: b})
-		rep, kerr, err = asExchange(conf, realm, &req)
+		rep, kerr, err := asExchange(conf, realm, &req)
 		if err != nil {
 			return "", "", err
 		}

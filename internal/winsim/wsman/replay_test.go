@@ -182,7 +182,7 @@ func TestSimulatorRefusesATimeoutThatIsNotPositive(t *testing.T) {
 	env := newEnv(t, false, nil)
 	ex := recordings.Load(t, "pypsrp/test_winrs_fail_poll_process.yml")
 	_, reply := post(t, env, ex[0].Request)
-	shell := recordedShellID.FindStringSubmatch(string(reply))
+	shell := recordedShellID.FindStringSubmatch(reply)
 	for _, timeout := range []string{"PT-1S", "PT0S", "soon"} {
 		req := strings.ReplaceAll(ex[1].Request, "<wsman:OperationTimeout>PT20S<", "<wsman:OperationTimeout>"+timeout+"<")
 		req = regexp.MustCompile(`(Name="ShellId">)[^<]+`).ReplaceAllString(req, "${1}"+shell[1])
