@@ -291,11 +291,19 @@ type ServiceInfo struct {
 	State string `json:"state"`
 }
 
-// SetRightParams grants or revokes one right for one SID through the LSA API.
+// SetRightParams grants or revokes one right for one SID through the LSA API, or
+// makes Changes.
 type SetRightParams struct {
 	Right string `json:"right"`
 	SID   string `json:"sid"`
 	Grant bool   `json:"grant"` // true: LsaAddAccountRights; false: LsaRemoveAccountRights
+	// Changes, when not empty, are the changes to make, in order, in this one
+	// process (Right, SID and Grant are then not used): an apply that changes both
+	// managed rights without a restart sends one set_right, as restart_instance makes
+	// its changes. At most MaxRestartChanges; every right is checked before anything
+	// changes. The first change that fails ends the request, its error naming its
+	// right and SID; the changes before it were made.
+	Changes []RightChange `json:"changes,omitempty"`
 	// ReadBack names an instance to read (as read_instance does) after the change, in
 	// the same process: the apply's read-back without a powershell.exe of its own.
 	// It reads with Right RightManageVolume whichever right changed, as
@@ -307,7 +315,9 @@ type SetRightParams struct {
 	Agent string `json:"agent,omitempty"`
 }
 
-// SetRightResult tells whether anything changed and who holds the right now.
+// SetRightResult tells whether anything changed and who holds the right now (with
+// Changes: whether any of them changed anything, and who holds the last one's
+// right).
 type SetRightResult struct {
 	Changed bool        `json:"changed"`
 	Holders []Principal `json:"holders"`

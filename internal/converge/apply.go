@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
@@ -297,8 +298,12 @@ type rightsRun struct {
 // setRights runs steps in order on h, the host of t (node: the failover cluster
 // node it is, "" for none), stopping at the first failure; out records whether any
 // changed the host. With readBack, the last step reads the instance back in its own
-// process.
+// process. Several steps (both rights without a restart) go as one set_right
+// (setRightsAtOnce): one powershell.exe.
 func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, steps []ifi.Step, readBack bool, out ledger) rightsRun {
+	if len(steps) > 1 && len(steps) <= contract.MaxRestartChanges {
+		return e.setRightsAtOnce(ctx, h, t, node, steps, readBack, out)
+	}
 	var run rightsRun
 	for i := range steps {
 		s := steps[i]
@@ -330,6 +335,71 @@ func (e *Engine) setRights(ctx context.Context, h Host, t Target, node string, s
 		}
 	}
 	return run
+}
+
+// setRightsAtOnce is setRights with one set_right making every step in order
+// (SetRightParams.Changes). When the host answers that one failed, the error names
+// its right and SID: the steps before it were made, and out records a change. When
+// it cannot tell which (no answer, or an LSA error that names none), the failure is
+// the first step's and out records a change, so that what holds now is read back
+// (unknown, not none).
+func (e *Engine) setRightsAtOnce(ctx context.Context, h Host, t Target, node string, steps []ifi.Step, readBack bool, out ledger) rightsRun {
+	var run rightsRun
+	p := contract.SetRightParams{}
+	for _, s := range steps {
+		p.Changes = append(p.Changes, contract.RightChange{Right: s.RightOf(), SID: s.SID, Grant: s.Grant})
+	}
+	if readBack {
+		p.ReadBack = t.Instance
+	}
+	fields := map[string]any{"host": t.Host, "instance": t.Instance, "changes": fmt.Sprintf("%+v", p.Changes)}
+	if node != "" {
+		fields["node"] = node
+	}
+	e.debug(ctx, "set_right", fields)
+	res, err := h.SetRight(ctx, p)
+	if err != nil {
+		i := 0
+		if !hostAnswered(err) {
+			// Any of its changes may have been made before the answer was lost (as
+			// the steps before a lost one were, one request each): read back.
+			out.unanswered()
+			out.changed()
+		} else if j, ok := failedStep(err, steps); ok {
+			i = j
+			run.done = slices.Clone(steps[:i])
+			if i > 0 {
+				run.changed = true
+				out.changed()
+			}
+		} else if _, ok := changeFailed(err, steps); ok {
+			out.changed() // a change failed, which one is not said: what holds now is read back
+		}
+		run.err = out.fail(&Error{Kind: KindSetRightFailed, Target: t, Err: err, Step: &steps[i], Node: node})
+		return run
+	}
+	run.done = slices.Clone(steps)
+	if res != nil {
+		if res.Changed {
+			run.changed = true
+			out.changed()
+		}
+		run.back = res.Instance
+		eventLogWarning(out, t, node, res.EventLogWarning)
+	}
+	return run
+}
+
+// failedStep is the index of the step a host's error names, by its right and SID
+// (Set-UserRight's errors name both); false when it names none.
+func failedStep(err error, steps []ifi.Step) (int, bool) {
+	msg := err.Error()
+	for i, s := range steps {
+		if strings.Contains(msg, s.RightOf()) && strings.Contains(msg, s.SID) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // waitReady waits until SQL Server accepts a login at st; without SQL credentials or

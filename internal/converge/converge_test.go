@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -805,6 +806,51 @@ func TestApplyChangesInOneOperation(t *testing.T) {
 		}
 		if out.Assessment == nil || !out.Assessment.PrivilegeGranted {
 			t.Errorf("the read-back does not show the grant: %+v", out.Assessment)
+		}
+	})
+	// Both rights without a restart: one set_right makes both changes (one
+	// powershell.exe), and reads the instance back (issue 41).
+	t.Run("both rights without restart in one set_right", func(t *testing.T) {
+		w := newWorld(newFakeHost().withLockPages())
+		both := enable
+		both.Restart = ifi.RestartNever
+		on := true
+		both.LockPages = &on
+		out, err := w.engine.Apply(context.Background(), defaultTarget, both)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		if h := w.host; h.reads != 1 || h.setRightOps != 1 || h.setRights != 2 || h.restarts != 0 {
+			t.Errorf("read_instance %d, set_right %d (changes %d), restart_instance %d; want 1, 1 (2), 0", h.reads, h.setRightOps, h.setRights, h.restarts)
+		}
+		if !w.host.holds(svcSID) || !slices.Contains(w.host.lockHolders, svcSID) {
+			t.Errorf("holders after the apply: IFI %v, Lock Pages %v; want the service SID in both", w.host.holders, w.host.lockHolders)
+		}
+		if a := out.Assessment; a == nil || !a.PrivilegeGranted || a.LockPages == nil || !a.LockPages.Granted {
+			t.Errorf("the read-back does not show both grants: %+v", a)
+		}
+	})
+	// The host refuses the second change of the set_right: the first was made, and
+	// the error names the one that failed.
+	t.Run("both rights, the second refused", func(t *testing.T) {
+		w := newWorld(newFakeHost().withLockPages())
+		w.host.setRightErr = func(n int, p contract.SetRightParams) error {
+			if p.Right != contract.RightLockMemory {
+				return nil
+			}
+			return &fakeScriptError{code: "lsa_error", err: fmt.Errorf("Changing %s for %s on SQL01 failed: Access is denied", p.Right, p.SID)}
+		}
+		both := enable
+		both.Restart = ifi.RestartNever
+		on := true
+		both.LockPages = &on
+		out, err := w.engine.Apply(context.Background(), defaultTarget, both)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind != KindSetRightFailed || ce.Step == nil || ce.Step.RightOf() != contract.RightLockMemory || !ce.Changed {
+			t.Fatalf("Apply: %v (%+v); want Lock Pages' grant failed after a change", err, ce)
+		}
+		if w.host.setRightOps != 1 || !out.Changed || !w.host.holds(svcSID) {
+			t.Errorf("set_right %d, changed %t, IFI holders %v; want one request and the IFI grant made", w.host.setRightOps, out.Changed, w.host.holders)
 		}
 	})
 	t.Run("a change the host refuses stops nothing", func(t *testing.T) {

@@ -3,6 +3,7 @@ package converge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -243,27 +244,25 @@ func TestChangeNotInTheEventLogIsAWarning(t *testing.T) {
 
 func withRestartNever(d ifi.Desired) ifi.Desired { d.Restart = ifi.RestartNever; return d }
 
-// Only the last set_right of an apply reads the instance back; a destroy's never does.
-func TestOnlyTheApplysLastSetRightReadsBack(t *testing.T) {
-	var seen []contract.SetRightParams
-	record := func(_ int, p contract.SetRightParams) error { seen = append(seen, p); return nil }
+// An apply's changes without a restart go as one set_right, which reads the
+// instance back (a grantee move: the revoke, then the grant); a destroy's never
+// reads back.
+func TestTheApplysSetRightReadsBack(t *testing.T) {
 	h := newFakeHost().granted(acctSID)
-	h.setRightErr = record
 	d := withRestartNever(enable)
 	d.PriorGranteeSID = acctSID
 	if _, err := newWorld(h).engine.Apply(context.Background(), defaultTarget, d); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 2 || seen[0].ReadBack != "" || seen[1].ReadBack != defaultTarget.Instance {
-		t.Errorf("apply's set_right requests %+v: want the revoke without a read-back, the grant with one", seen)
+	want := []contract.RightChange{{Right: contract.RightManageVolume, SID: acctSID, Grant: false}, {Right: contract.RightManageVolume, SID: svcSID, Grant: true}}
+	if seen := h.setRightRequests; len(seen) != 1 || !slices.Equal(seen[0].Changes, want) || seen[0].ReadBack != defaultTarget.Instance {
+		t.Errorf("apply's set_right requests %+v: want one, the revoke then the grant, with a read-back", seen)
 	}
-	seen = nil
 	h = newFakeHost().granted(svcSID)
-	h.setRightErr = record
 	if _, err := newWorld(h).engine.Destroy(context.Background(), defaultTarget, enable); err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 1 || seen[0].ReadBack != "" {
+	if seen := h.setRightRequests; len(seen) != 1 || seen[0].ReadBack != "" {
 		t.Errorf("destroy's set_right requests %+v: want one revoke without a read-back", seen)
 	}
 }
@@ -447,7 +446,11 @@ type lostGrantAnswerHost struct{ *fakeHost }
 
 func (h lostGrantAnswerHost) SetRight(ctx context.Context, p contract.SetRightParams) (*contract.SetRightResult, error) {
 	res, err := h.fakeHost.SetRight(ctx, p)
-	if err != nil || !p.Grant {
+	grants := p.Grant
+	for _, c := range p.Changes {
+		grants = grants || c.Grant
+	}
+	if err != nil || !grants {
 		return res, err
 	}
 	return nil, errBoom

@@ -53,8 +53,13 @@ type fakeHost struct {
 	// (e.g. to wait until the SQL check has started).
 	beforeRead func(ctx context.Context) error
 
+	// lockHolders hold Lock Pages in Memory, reported when ri.LockPages is set
+	// (withLockPages).
+	lockHolders []string
+
 	reads, setRights, restarts, statuses int
 	setRightOps                          int // set_right requests (setRights counts changes)
+	setRightRequests                     []contract.SetRightParams
 	restartParams                        []contract.RestartInstanceParams
 	// restartResult, when set, is restart_instance's answer (no effect on the host).
 	restartResult *contract.RestartInstanceResult
@@ -97,6 +102,13 @@ func newFakeHost() *fakeHost {
 	ri.TCPPort = 1433
 	ri.ProcessStartTime = &fakeBoot
 	return &fakeHost{installed: true, ri: *ri}
+}
+
+// withLockPages makes the host report who holds Lock Pages in Memory (lockHolders).
+func (h *fakeHost) withLockPages() *fakeHost {
+	h.ri.LockPages = &contract.RightRead{Right: contract.RightLockMemory, Holders: []contract.Principal{},
+		GroupPolicy: contract.GroupPolicyInfo{Known: true}}
+	return h
 }
 
 // fakeBoot is when the fake Engine first started; each restart starts it a minute later.
@@ -157,6 +169,14 @@ func (h *fakeHost) reportLocked(instance string) *contract.ReadInstanceResult {
 	for _, s := range h.holders {
 		ri.RightHolders = append(ri.RightHolders, contract.Principal{SID: s})
 	}
+	if h.ri.LockPages != nil {
+		lp := *h.ri.LockPages
+		lp.Holders = []contract.Principal{}
+		for _, s := range h.lockHolders {
+			lp.Holders = append(lp.Holders, contract.Principal{SID: s})
+		}
+		ri.LockPages = &lp
+	}
 	return &ri
 }
 
@@ -176,9 +196,18 @@ func (h *fakeHost) SetRight(ctx context.Context, p contract.SetRightParams) (*co
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.setRightOps++
-	changed, err := h.changeLocked(p)
-	if err != nil {
-		return nil, err
+	h.setRightRequests = append(h.setRightRequests, p)
+	changes := p.Changes
+	if len(changes) == 0 {
+		changes = []contract.RightChange{{Right: p.Right, SID: p.SID, Grant: p.Grant}}
+	}
+	changed := false
+	for _, c := range changes {
+		ch, err := h.changeLocked(contract.SetRightParams{Right: c.RightOf(), SID: c.SID, Grant: c.Grant})
+		if err != nil {
+			return nil, err // the ones before it were made
+		}
+		changed = changed || ch
 	}
 	res := &contract.SetRightResult{Changed: changed}
 	if p.ReadBack != "" && !h.noReadBack {
@@ -196,12 +225,16 @@ func (h *fakeHost) changeLocked(p contract.SetRightParams) (bool, error) {
 			return false, err
 		}
 	}
-	had := slices.Contains(h.holders, p.SID)
+	holders := &h.holders
+	if p.Right == contract.RightLockMemory {
+		holders = &h.lockHolders
+	}
+	had := slices.Contains(*holders, p.SID)
 	switch {
 	case p.Grant && !had:
-		h.holders = append(h.holders, p.SID)
+		*holders = append(*holders, p.SID)
 	case !p.Grant && had:
-		h.holders = slices.DeleteFunc(h.holders, func(s string) bool { return s == p.SID })
+		*holders = slices.DeleteFunc(*holders, func(s string) bool { return s == p.SID })
 	}
 	return had != p.Grant, nil
 }
@@ -219,7 +252,7 @@ func (h *fakeHost) RestartInstance(ctx context.Context, p contract.RestartInstan
 	}
 	changed := false
 	for _, c := range p.Changes {
-		ch, err := h.changeLocked(contract.SetRightParams{Right: contract.RightManageVolume, SID: c.SID, Grant: c.Grant})
+		ch, err := h.changeLocked(contract.SetRightParams{Right: c.RightOf(), SID: c.SID, Grant: c.Grant})
 		if err != nil {
 			// right_change.ps1 ends the request with lsa_error before anything stops.
 			return nil, &fakeScriptError{code: "lsa_error", err: err}

@@ -18,9 +18,13 @@ import (
 // of starting a powershell.exe of their own
 // (design/winrm-stdin-and-cost-model.md, "One read per host per run").
 //
-// A shared read is used only within the run (the Engine is the run's), only while
-// it is fresh (Engine.ReadFreshness, counted from when it was sent), and never across
-// a change: every change the engine makes on a host (a grant, a revoke, a restart)
+// A shared read is used only within the run (the Engine is the run's) and never
+// across a change. A plan's and a refresh's reads (runWide: Session.Read, Plan,
+// Describe, DescribeHost) share it for the whole run however long it is, since what
+// they show is the host as the run found it and nothing but the run's own changes is
+// known to move it; every other read (an apply's or a destroy's, which decide a
+// change from it) shares it only while it is fresh (Engine.ReadFreshness, counted
+// from when it was sent). Every change the engine makes on a host (a grant, a revoke, a restart)
 // ends the host's shared read before it is sent and again when it has answered, and a
 // failover cluster action ends every host's, since it moves a role between nodes.
 // While a change is in progress, reads of that host are the operation's own. A
@@ -132,7 +136,7 @@ func (e *Engine) sharedHost(ctx context.Context, hr contract.HostReader, t Targe
 	epoch := s.epoch + r.epoch
 	read := s.read
 	sent := false
-	if read == nil || read.epoch != epoch || !e.stillFresh(read, now) {
+	if read == nil || read.epoch != epoch || !e.stillFresh(read, now, isRunWide(ctx)) {
 		read = &sharedRead{epoch: epoch, at: now, done: make(chan struct{})}
 		s.read = read
 		r.mu.Unlock()
@@ -205,15 +209,20 @@ func validInstanceNames(names []string) []string {
 	return out
 }
 
-// stillFresh reports whether a finished read may still be shared at now: sent at
-// most ReadFreshness ago (a read in flight is always joined). A negative
-// ReadFreshness (Apply always reads) shares nothing but the reads in flight.
-func (e *Engine) stillFresh(read *sharedRead, now time.Time) bool {
+// stillFresh reports whether a finished read may still be shared at now: for a
+// plan's or a refresh's read (runWide), any read of the run that answered; else one
+// sent at most ReadFreshness ago (a read in flight is always joined). A negative
+// ReadFreshness (Apply always reads) shares nothing but the reads in flight with the
+// reads that are not runWide.
+func (e *Engine) stillFresh(read *sharedRead, now time.Time, runWide bool) bool {
 	if !isDone(read) {
 		return true
 	}
 	if read.err != nil {
 		return false
+	}
+	if runWide {
+		return true // the run's changes end it (hostReads.change), not its age
 	}
 	limit := e.ReadFreshness
 	if limit == 0 {
@@ -221,6 +230,23 @@ func (e *Engine) stillFresh(read *sharedRead, now time.Time) bool {
 	}
 	age := now.Sub(read.at)
 	return age >= 0 && age <= limit
+}
+
+// runWideKey marks the context of a plan's or a refresh's operation (runWide).
+type runWideKey struct{}
+
+// runWide is ctx for an operation that only shows the host (a refresh, a plan, a
+// data source): its reads share the host's read of the run whatever its age
+// (hostReads). An apply's and a destroy's reads are never marked: they decide a
+// change, and share a read only while it is fresh.
+func runWide(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runWideKey{}, true)
+}
+
+// isRunWide reports whether ctx is runWide's.
+func isRunWide(ctx context.Context) bool {
+	v, _ := ctx.Value(runWideKey{}).(bool)
+	return v
 }
 
 // isDone reports whether read has answered.

@@ -42,6 +42,9 @@ func (h *shelfHost) ReadHost(ctx context.Context, p contract.ReadHostParams) (*c
 		ri := *h.fakeHost.reportLocked(h.fakeHost.ri.Instance)
 		h.fakeHost.mu.Unlock()
 		ri.Instance, ri.InstalledInstances = n, h.names
+		if n != contract.DefaultInstance {
+			ri.ServiceName = "MSSQL$" + n // each named instance's own Engine service
+		}
 		res.Instances = append(res.Instances, ri)
 	}
 	return res, nil
@@ -298,5 +301,53 @@ func TestInstancesOfAHost(t *testing.T) {
 	pe := &Engine{Clients: shelfClients{plain}, Clock: &movingClock{now: fakeBoot}}
 	if _, names, err := pe.Instances(context.Background(), Target{Host: "sql02"}); err != nil || strings.Join(names, ",") != "MSSQLSERVER,SALES" {
 		t.Errorf("Instances without read_host: %v %v; want [MSSQLSERVER SALES]", names, err)
+	}
+}
+
+// A plan's refreshes share the host's read for the whole run, however long it is
+// (here the four instances of one host are refreshed 20 s apart, 60 s in all, as
+// Terraform spreads them over a long plan): one read_host, no read_instance. The
+// run's own grant on the host ends it, so the next refresh reads the host again
+// and shows the grant; and a read that decides a change (not a refresh's) still
+// takes the shared read only while it is at most ReadFreshness old.
+func TestHostReadOfARefreshLastsTheRun(t *testing.T) {
+	t.Parallel()
+	names := []string{"I01", "I02", "I03", "I04"}
+	h, e, clock := newShelf(names...)
+	s := NewSession(e)
+	refresh := func(instance string) *Result {
+		t.Helper()
+		res, err := s.Read(context.Background(), ReadRequest{Request: Request{
+			Target: Target{Host: "sql01.example.com", Instance: instance}, Desired: enable}})
+		if err != nil {
+			t.Fatalf("refreshing %s: %v", instance, err)
+		}
+		return res
+	}
+	for i, n := range names {
+		if i > 0 {
+			clock.advance(20 * time.Second)
+		}
+		if res := refresh(n); res.Outcome == nil || res.Outcome.Read == nil || res.Outcome.Read.Instance != n {
+			t.Fatalf("the refresh of %s answered %+v", n, res.Outcome)
+		}
+	}
+	if hr, ir := h.counts(); hr != 1 || ir != 0 {
+		t.Errorf("four refreshes on one host over 60 s sent %d read_host and %d read_instance; want 1 and 0", hr, ir)
+	}
+
+	change(t, e)
+	res := refresh("I02")
+	if hr, _ := h.counts(); hr != 2 {
+		t.Errorf("after the run's grant the next refresh used the earlier read_host (%d sent); want a new one", hr)
+	}
+	if got := res.Outcome.Read.RightHolders; len(got) != 1 || got[0].SID != svcSID {
+		t.Errorf("the refresh after the grant shows holders %v; want the grant", got)
+	}
+
+	clock.advance(DefaultReadFreshness + time.Second)
+	read(t, e, "I03") // an apply's or a destroy's read
+	if hr, _ := h.counts(); hr != 3 {
+		t.Errorf("a read that decides a change took a shared read older than ReadFreshness (%d read_host); want a new one", hr)
 	}
 }

@@ -275,6 +275,7 @@ type ReadRequest struct {
 // which this run's plan then predicts from. A refresh reads the host; the memo
 // keeps what the apply asked (the state's `enabled` may say otherwise).
 func (s *Session) Read(ctx context.Context, r ReadRequest) (*Result, error) {
+	ctx = runWide(ctx) // a refresh shows the host as the run found it (hostReads)
 	t, d, m := r.Target, s.held(r.Desired), r.memo()
 	// A refresh is the host's last use in its provider process: the plan after it
 	// decides from this read (the memo), and an apply is a process of its own.
@@ -369,6 +370,7 @@ func (s *Session) Destroy(ctx context.Context, r Request) (*Result, error) {
 // Describe reads the instance for the data source, changing nothing, on its path:
 // assessed against SetupReference with grantee.
 func (s *Session) Describe(ctx context.Context, r Request, grantee ifi.Grantee) (*Result, error) {
+	ctx = runWide(ctx) // as a refresh does (hostReads)
 	t := r.Target
 	res := &Result{}
 	out, err := s.Engine.Describe(ctx, t, grantee)
@@ -409,6 +411,7 @@ type HostInstance struct {
 // memory of having said it (the resources of the host say it when it is news, and
 // whatever changes the host says it).
 func (s *Session) DescribeHost(ctx context.Context, r Request, grantee ifi.Grantee) (string, []HostInstance, error) {
+	ctx = runWide(ctx) // as a refresh does (hostReads)
 	computer, names, err := s.Engine.Instances(ctx, r.Target)
 	if err != nil {
 		return "", nil, err

@@ -70,6 +70,7 @@ func unknownPrediction(t Target, why string) *Prediction {
 // apply, and an unknown value where the plan knew one is its "inconsistent final
 // plan". A second resource for one cluster role is refused (KindRefused).
 func (s *Session) Plan(ctx context.Context, r PlanRequest) (*Prediction, error) {
+	ctx = runWide(ctx) // a plan shows the host as the run found it (hostReads)
 	t := r.Target
 	switch {
 	case r.NameUnknown:

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsid"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
@@ -53,6 +55,29 @@ func TestCLI_planOfFourInstancesReadsTheHostOnce(t *testing.T) {
 	r.wantPlanExit(t, 0)
 	if ops := e.opsSince(mark); len(ops) != 1 || ops[0] != string(contract.OpReadHost) {
 		t.Errorf("the plan of four instances ran %d commands on the host (%s); want one read_host", len(ops), strings.Join(ops, ", "))
+	}
+}
+
+// A plan longer than the engine's ReadFreshness (30 s) still reads the host once:
+// the refreshes of a plan share the run's read however late Terraform visits the
+// host's other instances (here one at a time, after a read_host whose answer comes
+// 31 s late), as long as the run changes nothing on the host (issue 41).
+func TestCLI_longPlanOfFourInstancesReadsTheHostOnce(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e, _ := fourInstanceHost(t, w)
+	e.do(winsim.Action{Action: winsim.ActionWinRMFault, WinRMFault: winsim.WinRMFault{
+		Fault: winsim.FaultSlow, Request: "Receive", Operation: string(contract.OpReadHost), DelayMS: 31000, Count: 1}})
+	mark := len(e.operations())
+	start := time.Now()
+	r := w.run("plan", "-json", "-detailed-exitcode", "-no-color", "-parallelism=1")
+	took := time.Since(start)
+	r.wantPlanExit(t, 0)
+	if took <= 30*time.Second {
+		t.Fatalf("the plan took %s; the test needs one longer than 30 s", took)
+	}
+	if ops := e.opsSince(mark); len(ops) != 1 || ops[0] != string(contract.OpReadHost) {
+		t.Errorf("the plan of four instances over %s ran %d commands on the host (%s); want one read_host", took.Round(time.Second), len(ops), strings.Join(ops, ", "))
 	}
 }
 

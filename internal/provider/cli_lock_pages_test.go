@@ -69,6 +69,31 @@ func TestCLI_ifiAndLockPagesRestartOnce(t *testing.T) {
 	d.wantDiag(t, "warning", "Locked pages stay until the next restart", "destroy never restarts")
 }
 
+// IFI and Lock Pages in Memory granted without a restart run one set_right for both
+// rights: the create runs three commands on the host (the plan's read, the final
+// plan's read, which the create reuses, and the set_right), where it ran four, a
+// set_right per right (issue 41); both rights are held after it.
+func TestCLI_bothRightsWithoutRestartInOneSetRight(t *testing.T) {
+	t.Parallel()
+	w := newCLI(t)
+	e := startSim(t, nil)
+	w.write(e.providerConfig(true) + resourceConfig(e.addr, "  lock_pages_in_memory = true\n  restart = \"never\""))
+	stops := e.stops("MSSQLSERVER")
+	w.mustApply()
+	want := []string{string(contract.OpReadHost), string(contract.OpReadHost), string(contract.OpSetRight)}
+	if ops := e.operations(); strings.Join(ops, ",") != strings.Join(want, ",") {
+		t.Errorf("the create of both rights without a restart ran %s on the host; want %s", strings.Join(ops, ", "), strings.Join(want, ", "))
+	}
+	sid := winsid.ServiceSID("MSSQLSERVER")
+	if !e.holds(sid) || !e.holdsRight(contract.RightLockMemory, sid) || e.stops("MSSQLSERVER") != stops {
+		t.Errorf("after the create: IFI's right %v, Lock pages %v, stops %d → %d; want both granted, no restart",
+			e.holds(sid), e.holdsRight(contract.RightLockMemory, sid), stops, e.stops("MSSQLSERVER"))
+	}
+	if a := w.attrs(); a["privilege_granted"] != true || a["lock_pages_in_memory_granted"] != true {
+		t.Errorf("state privilege_granted = %v, lock_pages_in_memory_granted = %v; want both true", a["privilege_granted"], a["lock_pages_in_memory_granted"])
+	}
+}
+
 // When only Lock Pages in Memory changes, only it restarts SQL Server; an instance
 // whose configuration leaves it unset never restarts for it.
 func TestCLI_lockPagesAloneAndUnmanaged(t *testing.T) {

@@ -333,7 +333,7 @@ func TestCLI_faultMatrixRestartCreate(t *testing.T) {
 }
 
 // revokesOf lists the host's operations in entries that took the right from sid
-// (a set_right revoke, or a revoke among restart_instance's changes).
+// (a set_right revoke, or a revoke among set_right's or restart_instance's changes).
 func revokesOf(entries []host.AuditEntry, sid string) []string {
 	var out []string
 	for _, a := range entries {
@@ -347,8 +347,13 @@ func revokesOf(entries []host.AuditEntry, sid string) []string {
 		}
 		switch contract.Operation(a.Operation) {
 		case contract.OpSetRight:
-			if p.Grant != nil && !*p.Grant && strings.EqualFold(p.SID, sid) {
+			if len(p.Changes) == 0 && p.Grant != nil && !*p.Grant && strings.EqualFold(p.SID, sid) {
 				out = append(out, fmt.Sprintf("set_right revoke %s at %s", p.SID, a.Time.Format(time.RFC3339)))
+			}
+			for _, c := range p.Changes {
+				if !c.Grant && strings.EqualFold(c.SID, sid) {
+					out = append(out, fmt.Sprintf("set_right revoke %s at %s", c.SID, a.Time.Format(time.RFC3339)))
+				}
 			}
 		case contract.OpRestartInstance:
 			for _, c := range p.Changes {

@@ -512,22 +512,50 @@ func (h *Host) readInstanceLocked(inst *Instance, right string) contract.ReadIns
 	return res
 }
 
+// opSetRight is set_right.ps1: one change (right, sid, grant), or each of changes
+// in order, every right checked before anything changes; the first change that
+// fails ends it (the ones before it made), its error naming its right and SID.
 func (h *Host) opSetRight(p *contract.SetRightParams, admin bool, stdout io.Writer, entry *AuditEntry) int {
-	if code, ok := h.checkRightParam(p.Right, stdout, entry); !ok {
-		return code
+	changes := p.Changes
+	if len(changes) == 0 {
+		changes = []contract.RightChange{{Right: p.Right, SID: p.SID, Grant: p.Grant}}
+		if p.Right == "" {
+			// Only a change of the list reads a missing right as SeManageVolumePrivilege.
+			return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "'' is not a user right name (Se...Privilege).")
+		}
 	}
-	if !contract.IsManagedRight(p.Right) {
-		// set_right.ps1 refuses every other right itself (Test-ManagedRight).
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", notManagedRight("set_right", p.Right, h.computer))
+	if len(changes) > contract.MaxRestartChanges {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("changes lists at most %d changes.", contract.MaxRestartChanges))
+	}
+	for _, c := range changes {
+		if code, ok := h.checkRightParam(c.RightOf(), stdout, entry); !ok {
+			return code
+		}
+		if !contract.IsManagedRight(c.RightOf()) {
+			// set_right.ps1 refuses every other right itself (Test-ManagedRight).
+			return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", notManagedRight("set_right", c.RightOf(), h.computer))
+		}
 	}
 	if p.ReadBack != "" && !contract.InstanceNameSyntaxValid(p.ReadBack) {
 		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
 			fmt.Sprintf("read_back '%s' is not a SQL Server instance name.", p.ReadBack))
 	}
-	res, code, ok := h.setUserRight(p.Right, p.SID, p.Grant, admin, p.ReadBack, p.Agent, stdout, entry)
-	if !ok {
-		return code
+	var res *contract.SetRightResult
+	changed := false
+	for _, c := range changes {
+		r, code, ok := h.setUserRight(c.RightOf(), c.SID, c.Grant, admin, p.ReadBack, p.Agent, stdout, entry)
+		if !ok {
+			return code
+		}
+		if r.Changed {
+			changed = true
+		}
+		if res != nil && r.EventLogWarning == "" {
+			r.EventLogWarning = res.EventLogWarning // the script says the last write that failed ($EventLogNotes)
+		}
+		res = r
 	}
+	res.Changed = changed
 	if p.ReadBack != "" {
 		rb := h.instanceReport(p.ReadBack, contract.RightManageVolume)
 		res.Instance = &rb

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,4 +231,52 @@ func TestSetRightLockPages(t *testing.T) {
 	if got := dmvMemory(t, inst); got != "LOCK_PAGES|2147483647" {
 		t.Fatalf("after a restart: %q", got)
 	}
+}
+
+// set_right makes a list of changes in one process (issue 41): every right is
+// checked before anything changes, then each change is made in order, and the
+// answer says whether any changed and reads the instance back.
+func TestSetRightWithBothRights(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, baseConfig())
+	refused := contract.SetRightParams{Changes: []contract.RightChange{
+		{SID: engineSID, Grant: true}, {Right: "SeDebugPrivilege", SID: engineSID, Grant: true}}}
+	se := wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, refused), 2, "invalid_parameters")
+	if !strings.Contains(se.Message, "'SeDebugPrivilege' is refused") {
+		t.Errorf("refusal: %q", se.Message)
+	}
+	if holders, _ := h.RightHolders(contract.RightManageVolume); slices.Contains(holders, engineSID) {
+		t.Fatalf("a refused request made its first change: %v", holders)
+	}
+
+	both := contract.SetRightParams{ReadBack: "MSSQLSERVER", Changes: []contract.RightChange{
+		{SID: engineSID, Grant: true}, {Right: contract.RightLockMemory, SID: engineSID, Grant: true}}}
+	r := execOp(t, h, "Administrator", contract.OpSetRight, both)
+	res := decode[contract.SetRightResult](t, r)
+	if r.code != 0 || !res.Changed || res.Instance == nil || res.Instance.LockPages == nil {
+		t.Fatalf("exit %d %+v", r.code, res)
+	}
+	for _, right := range contract.ManagedRights {
+		if holders, _ := h.RightHolders(right); !slices.Contains(holders, engineSID) {
+			t.Errorf("%s holders after the request: %v; want %s", right, holders, engineSID)
+		}
+	}
+	if !slices.Contains(res.Instance.LockPages.Holders, contract.Principal{SID: engineSID}) {
+		t.Errorf("the read-back's Lock Pages holders %v lack the grant", res.Instance.LockPages.Holders)
+	}
+	// Again: nothing changes.
+	if res := decode[contract.SetRightResult](t, execOp(t, h, "Administrator", contract.OpSetRight, both)); res.Changed {
+		t.Error("the same changes again reported a change")
+	}
+	// A change that fails ends the request, naming its right and SID; the ones
+	// before it were made.
+	se = wantScriptError(t, execOp(t, h, `CONTOSO\reader`, contract.OpSetRight, both), 1, "lsa_error")
+	if !strings.Contains(se.Message, contract.RightManageVolume) || !strings.Contains(se.Message, engineSID) {
+		t.Errorf("lsa_error %q does not name the change", se.Message)
+	}
+	many := contract.SetRightParams{Changes: make([]contract.RightChange, contract.MaxRestartChanges+1)}
+	for i := range many.Changes {
+		many.Changes[i] = contract.RightChange{SID: engineSID, Grant: true}
+	}
+	wantScriptError(t, execOp(t, h, "Administrator", contract.OpSetRight, many), 2, "invalid_parameters")
 }
