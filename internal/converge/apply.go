@@ -29,6 +29,15 @@ func (e *Engine) Apply(ctx context.Context, t Target, d ifi.Desired) (*Outcome, 
 			"age": e.clock().Now().Sub(t.ReadAt).String()})
 	}
 	obs, err := e.foundWith(ctx, t, known)
+	if err == nil && known != nil && !obs.confirmed {
+		// The plan's read stands for the host only while SQL Server answers from the
+		// Engine process it reports: one restarted since (or no answer, which cannot
+		// tell) leaves it the plan's, not the host's, so the apply reads the host.
+		e.debug(ctx, "the plan's read_instance is not confirmed by SQL Server: reading the host", map[string]any{
+			"host": t.Host, "instance": t.Instance})
+		known, readAt = nil, e.clock().Now()
+		obs, err = e.foundWith(ctx, t, nil)
+	}
 	if err != nil {
 		return out, err
 	}

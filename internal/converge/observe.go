@@ -40,6 +40,9 @@ type Observation struct {
 	// asked (group_lock.go); replica is its own replica's server name.
 	groups  []replicaGroup
 	replica string
+	// confirmed: SQL Server answered, from the Engine process Instance reports
+	// (answeredFor), so a known read stands for the host as it is now.
+	confirmed bool
 }
 
 // Observe reads the instance and verifies IFI. Errors are *Error of kind
@@ -137,6 +140,7 @@ func (e *Engine) checkSQL(ctx context.Context, o *Observation, ri *contract.Read
 				if err = answeredFor(t, o.SQLTarget, ri, rep); err != nil {
 					o.SQLTarget.AnsweredTDS = false
 				}
+				o.confirmed = err == nil
 			}
 			if err != nil {
 				where := fmt.Sprintf("%s %s:%d", site.where, safetext.Escape(o.SQLTarget.Host), port)

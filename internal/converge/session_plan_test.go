@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
@@ -624,6 +625,81 @@ func TestSessionApplyHeldToKnownPlan(t *testing.T) {
 			}
 			if res.Outcome == nil || res.Outcome.Assessment == nil || !res.Outcome.Assessment.PrivilegeGranted {
 				t.Errorf("outcome %+v; want the read-back, the right granted", res.Outcome)
+			}
+		})
+	}
+}
+
+// A saved plan's apply decides from the host as it is now: a plan that only grants
+// (the running Engine still had IFI on), applied after the Engine restarted without
+// the right (so the apply would have to grant and restart), is refused as changed
+// since the plan, before anything is sent, even within the plan's read freshness.
+func TestSessionApplyRefusesHostChangedSincePlan(t *testing.T) {
+	h := newFakeHost().granted(svcSID)
+	w := newWorld(h)
+	s := NewSession(w.engine)
+	d := enable
+	m := refreshed(t, s, d)
+	h.mu.Lock()
+	h.holders = nil // revoked outside Terraform: the running Engine keeps IFI
+	h.mu.Unlock()
+	m = refreshed(t, s, d)
+	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Drift: true})
+	if err != nil || actionOf(p) != string(ifi.ActionGrant) {
+		t.Fatalf("plan %s, %v; want grant", actionOf(p), err)
+	}
+	// The Engine restarts without the right between the plan and its apply.
+	h.mu.Lock()
+	started := fakeBoot.Add(30 * time.Minute)
+	h.ri.ProcessStartTime = &started
+	h.runningIFI = h.effective()
+	ops := h.setRightOps
+	h.mu.Unlock()
+	res, err := NewSession(w.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Planned: p.Action})
+	var ce *Error
+	want := "instance MSSQLSERVER on sql01.example.com changed since the plan: apply would grant_and_restart, the plan said grant"
+	if !errors.As(err, &ce) || ce.Kind != KindRefused || ce.Refusal == nil || ce.Refusal.Summary != want || ce.Changed {
+		t.Fatalf("Apply: %v; want %s %q, nothing changed", err, KindRefused, want)
+	}
+	if h.setRightOps != ops || h.restarts != 0 || h.holds(svcSID) {
+		t.Errorf("the refused apply changed the host: set_right %d -> %d, restarts %d, holds %v", ops, h.setRightOps, h.restarts, h.holds(svcSID))
+	}
+	if res.Outcome != nil && res.Outcome.Assessment != nil {
+		t.Errorf("outcome %+v; want nothing to store", res.Outcome.Assessment)
+	}
+}
+
+// The plan's read stands for the host only when SQL Server confirms it: an apply
+// within the read's freshness whose SQL check gets no answer reads the host again
+// rather than deciding from the plan's read; one SQL Server answers from the Engine
+// the plan read does not.
+func TestSessionApplyUnconfirmedPlanReadReadsTheHost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		checkErr  error
+		wantReads int
+	}{
+		{name: "SQL Server answers from the Engine the plan read", wantReads: 0},
+		{name: "SQL Server does not answer", checkErr: errors.New("the login's connection was reset"), wantReads: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeHost()
+			w := newWorld(h)
+			s := NewSession(w.engine)
+			d := withRestartNever(enable)
+			m := refreshed(t, s, d)
+			p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Drift: true})
+			if err != nil || actionOf(p) != string(ifi.ActionGrant) {
+				t.Fatalf("plan %s, %v; want grant", actionOf(p), err)
+			}
+			w.checker.checkErr = tc.checkErr
+			reads := h.reads
+			_, err = NewSession(w.engine).Apply(context.Background(), ApplyRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Planned: p.Action})
+			if tc.checkErr == nil && err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if got := h.reads - reads; got != tc.wantReads {
+				t.Errorf("the apply read the host %d times (%v); want %d", got, err, tc.wantReads)
 			}
 		})
 	}
