@@ -216,3 +216,24 @@ EOT
 	}
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Factories, Steps: steps})
 }
+
+// A domain host whose clock is 10 minutes ahead of the domain's (and of the
+// runner's): the DC issues the ticket, the host refuses it with KRB_AP_ERR_SKEW,
+// and the error names the clock skew and the fix.
+func TestAccKerberosAD_clockSkew(t *testing.T) {
+	dc := adDC(t)
+	kt := dc.HostKeytab(t, adHost, adSPN)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Domain = addc.NetBIOS
+		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: addc.Realm, Keytab: kt, ClockOffsetSeconds: 600}
+		hc.WinRM.Users = append(hc.WinRM.Users, host.UserConfig{Name: addc.NetBIOS + `\` + adUser, Password: adUserPass})
+	})
+	logon := fmt.Sprintf("    username = %q\n    password = %q\n    auth = \"kerberos\"", adUserUPN, adUserPass)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{{
+			Config:      e.adProviderConfig(dc, logon) + resourceConfig(e.addr, ""),
+			ExpectError: regexp.MustCompile(`HTTP/sqlad\.contoso\.test\s+refused the ticket: its clock[\s\S]*skew\s+\(KRB_AP_ERR_SKEW; host\s+time[\s\S]*NTP`),
+		}},
+	})
+}

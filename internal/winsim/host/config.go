@@ -162,6 +162,11 @@ type KerberosConfig struct {
 	// should use). Default 0: what pywinrm's MIT GSSAPI, which rotates by RRC alone,
 	// can read from Windows over WinRM.
 	ExtraCount int `json:"extra_count,omitempty"`
+	// ClockOffsetSeconds is how far the host's clock is ahead of the real time
+	// (behind when negative), as its Kerberos acceptor sees it: beyond 5 minutes
+	// either way it refuses every ticket with KRB_AP_ERR_SKEW, as a Windows host
+	// whose time has drifted from its domain's does. Default 0.
+	ClockOffsetSeconds int `json:"clock_offset_seconds,omitempty"`
 }
 
 // BasicEnabled reports whether Basic authentication is on (default false).
