@@ -144,3 +144,96 @@ func TestAccKerberosAD_spnOnUserServiceAccount(t *testing.T) {
 	cfg := strings.Replace(e.adProviderConfig(dc, logon), fmt.Sprintf("%q", adSPN), fmt.Sprintf("%q", spn), 1)
 	lifecycleAsUser(t, e, cfg+resourceConfig(e.addr, ""), true, "kerberos", addc.NetBIOS+`\`+adUser)
 }
+
+var adSQLSPNs sync.Map // SPN -> struct{}: registered once per DC
+
+// The SQL check over Kerberos against the AD DC (sql.auth = "kerberos", a UPN and
+// its password): SQL Server's SPN MSSQLSvc/sqlad.contoso.test:<port> is on the
+// host's computer account, as SQL Server running as its virtual account registers
+// it; the host takes CONTOSO\addba from the ticket's PAC and maps it to its Windows
+// login. The TLS certificate is checked against the CA (no
+// trust_server_certificate).
+func TestAccKerberosAD_sqlCheck(t *testing.T) {
+	dc := adDC(t)
+	port := freeTCPPort(t)
+	sqlSPN := fmt.Sprintf("MSSQLSvc/%s.%s:%d", strings.ToLower(adHost), dc.DNSDomain, port)
+	if _, done := adSQLSPNs.LoadOrStore(sqlSPN, struct{}{}); !done {
+		dc.AddSPN(t, adHost+"$", sqlSPN)
+	}
+	kt := dc.HostKeytab(t, adHost, adSPN, sqlSPN)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Domain = addc.NetBIOS
+		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: addc.Realm, Keytab: kt}
+		hc.WinRM.Users = append(hc.WinRM.Users, host.UserConfig{Name: addc.NetBIOS + `\` + adUser, Password: adUserPass})
+		hc.Instances[0].SQLPort = port
+		hc.Instances[0].Logins = []host.LoginConfig{{Name: addc.NetBIOS + `\` + adUser}}
+	})
+	winrm := fmt.Sprintf("    username = %q\n    password = %q\n    auth = \"kerberos\"", adUserUPN, adUserPass)
+	config := func(logon string) string {
+		cfg := e.adProviderConfig(dc, winrm)
+		sql := fmt.Sprintf(`
+  sql {
+    auth     = "kerberos"
+%s
+    spn      = %q
+    encrypt  = "true"
+    ca_cert  = <<-EOT
+%s
+EOT
+  }
+`, logon, sqlSPN, strings.TrimSpace(string(e.sim.CACertPEM())))
+		if !strings.Contains(cfg, e.sqlBlock()) {
+			t.Fatal("the AD provider block has no sql block to replace")
+		}
+		return strings.Replace(cfg, e.sqlBlock(), sql, 1) + resourceConfig(e.addr, "")
+	}
+	var before int64
+	step := func(logon string) resource.TestStep {
+		return resource.TestStep{
+			Config:           config(logon),
+			ConfigPlanChecks: emptyPlanAfterApply(),
+			PreConfig:        func() { before = e.sqlKerberosLogons() },
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttr(resName, "ifi_enabled", "true"),
+				resource.TestCheckResourceAttr(resName, "verified_by", "sql_dmv"),
+				check(func() error {
+					if n := e.sqlKerberosLogons() - before; n == 0 {
+						return fmt.Errorf("SQL Server saw no Kerberos logon")
+					}
+					return nil
+				}),
+			),
+		}
+	}
+	steps := []resource.TestStep{
+		step(fmt.Sprintf("    username = %q\n    password = %q", adUserUPN, adUserPass)),
+		step(fmt.Sprintf("    username = %q\n    keytab   = %q", adUserUPN, dc.Keytab(t, adUserUPN))),
+		step(""), // the credential cache of kinit -E
+	}
+	steps[2].PreConfig = func() {
+		t.Setenv("KRB5CCNAME", dc.Kinit(t, adUserUPN, adUserPass, true)) // the provider runs in this process
+		before = e.sqlKerberosLogons()
+	}
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Factories, Steps: steps})
+}
+
+// A domain host whose clock is 10 minutes ahead of the domain's (and of the
+// runner's): the DC issues the ticket, the host refuses it with KRB_AP_ERR_SKEW,
+// and the error names the clock skew and the fix.
+func TestAccKerberosAD_clockSkew(t *testing.T) {
+	dc := adDC(t)
+	kt := dc.HostKeytab(t, adHost, adSPN)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Domain = addc.NetBIOS
+		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: addc.Realm, Keytab: kt, ClockOffsetSeconds: 600}
+		hc.WinRM.Users = append(hc.WinRM.Users, host.UserConfig{Name: addc.NetBIOS + `\` + adUser, Password: adUserPass})
+	})
+	logon := fmt.Sprintf("    username = %q\n    password = %q\n    auth = \"kerberos\"", adUserUPN, adUserPass)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories,
+		Steps: []resource.TestStep{{
+			Config:      e.adProviderConfig(dc, logon) + resourceConfig(e.addr, ""),
+			ExpectError: regexp.MustCompile(`HTTP/sqlad\.contoso\.test\s+refused the ticket: its clock[\s\S]*skew\s+\(KRB_AP_ERR_SKEW; host\s+time[\s\S]*NTP`),
+		}},
+	})
+}

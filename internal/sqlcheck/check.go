@@ -35,14 +35,18 @@ func New(cfg Config) Checker {
 // connector builds the driver's configuration through a URL (the password escaped by
 // url.UserPassword), then puts the CA certificate into its TLS configuration, so no
 // file is needed.
-func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, error) {
+//
+// done removes what the connector's login reads from files written for it (a UPN
+// keytab's copy under the account's name); call it once the connection is open.
+func (c *checker) connector(t Target, limit time.Duration) (connector *mssql.Connector, done func(), err error) {
+	done = func() {}
 	if err := c.cfg.Validate(); err != nil {
 		var e *Error
 		if !errors.As(err, &e) {
-			return nil, err
+			return nil, done, err
 		}
 		e.Target = t
-		return nil, e
+		return nil, done, e
 	}
 	port := t.Port
 	if port == 0 {
@@ -66,9 +70,19 @@ func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, er
 		l, err := c.cfg.kerberosLogon()
 		if err != nil {
 			if e := c.kerberosError(t, err); e != nil {
-				return nil, e
+				return nil, done, e
 			}
-			return nil, &Error{Target: t, Kind: KindConfig, Message: "Kerberos login: " + err.Error(), Err: err}
+			return nil, done, &Error{Target: t, Kind: KindConfig, Message: "Kerberos login: " + err.Error(), Err: err}
+		}
+		err = l.canonicalize()
+		if l.cleanup != nil {
+			done = l.cleanup
+		}
+		if err != nil {
+			if e := c.kerberosError(t, err); e != nil {
+				return nil, done, e
+			}
+			return nil, done, &Error{Target: t, Kind: KindAuth, Message: "Kerberos login: " + err.Error(), Err: err}
 		}
 		user = l.kerberosQuery(q, c.cfg.SPNFor(t), c.cfg.Password)
 	}
@@ -80,7 +94,7 @@ func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, er
 	}
 	dsn, err := msdsn.Parse(u.String())
 	if err != nil {
-		return nil, &Error{Target: t, Kind: KindConfig, Message: "invalid SQL connection settings: " + err.Error(), Err: err}
+		return nil, done, &Error{Target: t, Kind: KindConfig, Message: "invalid SQL connection settings: " + err.Error(), Err: err}
 	}
 	// Each read and write waits at most limit (the driver sees the context only
 	// while it dials): a port that accepts connections but never answers (not SQL
@@ -91,7 +105,7 @@ func (c *checker) connector(t Target, limit time.Duration) (*mssql.Connector, er
 		pool.AppendCertsFromPEM(c.cfg.CACert)
 		dsn.TLSConfig.RootCAs = pool
 	}
-	return mssql.NewConnectorConfig(dsn), nil
+	return mssql.NewConnectorConfig(dsn), done, nil
 }
 
 // open logs in once and returns the connection (and the pool to close with it).
@@ -101,7 +115,8 @@ func (c *checker) open(ctx context.Context, t Target) (*sql.DB, *sql.Conn, error
 
 // openWithin is open, the connection and login bounded by limit.
 func (c *checker) openWithin(ctx context.Context, t Target, limit time.Duration) (*sql.DB, *sql.Conn, error) {
-	connector, err := c.connector(t, limit)
+	connector, done, err := c.connector(t, limit)
+	defer done()
 	if err != nil {
 		return nil, nil, err
 	}

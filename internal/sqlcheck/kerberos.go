@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -59,6 +61,8 @@ type kerberosLogon struct {
 	keytab    string
 	ccache    string
 	source    string // "password", "keytab PATH", "credential cache PATH"
+	client    *krb.Client
+	cleanup   func() // removes what canonicalize wrote; nil when nothing
 }
 
 // kerberosLogon reads krb5.conf and the keytab or credential cache (no KDC is
@@ -73,7 +77,7 @@ func (c Config) kerberosLogon() (*kerberosLogon, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &kerberosLogon{krb5Conf: path, dnsLookup: conf.LibDefaults.DNSLookupKDC, principal: cl.Principal(), source: cl.Source()}
+	l := &kerberosLogon{krb5Conf: path, dnsLookup: conf.LibDefaults.DNSLookupKDC, principal: cl.Principal(), source: cl.Source(), client: cl}
 	// The principal is user@REALM, or a UPN whose suffix is not the realm (sent
 	// to the client's realm).
 	l.realm = cl.Realm()
@@ -90,6 +94,43 @@ func (c Config) kerberosLogon() (*kerberosLogon, error) {
 		l.user = "" // the cache's principal; no user keeps go-mssqldb from looking for a keytab
 	}
 	return l, nil
+}
+
+// canonicalize replaces a user principal name sent as an enterprise name by the
+// account the KDC names for it (krb.Client.Canonical: an AS exchange with the
+// enterprise name, referrals followed): go-mssqldb's authenticator sends its user
+// as an ordinary principal, which Active Directory does not find under a UPN
+// whose suffix is not the realm (KDC_ERR_C_PRINCIPAL_UNKNOWN). It contacts the
+// KDC, so it runs when the check logs in, not when the configuration is read.
+func (l *kerberosLogon) canonicalize() error {
+	if l.client == nil || !l.client.Enterprise() || l.ccache != "" {
+		return nil
+	}
+	user, realm, err := l.client.Canonical()
+	if err != nil {
+		return err
+	}
+	l.user, l.realm = user, realm
+	if kt := l.client.CanonicalKeytab(); kt != nil && l.keytab != "" {
+		// go-mssqldb reads its keys from a file: the UPN's keys under the account's
+		// name, in a private directory removed once the login is done.
+		b, err := kt.Marshal()
+		if err != nil {
+			return fmt.Errorf("re-encoding the keytab %s under %s@%s: %w", l.keytab, user, realm, err)
+		}
+		dir, err := os.MkdirTemp("", "mssqlifi-sql-keytab-")
+		if err != nil {
+			return fmt.Errorf("a private copy of the keytab %s under %s@%s: %w", l.keytab, user, realm, err)
+		}
+		path := filepath.Join(dir, "login.keytab")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("a private copy of the keytab %s under %s@%s: %w", l.keytab, user, realm, err)
+		}
+		l.keytab = path
+		l.cleanup = func() { os.RemoveAll(dir) }
+	}
+	return nil
 }
 
 // kerberosQuery sets go-mssqldb's krb5 parameters on q and returns the URL user.

@@ -3,6 +3,7 @@ package winsim
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
@@ -34,5 +35,6 @@ func wsmanKerberos(hc host.HostConfig) (*wsman.KerberosConfig, error) {
 	if kc.ExtraCount < 0 || kc.ExtraCount > 0xffff {
 		return nil, fmt.Errorf("%s: extra_count %d is not a 16-bit count of filler bytes", where, kc.ExtraCount)
 	}
-	return &wsman.KerberosConfig{Keytab: kt, Realm: strings.ToUpper(kc.Realm), AcceptorSubkey: kc.AcceptorSubkey, ExtraCount: kc.ExtraCount}, nil
+	return &wsman.KerberosConfig{Keytab: kt, Realm: strings.ToUpper(kc.Realm), AcceptorSubkey: kc.AcceptorSubkey, ExtraCount: kc.ExtraCount,
+		ClockOffset: time.Duration(kc.ClockOffsetSeconds) * time.Second}, nil
 }

@@ -341,7 +341,9 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 	s.byName[strings.ToLower(name)] = sh
 
 	computer := hostComputerName(hc)
-	dnsNames := uniqueStrings([]string{name, computer, strings.ToLower(computer)})
+	// The certificate names the host as Windows' does (its FQDN; the simulator's
+	// other names of it beside).
+	dnsNames := uniqueStrings([]string{hc.FQDN(), name, computer, strings.ToLower(computer)})
 	cert, err := s.ca.Issue(name, dnsNames, []net.IP{ip}, validity)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", name, err)
@@ -358,6 +360,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		Wrap:         sh.faults.wrap,
 		ComputerName: computer,
 		DomainName:   hc.Domain,
+		DNSDomain:    hc.DNSDomainOrDefault(),
 		Lookup:       model.Lookup,
 		AllowBasic:   hostAllowBasic(hc),
 		AllowNTLM:    hostAllowNTLM(hc),
@@ -371,7 +374,7 @@ func (s *Sim) startHost(cfg *Config, i int, validity time.Duration) error {
 		Executor:    model,
 		Logf:        s.logf,
 	})
-	sh.sspi = newHostSSPI(kerberos, hc.Domain, &ntlm.Server{ComputerName: computer, DomainName: hc.Domain, Lookup: model.Lookup,
+	sh.sspi = newHostSSPI(kerberos, hc.Domain, &ntlm.Server{ComputerName: computer, DomainName: hc.Domain, DNSDomainName: hc.DNSDomainOrDefault(), Lookup: model.Lookup,
 		TargetNames: append(append([]string{}, dnsNames...), address, strings.ToLower(computer)+dnsSuffix(hc.Domain))}, &sh.sqlKerberos)
 	if sh.httpAddr, err = s.serveWinRM(sh, "HTTP", hostHTTPPort(hc), "http_port", sh.wsman.Serve); err != nil {
 		return err

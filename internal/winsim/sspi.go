@@ -36,7 +36,7 @@ type hostSSPI struct {
 func newHostSSPI(kc *wsman.KerberosConfig, domain string, nt *ntlm.Server, logons *atomic.Int64) *hostSSPI {
 	s := &hostSSPI{domain: domain, ntlm: nt, logons: logons}
 	if kc != nil {
-		s.kerberos = &krbaccept.Acceptor{Keytab: kc.Keytab, Realm: kc.Realm, MaxClockSkew: kc.MaxClockSkew}
+		s.kerberos = &krbaccept.Acceptor{Keytab: kc.Keytab, Realm: kc.Realm, MaxClockSkew: kc.MaxClockSkew, ClockOffset: kc.ClockOffset}
 	}
 	return s
 }

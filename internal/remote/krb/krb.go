@@ -421,6 +421,41 @@ func (c *Client) Principal() string { return c.principal }
 // Realm is the realm the logon goes to.
 func (c *Client) Realm() string { return c.realm }
 
+// Enterprise says whether the user is a user principal name sent as an enterprise
+// name (its suffix is not the realm): its account is known only after Canonical.
+func (c *Client) Enterprise() bool { return c.upn != nil }
+
+// Canonical logs on (once) and returns the account the KDC logged on, user and
+// realm: for an enterprise name, the canonical name the KDC answered for the UPN
+// (its sAMAccountName in Active Directory); for any other, the principal as
+// configured. A failed logon is the *Error logon returns.
+func (c *Client) Canonical() (user, realm string, err error) {
+	if c.upn == nil {
+		i := strings.LastIndex(c.principal, "@")
+		return c.principal[:i], c.principal[i+1:], nil
+	}
+	if err := c.logon(); err != nil {
+		return "", "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := strings.LastIndex(c.canonical, "@")
+	return c.canonical[:i], c.canonical[i+1:], nil
+}
+
+// CanonicalKeytab is, after Canonical, the keytab of an enterprise name's keytab
+// logon with the UPN's keys under the canonical name (as the logon itself uses
+// them), for a client that looks keys up by the canonical name; nil otherwise.
+func (c *Client) CanonicalKeytab() *keytab.Keytab {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.upn == nil || c.upn.kt == nil || c.canonical == "" {
+		return nil
+	}
+	i := strings.LastIndex(c.canonical, "@")
+	return renamedKeytab(c.upn.kt, c.upn.name, c.canonical[:i], c.canonical[i+1:])
+}
+
 // Source says where the credentials come from ("password", "keytab PATH",
 // "credential cache PATH").
 func (c *Client) Source() string { return c.source }

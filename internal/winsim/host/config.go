@@ -30,6 +30,11 @@ type HostConfig struct {
 	ComputerName string `json:"computer_name,omitempty"`
 	// Domain is the NetBIOS domain name, e.g. "CONTOSO"; "" for a workgroup host.
 	Domain string `json:"domain,omitempty"`
+	// DNSDomain is the DNS name of the host's domain, its primary DNS suffix (a
+	// domain member's FQDN is its computer name in it), e.g. "contoso.test".
+	// Default for a domain host: its Kerberos realm in lower case (an AD domain's
+	// realm is its DNS name), else Domain in lower case; "" for a workgroup host.
+	DNSDomain string `json:"dns_domain,omitempty"`
 	// DomainSID is the domain's SID prefix (S-1-5-21-x-y-z), used to give SIDs to
 	// domain WinRM users missing from Accounts. Default: derived from Domain.
 	DomainSID string `json:"domain_sid,omitempty"`
@@ -157,6 +162,11 @@ type KerberosConfig struct {
 	// should use). Default 0: what pywinrm's MIT GSSAPI, which rotates by RRC alone,
 	// can read from Windows over WinRM.
 	ExtraCount int `json:"extra_count,omitempty"`
+	// ClockOffsetSeconds is how far the host's clock is ahead of the real time
+	// (behind when negative), as its Kerberos acceptor sees it: beyond 5 minutes
+	// either way it refuses every ticket with KRB_AP_ERR_SKEW, as a Windows host
+	// whose time has drifted from its domain's does. Default 0.
+	ClockOffsetSeconds int `json:"clock_offset_seconds,omitempty"`
 }
 
 // BasicEnabled reports whether Basic authentication is on (default false).
@@ -368,6 +378,28 @@ const MinMaxServerMemoryMB = 128
 const DefaultEdition = "Developer Edition (64-bit)"
 
 // ComputerNameOrDefault returns the configured computer name, else Name upper-cased.
+func (c HostConfig) DNSDomainOrDefault() string {
+	switch {
+	case c.Domain == "":
+		return ""
+	case c.DNSDomain != "":
+		return strings.ToLower(c.DNSDomain)
+	case c.WinRM.Kerberos != nil && c.WinRM.Kerberos.Realm != "":
+		return strings.ToLower(c.WinRM.Kerberos.Realm)
+	}
+	return strings.ToLower(c.Domain)
+}
+
+// FQDN is the host's DNS name: its computer name, in its domain's DNS name for a
+// domain host; the computer name alone for a workgroup host.
+func (c HostConfig) FQDN() string {
+	if d := c.DNSDomainOrDefault(); d != "" {
+		return strings.ToLower(c.ComputerNameOrDefault()) + "." + d
+	}
+	return strings.ToLower(c.ComputerNameOrDefault())
+}
+
+// ComputerNameOrDefault is the NetBIOS computer name.
 func (c HostConfig) ComputerNameOrDefault() string {
 	if c.ComputerName != "" {
 		return strings.ToUpper(c.ComputerName)

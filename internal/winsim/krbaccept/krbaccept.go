@@ -50,6 +50,11 @@ type Acceptor struct {
 	Realm string
 	// MaxClockSkew: 0 is DefaultMaxClockSkew.
 	MaxClockSkew time.Duration
+	// ClockOffset is how far the host's clock is ahead of the real time (behind
+	// when negative): an authenticator further from the host's clock than
+	// MaxClockSkew is refused with KRB_AP_ERR_SKEW (RFC 4120 3.2.3), stamped with
+	// the host's time.
+	ClockOffset time.Duration
 }
 
 // Token is a client's Kerberos token, decoded.
@@ -171,6 +176,15 @@ func (a *Acceptor) Verify(t *Token, client types.HostAddress) (*Logon, *Refusal)
 	if !strings.EqualFold(creds.Domain(), a.Realm) {
 		return nil, &Refusal{KRBError: messages.NewKRBError(t.APReq.Ticket.SName, t.APReq.Ticket.Realm, errorcode.KDC_ERR_POLICY, "principal of an untrusted realm"),
 			Reason: fmt.Sprintf("the principal %s@%s is not of the host's realm %s", creds.UserName(), creds.Domain(), a.Realm)}
+	}
+	if a.ClockOffset != 0 {
+		now := time.Now().Add(a.ClockOffset).UTC()
+		if d := now.Sub(t.APReq.Authenticator.CTime); d > skew || d < -skew {
+			ke := messages.NewKRBError(t.APReq.Ticket.SName, t.APReq.Ticket.Realm, errorcode.KRB_AP_ERR_SKEW, "clock skew too great")
+			ke.STime = now
+			return nil, &Refusal{KRBError: ke, Reason: fmt.Sprintf("the authenticator of %s@%s for %s is %s from the host's clock (%s), more than the %s tolerated: KRB_AP_ERR_SKEW",
+				creds.UserName(), creds.Domain(), spn, d.Round(time.Second), now.Format(time.RFC3339), skew)}
+		}
 	}
 	logon := &Logon{User: creds.UserName(), Realm: creds.Domain(), Service: spn}
 	// The PAC, as Windows reads it: signed with the service key (the server

@@ -49,6 +49,7 @@ const (
 	avNbDomainName    = 2
 	avDNSComputerName = 3
 	avDNSDomainName   = 4
+	avDNSTreeName     = 5
 	avFlags           = 6
 	avTimestamp       = 7
 	avTargetName      = 9
@@ -235,34 +236,50 @@ func ntlmv2AVPairs(blob []byte) ([]ntlmauth.AVPair, error) {
 }
 
 // hostNames are the names a CHALLENGE_MESSAGE announces (MS-NLMP 2.2.2.1). A
-// workgroup computer (no domain) is its own domain, as on Windows.
+// workgroup computer (no domain) is its own domain, as on Windows, and announces
+// no forest (MsvAvDnsTreeName). A domain member announces its domain's DNS name,
+// its own FQDN (its computer name with the domain as its primary DNS suffix) and
+// the forest's DNS name, as a real DC's CHALLENGE does (DOMAIN, DC01,
+// domain.local, DC01.domain.local, domain.local).
 type hostNames struct {
-	nbComputer, nbDomain, dnsComputer, dnsDomain string
+	nbComputer, nbDomain, dnsComputer, dnsDomain, dnsTree string
 }
 
-func namesFor(computer, domain string) hostNames {
+// namesFor is the names of computer in domain (NetBIOS, or a DNS name) whose DNS
+// name is dnsDomain ("": the domain's name as given).
+func namesFor(computer, domain, dnsDomain string) hostNames {
 	var n hostNames
 	n.nbComputer = strings.ToUpper(computer)
-	n.dnsDomain = domain
-	if n.dnsDomain == "" {
+	if domain == "" {
 		n.dnsDomain = strings.ToLower(computer)
+		n.nbDomain = n.nbComputer
+		n.dnsComputer = strings.ToLower(computer)
+		return n
 	}
-	n.nbDomain, _, _ = strings.Cut(strings.ToUpper(n.dnsDomain), ".")
-	n.dnsComputer = strings.ToLower(computer)
-	if strings.Contains(n.dnsDomain, ".") {
-		n.dnsComputer += "." + strings.ToLower(n.dnsDomain)
+	n.dnsDomain = strings.ToLower(dnsDomain)
+	if n.dnsDomain == "" {
+		n.dnsDomain = strings.ToLower(domain)
 	}
+	n.nbDomain = strings.ToUpper(domain)
+	if strings.Contains(domain, ".") {
+		n.nbDomain, _, _ = strings.Cut(n.nbDomain, ".")
+	}
+	n.dnsComputer = n.nbComputer + "." + n.dnsDomain
+	n.dnsTree = n.dnsDomain // a forest of one domain
 	return n
 }
 
 // targetInfo builds the CHALLENGE_MESSAGE target info (MS-NLMP 2.2.2.1): the names
 // and the server's time as a FILETIME (NTLMv2 clients echo it in their response).
 func (n hostNames) targetInfo(filetime uint64) []byte {
-	return ntlmauth.MarshalAVPairs([]ntlmauth.AVPair{
+	pairs := []ntlmauth.AVPair{
 		{ID: avNbDomainName, Value: utf16le.Encode(n.nbDomain)},
 		{ID: avNbComputerName, Value: utf16le.Encode(n.nbComputer)},
 		{ID: avDNSDomainName, Value: utf16le.Encode(n.dnsDomain)},
 		{ID: avDNSComputerName, Value: utf16le.Encode(n.dnsComputer)},
-		{ID: avTimestamp, Value: binary.LittleEndian.AppendUint64(nil, filetime)},
-	})
+	}
+	if n.dnsTree != "" {
+		pairs = append(pairs, ntlmauth.AVPair{ID: avDNSTreeName, Value: utf16le.Encode(n.dnsTree)})
+	}
+	return ntlmauth.MarshalAVPairs(append(pairs, ntlmauth.AVPair{ID: avTimestamp, Value: binary.LittleEndian.AppendUint64(nil, filetime)}))
 }

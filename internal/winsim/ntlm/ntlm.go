@@ -53,7 +53,10 @@ func OneAccount(user, password string) Lookup {
 type Server struct {
 	ComputerName string // NetBIOS name of the host, e.g. "SQL01"
 	DomainName   string // DNS or NetBIOS domain; "" for a workgroup host
-	Lookup       Lookup // the host's accounts
+	// DNSDomainName is the domain's DNS name (the host's primary DNS suffix), for
+	// a domain given by its NetBIOS name; "": DomainName.
+	DNSDomainName string
+	Lookup        Lookup // the host's accounts
 
 	// TargetNames are the service principal names a client may name in
 	// MsvAvTargetName ("HTTP/sql01", "HTTP/sql01.contoso.com", "HTTP/127.0.0.2"),
@@ -120,7 +123,7 @@ func (s *Session) Challenge(negotiate []byte) ([]byte, error) {
 		return nil, fmt.Errorf("ntlm: generating the server challenge: %w", err)
 	}
 	s.flags = challengeFlags(asked)
-	names := namesFor(s.srv.ComputerName, s.srv.DomainName)
+	names := namesFor(s.srv.ComputerName, s.srv.DomainName, s.srv.DNSDomainName)
 	// The target name is the NetBIOS domain (or the computer, for a workgroup host).
 	// It is sent even when not requested, like Windows: Azure/go-ntlmssp reads it
 	// regardless of NTLMSSP_REQUEST_TARGET and uses it as the user's domain.

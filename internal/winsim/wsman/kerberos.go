@@ -33,6 +33,9 @@ type KerberosConfig struct {
 	Realm string
 	// MaxClockSkew is the skew the host tolerates; default 5 minutes, as Windows.
 	MaxClockSkew time.Duration
+	// ClockOffset is how far the host's clock is ahead of the real time (behind
+	// when negative), as the host checks authenticators' times.
+	ClockOffset time.Duration
 	// AcceptorSubkey makes the AP-REP carry a subkey of the host's own, which both
 	// sides then seal with (RFC 4121 section 2, flag AcceptorSubkey), as an
 	// acceptor may.
@@ -73,7 +76,7 @@ func (s *Server) kerberosLeg(w http.ResponseWriter, r *http.Request, cs *connSta
 	if err != nil {
 		return refuse("%v", err)
 	}
-	acceptor := krbaccept.Acceptor{Keytab: kc.Keytab, Realm: kc.Realm, MaxClockSkew: kc.MaxClockSkew}
+	acceptor := krbaccept.Acceptor{Keytab: kc.Keytab, Realm: kc.Realm, MaxClockSkew: kc.MaxClockSkew, ClockOffset: kc.ClockOffset}
 	logon, refusal := acceptor.Verify(tok, clientAddress(r.RemoteAddr))
 	if refusal != nil {
 		s.logf("wsman: %s: Kerberos logon refused: %s", r.RemoteAddr, refusal.Reason)

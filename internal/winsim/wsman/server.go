@@ -29,6 +29,7 @@ import (
 type Config struct {
 	ComputerName string      // NetBIOS name used for NTLM target info and fault Machine attributes
 	DomainName   string      // NetBIOS domain of a domain-joined host, the NTLM target; "" for a workgroup host
+	DNSDomain    string      // DNS name of that domain (NTLM's MsvAvDnsDomainName); "": DomainName
 	Lookup       ntlm.Lookup // users and passwords (Basic and NTLM)
 	AllowBasic   bool
 	AllowNTLM    bool
@@ -117,7 +118,7 @@ func NewServer(cfg Config) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		cfg: cfg,
-		ntlm: &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, Lookup: cfg.Lookup,
+		ntlm: &ntlm.Server{ComputerName: cfg.ComputerName, DomainName: cfg.DomainName, DNSDomainName: cfg.DNSDomain, Lookup: cfg.Lookup,
 			TargetNames: cfg.TargetNames, CBTHardening: cfg.CBTHardening},
 		shells: newShells(),
 		ctx:    ctx,
