@@ -143,15 +143,7 @@ func (a *restartAction) Invoke(ctx context.Context, req action.InvokeRequest, re
 }
 
 func (m *restartActionModel) target() converge.Target {
-	instance := m.Instance.ValueString()
-	if m.Instance.IsNull() {
-		instance = DefaultInstance
-	}
-	return converge.Target{
-		Host:             m.Host.ValueString(),
-		Instance:         instance,
-		Port:             int(m.Port.ValueInt64()),
-		SQLPort:          int(m.SQLPort.ValueInt64()),
-		ReplicaAddresses: converge.NewReplicaAddresses(stringMap(m.ReplicaAddresses)),
-	}
+	t := instanceTarget(m.Host, m.Instance, m.Port, m.SQLPort)
+	t.ReplicaAddresses = converge.NewReplicaAddresses(stringMap(m.ReplicaAddresses))
+	return t
 }

@@ -225,16 +225,17 @@ func (m *computedModel) nullUnknowns() {
 }
 
 func (m *ifiDataSourceModel) target() converge.Target {
-	instance := m.Instance.ValueString()
-	if m.Instance.IsNull() {
-		instance = DefaultInstance
+	return instanceTarget(m.Host, m.Instance, m.Port, m.SQLPort)
+}
+
+// instanceTarget is the engine's target of a host's instance as the data source
+// and the restart action name it (the instance DefaultInstance when unset).
+func instanceTarget(host, instance types.String, port, sqlPort wholeNumber) converge.Target {
+	name := instance.ValueString()
+	if instance.IsNull() {
+		name = DefaultInstance
 	}
-	return converge.Target{
-		Host:     m.Host.ValueString(),
-		Instance: instance,
-		Port:     int(m.Port.ValueInt64()),
-		SQLPort:  int(m.SQLPort.ValueInt64()),
-	}
+	return converge.Target{Host: host.ValueString(), Instance: name, Port: int(port.ValueInt64()), SQLPort: int(sqlPort.ValueInt64())}
 }
 
 // importID is the resource's ID and the import ID: HOST/INSTANCE.

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
 )
 
 // The domain every DC of this package has.
@@ -166,7 +168,7 @@ func start() (*DC, error) {
 		return nil, err
 	}
 	shared.dir = dir
-	port, err := freePort()
+	port, err := kdc.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("finding a free loopback port: %w", err)
 	}
@@ -179,7 +181,7 @@ func start() (*DC, error) {
 	// Loopback only, the KDC alone (samba-tool works on the ldb files directly, so
 	// no LDAP, RPC or DNS service is needed), on a free port; the kpasswd service
 	// comes with the KDC and gets the next free port.
-	kpasswd, err := freePort()
+	kpasswd, err := kdc.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("finding a free loopback port: %w", err)
 	}
@@ -519,25 +521,4 @@ func (dc *DC) stop() {
 			<-dc.exited
 		}
 	}
-}
-
-// freePort finds a loopback port that is free for both TCP and UDP.
-func freePort() (int, error) {
-	var lastErr error
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		_ = l.Close()
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		_ = u.Close()
-		return port, nil
-	}
-	return 0, errors.Join(errors.New("no port free on both TCP and UDP after 20 tries"), lastErr)
 }

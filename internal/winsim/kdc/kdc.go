@@ -129,7 +129,7 @@ func Start(t testing.TB, opts Options) *KDC {
 	}
 	// A port free on both UDP and TCP; the KDC binds it a moment later. Another
 	// process could take it in between: then the KDC fails to bind and the test says so.
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatalf("test KDC: finding a free loopback port: %v", err)
 	}
@@ -391,8 +391,9 @@ func (k *KDC) stop(t testing.TB) {
 	}
 }
 
-// freePort finds a loopback port that is free for both TCP and UDP.
-func freePort() (int, error) {
+// FreePort finds a loopback port that is free for both TCP and UDP (a KDC
+// listens on both): the MIT KDC's and the AD DC's (addc) choice of port.
+func FreePort() (int, error) {
 	var lastErr error
 	for range 20 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
