@@ -639,11 +639,11 @@ func TestSessionApplyRefusesHostChangedSincePlan(t *testing.T) {
 	w := newWorld(h)
 	s := NewSession(w.engine)
 	d := enable
-	m := refreshed(t, s, d)
+	refreshed(t, s, d) // the instance as the last apply left it
 	h.mu.Lock()
 	h.holders = nil // revoked outside Terraform: the running Engine keeps IFI
 	h.mu.Unlock()
-	m = refreshed(t, s, d)
+	m := refreshed(t, s, d)
 	p, err := s.Plan(context.Background(), PlanRequest{Request: Request{Target: defaultTarget, Desired: d, Memo: m}, Drift: true})
 	if err != nil || actionOf(p) != string(ifi.ActionGrant) {
 		t.Fatalf("plan %s, %v; want grant", actionOf(p), err)
