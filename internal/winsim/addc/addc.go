@@ -1,8 +1,9 @@
 // Package addc runs a real Active Directory domain controller for tests: Samba's AD
 // DC (Debian's samba-ad-dc), a throwaway domain provisioned in a temporary
 // directory, its KDC listening on a free loopback port only. The domain is
-// provisioned once per test process (provisioning takes tens of seconds) and shared
-// by the tests of that process, which each create accounts under their own names.
+// provisioned once (provisioning takes tens of seconds; see template.go) and each
+// test process starts a DC on its own copy, shared by the tests of that process,
+// which each create accounts under their own names.
 //
 // Tests that need it skip, naming the missing package, when samba-tool, samba or the
 // provisioning data (samba-ad-provision) are not installed. A package using it runs
@@ -29,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
@@ -59,8 +62,12 @@ type DC struct {
 	Krb5Conf string
 	// Addr is the KDC's address, 127.0.0.1:port, on TCP and UDP.
 	Addr string
-	// Provisioned is how long provisioning took (for the test log).
-	Provisioned time.Duration
+	// Ready is how long the domain took to be ready to start: a copy of the
+	// provisioned domain, and its provisioning when this process did it.
+	Ready time.Duration
+	// Provisioned says whether this process provisioned the domain (for the test
+	// log); otherwise it copied one provisioned earlier.
+	Provisioned bool
 
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -168,39 +175,63 @@ func start() (*DC, error) {
 		return nil, err
 	}
 	shared.dir = dir
-	port, err := kdc.FreePort()
+	return startIn(dir)
+}
+
+// startIn starts a DC on a copy of the provisioned domain in dir.
+func startIn(dir string) (*DC, error) {
+	began := time.Now()
+	provisioned, err := copyTemplate(dir)
 	if err != nil {
-		return nil, fmt.Errorf("finding a free loopback port: %w", err)
+		return nil, err
 	}
 	dc := &DC{Realm: Realm, DNSDomain: DNSDomain, NetBIOS: NetBIOS, Dir: dir,
 		SMBConf:  filepath.Join(dir, "etc", "smb.conf"),
 		Krb5Conf: filepath.Join(dir, "krb5.conf"),
-		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		exited:   make(chan struct{})}
-	began := time.Now()
-	// Loopback only, the KDC alone (samba-tool works on the ldb files directly, so
-	// no LDAP, RPC or DNS service is needed), on a free port; the kpasswd service
-	// comes with the KDC and gets the next free port.
-	kpasswd, err := kdc.FreePort()
+		Ready:    time.Since(began), Provisioned: provisioned}
+	// The ports are chosen now, not when the domain was provisioned: a port free
+	// then may be taken by the time samba binds it. One that is taken all the same
+	// (by another process between our check and samba's bind) makes samba exit
+	// saying so, and the DC starts again on other ports.
+	var lastErr error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		ok, err := dc.run()
+		if err == nil {
+			return dc, nil
+		}
+		lastErr = err
+		if !ok {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// choosePorts chooses the KDC's and kpasswd's ports; a test makes it choose a
+// taken one.
+var choosePorts = func() (int, int, error) {
+	p, err := kdc.FreePorts(2)
 	if err != nil {
-		return nil, fmt.Errorf("finding a free loopback port: %w", err)
+		return 0, 0, err
 	}
-	if _, err := dc.tool("domain", "provision", "--realm="+Realm, "--domain="+NetBIOS,
-		"--server-role=dc", "--dns-backend=NONE", "--adminpass="+AdminPassword,
-		"--targetdir="+dir, "--host-name=dc1", "--host-ip=127.0.0.1",
-		"--option=interfaces = 127.0.0.1", "--option=bind interfaces only = yes",
-		"--option=server services = kdc", "--option=krb5 port = "+strconv.Itoa(port),
-		"--option=kpasswd port = "+strconv.Itoa(kpasswd),
-		"--option=log file = "+filepath.Join(dir, "log.%m"),
-		"--option=panic action = ",
-		// Private run-time directories too: another DC (a test of another
-		// package, or the machine's own) may run at the same time.
-		"--option=pid directory = "+dir, "--option=ncalrpc dir = "+filepath.Join(dir, "ncalrpc"),
-		"--option=winbindd socket directory = "+filepath.Join(dir, "winbindd"),
-	); err != nil {
-		return nil, err
+	return p[0], p[1], nil
+}
+
+// startAttempts bounds the starts on other ports after samba found one taken.
+const startAttempts = 5
+
+// run writes the ports into the DC's smb.conf and krb5.conf and starts samba. It
+// reports whether a failure was a port taken by somebody else (worth another try
+// on other ports).
+func (dc *DC) run() (retry bool, err error) {
+	kdcPort, kpasswdPort, err := choosePorts()
+	if err != nil {
+		return false, fmt.Errorf("finding free loopback ports: %w", err)
 	}
-	dc.Provisioned = time.Since(began)
+	dc.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(kdcPort))
+	if err := setPorts(dc.SMBConf, kdcPort, kpasswdPort); err != nil {
+		return false, err
+	}
 	krb5 := fmt.Sprintf(`[libdefaults]
 	default_realm = %[1]s
 	dns_lookup_kdc = false
@@ -219,27 +250,32 @@ func start() (*DC, error) {
 	%[3]s = %[1]s
 `, Realm, dc.Addr, DNSDomain)
 	if err := os.WriteFile(dc.Krb5Conf, []byte(krb5), 0o600); err != nil {
-		return nil, err
-	}
-	if err := dc.addUPNSuffix(UPNSuffix); err != nil {
-		return nil, err
+		return false, err
 	}
 	samba, _ := lookPath("samba")
+	dc.mu.Lock()
+	dc.out.Reset()
+	dc.mu.Unlock()
+	dc.exited = make(chan struct{})
 	dc.cmd = exec.Command(samba, "-i", "-M", "single", "-s", dc.SMBConf, "--debug-stdout", "-d1")
 	dc.cmd.Env = dc.env()
 	dc.cmd.Stdout, dc.cmd.Stderr = &lockedWriter{w: &dc.out, mu: &dc.mu}, &lockedWriter{w: &dc.out, mu: &dc.mu}
 	if dc.stdin, err = dc.cmd.StdinPipe(); err != nil {
-		return nil, err
+		return false, err
 	}
 	if err := dc.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", samba, err)
+		return false, fmt.Errorf("starting %s: %w", samba, err)
 	}
-	go func() { _ = dc.cmd.Wait(); close(dc.exited) }()
+	exited := dc.exited
+	cmd := dc.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
 	if err := dc.waitReady(60 * time.Second); err != nil {
 		dc.stop()
-		return nil, fmt.Errorf("samba did not start its KDC on %s: %v\nsamba output:\n%s", dc.Addr, err, dc.output())
+		out := dc.output()
+		return strings.Contains(out, "NT_STATUS_ADDRESS_ALREADY_ASSOCIATED"),
+			fmt.Errorf("samba did not start its KDC on %s: %v\nsamba output:\n%s", dc.Addr, err, out)
 	}
-	return dc, nil
+	return false, nil
 }
 
 type lockedWriter struct {
@@ -479,8 +515,10 @@ func (dc *DC) Kinit(t testing.TB, principal, password string, enterprise bool) s
 	return cc
 }
 
-// waitReady polls the KDC's TCP port until it accepts a connection, samba exits,
-// or the deadline passes.
+// waitReady polls until the KDC on dc.Addr issues a ticket for the domain's
+// Administrator (a port that merely accepts a connection may be another
+// process's: samba then exits, not having bound it), samba exits, or the deadline
+// passes.
 func (dc *DC) waitReady(budget time.Duration) error {
 	deadline := time.Now().Add(budget)
 	for {
@@ -489,19 +527,34 @@ func (dc *DC) waitReady(budget time.Duration) error {
 			return errors.New("samba exited")
 		default:
 		}
-		c, err := net.DialTimeout("tcp", dc.Addr, 200*time.Millisecond)
+		err := dc.probe()
 		if err == nil {
-			_ = c.Close()
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer on %s within %s: %v", dc.Addr, budget, err)
+			return fmt.Errorf("no ticket from %s within %s: %v", dc.Addr, budget, err)
 		}
 		select {
 		case <-dc.exited:
 		case <-time.After(50 * time.Millisecond): // polling interval, bounded by the deadline
 		}
 	}
+}
+
+// probe logs the domain's Administrator on at the KDC on dc.Addr.
+func (dc *DC) probe() error {
+	c, err := net.DialTimeout("tcp", dc.Addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	_ = c.Close()
+	cfg, err := config.Load(dc.Krb5Conf)
+	if err != nil {
+		return err
+	}
+	cl := client.NewWithPassword("Administrator", Realm, AdminPassword, cfg, client.DisablePAFXFAST(true))
+	defer cl.Destroy()
+	return cl.Login()
 }
 
 // stop ends samba: the end of its standard input first (-i), SIGTERM after 5 s.

@@ -19,7 +19,7 @@ var dcAccounts sync.Once
 // UPN in an alternative suffix (sent as an enterprise principal).
 func TestDCIssuesTickets(t *testing.T) {
 	dc := addc.Shared(t)
-	t.Logf("domain provisioned in %s", dc.Provisioned)
+	t.Logf("domain ready in %s (provisioned by this process: %t)", dc.Ready, dc.Provisioned)
 	if _, err := exec.LookPath("klist"); err != nil {
 		t.Skip("skipping: klist not installed: apt-get install krb5-user")
 	}

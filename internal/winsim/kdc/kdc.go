@@ -24,6 +24,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/config"
 )
 
 // DefaultRealm is the realm Start uses when Options.Realm is empty.
@@ -127,14 +130,83 @@ func Start(t testing.TB, opts Options) *KDC {
 		logPath:  filepath.Join(dir, "kdc.log"),
 		exited:   make(chan struct{}),
 	}
-	// A port free on both UDP and TCP; the KDC binds it a moment later. Another
-	// process could take it in between: then the KDC fails to bind and the test says so.
-	port, err := FreePort()
-	if err != nil {
-		t.Fatalf("test KDC: finding a free loopback port: %v", err)
+	close(k.exited) // no krb5kdc runs yet
+	masterPassword := "kdc-master-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := k.writeConf(enctypes, 88); err != nil {
+		t.Fatalf("test KDC: %v", err)
 	}
-	k.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	k.run(t, "kdb5_util", "create", "-s", "-r", realm, "-P", masterPassword)
+	t.Cleanup(func() { k.stop(t) })
+	// The port is chosen now, just before krb5kdc binds it; one taken all the same
+	// by another process in between makes krb5kdc exit saying so, and the KDC
+	// starts again on another port.
+	for attempt := 1; ; attempt++ {
+		out, err := k.start(enctypes)
+		if err == nil {
+			break
+		}
+		if attempt < startAttempts && strings.Contains(out+k.Log(), "Address already in use") {
+			continue
+		}
+		t.Fatalf("test KDC for %s on %s did not start: %v\nkrb5kdc output:\n%s\nkdc.log:\n%s", realm, k.Addr, err, out, k.Log())
+	}
+	return k
+}
 
+// startAttempts bounds the starts on other ports after krb5kdc found one taken.
+const startAttempts = 5
+
+// choosePort chooses the KDC's port; a test makes it choose a taken one.
+var choosePort = func() (int, error) {
+	p, err := FreePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return p[0], nil
+}
+
+// start chooses a port, writes the configuration naming it and starts krb5kdc,
+// waiting until it answers; on failure it returns krb5kdc's output.
+func (k *KDC) start(enctypes string) (string, error) {
+	port, err := choosePort()
+	if err != nil {
+		return "", fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	if err := k.writeConf(enctypes, port); err != nil {
+		return "", err
+	}
+	_ = os.Remove(k.logPath)
+	kdcPath, _ := lookPath("krb5kdc")
+	cmd := exec.Command(kdcPath, "-n", "-r", k.Realm)
+	cmd.Env = k.Env()
+	cmd.Dir = k.Dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting %s: %w", kdcPath, err)
+	}
+	exited := make(chan struct{})
+	k.mu.Lock()
+	k.cmd, k.exited, k.waitErr = cmd, exited, nil
+	k.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		k.mu.Lock()
+		k.waitErr = err
+		k.mu.Unlock()
+		close(exited)
+	}()
+	if err := k.waitReady(10 * time.Second); err != nil {
+		k.halt()
+		return out.String(), err
+	}
+	return "", nil
+}
+
+// writeConf writes the KDC's kdc.conf and the clients' krb5.conf for a KDC on
+// port.
+func (k *KDC) writeConf(enctypes string, port int) error {
+	k.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	kdcConf := fmt.Sprintf(`[kdcdefaults]
 	kdc_listen = %[2]s
 	kdc_tcp_listen = %[2]s
@@ -154,8 +226,8 @@ func Start(t testing.TB, opts Options) *KDC {
 	kdc = FILE:%[7]s
 	admin_server = FILE:%[7]s
 	default = FILE:%[7]s
-`, realm, k.Addr, filepath.Join(dir, "principal"), filepath.Join(dir, "stash"),
-		filepath.Join(dir, "kadm5.acl"), enctypes, k.logPath)
+`, k.Realm, k.Addr, filepath.Join(k.Dir, "principal"), filepath.Join(k.Dir, "stash"),
+		filepath.Join(k.Dir, "kadm5.acl"), enctypes, k.logPath)
 	krb5Conf := fmt.Sprintf(`[libdefaults]
 	default_realm = %[1]s
 	dns_lookup_kdc = false
@@ -175,38 +247,13 @@ func Start(t testing.TB, opts Options) *KDC {
 [domain_realm]
 	.%[3]s = %[1]s
 	%[3]s = %[1]s
-`, realm, k.Addr, strings.ToLower(realm))
-	for path, text := range map[string]string{k.KDCConf: kdcConf, k.Krb5Conf: krb5Conf, filepath.Join(dir, "kadm5.acl"): ""} {
+`, k.Realm, k.Addr, strings.ToLower(k.Realm))
+	for path, text := range map[string]string{k.KDCConf: kdcConf, k.Krb5Conf: krb5Conf, filepath.Join(k.Dir, "kadm5.acl"): ""} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatalf("test KDC: writing %s: %v", path, err)
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
-
-	masterPassword := "kdc-master-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	k.run(t, "kdb5_util", "create", "-s", "-r", realm, "-P", masterPassword)
-
-	kdcPath, _ := lookPath("krb5kdc")
-	k.cmd = exec.Command(kdcPath, "-n", "-r", realm)
-	k.cmd.Env = k.Env()
-	k.cmd.Dir = dir
-	var out bytes.Buffer
-	k.cmd.Stdout, k.cmd.Stderr = &out, &out
-	if err := k.cmd.Start(); err != nil {
-		t.Fatalf("test KDC: starting %s: %v", kdcPath, err)
-	}
-	go func() {
-		err := k.cmd.Wait()
-		k.mu.Lock()
-		k.waitErr = err
-		k.mu.Unlock()
-		close(k.exited)
-	}()
-	t.Cleanup(func() { k.stop(t) })
-
-	if err := k.waitReady(10 * time.Second); err != nil {
-		t.Fatalf("test KDC for %s on %s did not start: %v\nkrb5kdc output:\n%s\nkdc.log:\n%s", realm, k.Addr, err, out.String(), k.Log())
-	}
-	return k
+	return nil
 }
 
 // Env is the environment for MIT tools and clients to use this KDC: KRB5_CONFIG
@@ -338,8 +385,9 @@ func redact(s string) string {
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
-// waitReady polls the KDC's TCP port until it accepts a connection, the KDC
-// process exits, or the deadline passes.
+// waitReady polls until the KDC of the realm answers on k.Addr (a port that
+// merely accepts a connection may be another process's: krb5kdc then exits, not
+// having bound it), the KDC process exits, or the deadline passes.
 func (k *KDC) waitReady(budget time.Duration) error {
 	deadline := time.Now().Add(budget)
 	for {
@@ -351,13 +399,12 @@ func (k *KDC) waitReady(budget time.Duration) error {
 			return fmt.Errorf("krb5kdc exited: %v", err)
 		default:
 		}
-		c, err := net.DialTimeout("tcp", k.Addr, 200*time.Millisecond)
+		err := k.probe()
 		if err == nil {
-			_ = c.Close()
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer on %s within %s: %v", k.Addr, budget, err)
+			return fmt.Errorf("no answer from a KDC of %s on %s within %s: %v", k.Realm, k.Addr, budget, err)
 		}
 		select {
 		case <-k.exited:
@@ -374,41 +421,52 @@ func (k *KDC) Stop(t testing.TB) {
 }
 
 func (k *KDC) stop(t testing.TB) {
-	select {
-	case <-k.exited:
-		return
-	default:
-	}
-	if k.cmd.Process != nil {
-		_ = k.cmd.Process.Signal(os.Interrupt)
-	}
-	select {
-	case <-k.exited:
-	case <-time.After(5 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
+	if k.halt() {
 		t.Logf("test KDC %s did not stop within 5s of SIGINT; killed it", k.Addr)
 	}
 }
 
-// FreePort finds a loopback port that is free for both TCP and UDP (a KDC
-// listens on both): the MIT KDC's and the AD DC's (addc) choice of port.
-func FreePort() (int, error) {
-	var lastErr error
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		_ = l.Close()
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		_ = u.Close()
-		return port, nil
+// halt ends krb5kdc, if it runs: SIGINT, SIGKILL after 5 s (then it reports true).
+func (k *KDC) halt() (killed bool) {
+	k.mu.Lock()
+	cmd, exited := k.cmd, k.exited
+	k.mu.Unlock()
+	select {
+	case <-exited:
+		return false
+	default:
 	}
-	return 0, errors.Join(errors.New("no port free on both TCP and UDP after 20 tries"), lastErr)
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+		return false
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		return true
+	}
+}
+
+// probe asks the KDC on k.Addr for a ticket of a principal the realm does not
+// have: a KDC of the realm answers that it does not know it.
+func (k *KDC) probe() error {
+	c, err := net.DialTimeout("tcp", k.Addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	_ = c.Close()
+	cfg, err := config.Load(k.Krb5Conf)
+	if err != nil {
+		return err
+	}
+	cl := client.NewWithPassword("no-such-principal-probe", k.Realm, "x", cfg, client.DisablePAFXFAST(true))
+	defer cl.Destroy()
+	err = cl.Login()
+	if err != nil && strings.Contains(err.Error(), "KDC_ERR_C_PRINCIPAL_UNKNOWN") {
+		return nil
+	}
+	if err == nil {
+		return errors.New("the KDC issued a ticket for a principal never created")
+	}
+	return err
 }

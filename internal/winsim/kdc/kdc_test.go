@@ -1,6 +1,7 @@
 package kdc
 
 import (
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,43 @@ func TestKinitKlistAgainstTestKDC(t *testing.T) {
 	gone.Stdin = strings.NewReader("Secret-1\n")
 	if out, err := gone.CombinedOutput(); err == nil {
 		t.Fatalf("kinit succeeded after the KDC stopped:\n%s", out)
+	}
+}
+
+// A port taken between its choice and krb5kdc's bind makes krb5kdc exit; the KDC
+// starts again on another port and answers there.
+func TestATakenPortStartsTheKDCOnAnother(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	calls := 0
+	free := choosePort
+	choosePort = func() (int, error) {
+		calls++
+		if calls == 1 {
+			return takenPort, nil
+		}
+		return free()
+	}
+	t.Cleanup(func() { choosePort = free })
+	k := Start(t, Options{})
+	if calls != 2 {
+		t.Errorf("the KDC started after %d choices of port, want 2 (the taken one, then a free one)", calls)
+	}
+	if k.Addr == taken.Addr().String() {
+		t.Errorf("the KDC says it listens on the taken port %s", k.Addr)
+	}
+	k.AddUser(t, "alice", "Alice-Secret-1")
+	kinit := exec.Command("kinit", "alice@"+k.Realm)
+	kinit.Env = append(k.Env(), "KRB5CCNAME=FILE:"+t.TempDir()+"/cc")
+	kinit.Stdin = strings.NewReader("Alice-Secret-1\n")
+	if out, err := kinit.CombinedOutput(); err != nil {
+		t.Errorf("kinit against the KDC started on other port: %v\n%s", err, out)
 	}
 }
