@@ -30,8 +30,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
@@ -209,13 +207,7 @@ func startIn(dir string) (*DC, error) {
 
 // choosePorts chooses the KDC's and kpasswd's ports; a test makes it choose a
 // taken one.
-var choosePorts = func() (int, int, error) {
-	p, err := kdc.FreePorts(2)
-	if err != nil {
-		return 0, 0, err
-	}
-	return p[0], p[1], nil
-}
+var choosePorts = kdc.FreePorts
 
 // startAttempts bounds the starts on other ports after samba found one taken.
 const startAttempts = 5
@@ -224,10 +216,11 @@ const startAttempts = 5
 // reports whether a failure was a port taken by somebody else (worth another try
 // on other ports).
 func (dc *DC) run() (retry bool, err error) {
-	kdcPort, kpasswdPort, err := choosePorts()
+	ports, err := choosePorts(2)
 	if err != nil {
 		return false, fmt.Errorf("finding free loopback ports: %w", err)
 	}
+	kdcPort, kpasswdPort := ports[0], ports[1]
 	dc.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(kdcPort))
 	if err := setPorts(dc.SMBConf, kdcPort, kpasswdPort); err != nil {
 		return false, err
@@ -515,10 +508,9 @@ func (dc *DC) Kinit(t testing.TB, principal, password string, enterprise bool) s
 	return cc
 }
 
-// waitReady polls until the KDC on dc.Addr issues a ticket for the domain's
-// Administrator (a port that merely accepts a connection may be another
-// process's: samba then exits, not having bound it), samba exits, or the deadline
-// passes.
+// waitReady polls until the domain's KDC answers on dc.Addr (a port that merely
+// accepts a connection may be another process's: samba then exits, not having
+// bound it), samba exits, or the deadline passes.
 func (dc *DC) waitReady(budget time.Duration) error {
 	deadline := time.Now().Add(budget)
 	for {
@@ -541,21 +533,8 @@ func (dc *DC) waitReady(budget time.Duration) error {
 	}
 }
 
-// probe logs the domain's Administrator on at the KDC on dc.Addr.
-func (dc *DC) probe() error {
-	c, err := net.DialTimeout("tcp", dc.Addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	_ = c.Close()
-	cfg, err := config.Load(dc.Krb5Conf)
-	if err != nil {
-		return err
-	}
-	cl := client.NewWithPassword("Administrator", Realm, AdminPassword, cfg, client.DisablePAFXFAST(true))
-	defer cl.Destroy()
-	return cl.Login()
-}
+// probe asks the KDC on dc.Addr whether it is the domain's.
+func (dc *DC) probe() error { return kdc.Probe(dc.Addr, dc.Krb5Conf, Realm) }
 
 // stop ends samba: the end of its standard input first (-i), SIGTERM after 5 s.
 func (dc *DC) stop() {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
 )
 
 // startCopy starts a DC in a new directory of the test's, stopped at its end.
@@ -55,26 +57,13 @@ func TestATakenPortStartsTheDCOnOthers(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	takenPort := taken.Addr().(*net.TCPAddr).Port
-	calls := 0
 	free := choosePorts
-	choosePorts = func() (int, int, error) {
-		calls++
-		_, p, err := free()
-		if calls == 1 {
-			return takenPort, p, err
-		}
-		return free()
-	}
+	choose, takenPort, calls := kdc.TakenFirst(t, free)
+	choosePorts = choose
 	t.Cleanup(func() { choosePorts = free })
 	dc := startCopy(t)
-	if calls != 2 {
-		t.Errorf("the DC started after %d choices of ports, want 2 (the taken one, then free ones)", calls)
+	if *calls != 2 {
+		t.Errorf("the DC started after %d choices of ports, want 2 (the taken one, then free ones)", *calls)
 	}
 	if dc.Addr == net.JoinHostPort("127.0.0.1", strconv.Itoa(takenPort)) {
 		t.Errorf("the DC says it listens on the taken port %s", dc.Addr)

@@ -12,7 +12,6 @@ package kdc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -24,9 +23,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/config"
 )
 
 // DefaultRealm is the realm Start uses when Options.Realm is empty.
@@ -157,22 +153,16 @@ func Start(t testing.TB, opts Options) *KDC {
 const startAttempts = 5
 
 // choosePort chooses the KDC's port; a test makes it choose a taken one.
-var choosePort = func() (int, error) {
-	p, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return p[0], nil
-}
+var choosePort = FreePorts
 
 // start chooses a port, writes the configuration naming it and starts krb5kdc,
 // waiting until it answers; on failure it returns krb5kdc's output.
 func (k *KDC) start(enctypes string) (string, error) {
-	port, err := choosePort()
+	ports, err := choosePort(1)
 	if err != nil {
 		return "", fmt.Errorf("finding a free loopback port: %w", err)
 	}
-	if err := k.writeConf(enctypes, port); err != nil {
+	if err := k.writeConf(enctypes, ports[0]); err != nil {
 		return "", err
 	}
 	_ = os.Remove(k.logPath)
@@ -447,26 +437,5 @@ func (k *KDC) halt() (killed bool) {
 	}
 }
 
-// probe asks the KDC on k.Addr for a ticket of a principal the realm does not
-// have: a KDC of the realm answers that it does not know it.
-func (k *KDC) probe() error {
-	c, err := net.DialTimeout("tcp", k.Addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	_ = c.Close()
-	cfg, err := config.Load(k.Krb5Conf)
-	if err != nil {
-		return err
-	}
-	cl := client.NewWithPassword("no-such-principal-probe", k.Realm, "x", cfg, client.DisablePAFXFAST(true))
-	defer cl.Destroy()
-	err = cl.Login()
-	if err != nil && strings.Contains(err.Error(), "KDC_ERR_C_PRINCIPAL_UNKNOWN") {
-		return nil
-	}
-	if err == nil {
-		return errors.New("the KDC issued a ticket for a principal never created")
-	}
-	return err
-}
+// probe asks the KDC on k.Addr whether it is the realm's.
+func (k *KDC) probe() error { return Probe(k.Addr, k.Krb5Conf, k.Realm) }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,27 +70,15 @@ func TestATakenPortStartsTheKDCOnAnother(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	takenPort := taken.Addr().(*net.TCPAddr).Port
-	calls := 0
 	free := choosePort
-	choosePort = func() (int, error) {
-		calls++
-		if calls == 1 {
-			return takenPort, nil
-		}
-		return free()
-	}
+	choose, takenPort, calls := TakenFirst(t, free)
+	choosePort = choose
 	t.Cleanup(func() { choosePort = free })
 	k := Start(t, Options{})
-	if calls != 2 {
-		t.Errorf("the KDC started after %d choices of port, want 2 (the taken one, then a free one)", calls)
+	if *calls != 2 {
+		t.Errorf("the KDC started after %d choices of port, want 2 (the taken one, then a free one)", *calls)
 	}
-	if k.Addr == taken.Addr().String() {
+	if k.Addr == net.JoinHostPort("127.0.0.1", strconv.Itoa(takenPort)) {
 		t.Errorf("the KDC says it listens on the taken port %s", k.Addr)
 	}
 	k.AddUser(t, "alice", "Alice-Secret-1")

@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/client"
+	"github.com/jcmturner/gokrb5/v8/config"
 )
 
 // FreePorts returns n distinct loopback ports free on TCP and UDP (a KDC listens
@@ -72,4 +77,53 @@ func ephemeralLow() int {
 		return 32768
 	}
 	return n
+}
+
+// Probe asks the KDC at addr (named for realm in the krb5.conf at krb5Conf) for a
+// ticket of a principal the realm does not have: a KDC of the realm answers that
+// it does not know it. It tells a KDC that started from a port that merely
+// accepts connections (another process's listener).
+func Probe(addr, krb5Conf, realm string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	_ = c.Close()
+	cfg, err := config.Load(krb5Conf)
+	if err != nil {
+		return err
+	}
+	cl := client.NewWithPassword("no-such-principal-probe", realm, "x", cfg, client.DisablePAFXFAST(true))
+	defer cl.Destroy()
+	err = cl.Login()
+	if err != nil && strings.Contains(err.Error(), "KDC_ERR_C_PRINCIPAL_UNKNOWN") {
+		return nil
+	}
+	if err == nil {
+		return errors.New("the KDC issued a ticket for a principal never created")
+	}
+	return err
+}
+
+// TakenFirst wraps a choice of ports so that its first choice starts with a port
+// another listener holds (for the test's duration): the tests of a KDC's start on
+// other ports. It returns the wrapped choice, the taken port and the count of
+// choices made.
+func TakenFirst(t testing.TB, choose func(int) ([]int, error)) (func(int) ([]int, error), int, *int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	taken := l.Addr().(*net.TCPAddr).Port
+	calls := 0
+	return func(n int) ([]int, error) {
+		calls++
+		p, err := choose(n)
+		if calls == 1 && err == nil {
+			p[0] = taken
+		}
+		return p, err
+	}, taken, &calls
 }
