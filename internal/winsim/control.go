@@ -567,17 +567,31 @@ func ControlExposed(addr string) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
+// controlRoute is one endpoint of the control plane: its pattern (method and path,
+// as http.ServeMux takes it) and its handler. README.md's "Control plane" documents
+// every one; control_test.go holds the README to this list.
+type controlRoute struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
 func (s *Sim) controlMux() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Info().Hosts)
+	var patterns []string
+	for _, r := range s.controlRoutes() {
+		mux.HandleFunc(r.pattern, r.handler)
+		patterns = append(patterns, r.pattern)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{
+			"error": fmt.Sprintf("no control endpoint %s %s; use %s", r.Method, r.URL.Path, strings.Join(patterns, ", ")),
+		})
 	})
-	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Info())
-	})
-	mux.HandleFunc("GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.EnginesDown())
-	})
+	return mux
+}
+
+// controlRoutes are the control plane's endpoints.
+func (s *Sim) controlRoutes() []controlRoute {
 	// hostView answers with what view reads of the host the path names.
 	hostView := func(view func(*host.Host) any) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -589,68 +603,79 @@ func (s *Sim) controlMux() http.Handler {
 			writeJSON(w, http.StatusOK, view(h))
 		}
 	}
-	mux.HandleFunc("GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() }))
-	mux.HandleFunc("GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() }))
-	mux.HandleFunc("GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() }))
-	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.Host(r.PathValue("host")); err != nil {
-			writeError(w, err)
-			return
-		}
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
-		dec.DisallowUnknownFields()
-		var a Action
-		if err := dec.Decode(&a); err != nil {
-			writeError(w, fmt.Errorf("%w: the body is not an action object: %v; see internal/winsim/README.md", ErrBadAction, err))
-			return
-		}
-		res, err := s.apply(r.Context(), r.PathValue("host"), a)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	})
-	mux.HandleFunc("GET /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
-		views := []wsfc.ClusterView{}
-		for _, sc := range s.clusters {
-			views = append(views, sc.model.View())
-		}
-		writeJSON(w, http.StatusOK, views)
-	})
-	mux.HandleFunc("GET /v1/clusters/{cluster}", func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.Cluster(r.PathValue("cluster"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, c.View())
-	})
-	mux.HandleFunc("POST /v1/clusters/{cluster}/actions", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.Cluster(r.PathValue("cluster")); err != nil {
-			writeError(w, err)
-			return
-		}
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
-		dec.DisallowUnknownFields()
-		var a ClusterAction
-		if err := dec.Decode(&a); err != nil {
-			writeError(w, fmt.Errorf("%w: the body is not a cluster action object: %v; see internal/winsim/README.md", ErrBadAction, err))
-			return
-		}
-		res, err := s.ClusterDo(r.Context(), r.PathValue("cluster"), a)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog, POST /v1/hosts/{host}/actions, GET /v1/clusters, GET /v1/clusters/{cluster} or POST /v1/clusters/{cluster}/actions", r.Method, r.URL.Path),
-		})
-	})
-	return mux
+	return []controlRoute{
+		{"GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.Info())
+		}},
+		{"GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.Info().Hosts)
+		}},
+		{"GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.EnginesDown())
+		}},
+		{"GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() })},
+		{"GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() })},
+		{"GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() })},
+		{"POST /v1/hosts/{host}/actions", s.serveHostAction},
+		{"GET /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
+			views := []wsfc.ClusterView{}
+			for _, sc := range s.clusters {
+				views = append(views, sc.model.View())
+			}
+			writeJSON(w, http.StatusOK, views)
+		}},
+		{"GET /v1/clusters/{cluster}", func(w http.ResponseWriter, r *http.Request) {
+			c, err := s.Cluster(r.PathValue("cluster"))
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, c.View())
+		}},
+		{"POST /v1/clusters/{cluster}/actions", s.serveClusterAction},
+	}
+}
+
+// serveHostAction is POST /v1/hosts/{host}/actions: one Action, applied.
+func (s *Sim) serveHostAction(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Host(r.PathValue("host")); err != nil {
+		writeError(w, err)
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
+	dec.DisallowUnknownFields()
+	var a Action
+	if err := dec.Decode(&a); err != nil {
+		writeError(w, fmt.Errorf("%w: the body is not an action object: %v; see internal/winsim/README.md", ErrBadAction, err))
+		return
+	}
+	res, err := s.apply(r.Context(), r.PathValue("host"), a)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// serveClusterAction is POST /v1/clusters/{cluster}/actions: one ClusterAction, applied.
+func (s *Sim) serveClusterAction(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Cluster(r.PathValue("cluster")); err != nil {
+		writeError(w, err)
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
+	dec.DisallowUnknownFields()
+	var a ClusterAction
+	if err := dec.Decode(&a); err != nil {
+		writeError(w, fmt.Errorf("%w: the body is not a cluster action object: %v; see internal/winsim/README.md", ErrBadAction, err))
+		return
+	}
+	res, err := s.ClusterDo(r.Context(), r.PathValue("cluster"), a)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
