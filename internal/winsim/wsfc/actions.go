@@ -15,27 +15,6 @@ const (
 	FailMoveOffline  = "offline"   // the next time SQL Server is brought online it fails, and stays Failed
 )
 
-// clusterAction is one move, failover or restart the cluster service runs.
-type clusterAction struct {
-	kind     string
-	from, to string
-	done     chan struct{}
-	err      *ClusterError
-}
-
-// ClusterError is an error the cluster service answers, with its Win32 code.
-type ClusterError struct {
-	Code    int
-	Message string
-}
-
-func (e *ClusterError) Error() string {
-	if e.Code == 0 {
-		return e.Message
-	}
-	return fmt.Sprintf("%s (error %d)", e.Message, e.Code)
-}
-
 // The cluster's errors (Win32 system error codes; FIDELITY.md marks their texts
 // unproven on a real cluster).
 var (

@@ -106,6 +106,27 @@ type clusterRole struct {
 	listening bool
 }
 
+// clusterAction is one move, failover or restart the cluster service runs.
+type clusterAction struct {
+	kind     string
+	from, to string
+	done     chan struct{}
+	err      *ClusterError
+}
+
+// ClusterError is an error the cluster service answers, with its Win32 code.
+type ClusterError struct {
+	Code    int
+	Message string
+}
+
+func (e *ClusterError) Error() string {
+	if e.Code == 0 {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (error %d)", e.Message, e.Code)
+}
+
 // ClusterEvent is one action the cluster ran, for the control plane's views.
 type ClusterEvent struct {
 	Time    time.Time `json:"time"`
