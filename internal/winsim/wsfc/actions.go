@@ -106,8 +106,13 @@ func (c *Cluster) wait(ctx context.Context, a *clusterAction, d time.Duration) (
 }
 
 // setState changes a resource's state; the virtual name's listener follows before
-// waiters see the change.
+// waiters see the change. SQL Server leaving Online closes it first: a reader of
+// the role's view (WaitRole reads it before it waits) never sees SQL Server
+// OfflinePending, Offline or Failed while the virtual name still listens.
 func (c *Cluster) setState(r *clusterRole, res *clusterResource, state string) {
+	if res.typ == ResourceTypeSQLServer && state != ResourceOnline {
+		r.closeVNN()
+	}
 	c.mu.Lock()
 	res.state = state
 	c.mu.Unlock()

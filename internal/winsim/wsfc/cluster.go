@@ -326,6 +326,18 @@ func (c *Cluster) syncVNN(r *clusterRole) {
 	}
 }
 
+// closeVNN closes the role's listener now, whatever its state says.
+func (r *clusterRole) closeVNN() {
+	r.hookMu.Lock()
+	defer r.hookMu.Unlock()
+	if r.listening {
+		if r.vnnClose != nil {
+			r.vnnClose()
+		}
+		r.listening = false
+	}
+}
+
 func (r *clusterRole) resource(typ string) *clusterResource {
 	for _, res := range r.res {
 		if res.typ == typ {
