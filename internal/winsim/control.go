@@ -166,253 +166,325 @@ func (s *Sim) apply(ctx context.Context, hostName string, a Action) (ActionResul
 		return ActionResult{}, err
 	}
 	res := ActionResult{Host: h.Name(), Action: a.Action}
-	need := func(field, value string) error {
-		if strings.TrimSpace(value) == "" {
-			return fmt.Errorf("%w: %q needs the field %q; see internal/winsim/README.md", ErrBadAction, a.Action, field)
-		}
-		return nil
-	}
 	switch a.Action {
 	case ActionGrantRight, ActionRevokeRight:
-		if err := need("right", a.Right); err != nil {
-			return res, err
-		}
-		if err := need("sid", a.SID); err != nil {
-			return res, err
-		}
-		if _, err := host.ParseSID(a.SID); err != nil {
-			return res, fmt.Errorf("%w: %s: %v", ErrBadAction, a.Action, err)
-		}
-		var changed bool
-		if a.Action == ActionGrantRight {
-			changed, err = h.GrantRight(a.Right, a.SID)
-		} else {
-			changed, err = h.RevokeRight(a.Right, a.SID)
-		}
-		if err != nil {
-			return res, fmt.Errorf("%s %s for %s on host %s: %w", a.Action, a.Right, a.SID, hostName, err)
-		}
-		res.Changed = &changed
-		return res, nil
-
+		return changeRight(h, hostName, a, res)
 	case ActionRestartService, ActionStopService, ActionStartService:
-		if err := need("service", a.Service); err != nil {
-			return res, err
-		}
-		res.Service = a.Service
-		target := contract.StateRunning
-		switch a.Action {
-		case ActionRestartService:
-			err = h.RestartService(a.Service)
-		case ActionStopService:
-			target = contract.StateStopped
-			err = h.StopService(a.Service, a.Force)
-		case ActionStartService:
-			err = h.StartService(a.Service)
-		}
-		if err != nil {
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
-		}
-		if a.Wait == nil || *a.Wait {
-			timeout := defaultActionWaitTimeout
-			if a.TimeoutSeconds > 0 {
-				timeout = time.Duration(a.TimeoutSeconds) * time.Second
-			}
-			wctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			if err := h.WaitServiceState(wctx, a.Service, target); err != nil {
-				return res, fmt.Errorf("%s %s on host %s: the service did not reach %s within %s (raise timeout_seconds, or check the service's configured start failure): %w",
-					a.Action, a.Service, hostName, target, timeout, err)
-			}
-			res.State = target
-		}
-		return res, nil
-
+		return controlService(ctx, h, hostName, a, res)
 	case ActionSetGroupPolicyRight:
-		if err := need("right", a.Right); err != nil {
-			return res, err
-		}
-		if a.SIDs == nil {
-			return res, fmt.Errorf("%w: %q needs the field \"sids\" (a list, [] for a policy that defines the right with no holders)", ErrBadAction, a.Action)
-		}
-		if err := h.SetGroupPolicyRight(a.Right, a.SIDs); err != nil {
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Right, hostName, err)
-		}
-		return res, nil
-
+		return setGroupPolicyRight(h, hostName, a, res)
 	case ActionRefreshGroupPolicy:
 		h.RefreshGroupPolicy()
 		return res, nil
-
 	case ActionUninstallInstance:
-		if err := need("instance", a.Instance); err != nil {
-			return res, err
-		}
-		if err := h.UninstallInstance(a.Instance); err != nil {
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
-		}
-		// The model closed the TDS listener; make sure nothing opens it again.
-		if sh, ok := s.byName[strings.ToLower(hostName)]; ok {
-			for _, ep := range sh.instances {
-				if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
-					ep.shutdown()
-				}
-			}
-		}
-		return res, nil
-
+		return s.uninstallInstance(h, hostName, a, res)
 	case ActionPauseService:
-		if err := need("service", a.Service); err != nil {
-			return res, err
-		}
-		res.Service = a.Service
-		if err := h.PauseService(a.Service); err != nil {
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
-		}
-		res.State = contract.StatePaused
-		return res, nil
-
+		return pauseService(h, hostName, a, res)
 	case ActionRaceStop:
-		if err := need("service", a.Service); err != nil {
-			return res, err
-		}
-		if err := need("mode", a.Mode); err != nil {
-			return res, err
-		}
-		res.Service = a.Service
-		if err := h.RaceNextStop(a.Service, a.Mode); err != nil {
-			if errors.Is(err, host.ErrNoSuchService) {
-				return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
-			}
-			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
-		}
-		return res, nil
-
+		return raceStop(h, hostName, a, res)
 	case ActionSetASRRule:
-		if err := need("rule", a.Rule); err != nil {
-			return res, err
-		}
-		if err := h.SetASRRule(a.Rule, a.RuleAction); err != nil {
-			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
-		}
-		return res, nil
-
+		return setASRRule(h, hostName, a, res)
 	case ActionFailStart, ActionSlowStop:
-		if err := need("service", a.Service); err != nil {
-			return res, err
-		}
-		res.Service = a.Service
-		if a.Action == ActionFailStart {
-			err = h.FailStarts(a.Service, a.Code, a.Times)
-		} else {
-			err = h.SetStopDuration(a.Service, time.Duration(a.StopMS)*time.Millisecond)
-		}
-		if err != nil {
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
-		}
-		return res, nil
-
+		return serviceFault(h, hostName, a, res)
 	case ActionTDSDrop:
-		if err := need("instance", a.Instance); err != nil {
-			return res, err
-		}
-		sh, ok := s.byName[strings.ToLower(hostName)]
-		if !ok {
-			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
-		}
-		for _, ep := range sh.instances {
-			if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
-				ep.server.DropAfterLogin(a.Times)
-				return res, nil
-			}
-		}
-		return res, fmt.Errorf("%s: host %s has no SQL endpoint for instance %s: %w", a.Action, hostName, a.Instance, host.ErrNoSuchInstance)
-
+		return s.dropAfterLogin(hostName, a, res)
 	case ActionWinRMFault, ActionClearFaults:
-		sh, ok := s.byName[strings.ToLower(hostName)]
-		if !ok {
-			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
-		}
-		if a.Action == ActionClearFaults {
-			sh.faults.clear()
-			for _, ep := range sh.instances {
-				ep.server.DropAfterLogin(0)
-			}
-			return res, nil
-		}
-		f := a.WinRMFault
-		f.Service = a.Service // "service" is the Action's field in JSON
-		return res, sh.faults.add(f)
+		return s.winrmFault(hostName, a, res)
 	case ActionSetAGRole:
-		if err := need("instance", a.Instance); err != nil {
-			return res, err
-		}
-		if err := need("role", a.Role); err != nil {
-			return res, err
-		}
-		if err := h.SetAGRole(a.Instance, a.Group, a.Role); err != nil {
-			if errors.Is(err, host.ErrBadAGRole) {
-				err = fmt.Errorf("%w: %v", ErrBadAction, err)
-			}
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
-		}
-		return res, nil
-
+		return setAGRole(h, hostName, a, res)
 	case ActionStartBackup, ActionEndBackups, ActionSetHADRRegistry, ActionSetMaxServerMemory:
-		if err := need("instance", a.Instance); err != nil {
-			return res, err
-		}
-		var err error
-		switch a.Action {
-		case ActionStartBackup:
-			err = h.StartBackup(a.Instance, a.Command)
-		case ActionEndBackups:
-			err = h.EndBackups(a.Instance)
-		case ActionSetMaxServerMemory:
-			if err = h.SetMaxServerMemory(a.Instance, a.Value); errors.Is(err, host.ErrBadMaxServerMemory) {
-				err = fmt.Errorf("%w: %v", ErrBadAction, err)
-			}
-		default:
-			err = h.SetHADRRegistry(a.Instance, a.Value)
-		}
-		if err != nil {
-			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
-		}
-		return res, nil
-
+		return changeInstance(h, hostName, a, res)
 	case ActionRestartWinRM:
-		sh, ok := s.byName[strings.ToLower(hostName)]
-		if !ok {
-			return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
-		}
-		if a.DurationMS < 0 {
-			return res, fmt.Errorf("%w: %s: duration_ms %d is negative; give the milliseconds the listeners stay closed (0: %s)", ErrBadAction, a.Action, a.DurationMS, defaultWinRMRestart)
-		}
-		res.Service = "WinRM"
-		n, err := s.restartWinRM(ctx, sh, time.Duration(a.DurationMS)*time.Millisecond, a.Wait == nil || *a.Wait)
-		res.ShellsEnded = &n
-		if err != nil {
-			return res, fmt.Errorf("%s on host %s: %w", a.Action, hostName, err)
-		}
-		if a.Wait == nil || *a.Wait {
-			res.State = contract.StateRunning
-		}
-		return res, nil
-
+		return s.restartWinRMAction(ctx, hostName, a, res)
 	case ActionSetLanguageMode:
-		if err := need("mode", a.Mode); err != nil {
-			return res, err
-		}
-		if err := h.SetLanguageMode(a.Mode); err != nil {
-			return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
-		}
-		return res, nil
-
+		return setLanguageMode(h, hostName, a, res)
 	case "":
 		return res, fmt.Errorf("%w: the body has no \"action\"; use one of %s", ErrBadAction, strings.Join(actionNames, ", "))
 	default:
 		return res, fmt.Errorf("%w: unknown action %q; use one of %s", ErrBadAction, a.Action, strings.Join(actionNames, ", "))
 	}
+}
+
+// needField refuses an action whose required field is empty.
+func needField(a Action, field, value string) error {
+	if strings.TrimSpace(value) == "" {
+		return fmt.Errorf("%w: %q needs the field %q; see internal/winsim/README.md", ErrBadAction, a.Action, field)
+	}
+	return nil
+}
+
+// changeRight is grant_right and revoke_right: LsaAddAccountRights and
+// LsaRemoveAccountRights for one SID, idempotent; Changed says whether the holder
+// list changed.
+func changeRight(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "right", a.Right); err != nil {
+		return res, err
+	}
+	if err := needField(a, "sid", a.SID); err != nil {
+		return res, err
+	}
+	if _, err := host.ParseSID(a.SID); err != nil {
+		return res, fmt.Errorf("%w: %s: %v", ErrBadAction, a.Action, err)
+	}
+	var changed bool
+	var err error
+	if a.Action == ActionGrantRight {
+		changed, err = h.GrantRight(a.Right, a.SID)
+	} else {
+		changed, err = h.RevokeRight(a.Right, a.SID)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s %s for %s on host %s: %w", a.Action, a.Right, a.SID, hostName, err)
+	}
+	res.Changed = &changed
+	return res, nil
+}
+
+// controlService is restart_service, stop_service and start_service, as
+// Restart-Service -Force, Stop-Service and Start-Service do; the answer waits until
+// the service reached its target state unless "wait" is false.
+func controlService(ctx context.Context, h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "service", a.Service); err != nil {
+		return res, err
+	}
+	res.Service = a.Service
+	target := contract.StateRunning
+	var err error
+	switch a.Action {
+	case ActionRestartService:
+		err = h.RestartService(a.Service)
+	case ActionStopService:
+		target = contract.StateStopped
+		err = h.StopService(a.Service, a.Force)
+	case ActionStartService:
+		err = h.StartService(a.Service)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+	}
+	if a.Wait == nil || *a.Wait {
+		timeout := defaultActionWaitTimeout
+		if a.TimeoutSeconds > 0 {
+			timeout = time.Duration(a.TimeoutSeconds) * time.Second
+		}
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := h.WaitServiceState(wctx, a.Service, target); err != nil {
+			return res, fmt.Errorf("%s %s on host %s: the service did not reach %s within %s (raise timeout_seconds, or check the service's configured start failure): %w",
+				a.Action, a.Service, hostName, target, timeout, err)
+		}
+		res.State = target
+	}
+	return res, nil
+}
+
+// setGroupPolicyRight makes a GPO define a right; the next refresh applies it.
+func setGroupPolicyRight(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "right", a.Right); err != nil {
+		return res, err
+	}
+	if a.SIDs == nil {
+		return res, fmt.Errorf("%w: %q needs the field \"sids\" (a list, [] for a policy that defines the right with no holders)", ErrBadAction, a.Action)
+	}
+	if err := h.SetGroupPolicyRight(a.Right, a.SIDs); err != nil {
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Right, hostName, err)
+	}
+	return res, nil
+}
+
+// uninstallInstance removes an instance as SQL Server Setup does, and closes its
+// SQL endpoint for good.
+func (s *Sim) uninstallInstance(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "instance", a.Instance); err != nil {
+		return res, err
+	}
+	if err := h.UninstallInstance(a.Instance); err != nil {
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+	}
+	// The model closed the TDS listener; make sure nothing opens it again.
+	if sh, ok := s.byName[strings.ToLower(hostName)]; ok {
+		for _, ep := range sh.instances {
+			if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
+				ep.shutdown()
+			}
+		}
+	}
+	return res, nil
+}
+
+// pauseService pauses a running service (SERVICE_CONTROL_PAUSE).
+func pauseService(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "service", a.Service); err != nil {
+		return res, err
+	}
+	res.Service = a.Service
+	if err := h.PauseService(a.Service); err != nil {
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+	}
+	res.State = contract.StatePaused
+	return res, nil
+}
+
+// raceStop arms a race for the next SERVICE_CONTROL_STOP sent to the service.
+func raceStop(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "service", a.Service); err != nil {
+		return res, err
+	}
+	if err := needField(a, "mode", a.Mode); err != nil {
+		return res, err
+	}
+	res.Service = a.Service
+	if err := h.RaceNextStop(a.Service, a.Mode); err != nil {
+		if errors.Is(err, host.ErrNoSuchService) {
+			return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+		}
+		return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+	}
+	return res, nil
+}
+
+// setASRRule sets a Defender attack surface reduction rule's action, as
+// Add-MpPreference does.
+func setASRRule(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "rule", a.Rule); err != nil {
+		return res, err
+	}
+	if err := h.SetASRRule(a.Rule, a.RuleAction); err != nil {
+		return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+	}
+	return res, nil
+}
+
+// serviceFault is fail_start (the next starts fail with a Windows error) and
+// slow_stop (the service's stops take that long from now on).
+func serviceFault(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "service", a.Service); err != nil {
+		return res, err
+	}
+	res.Service = a.Service
+	var err error
+	if a.Action == ActionFailStart {
+		err = h.FailStarts(a.Service, a.Code, a.Times)
+	} else {
+		err = h.SetStopDuration(a.Service, time.Duration(a.StopMS)*time.Millisecond)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Service, hostName, err)
+	}
+	return res, nil
+}
+
+// dropAfterLogin is tds_drop_after_login: the instance's SQL endpoint closes the
+// next connections right after their login succeeded.
+func (s *Sim) dropAfterLogin(hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "instance", a.Instance); err != nil {
+		return res, err
+	}
+	sh, ok := s.byName[strings.ToLower(hostName)]
+	if !ok {
+		return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+	}
+	for _, ep := range sh.instances {
+		if _, n, _ := strings.Cut(ep.instance, `\`); strings.EqualFold(n, a.Instance) {
+			ep.server.DropAfterLogin(a.Times)
+			return res, nil
+		}
+	}
+	return res, fmt.Errorf("%s: host %s has no SQL endpoint for instance %s: %w", a.Action, hostName, a.Instance, host.ErrNoSuchInstance)
+}
+
+// winrmFault is winrm_fault (faults.go) and clear_faults, which also clears the
+// TDS faults.
+func (s *Sim) winrmFault(hostName string, a Action, res ActionResult) (ActionResult, error) {
+	sh, ok := s.byName[strings.ToLower(hostName)]
+	if !ok {
+		return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+	}
+	if a.Action == ActionClearFaults {
+		sh.faults.clear()
+		for _, ep := range sh.instances {
+			ep.server.DropAfterLogin(0)
+		}
+		return res, nil
+	}
+	f := a.WinRMFault
+	f.Service = a.Service // "service" is the Action's field in JSON
+	return res, sh.faults.add(f)
+}
+
+// setAGRole changes an Always On replica's role, its group, or takes it out.
+func setAGRole(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "instance", a.Instance); err != nil {
+		return res, err
+	}
+	if err := needField(a, "role", a.Role); err != nil {
+		return res, err
+	}
+	if err := h.SetAGRole(a.Instance, a.Group, a.Role); err != nil {
+		if errors.Is(err, host.ErrBadAGRole) {
+			err = fmt.Errorf("%w: %v", ErrBadAction, err)
+		}
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+	}
+	return res, nil
+}
+
+// changeInstance is what an instance's administrator does to it outside the
+// provider: start_backup, end_backups, set_hadr_registry, set_max_server_memory.
+func changeInstance(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "instance", a.Instance); err != nil {
+		return res, err
+	}
+	var err error
+	switch a.Action {
+	case ActionStartBackup:
+		err = h.StartBackup(a.Instance, a.Command)
+	case ActionEndBackups:
+		err = h.EndBackups(a.Instance)
+	case ActionSetMaxServerMemory:
+		if err = h.SetMaxServerMemory(a.Instance, a.Value); errors.Is(err, host.ErrBadMaxServerMemory) {
+			err = fmt.Errorf("%w: %v", ErrBadAction, err)
+		}
+	default:
+		err = h.SetHADRRegistry(a.Instance, a.Value)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s %s on host %s: %w", a.Action, a.Instance, hostName, err)
+	}
+	return res, nil
+}
+
+// restartWinRMAction is restart_winrm: Restart-Service WinRM (winrm_restart.go).
+func (s *Sim) restartWinRMAction(ctx context.Context, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	sh, ok := s.byName[strings.ToLower(hostName)]
+	if !ok {
+		return res, fmt.Errorf("%w: %s", ErrUnknownHost, hostName)
+	}
+	if a.DurationMS < 0 {
+		return res, fmt.Errorf("%w: %s: duration_ms %d is negative; give the milliseconds the listeners stay closed (0: %s)", ErrBadAction, a.Action, a.DurationMS, defaultWinRMRestart)
+	}
+	res.Service = "WinRM"
+	n, err := s.restartWinRM(ctx, sh, time.Duration(a.DurationMS)*time.Millisecond, a.Wait == nil || *a.Wait)
+	res.ShellsEnded = &n
+	if err != nil {
+		return res, fmt.Errorf("%s on host %s: %w", a.Action, hostName, err)
+	}
+	if a.Wait == nil || *a.Wait {
+		res.State = contract.StateRunning
+	}
+	return res, nil
+}
+
+// setLanguageMode deploys or lifts a script policy: PowerShell's language mode for
+// the WinRM users' commands.
+func setLanguageMode(h *host.Host, hostName string, a Action, res ActionResult) (ActionResult, error) {
+	if err := needField(a, "mode", a.Mode); err != nil {
+		return res, err
+	}
+	if err := h.SetLanguageMode(a.Mode); err != nil {
+		return res, fmt.Errorf("%w: %s on host %s: %v", ErrBadAction, a.Action, hostName, err)
+	}
+	return res, nil
 }
 
 var actionNames = []string{
@@ -495,17 +567,31 @@ func ControlExposed(addr string) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
+// controlRoute is one endpoint of the control plane: its pattern (method and path,
+// as http.ServeMux takes it) and its handler. README.md's "Control plane" documents
+// every one; control_test.go holds the README to this list.
+type controlRoute struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
 func (s *Sim) controlMux() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Info().Hosts)
+	var patterns []string
+	for _, r := range s.controlRoutes() {
+		mux.HandleFunc(r.pattern, r.handler)
+		patterns = append(patterns, r.pattern)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{
+			"error": fmt.Sprintf("no control endpoint %s %s; use %s", r.Method, r.URL.Path, strings.Join(patterns, ", ")),
+		})
 	})
-	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Info())
-	})
-	mux.HandleFunc("GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.EnginesDown())
-	})
+	return mux
+}
+
+// controlRoutes are the control plane's endpoints.
+func (s *Sim) controlRoutes() []controlRoute {
 	// hostView answers with what view reads of the host the path names.
 	hostView := func(view func(*host.Host) any) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -517,68 +603,79 @@ func (s *Sim) controlMux() http.Handler {
 			writeJSON(w, http.StatusOK, view(h))
 		}
 	}
-	mux.HandleFunc("GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() }))
-	mux.HandleFunc("GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() }))
-	mux.HandleFunc("GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() }))
-	mux.HandleFunc("POST /v1/hosts/{host}/actions", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.Host(r.PathValue("host")); err != nil {
-			writeError(w, err)
-			return
-		}
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
-		dec.DisallowUnknownFields()
-		var a Action
-		if err := dec.Decode(&a); err != nil {
-			writeError(w, fmt.Errorf("%w: the body is not an action object: %v; see internal/winsim/README.md", ErrBadAction, err))
-			return
-		}
-		res, err := s.apply(r.Context(), r.PathValue("host"), a)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	})
-	mux.HandleFunc("GET /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
-		views := []wsfc.ClusterView{}
-		for _, sc := range s.clusters {
-			views = append(views, sc.model.View())
-		}
-		writeJSON(w, http.StatusOK, views)
-	})
-	mux.HandleFunc("GET /v1/clusters/{cluster}", func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.Cluster(r.PathValue("cluster"))
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, c.View())
-	})
-	mux.HandleFunc("POST /v1/clusters/{cluster}/actions", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := s.Cluster(r.PathValue("cluster")); err != nil {
-			writeError(w, err)
-			return
-		}
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
-		dec.DisallowUnknownFields()
-		var a ClusterAction
-		if err := dec.Decode(&a); err != nil {
-			writeError(w, fmt.Errorf("%w: the body is not a cluster action object: %v; see internal/winsim/README.md", ErrBadAction, err))
-			return
-		}
-		res, err := s.ClusterDo(r.Context(), r.PathValue("cluster"), a)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{
-			"error": fmt.Sprintf("no control endpoint %s %s; use GET /v1/hosts, GET /v1/engines_down, GET /v1/hosts/{host}, GET /v1/hosts/{host}/audit, GET /v1/hosts/{host}/eventlog, POST /v1/hosts/{host}/actions, GET /v1/clusters, GET /v1/clusters/{cluster} or POST /v1/clusters/{cluster}/actions", r.Method, r.URL.Path),
-		})
-	})
-	return mux
+	return []controlRoute{
+		{"GET /v1/info", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.Info())
+		}},
+		{"GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.Info().Hosts)
+		}},
+		{"GET /v1/engines_down", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, s.EnginesDown())
+		}},
+		{"GET /v1/hosts/{host}", hostView(func(h *host.Host) any { return h.Snapshot() })},
+		{"GET /v1/hosts/{host}/audit", hostView(func(h *host.Host) any { return h.Audit() })},
+		{"GET /v1/hosts/{host}/eventlog", hostView(func(h *host.Host) any { return h.EventLog() })},
+		{"POST /v1/hosts/{host}/actions", s.serveHostAction},
+		{"GET /v1/clusters", func(w http.ResponseWriter, r *http.Request) {
+			views := []wsfc.ClusterView{}
+			for _, sc := range s.clusters {
+				views = append(views, sc.model.View())
+			}
+			writeJSON(w, http.StatusOK, views)
+		}},
+		{"GET /v1/clusters/{cluster}", func(w http.ResponseWriter, r *http.Request) {
+			c, err := s.Cluster(r.PathValue("cluster"))
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, c.View())
+		}},
+		{"POST /v1/clusters/{cluster}/actions", s.serveClusterAction},
+	}
+}
+
+// serveHostAction is POST /v1/hosts/{host}/actions: one Action, applied.
+func (s *Sim) serveHostAction(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Host(r.PathValue("host")); err != nil {
+		writeError(w, err)
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
+	dec.DisallowUnknownFields()
+	var a Action
+	if err := dec.Decode(&a); err != nil {
+		writeError(w, fmt.Errorf("%w: the body is not an action object: %v; see internal/winsim/README.md", ErrBadAction, err))
+		return
+	}
+	res, err := s.apply(r.Context(), r.PathValue("host"), a)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// serveClusterAction is POST /v1/clusters/{cluster}/actions: one ClusterAction, applied.
+func (s *Sim) serveClusterAction(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Cluster(r.PathValue("cluster")); err != nil {
+		writeError(w, err)
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlRequestBodyBytes))
+	dec.DisallowUnknownFields()
+	var a ClusterAction
+	if err := dec.Decode(&a); err != nil {
+		writeError(w, fmt.Errorf("%w: the body is not a cluster action object: %v; see internal/winsim/README.md", ErrBadAction, err))
+		return
+	}
+	res, err := s.ClusterDo(r.Context(), r.PathValue("cluster"), a)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

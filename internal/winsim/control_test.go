@@ -3,6 +3,10 @@ package winsim_test
 import (
 	"io"
 	"net/http"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,4 +99,93 @@ func TestControlExposed(t *testing.T) {
 			t.Errorf("ControlExposed(%q) = %v, want %v", addr, got, want)
 		}
 	}
+}
+
+// README.md's "Control plane" documents every endpoint the control plane
+// registers, every action of POST /v1/hosts/{host}/actions and of POST
+// /v1/clusters/{cluster}/actions in its tables, and every field of their bodies;
+// and names none that the code does not have.
+func TestControlPlaneDocumentedInReadme(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := func(text, heading string) string {
+		t.Helper()
+		i := strings.Index(text, "\n"+heading+"\n")
+		if i < 0 {
+			t.Fatalf("README.md has no %q section", heading)
+		}
+		rest := text[i+len(heading)+2:]
+		level := heading[:strings.Index(heading, " ")+1]
+		if j := strings.Index(rest, "\n"+level); j >= 0 {
+			rest = rest[:j]
+		}
+		return rest
+	}
+	control := section(string(b), "## Control plane")
+	code := regexp.MustCompile("`([^`]+)`")
+	// firstColumn is the names in backquotes in the first column of the section's tables.
+	firstColumn := func(text string) map[string]bool {
+		out := map[string]bool{}
+		for _, line := range strings.Split(text, "\n") {
+			cells := strings.Split(line, "|")
+			if len(cells) < 3 || cells[0] != "" {
+				continue
+			}
+			for _, m := range code.FindAllStringSubmatch(cells[1], -1) {
+				out[m[1]] = true
+			}
+		}
+		return out
+	}
+	same := func(what string, inCode []string, inReadme map[string]bool) {
+		t.Helper()
+		for _, n := range inCode {
+			if !inReadme[n] {
+				t.Errorf("the control plane has the %s %q; README.md's \"Control plane\" does not document it", what, n)
+			}
+		}
+		for n := range inReadme {
+			if !slices.Contains(inCode, n) {
+				t.Errorf("README.md's \"Control plane\" documents the %s %q, which the control plane does not have", what, n)
+			}
+		}
+	}
+	endpoints := map[string]bool{}
+	for n := range firstColumn(control) {
+		if m, _, _ := strings.Cut(n, " "); m == http.MethodGet || m == http.MethodPost {
+			endpoints[n] = true
+		}
+	}
+	same("endpoint", winsim.ControlPatterns(), endpoints)
+	hostActions, clusterActions := section(control, "### Actions"), section(control, "### Cluster actions")
+	same("host action", winsim.ActionNames, firstColumn(hostActions))
+	same("cluster action", winsim.ClusterActionNames, firstColumn(clusterActions))
+	for _, tc := range []struct {
+		body  any
+		table string
+	}{{winsim.Action{}, hostActions}, {winsim.ClusterAction{}, clusterActions}} {
+		for _, f := range jsonFields(reflect.TypeOf(tc.body)) {
+			if f != "action" && !strings.Contains(tc.table, "`"+f+"`") {
+				t.Errorf("%T has the field %q; README.md's table of its actions does not name it", tc.body, f)
+			}
+		}
+	}
+}
+
+// jsonFields are the JSON names of a struct's fields, its embedded structs' too.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
 }

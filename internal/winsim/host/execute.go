@@ -613,30 +613,8 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	if code, ok := h.checkInstanceParam(p.Instance, stdout, entry); !ok {
 		return code
 	}
-	if p.TimeoutSeconds < 1 || p.TimeoutSeconds > contract.MaxRestartSeconds {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
-			fmt.Sprintf("timeout_seconds %d is outside 1..86400", p.TimeoutSeconds))
-	}
-	if p.WaitSeconds < 0 || p.WaitSeconds > contract.MaxRestartSeconds {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters",
-			fmt.Sprintf("wait_seconds %d is outside 0..86400", p.WaitSeconds))
-	}
-	if p.RestartID != "" && !restartIDPattern.MatchString(p.RestartID) {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "restart_id must be 32 lowercase hexadecimal digits.")
-	}
-	if len(p.Changes) > contract.MaxRestartChanges {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", fmt.Sprintf("changes lists at most %d changes.", contract.MaxRestartChanges))
-	}
-	for _, c := range p.Changes {
-		if !contract.IsManagedRight(c.RightOf()) {
-			return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", notManagedRight("restart_instance", c.Right, h.computer))
-		}
-	}
-	if p.AwaitGo && p.RestartID == "" {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "await_go needs a restart_id (the go line names it).")
-	}
-	if p.AwaitGo && (p.GoSeconds < 1 || p.GoSeconds > contract.MaxGoSeconds) {
-		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", "go_seconds must be a whole number of seconds between 1 and 86400.")
+	if msg := h.restartParamsProblem(p); msg != "" {
+		return h.scriptError(stdout, entry, contract.ExitInvalidParams, "invalid_parameters", msg)
 	}
 	inst, found := h.Instance(p.Instance)
 	if !found {
@@ -685,40 +663,16 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 		// refused), its process ends: the prepared marker is then no restart.
 		defer h.endPreparedRunner(j)
 		if p.AwaitGo {
-			fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressPrepared, p.RestartID)
-			line, ok := readLineWithin(ctx, stdin, goWait)
-			if ctx.Err() != nil {
-				// The shell deleted: the process ends, its marker left prepared (no restart).
-				return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
-			}
-			if !ok || line != strings.TrimSuffix(contract.GoLine(p.RestartID), "\n") {
-				h.removePrepared(key, j)
-				return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
-					fmt.Sprintf("The restart of %s on %s did not start: the provider's go line did not come within %d seconds. Nothing was changed or stopped; apply again.",
-						p.Instance, h.computer, p.GoSeconds))
+			if code, ok := h.awaitGo(ctx, p, key, j, goWait, stdin, stdout, entry); !ok {
+				return code
 			}
 		}
 	}
 	// The changes first (Set-UserRight): one that fails stops nothing (its go
 	// never recorded, the guard ends having changed nothing).
-	changed, eventWarning := false, ""
-	sids := make([]string, 0, len(p.Changes))
-	var made []string // the changes made, as restart_instance.ps1 names them
-	for _, c := range p.Changes {
-		r, code, ok := h.setUserRight(c.RightOf(), c.SID, c.Grant, admin, p.Instance, p.Agent, stdout, entry)
-		if !ok {
-			return code
-		}
-		changed = changed || r.Changed
-		if r.Changed && c.Grant {
-			made = append(made, "granted "+c.RightOf()+" to "+c.SID)
-		} else if r.Changed {
-			made = append(made, "revoked "+c.RightOf()+" from "+c.SID)
-		}
-		sids = append(sids, c.SID)
-		if r.EventLogWarning != "" {
-			eventWarning = r.EventLogWarning
-		}
+	ch, code, ok := h.restartChanges(p, admin, stdout, entry)
+	if !ok {
+		return code
 	}
 	if !admin {
 		return psFailure(stderr, entry, fmt.Sprintf("Service '%s (%s)' cannot be stopped due to the following error: Cannot open %s service on computer '.'.", inst.engine.display, inst.engine.name, inst.engine.name),
@@ -732,45 +686,27 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	if joined {
 		j = lease.join
 	} else if err := h.goRestart(ctx, inst, j, timeout); err != nil {
-		if changed {
-			// The changes were made: exit 6, naming them (restart_instance.ps1).
-			return h.scriptError(stdout, entry, contract.ExitChangedNotStarted, contract.CodeChangedNotRestarted,
-				fmt.Sprintf("The restart of %s on %s did not start: %v. The right's holders were changed (%s), and nothing was stopped: "+
-					"the change takes effect at the Engine's next start; apply again to restart it.", p.Instance, h.computer, err, strings.Join(made, "; ")))
-		}
-		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
-			fmt.Sprintf("The restart of %s on %s did not start: %v. Nothing was stopped; apply again.", p.Instance, h.computer, err))
+		return h.restartNotStarted(p, ch, err, stdout, entry)
 	}
 	wait := timeout + 10*time.Second
 	if joined && p.WaitSeconds > 0 {
 		wait = time.Duration(p.WaitSeconds) * time.Second
 	}
 	if !joined {
-		if w := h.writeChangeEvent("restart", "", inst.name, strings.Join(sids, ","), entry.User, p.Agent); w != "" {
-			eventWarning = w
+		if w := h.writeChangeEvent("restart", "", inst.name, strings.Join(ch.sids, ","), entry.User, p.Agent); w != "" {
+			ch.eventWarning = w
 		}
 	}
 	if p.AwaitGo && !joined {
-		// restart_worker.ps1 says when the Engine runs again (phase dependents).
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		_ = h.waitFor(wctx, func() (bool, error) {
-			return j.res.Finished || j.handedOver || j.res.Phase == contract.PhaseDependents, nil
-		})
-		cancel()
-		h.mu.Lock()
-		started := slices.Contains(j.res.Started, inst.engine.name) // the Engine runs again
-		h.mu.Unlock()
-		if started {
-			fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressStarted, p.RestartID)
-		}
+		h.reportEngineStarted(ctx, j, inst, p.RestartID, wait, stdout)
 	}
 	res := h.waitRestart(ctx, j, wait, !joined)
 	if ctx.Err() != nil {
 		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", "")
 	}
 	res.Joined = joined
-	res.Changed = changed
-	res.EventLogWarning = eventWarning
+	res.Changed = ch.changed
+	res.EventLogWarning = ch.eventWarning
 	if res.Error != "" {
 		entry.Error = res.Error + ": " + res.Message
 	}
@@ -780,6 +716,115 @@ func (h *Host) opRestartInstance(ctx context.Context, p *contract.RestartInstanc
 	}
 	writeJSON(stdout, res)
 	return contract.ExitOK
+}
+
+// restartParamsProblem is what restart_instance.ps1's parameter checks refuse in
+// its parameters beyond the instance's name ("" when nothing).
+func (h *Host) restartParamsProblem(p *contract.RestartInstanceParams) string {
+	if p.TimeoutSeconds < 1 || p.TimeoutSeconds > contract.MaxRestartSeconds {
+		return fmt.Sprintf("timeout_seconds %d is outside 1..86400", p.TimeoutSeconds)
+	}
+	if p.WaitSeconds < 0 || p.WaitSeconds > contract.MaxRestartSeconds {
+		return fmt.Sprintf("wait_seconds %d is outside 0..86400", p.WaitSeconds)
+	}
+	if p.RestartID != "" && !restartIDPattern.MatchString(p.RestartID) {
+		return "restart_id must be 32 lowercase hexadecimal digits."
+	}
+	if len(p.Changes) > contract.MaxRestartChanges {
+		return fmt.Sprintf("changes lists at most %d changes.", contract.MaxRestartChanges)
+	}
+	for _, c := range p.Changes {
+		if !contract.IsManagedRight(c.RightOf()) {
+			return notManagedRight("restart_instance", c.Right, h.computer)
+		}
+	}
+	if p.AwaitGo && p.RestartID == "" {
+		return "await_go needs a restart_id (the go line names it)."
+	}
+	if p.AwaitGo && (p.GoSeconds < 1 || p.GoSeconds > contract.MaxGoSeconds) {
+		return "go_seconds must be a whole number of seconds between 1 and 86400."
+	}
+	return ""
+}
+
+// awaitGo is the gate's prepared line and its wait for the provider's go line
+// (contract/restart_gate.go): without the go, nothing is changed and the prepared
+// marker goes (Remove-PreparedRestart). False with the script's exit code when the
+// restart goes no further.
+func (h *Host) awaitGo(ctx context.Context, p *contract.RestartInstanceParams, key string, j *restartJob, goWait time.Duration, stdin io.Reader, stdout io.Writer, entry *AuditEntry) (int, bool) {
+	fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressPrepared, p.RestartID)
+	line, ok := readLineWithin(ctx, stdin, goWait)
+	if ctx.Err() != nil {
+		// The shell deleted: the process ends, its marker left prepared (no restart).
+		return psFailure(io.Discard, entry, "The pipeline has been stopped.", "", ""), false
+	}
+	if !ok || line != strings.TrimSuffix(contract.GoLine(p.RestartID), "\n") {
+		h.removePrepared(key, j)
+		return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
+			fmt.Sprintf("The restart of %s on %s did not start: the provider's go line did not come within %d seconds. Nothing was changed or stopped; apply again.",
+				p.Instance, h.computer, p.GoSeconds)), false
+	}
+	return 0, true
+}
+
+// restartChangeSet is what restart_instance's changes did before its restart.
+type restartChangeSet struct {
+	changed      bool
+	eventWarning string
+	sids         []string // every change's SID, for the restart's event
+	made         []string // the changes made, as restart_instance.ps1 names them
+}
+
+// restartChanges makes restart_instance's changes (Set-UserRight), in order; false
+// with the script's exit code at the first that fails.
+func (h *Host) restartChanges(p *contract.RestartInstanceParams, admin bool, stdout io.Writer, entry *AuditEntry) (restartChangeSet, int, bool) {
+	ch := restartChangeSet{sids: make([]string, 0, len(p.Changes))}
+	for _, c := range p.Changes {
+		r, code, ok := h.setUserRight(c.RightOf(), c.SID, c.Grant, admin, p.Instance, p.Agent, stdout, entry)
+		if !ok {
+			return ch, code, false
+		}
+		ch.changed = ch.changed || r.Changed
+		if r.Changed && c.Grant {
+			ch.made = append(ch.made, "granted "+c.RightOf()+" to "+c.SID)
+		} else if r.Changed {
+			ch.made = append(ch.made, "revoked "+c.RightOf()+" from "+c.SID)
+		}
+		ch.sids = append(ch.sids, c.SID)
+		if r.EventLogWarning != "" {
+			ch.eventWarning = r.EventLogWarning
+		}
+	}
+	return ch, 0, true
+}
+
+// restartNotStarted answers a restart whose go was refused: exit 6 naming the
+// changes when some were made (restart_instance.ps1), else a refusal.
+func (h *Host) restartNotStarted(p *contract.RestartInstanceParams, ch restartChangeSet, err error, stdout io.Writer, entry *AuditEntry) int {
+	if ch.changed {
+		// The changes were made: exit 6, naming them (restart_instance.ps1).
+		return h.scriptError(stdout, entry, contract.ExitChangedNotStarted, contract.CodeChangedNotRestarted,
+			fmt.Sprintf("The restart of %s on %s did not start: %v. The right's holders were changed (%s), and nothing was stopped: "+
+				"the change takes effect at the Engine's next start; apply again to restart it.", p.Instance, h.computer, err, strings.Join(ch.made, "; ")))
+	}
+	return h.scriptError(stdout, entry, contract.ExitRefused, contract.CodeRestartNotStarted,
+		fmt.Sprintf("The restart of %s on %s did not start: %v. Nothing was stopped; apply again.", p.Instance, h.computer, err))
+}
+
+// reportEngineStarted is the gated restart's started line: restart_worker.ps1 says
+// when the Engine runs again (phase dependents).
+func (h *Host) reportEngineStarted(ctx context.Context, j *restartJob, inst *Instance, restartID string, wait time.Duration, stdout io.Writer) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	_ = h.waitFor(wctx, func() (bool, error) {
+		return j.res.Finished || j.handedOver || j.res.Phase == contract.PhaseDependents, nil
+	})
+	cancel()
+	h.mu.Lock()
+	started := slices.Contains(j.res.Started, inst.engine.name) // the Engine runs again
+	h.mu.Unlock()
+	if started {
+		fmt.Fprintf(stdout, "%s%s %s\r\n", contract.ProgressPrefix, contract.ProgressStarted, restartID)
+	}
 }
 
 func (h *Host) opRestartStatus(ctx context.Context, p *contract.RestartStatusParams, admin bool, stdout, stderr io.Writer, entry *AuditEntry) int {

@@ -174,13 +174,29 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		h.ags = &AGDirectory{}
 	}
 	h.life, h.endLife = context.WithCancel(context.Background())
-	var errs []error
 	machineSID := derivedSID("machine:" + h.computer)
 	domainSID := cfg.DomainSID
 	if domainSID == "" && cfg.Domain != "" {
 		domainSID = derivedSID("domain:" + cfg.Domain)
 	}
-	// The local Administrator account (RID 500) exists on every host.
+	errs := h.addAccounts(cfg, machineSID)
+	h.addWinRMUsers(cfg, machineSID, domainSID)
+	errs = append(errs, h.installServices(cfg)...)
+	errs = append(errs, h.addAdministrators(cfg, machineSID)...)
+	errs = append(errs, h.applyLocalPolicies(cfg)...)
+	errs = append(errs, h.addGroups(cfg)...)
+	errs = append(errs, h.assignRights(cfg)...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("host %s: %w", cfg.Name, err)
+	}
+	h.boot()
+	return h, nil
+}
+
+// addAccounts adds the accounts the host can translate: its local Administrator
+// (RID 500, on every host) and the configured ones.
+func (h *Host) addAccounts(cfg HostConfig, machineSID string) []error {
+	var errs []error
 	h.addAccount(h.computer+`\Administrator`, machineSID+"-500")
 	for name, sid := range cfg.Accounts {
 		s, err := ParseSID(sid)
@@ -190,6 +206,12 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.addAccount(name, s)
 	}
+	return errs
+}
+
+// addWinRMUsers adds the WinRM users, each with its account: a configured one, else
+// a local account of the host or a domain account, with a SID derived for it.
+func (h *Host) addWinRMUsers(cfg HostConfig, machineSID, domainSID string) {
 	for i, u := range cfg.WinRM.Users {
 		wu := winrmUser{name: u.Name, password: u.Password, admin: u.IsAdministrator()}
 		if d, n, ok := strings.Cut(u.Name, `\`); ok {
@@ -220,8 +242,12 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.users = append(h.users, wu)
 	}
+}
 
-	// Services: each instance's Engine and Agent, then the extra services.
+// installServices installs each instance's Engine and Agent, then the extra
+// services, and ties every service to those it depends on.
+func (h *Host) installServices(cfg HostConfig) []error {
+	var errs []error
 	for _, ic := range cfg.Instances {
 		inst, err := h.newInstance(ic)
 		if err != nil {
@@ -264,9 +290,13 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	if err := checkDependencyCycles(h.services); err != nil {
 		errs = append(errs, err)
 	}
+	return errs
+}
 
-	// Administrators: configured members (default: the local Administrator), plus
-	// every WinRM user marked administrator.
+// addAdministrators fills BUILTIN\Administrators: the configured members (default:
+// the local Administrator), plus every WinRM user marked administrator.
+func (h *Host) addAdministrators(cfg HostConfig, machineSID string) []error {
+	var errs []error
 	members := cfg.Administrators
 	if members == nil {
 		members = []string{machineSID + "-500"}
@@ -284,6 +314,13 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 			h.admins = appendUnique(h.admins, u.sid)
 		}
 	}
+	return errs
+}
+
+// applyLocalPolicies applies what policies set on the host before it starts:
+// PowerShell's language mode, Defender's ASR rules, the guard directory's owner.
+func (h *Host) applyLocalPolicies(cfg HostConfig) []error {
+	var errs []error
 	if m, err := CanonicalLanguageMode(cfg.PowerShellLanguageMode); err == nil { // else Validate said so
 		h.langMode = m
 	}
@@ -298,6 +335,12 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.guardDirOwner = sid
 	}
+	return errs
+}
+
+// addGroups records the groups every principal is a direct member of.
+func (h *Host) addGroups(cfg HostConfig) []error {
+	var errs []error
 	h.groupsOf = map[string][]string{}
 	for group, ms := range cfg.Groups {
 		gsid, err := h.resolvePrincipal(group)
@@ -314,8 +357,14 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 			h.groupsOf[msid] = appendUnique(h.groupsOf[msid], gsid)
 		}
 	}
+	return errs
+}
 
-	// Rights: Windows' default holder of "Perform volume maintenance tasks" is
+// assignRights sets the user rights' initial local holders and what Group Policy
+// defines.
+func (h *Host) assignRights(cfg HostConfig) []error {
+	var errs []error
+	// Windows' default holder of "Perform volume maintenance tasks" is
 	// BUILTIN\Administrators (design/windows-behaviour.md#who-holds-the-right:
 	// members of Administrators hold it by default).
 	h.rights[contract.RightManageVolume] = []string{winsid.Administrators}
@@ -335,13 +384,13 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 		}
 		h.gpPolicy[canon] = sids
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("host %s: %w", cfg.Name, err)
-	}
+	return errs
+}
 
+// boot: the host has processed its Group Policy, and its services have started,
+// before the simulation begins: the initial starts take no time.
+func (h *Host) boot() {
 	h.mu.Lock()
-	// The host has processed its Group Policy, and its services have started, before
-	// the simulation begins: the initial starts take no time.
 	h.refreshGroupPolicyLocked()
 	h.booting = true
 	for _, s := range h.services {
@@ -356,7 +405,6 @@ func New(cfg HostConfig, opts Options) (*Host, error) {
 	}
 	h.mu.Unlock()
 	h.syncListeners()
-	return h, nil
 }
 
 func orDefault(s, def string) string {

@@ -444,315 +444,387 @@ func (h *Host) updateRestart(j *restartJob, f func(r *contract.RestartInstanceRe
 // the shell's (life), and the shell's end ends it where it is: what it stopped stays
 // stopped, and the marker's processes are gone.
 func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, life context.Context, guarded bool) {
-	ctx := life
-	s := inst.engine
-	secs := int(timeout / time.Second)
-	// dead reports (and records) that the runner's process ended with its shell.
-	dead := func() bool {
-		if guarded || ctx.Err() == nil {
-			return false
-		}
-		h.mu.Lock()
-		if j.left == "" {
-			j.left = LeftProcessesGone
-			h.notifyLocked()
-		}
-		h.mu.Unlock()
-		return true
+	r := &restartRun{h: h, j: j, inst: inst, s: inst.engine, ctx: life, guarded: guarded, timeout: timeout, secs: int(timeout / time.Second)}
+	r.deadline, r.cancel = context.WithTimeout(life, timeout)
+	defer func() { r.cancel() }()
+	if !r.stopDependents() || !r.noDependentLeft() || !r.stopEngine() || !r.startEngine() {
+		return
 	}
-	// runnerReturns is the runner's `if ($Inline) { return }`: without a guard, nobody
-	// goes on, and its process ends.
-	runnerReturns := func() bool {
-		h.handOver(j)
-		if guarded {
-			return false
-		}
-		h.mu.Lock()
-		j.left = LeftProcessesGone
-		h.notifyLocked()
-		h.mu.Unlock()
-		return true
-	}
-	finish := func(code, msg string) {
-		if dead() {
-			return
-		}
-		h.mu.Lock()
-		j.res.ServiceState = s.state
-		if code != "" {
-			j.res.Error, j.res.Message = code, msg
-		}
-		j.res.Phase, j.res.Finished = contract.PhaseDone, true
-		h.removeTaskLocked(j.task) // the guard removes its own task when it ends
-		close(j.done)
-		h.notifyLocked()
-		h.mu.Unlock()
-	}
-	deadline, cancel := context.WithTimeout(ctx, timeout)
-	defer func() { cancel() }()
-	renew := func() {
-		cancel()
-		deadline, cancel = context.WithTimeout(ctx, timeout)
-	}
-	state := func(x *service) string {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return x.state
+	r.engineRunsAgain()
+	r.startDependents()
+}
+
+// restartRun is one run of restart_worker.ps1 (runRestart): the Engine's service
+// it restarts, the deadline of its current phase, and the dependents it stopped.
+type restartRun struct {
+	h       *Host
+	j       *restartJob
+	inst    *Instance
+	s       *service        // the Engine's service
+	ctx     context.Context // the runner's life: the shell's, or the host's with a guard
+	guarded bool
+	timeout time.Duration
+	secs    int
+	// deadline bounds the current phase; renew starts a new one.
+	deadline context.Context
+	cancel   context.CancelFunc
+	running  []*service // the dependents this restart stops and starts again
+}
+
+// dead reports (and records) that the runner's process ended with its shell.
+func (r *restartRun) dead() bool {
+	h := r.h
+	if r.guarded || r.ctx.Err() == nil {
+		return false
 	}
 	h.mu.Lock()
-	all := allDependents(s)
+	if r.j.left == "" {
+		r.j.left = LeftProcessesGone
+		h.notifyLocked()
+	}
 	h.mu.Unlock()
-	var running []*service // the dependents this restart stops and starts again
-	// fail is the worker's catch: what was stopped is started again, then reported.
-	fail := func(err error) {
-		if dead() {
+	return true
+}
+
+// runnerReturns is the runner's `if ($Inline) { return }`: without a guard, nobody
+// goes on, and its process ends.
+func (r *restartRun) runnerReturns() bool {
+	h := r.h
+	h.handOver(r.j)
+	if r.guarded {
+		return false
+	}
+	h.mu.Lock()
+	r.j.left = LeftProcessesGone
+	h.notifyLocked()
+	h.mu.Unlock()
+	return true
+}
+
+// finish ends the restart with an error code and message ("" when it succeeded).
+func (r *restartRun) finish(code, msg string) {
+	h, j := r.h, r.j
+	if r.dead() {
+		return
+	}
+	h.mu.Lock()
+	j.res.ServiceState = r.s.state
+	if code != "" {
+		j.res.Error, j.res.Message = code, msg
+	}
+	j.res.Phase, j.res.Finished = contract.PhaseDone, true
+	h.removeTaskLocked(j.task) // the guard removes its own task when it ends
+	close(j.done)
+	h.notifyLocked()
+	h.mu.Unlock()
+}
+
+// renew gives the next phase a deadline of its own.
+func (r *restartRun) renew() {
+	r.cancel()
+	r.deadline, r.cancel = context.WithTimeout(r.ctx, r.timeout)
+}
+
+func (r *restartRun) state(x *service) string {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	return x.state
+}
+
+// fail is the worker's catch: what was stopped is started again, then reported.
+func (r *restartRun) fail(err error) {
+	h, s := r.h, r.s
+	if r.dead() {
+		return
+	}
+	msg := fmt.Sprintf("The restart of %s failed: %v", s.name, err)
+	var again error
+	if r.state(s) == contract.StateStopped {
+		if again = h.StartService(s.name); again == nil {
+			_ = h.WaitServiceState(r.deadline, s.name, contract.StateRunning)
+		}
+	}
+	for i := len(r.running) - 1; i >= 0 && again == nil; i-- {
+		if r.state(r.running[i]) == contract.StateStopped {
+			if again = h.StartService(r.running[i].name); again == nil {
+				_ = h.WaitServiceState(r.deadline, r.running[i].name, contract.StateRunning)
+			}
+		}
+	}
+	if again != nil {
+		msg += fmt.Sprintf(" Starting again what it had stopped failed too: %v. Start %s and its dependents.", again, s.name)
+	} else {
+		msg += " What it had stopped was started again."
+	}
+	r.finish(contract.RestartFailed, msg)
+}
+
+// startDependents is the last phase: the dependents it stopped, the last stopped
+// first. One left Paused or Running (never reached) stays as it is. Every one that
+// can start is started first; one still Stop Pending, and one that depends on it, is
+// held and started once it has stopped (by the guard: the runner hands it over), so
+// that none waits on a dependent that will not stop. A dependent that does not reach
+// Running is reported once all were started.
+func (r *restartRun) startDependents() {
+	h, s, j := r.h, r.s, r.j
+	late := ""
+	startOne := func(d *service) bool {
+		switch r.state(d) {
+		case contract.StatePaused:
+			return true
+		case contract.StateStopped:
+			if err := h.StartService(d.name); err != nil {
+				r.fail(err)
+				return false
+			}
+			h.updateRestart(j, func(res *contract.RestartInstanceResult) { res.Started = append(res.Started, d.name) })
+		}
+		if late == "" && h.WaitServiceState(r.deadline, d.name, contract.StateRunning) != nil {
+			late = fmt.Sprintf("%s runs again, but its dependent %s did not reach Running within %d seconds (it is %s). Look at that service's event log.",
+				s.name, d.name, r.secs, r.state(d))
+		}
+		return true
+	}
+	var held []*service
+	for i := len(r.running) - 1; i >= 0; i-- {
+		d := r.running[i]
+		if r.dead() {
 			return
 		}
-		msg := fmt.Sprintf("The restart of %s failed: %v", s.name, err)
-		var again error
-		if state(s) == contract.StateStopped {
-			if again = h.StartService(s.name); again == nil {
-				_ = h.WaitServiceState(deadline, s.name, contract.StateRunning)
-			}
+		h.mu.Lock()
+		after := slices.ContainsFunc(d.dependsOn, func(x *service) bool { return slices.Contains(held, x) })
+		h.mu.Unlock()
+		if r.state(d) == contract.StateStopPending || after {
+			held = append(held, d)
+			continue
 		}
-		for i := len(running) - 1; i >= 0 && again == nil; i-- {
-			if state(running[i]) == contract.StateStopped {
-				if again = h.StartService(running[i].name); again == nil {
-					_ = h.WaitServiceState(deadline, running[i].name, contract.StateRunning)
-				}
-			}
+		if !startOne(d) {
+			return
 		}
-		if again != nil {
-			msg += fmt.Sprintf(" Starting again what it had stopped failed too: %v. Start %s and its dependents.", again, s.name)
-		} else {
-			msg += " What it had stopped was started again."
-		}
-		finish(contract.RestartFailed, msg)
 	}
-	// The last phase: the dependents it stopped, the last stopped first. One left
-	// Paused or Running (never reached) stays as it is. Every one that can start is
-	// started first; one still Stop Pending, and one that depends on it, is held and
-	// started once it has stopped (by the guard: the runner hands it over), so that
-	// none waits on a dependent that will not stop. A dependent that does not reach
-	// Running is reported once all were started.
-	startDependents := func() {
-		late := ""
-		startOne := func(d *service) bool {
-			switch state(d) {
-			case contract.StatePaused:
-				return true
-			case contract.StateStopped:
-				if err := h.StartService(d.name); err != nil {
-					fail(err)
-					return false
-				}
-				h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Started = append(r.Started, d.name) })
-			}
-			if late == "" && h.WaitServiceState(deadline, d.name, contract.StateRunning) != nil {
-				late = fmt.Sprintf("%s runs again, but its dependent %s did not reach Running within %d seconds (it is %s). Look at that service's event log.",
-					s.name, d.name, secs, state(d))
-			}
-			return true
+	if len(held) > 0 {
+		if r.runnerReturns() {
+			return
 		}
-		var held []*service
-		for i := len(running) - 1; i >= 0; i-- {
-			d := running[i]
-			if dead() {
+		for _, d := range held {
+			if r.dead() {
 				return
 			}
-			h.mu.Lock()
-			after := slices.ContainsFunc(d.dependsOn, func(x *service) bool { return slices.Contains(held, x) })
-			h.mu.Unlock()
-			if state(d) == contract.StateStopPending || after {
-				held = append(held, d)
-				continue
+			if r.state(d) == contract.StateStopPending {
+				stopped, cancelStopped := context.WithTimeout(r.ctx, restartLateLimit)
+				if h.WaitServiceState(stopped, d.name, contract.StateStopped) == nil {
+					r.renew()
+				}
+				cancelStopped()
 			}
 			if !startOne(d) {
 				return
 			}
 		}
-		if len(held) > 0 {
-			if runnerReturns() {
-				return
-			}
-			for _, d := range held {
-				if dead() {
-					return
-				}
-				if state(d) == contract.StateStopPending {
-					stopped, cancelStopped := context.WithTimeout(ctx, restartLateLimit)
-					if h.WaitServiceState(stopped, d.name, contract.StateStopped) == nil {
-						renew()
-					}
-					cancelStopped()
-				}
-				if !startOne(d) {
-					return
-				}
-			}
-		}
-		if late != "" {
-			finish(contract.RestartTimeout, late)
-			return
-		}
-		finish("", "") // a restart that stopped at a dependent keeps its stop_timeout
 	}
+	if late != "" {
+		r.finish(contract.RestartTimeout, late)
+		return
+	}
+	r.finish("", "") // a restart that stopped at a dependent keeps its stop_timeout
+}
 
-	waitSettled := func(x *service) { // Wait-Settled
-		_ = h.waitFor(deadline, func() (bool, error) { return x.state != contract.StateStartPending && x.pending != pendingStart, nil })
-	}
-	// Send-StopControl: sc.exe stop; 1062 (it stopped between the read and the
-	// control) is what the stop wanted; 1061 (a pending state) waits until it settles,
-	// within the deadline, and asks again once it is Running or Paused.
-	sendStop := func(x *service) error {
-		for {
-			err := h.ControlStop(x.name)
-			var ce *ControlError
-			if err == nil || errors.As(err, &ce) && ce.Code == errServiceNotActive {
-				return nil
+// waitSettled is Wait-Settled: until the service is neither starting nor about to.
+func (r *restartRun) waitSettled(x *service) {
+	_ = r.h.waitFor(r.deadline, func() (bool, error) { return x.state != contract.StateStartPending && x.pending != pendingStart, nil })
+}
+
+// sendStop is Send-StopControl: sc.exe stop; 1062 (it stopped between the read and
+// the control) is what the stop wanted; 1061 (a pending state) waits until it
+// settles, within the deadline, and asks again once it is Running or Paused.
+func (r *restartRun) sendStop(x *service) error {
+	for {
+		err := r.h.ControlStop(x.name)
+		var ce *ControlError
+		if err == nil || errors.As(err, &ce) && ce.Code == errServiceNotActive {
+			return nil
+		}
+		if !errors.As(err, &ce) || ce.Code != errServiceCannotAcceptCtrl || r.deadline.Err() != nil {
+			return fmt.Errorf("%w (it is %s)", err, r.state(x))
+		}
+		r.waitSettled(x)
+		switch r.state(x) {
+		case contract.StateStopped, contract.StateStopPending:
+			return nil
+		case contract.StateRunning, contract.StatePaused:
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-r.deadline.Done():
 			}
-			if !errors.As(err, &ce) || ce.Code != errServiceCannotAcceptCtrl || deadline.Err() != nil {
-				return fmt.Errorf("%w (it is %s)", err, state(x))
-			}
-			waitSettled(x)
-			switch state(x) {
-			case contract.StateStopped, contract.StateStopPending:
-				return nil
-			case contract.StateRunning, contract.StatePaused:
-				select {
-				case <-time.After(250 * time.Millisecond):
-				case <-deadline.Done():
-				}
-			default:
-				return fmt.Errorf("%w (it is %s)", err, state(x))
-			}
+		default:
+			return fmt.Errorf("%w (it is %s)", err, r.state(x))
 		}
 	}
+}
+
+// stopDependents stops, one at a time, the dependents that are Running or Paused
+// once the pending ones settled; false when the run ended (its process, or a stop
+// control that failed).
+func (r *restartRun) stopDependents() bool {
+	h := r.h
+	h.mu.Lock()
+	all := allDependents(r.s)
+	h.mu.Unlock()
 	for _, d := range all {
-		waitSettled(d)
+		r.waitSettled(d)
 	}
 	h.mu.Lock()
 	for _, d := range all {
 		if d.state == contract.StateRunning || d.state == contract.StatePaused {
-			running = append(running, d)
+			r.running = append(r.running, d)
 		}
 	}
 	h.mu.Unlock()
-	for _, d := range running {
-		if dead() {
-			return
+	for _, d := range r.running {
+		if r.dead() {
+			return false
 		}
-		if st := state(d); st == contract.StateRunning || st == contract.StatePaused {
-			if err := sendStop(d); err != nil {
-				fail(fmt.Errorf("sc.exe stop %s: %w", d.name, err))
-				return
+		if st := r.state(d); st == contract.StateRunning || st == contract.StatePaused {
+			if err := r.sendStop(d); err != nil {
+				r.fail(fmt.Errorf("sc.exe stop %s: %w", d.name, err))
+				return false
 			}
 		}
-		if h.WaitServiceState(deadline, d.name, contract.StateStopped) != nil {
+		if h.WaitServiceState(r.deadline, d.name, contract.StateStopped) != nil {
 			break
 		}
-		h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Stopped = append(r.Stopped, d.name) })
+		h.updateRestart(r.j, func(res *contract.RestartInstanceResult) { res.Stopped = append(res.Stopped, d.name) })
 	}
-	// Just before the Engine: every dependent again.
+	return true
+}
+
+// noDependentLeft reads every dependent again just before the Engine: one that is
+// not Stopped ends the restart with stop_timeout, and the dependents it stopped
+// start again. False when the run ended.
+func (r *restartRun) noDependentLeft() bool {
+	h, s := r.h, r.s
 	h.mu.Lock()
-	all = allDependents(s)
+	all := allDependents(s)
 	h.mu.Unlock()
 	var blocker *service
 	blockerState := ""
 	for _, d := range all {
-		if state(d) == contract.StateStopPending {
-			_ = h.WaitServiceState(deadline, d.name, contract.StateStopped)
+		if r.state(d) == contract.StateStopPending {
+			_ = h.WaitServiceState(r.deadline, d.name, contract.StateStopped)
 		}
-		if st := state(d); blocker == nil && st != contract.StateStopped {
+		if st := r.state(d); blocker == nil && st != contract.StateStopped {
 			blocker, blockerState = d, st
 		}
 	}
-	if dead() {
-		return
+	if r.dead() {
+		return false
 	}
 	if blocker != nil {
 		msg := fmt.Sprintf("%s was not stopped: its dependent %s is %s when the Engine was to stop (the restart allows %d seconds). Nothing more was stopped; the dependents this restart stopped are started again. "+
-			"Look at why %s does not stop, then apply again.", s.name, blocker.name, blockerState, secs, blocker.name)
-		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
-			r.Error, r.Message, r.Phase = contract.RestartStopTimeout, msg, contract.PhaseDependents
+			"Look at why %s does not stop, then apply again.", s.name, blocker.name, blockerState, r.secs, blocker.name)
+		h.updateRestart(r.j, func(res *contract.RestartInstanceResult) {
+			res.Error, res.Message, res.Phase = contract.RestartStopTimeout, msg, contract.PhaseDependents
 		})
-		renew() // the dependents start again with a deadline of their own (the stop's is spent)
-		startDependents()
-		return
+		r.renew() // the dependents start again with a deadline of their own (the stop's is spent)
+		r.startDependents()
+		return false
 	}
-	waitSettled(s) // an Engine starting cannot take the stop yet (1061)
-	if st := state(s); st != contract.StateStopped && st != contract.StateStopPending {
-		if err := sendStop(s); err != nil {
-			fail(fmt.Errorf("sc.exe stop %s: %w", s.name, err))
-			return
+	return true
+}
+
+// stopEngine sends the Engine its stop once it settled and waits until it stopped.
+// One that does not stop in time is reported with stop_timeout, and waited for
+// (by the guard: the runner hands it over) up to the late limit, after which the
+// dependents start again. False when the run ended.
+func (r *restartRun) stopEngine() bool {
+	h, s := r.h, r.s
+	r.waitSettled(s) // an Engine starting cannot take the stop yet (1061)
+	if st := r.state(s); st != contract.StateStopped && st != contract.StateStopPending {
+		if err := r.sendStop(s); err != nil {
+			r.fail(fmt.Errorf("sc.exe stop %s: %w", s.name, err))
+			return false
 		}
 	}
-	if err := h.WaitServiceState(deadline, s.name, contract.StateStopped); err != nil {
-		st := state(s)
+	if err := h.WaitServiceState(r.deadline, s.name, contract.StateStopped); err != nil {
+		st := r.state(s)
 		msg := fmt.Sprintf("%s did not stop within %d seconds (it is %s). The host starts it again as soon as it has stopped; "+
-			"look at what SQL Server is doing (long rollback or checkpoint).", s.name, secs, st)
-		h.updateRestart(j, func(r *contract.RestartInstanceResult) {
-			r.Error, r.Message, r.ServiceState = contract.RestartStopTimeout, msg, st
+			"look at what SQL Server is doing (long rollback or checkpoint).", s.name, r.secs, st)
+		h.updateRestart(r.j, func(res *contract.RestartInstanceResult) {
+			res.Error, res.Message, res.ServiceState = contract.RestartStopTimeout, msg, st
 		})
-		if runnerReturns() {
-			return
+		if r.runnerReturns() {
+			return false
 		}
-		late, cancelLate := context.WithTimeout(ctx, restartLateLimit)
+		late, cancelLate := context.WithTimeout(r.ctx, restartLateLimit)
 		err := h.WaitServiceState(late, s.name, contract.StateStopped)
 		cancelLate()
-		renew()
+		r.renew()
 		if err != nil {
 			// Still not stopped after hours: the dependents run again.
-			h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Phase = contract.PhaseDependents })
-			startDependents()
-			return
+			h.updateRestart(r.j, func(res *contract.RestartInstanceResult) { res.Phase = contract.PhaseDependents })
+			r.startDependents()
+			return false
 		}
 	}
-	h.updateRestart(j, func(r *contract.RestartInstanceResult) {
-		r.Stopped = append(r.Stopped, s.name)
-		r.Phase = contract.PhaseStarting
+	h.updateRestart(r.j, func(res *contract.RestartInstanceResult) {
+		res.Stopped = append(res.Stopped, s.name)
+		res.Phase = contract.PhaseStarting
 	})
+	return true
+}
 
+// startEngine starts the Engine, up to contract.RestartStartAttempts times while a
+// start leaves it Stopped, and waits until it runs. One that does not run ends the
+// restart: start_failed with its exit code and error log, or timeout. False when
+// the run ended.
+func (r *restartRun) startEngine() bool {
+	h, s := r.h, r.s
 	var startErr error
 	for attempt := 1; attempt <= contract.RestartStartAttempts; attempt++ {
-		if dead() {
-			return
+		if r.dead() {
+			return false
 		}
-		h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.StartAttempts = attempt })
-		if state(s) == contract.StateStopped {
+		h.updateRestart(r.j, func(res *contract.RestartInstanceResult) { res.StartAttempts = attempt })
+		if r.state(s) == contract.StateStopped {
 			// A start that fails leaves the service Stopped: the wait below says so.
 			_ = h.StartService(s.name)
 		}
-		startErr = h.WaitServiceState(deadline, s.name, contract.StateRunning)
-		if startErr == nil || state(s) != contract.StateStopped || deadline.Err() != nil {
+		startErr = h.WaitServiceState(r.deadline, s.name, contract.StateRunning)
+		if startErr == nil || r.state(s) != contract.StateStopped || r.deadline.Err() != nil {
 			break
 		}
 		if attempt < contract.RestartStartAttempts {
 			select {
 			case <-time.After(restartRetryPause):
-			case <-deadline.Done():
+			case <-r.deadline.Done():
 			}
 		}
 	}
-	if dead() {
-		return
+	if r.dead() {
+		return false
 	}
 	if startErr != nil {
 		h.mu.Lock()
 		st := s.state
 		code := s.exitCode
 		h.mu.Unlock()
-		if st == contract.StateStopped && ctx.Err() == nil {
-			tail := inst.errorLogTail(10)
-			h.updateRestart(j, func(r *contract.RestartInstanceResult) { r.Win32ExitCode, r.ErrorLogTail = code, tail })
-			finish(contract.RestartStartFailed, fmt.Sprintf("%s stopped but did not start after %d attempts: it is Stopped (Windows error %d). "+
+		if st == contract.StateStopped && r.ctx.Err() == nil {
+			tail := r.inst.errorLogTail(10)
+			h.updateRestart(r.j, func(res *contract.RestartInstanceResult) { res.Win32ExitCode, res.ErrorLogTail = code, tail })
+			r.finish(contract.RestartStartFailed, fmt.Sprintf("%s stopped but did not start after %d attempts: it is Stopped (Windows error %d). "+
 				"The last lines of its error log say why; fix the cause and start the service.", s.name, contract.RestartStartAttempts, code))
-			return
+			return false
 		}
-		finish(contract.RestartTimeout, fmt.Sprintf("%s did not reach Running within %d seconds (it is %s). Look at the service's event log and the SQL Server error log.",
-			s.name, secs, st))
-		return
+		r.finish(contract.RestartTimeout, fmt.Sprintf("%s did not reach Running within %d seconds (it is %s). Look at the service's event log and the SQL Server error log.",
+			s.name, r.secs, st))
+		return false
 	}
+	return true
+}
+
+// engineRunsAgain records the Engine's new process; the dependents are next.
+func (r *restartRun) engineRunsAgain() {
+	h, j, s := r.h, r.j, r.s
 	h.mu.Lock()
 	j.res.Started = append(j.res.Started, s.name)
 	now := h.now().UTC()
@@ -764,7 +836,6 @@ func (h *Host) runRestart(j *restartJob, inst *Instance, timeout time.Duration, 
 	j.res.Phase = contract.PhaseDependents
 	h.notifyLocked() // the Engine runs again: a gated restart says so (opRestartInstance)
 	h.mu.Unlock()
-	startDependents()
 }
 
 // handOver marks the point where the runner returns and leaves the rest to the guard

@@ -52,9 +52,64 @@ type binder struct {
 	aliases []string
 }
 
-// runSelect answers one statement.
+// runSelect answers one statement, in SQL Server's logical order: FROM and its
+// joins, the select list bound, ON, WHERE, ORDER BY, TOP, then the select list's
+// values.
 func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (tds.ResultSet, *tds.SQLError) {
 	b := &binder{srv: srv, login: login, vars: vars}
+	if err := b.bindFrom(s); err != nil {
+		return tds.ResultSet{}, err
+	}
+	cols, err := b.bindSelectList(s)
+	if err != nil {
+		return tds.ResultSet{}, err
+	}
+	joins, err := b.bindJoins(s)
+	if err != nil {
+		return tds.ResultSet{}, err
+	}
+	where, err := b.bindPreds(s.where)
+	if err != nil {
+		return tds.ResultSet{}, err
+	}
+	order, err := b.bindOrderBy(s)
+	if err != nil {
+		return tds.ResultSet{}, err
+	}
+	rows, err := b.joinRows(s, joins)
+	if err != nil {
+		return tds.ResultSet{}, err
+	}
+	if rows, err = filterRows(rows, where); err != nil {
+		return tds.ResultSet{}, err
+	}
+	if rows, err = sortRows(rows, order); err != nil {
+		return tds.ResultSet{}, err
+	}
+	if s.top >= 0 && int64(len(rows)) > s.top {
+		rows = rows[:s.top]
+	}
+	rs := tds.ResultSet{Columns: cols}
+	for _, r := range rows {
+		out := make([]any, len(b.items))
+		for n, it := range b.items {
+			v, err := it.eval(r)
+			if err != nil {
+				return tds.ResultSet{}, err
+			}
+			out[n] = v
+		}
+		rs.Rows = append(rs.Rows, out)
+	}
+	return rs, nil
+}
+
+// bindFrom finds the FROM clause's and the joins' tables, as the login may see
+// them: error 208 for an unknown one, 300 for a server-state view without VIEW
+// SERVER STATE, no catalog rows without VIEW ANY DEFINITION, only its own
+// session's rows; two sources with one exposed name are ambiguous (error 1013).
+func (b *binder) bindFrom(s selectStmt) *tds.SQLError {
+	srv, login := b.srv, b.login
 	refs := []tableRef{}
 	if s.from != nil {
 		refs = append(refs, *s.from)
@@ -65,10 +120,10 @@ func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 	for n, ref := range refs {
 		t, ok := srv.lookupTable(ref.parts)
 		if !ok {
-			return tds.ResultSet{}, sqlErr(208, 16, 1, ref.line, "Invalid object name '%s'.", ref.display())
+			return sqlErr(208, 16, 1, ref.line, "Invalid object name '%s'.", ref.display())
 		}
 		if t.ServerState && !login.CanViewServerState() {
-			return tds.ResultSet{}, viewServerStateDenied()
+			return viewServerStateDenied()
 		}
 		if t.Catalog && !login.CanViewDefinitions() {
 			t.Rows = nil
@@ -83,20 +138,24 @@ func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 		for y := x + 1; y < len(b.sources); y++ {
 			nx, ny := exposedName(b.sources[x].ref), exposedName(b.sources[y].ref)
 			if strings.EqualFold(nx, ny) {
-				return tds.ResultSet{}, sqlErr(1013, 16, 1, b.sources[y].ref.line,
+				return sqlErr(1013, 16, 1, b.sources[y].ref.line,
 					"The objects \"%s\" and \"%s\" in the FROM clause have the same exposed names. Use correlation names to distinguish them.", nx, ny)
 			}
 		}
 	}
+	return nil
+}
 
-	// The select list.
+// bindSelectList binds the select list (a * expands to its sources' columns) into
+// b.items and answers the result's columns.
+func (b *binder) bindSelectList(s selectStmt) ([]tds.Column, *tds.SQLError) {
 	var cols []tds.Column
 	var items []bound
 	for _, it := range s.items {
 		if it.star {
 			bs, err := b.star(it, s.line)
 			if err != nil {
-				return tds.ResultSet{}, err
+				return nil, err
 			}
 			for _, x := range bs {
 				cols = append(cols, x.col)
@@ -107,7 +166,7 @@ func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 		}
 		x, err := b.bind(it.expr)
 		if err != nil {
-			return tds.ResultSet{}, err
+			return nil, err
 		}
 		if it.hasAlias {
 			x.col.Name = it.alias
@@ -117,36 +176,47 @@ func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 		b.aliases = append(b.aliases, x.col.Name)
 	}
 	b.items = items
+	return cols, nil
+}
 
-	// Joins, WHERE and ORDER BY.
+// bindJoins binds each join's ON, which sees the sources joined so far, its own
+// included.
+func (b *binder) bindJoins(s selectStmt) ([][]bound, *tds.SQLError) {
 	var joins [][]bound
 	for n, j := range s.joins {
-		// ON sees the sources joined so far, this one included.
-		jb := &binder{srv: srv, login: login, sources: b.sources[:n+2]}
+		jb := &binder{srv: b.srv, login: b.login, sources: b.sources[:n+2]}
 		on, err := jb.bindPreds(j.on)
 		if err != nil {
-			return tds.ResultSet{}, err
+			return nil, err
 		}
 		joins = append(joins, on)
 	}
-	where, err := b.bindPreds(s.where)
-	if err != nil {
-		return tds.ResultSet{}, err
-	}
-	type orderKey struct {
-		b    bound
-		desc bool
-	}
+	return joins, nil
+}
+
+// orderKey is one ORDER BY expression, bound.
+type orderKey struct {
+	b    bound
+	desc bool
+}
+
+// bindOrderBy binds ORDER BY, whose names may be the select list's aliases.
+func (b *binder) bindOrderBy(s selectStmt) ([]orderKey, *tds.SQLError) {
 	var order []orderKey
 	for _, o := range s.orderBy {
 		ob, err := b.bindOrder(o.expr)
 		if err != nil {
-			return tds.ResultSet{}, err
+			return nil, err
 		}
 		order = append(order, orderKey{ob, o.desc})
 	}
+	return order, nil
+}
 
-	// Rows.
+// joinRows is the FROM clause's rows: the first source's, each join adding the
+// rows of its source that meet its ON (a LEFT JOIN keeps an unmatched row, with
+// nothing of that source).
+func (b *binder) joinRows(s selectStmt, joins [][]bound) ([]rowCtx, *tds.SQLError) {
 	rows := []rowCtx{{}}
 	if len(b.sources) > 0 {
 		rows = nil
@@ -163,7 +233,7 @@ func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 				cand := append(slices.Clone(l), r)
 				ok, err := evalPreds(joins[n], cand)
 				if err != nil {
-					return tds.ResultSet{}, err
+					return nil, err
 				}
 				if ok {
 					next = append(next, cand)
@@ -176,75 +246,70 @@ func (srv *Server) runSelect(login LoginConfig, vars batchVars, s selectStmt) (t
 		}
 		rows = next
 	}
-	if len(where) > 0 {
-		var kept []rowCtx
-		for _, r := range rows {
-			ok, err := evalPreds(where, r)
-			if err != nil {
-				return tds.ResultSet{}, err
-			}
-			if ok {
-				kept = append(kept, r)
-			}
-		}
-		rows = kept
+	return rows, nil
+}
+
+// filterRows keeps the rows that meet WHERE.
+func filterRows(rows []rowCtx, where []bound) ([]rowCtx, *tds.SQLError) {
+	if len(where) == 0 {
+		return rows, nil
 	}
-	if len(order) > 0 {
-		keys := make([][]any, len(rows))
-		for n, r := range rows {
-			for _, o := range order {
-				v, err := o.b.eval(r)
-				if err != nil {
-					return tds.ResultSet{}, err
-				}
-				keys[n] = append(keys[n], v)
-			}
-		}
-		idx := make([]int, len(rows))
-		for n := range idx {
-			idx[n] = n
-		}
-		var sortErr *tds.SQLError
-		slices.SortStableFunc(idx, func(x, y int) int {
-			for k, o := range order {
-				c, err := compareValues(keys[x][k], keys[y][k], o.b, o.b)
-				if err != nil && sortErr == nil {
-					sortErr = err
-				}
-				if o.desc {
-					c = -c
-				}
-				if c != 0 {
-					return c
-				}
-			}
-			return 0
-		})
-		if sortErr != nil {
-			return tds.ResultSet{}, sortErr
-		}
-		sorted := make([]rowCtx, len(rows))
-		for n, k := range idx {
-			sorted[n] = rows[k]
-		}
-		rows = sorted
-	}
-	if s.top >= 0 && int64(len(rows)) > s.top {
-		rows = rows[:s.top]
-	}
-	rs := tds.ResultSet{Columns: cols}
+	var kept []rowCtx
 	for _, r := range rows {
-		out := make([]any, len(items))
-		for n, it := range items {
-			v, err := it.eval(r)
-			if err != nil {
-				return tds.ResultSet{}, err
-			}
-			out[n] = v
+		ok, err := evalPreds(where, r)
+		if err != nil {
+			return nil, err
 		}
-		rs.Rows = append(rs.Rows, out)
+		if ok {
+			kept = append(kept, r)
+		}
 	}
-	return rs, nil
+	return kept, nil
+}
+
+// sortRows sorts the rows by ORDER BY, stably.
+func sortRows(rows []rowCtx, order []orderKey) ([]rowCtx, *tds.SQLError) {
+	if len(order) == 0 {
+		return rows, nil
+	}
+	keys := make([][]any, len(rows))
+	for n, r := range rows {
+		for _, o := range order {
+			v, err := o.b.eval(r)
+			if err != nil {
+				return nil, err
+			}
+			keys[n] = append(keys[n], v)
+		}
+	}
+	idx := make([]int, len(rows))
+	for n := range idx {
+		idx[n] = n
+	}
+	var sortErr *tds.SQLError
+	slices.SortStableFunc(idx, func(x, y int) int {
+		for k, o := range order {
+			c, err := compareValues(keys[x][k], keys[y][k], o.b, o.b)
+			if err != nil && sortErr == nil {
+				sortErr = err
+			}
+			if o.desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	if sortErr != nil {
+		return nil, sortErr
+	}
+	sorted := make([]rowCtx, len(rows))
+	for n, k := range idx {
+		sorted[n] = rows[k]
+	}
+	return sorted, nil
 }
 
 func exposedName(t tableRef) string {
