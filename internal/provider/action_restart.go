@@ -131,7 +131,7 @@ func (a *restartAction) Invoke(ctx context.Context, req action.InvokeRequest, re
 	}
 	res, err := a.c.run().RestartNow(ctx, converge.RestartRequest{Target: t, Force: m.Force.ValueBool(), Progress: say})
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opApply, err, a.c.report())
+		addEngineError(&resp.Diagnostics, opAction, err, a.c.report())
 	}
 	if res.Outcome != nil {
 		addWarnings(&resp.Diagnostics, res.Outcome.Warnings)
