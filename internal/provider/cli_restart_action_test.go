@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 )
 
@@ -166,5 +168,45 @@ func TestCLI_restartActionRefusals(t *testing.T) {
 				t.Errorf("state restart_pending %v after the refusal, want true (unchanged)", a["restart_pending"])
 			}
 		})
+	}
+}
+
+// The action_trigger example (examples/actions/mssqlifi_restart/action-trigger.tf),
+// as written but for its host: the create grants without restarting (restart =
+// "never"), the trigger invokes the action after it in the same apply, which
+// restarts the Engine through the gate; the refresh then reads restart_pending =
+// false, and the next plan is empty (an after_update trigger has nothing to run).
+func TestCLI_restartActionTriggerExample(t *testing.T) {
+	t.Parallel()
+	w := actionCLI(t)
+	e := startSim(t, nil)
+	ex, err := os.ReadFile("../../examples/actions/mssqlifi_restart/action-trigger.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostLine := regexp.MustCompile(`(?m)^(\s*)host(\s*)= "sql04\.contoso\.com"$`)
+	if n := len(hostLine.FindAllIndex(ex, -1)); n != 2 {
+		t.Fatalf("the example names its host %d times; want 2 (the resource's and the action's)", n)
+	}
+	w.write(e.providerConfig(true) + hostLine.ReplaceAllString(string(ex), fmt.Sprintf("${1}host${2}= %q", e.addr)))
+	before := e.engineStart()
+	n := len(e.operations())
+	ap := w.mustApply()
+	ops := e.opsSince(n)
+	if countOp(ops, contract.OpSetRight) != 1 || countOp(ops, contract.OpRestartInstance) != 1 {
+		t.Errorf("the apply's operations %v; want one set_right (the create's) and one restart_instance (the triggered action's)", ops)
+	}
+	if after := e.engineStart(); !after.After(before) {
+		t.Fatalf("the triggered action did not restart the Engine (started %v, was %v):\n%s", after, before, ap.describe())
+	}
+	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if a := w.state()["mssqlifi_instant_file_initialization.sql04"]; a["restart_pending"] != false || a["ifi_enabled"] != true || a["privilege_granted"] != true {
+		t.Errorf("after the triggered restart: restart_pending %v, ifi_enabled %v, privilege_granted %v; want false, true, true",
+			a["restart_pending"], a["ifi_enabled"], a["privilege_granted"])
+	}
+	before = e.engineStart()
+	w.plan().wantPlanExit(t, 0)
+	if after := e.engineStart(); !after.Equal(before) {
+		t.Errorf("the plan after the triggered restart restarted the Engine")
 	}
 }
