@@ -13,6 +13,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
 // The mssqlifi_restart action with the real CLI: Terraform 1.14 and later invoke
@@ -209,4 +210,49 @@ func TestCLI_restartActionTriggerExample(t *testing.T) {
 	if after := e.engineStart(); !after.Equal(before) {
 		t.Errorf("the plan after the triggered restart restarted the Engine")
 	}
+}
+
+// The action's example (examples/actions/mssqlifi_restart/action.tf), as written but
+// for its host: the apply grants REPORTING's right without restarting, and the
+// invocation the example names restarts REPORTING's Engine (and not the default
+// instance's); the refresh then reads restart_pending = false, and the next plan is
+// empty.
+func TestCLI_restartActionInvokeExample(t *testing.T) {
+	t.Parallel()
+	w := actionCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Instances = append(hc.Instances, host.InstanceConfig{Name: "REPORTING", Logins: []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}}})
+	})
+	ex, err := os.ReadFile("../../examples/actions/mssqlifi_restart/action.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const invoke = "terraform apply -invoke=action.mssqlifi_restart.sql02_reporting"
+	if !strings.Contains(string(ex), invoke) {
+		t.Fatalf("the example no longer says %q", invoke)
+	}
+	hostLine := regexp.MustCompile(`(?m)^(\s*)host(\s*)= "sql02\.contoso\.com"$`)
+	if n := len(hostLine.FindAllIndex(ex, -1)); n != 2 {
+		t.Fatalf("the example names its host %d times; want 2 (the resource's and the action's)", n)
+	}
+	w.write(e.providerConfig(true) + hostLine.ReplaceAllString(string(ex), fmt.Sprintf("${1}host${2}= %q", e.addr)))
+	w.mustApply()
+	const addr = "mssqlifi_instant_file_initialization.sql02_reporting"
+	if a := w.state()[addr]; a["restart_pending"] != true || a["privilege_granted"] != true {
+		t.Fatalf("after the apply: restart_pending %v, privilege_granted %v; want true, true", a["restart_pending"], a["privilege_granted"])
+	}
+	stops, defaultStops := e.stops(`MSSQL$REPORTING`), e.stops("MSSQLSERVER")
+	r := w.run(append([]string{"apply", "-auto-approve", "-json", "-no-color"}, strings.Fields(invoke)[2:]...)...)
+	if r.Exit != 0 {
+		t.Fatalf("%s failed:\n%s", invoke, r.describe())
+	}
+	if e.stops(`MSSQL$REPORTING`) != stops+1 || e.stops("MSSQLSERVER") != defaultStops {
+		t.Errorf("the action stopped REPORTING %d times and the default instance %d times; want once and never",
+			e.stops(`MSSQL$REPORTING`)-stops, e.stops("MSSQLSERVER")-defaultStops)
+	}
+	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if a := w.state()[addr]; a["restart_pending"] != false || a["ifi_enabled"] != true {
+		t.Errorf("after the action: restart_pending %v, ifi_enabled %v; want false, true", a["restart_pending"], a["ifi_enabled"])
+	}
+	w.plan().wantPlanExit(t, 0)
 }
