@@ -228,6 +228,11 @@ func (s *Session) Apply(ctx context.Context, r ApplyRequest) (*Result, error) {
 		m.Remember(out)
 	}
 	res.Warnings = m.told(res.Warnings, r.Create)
+	if r.Create && res.Outcome != nil && !res.Outcome.Changed && !res.Outcome.Restarted {
+		// A create that changed nothing brought no restart about: the pending restart
+		// stood when its plan read the host, and that plan said it (broughtAbout).
+		res.Warnings = slices.DeleteFunc(res.Warnings, func(w ifi.Warning) bool { return w.Code == ifi.WarnRestartPending })
+	}
 	m.NTLMFallback = s.ntlmFallback(t) // said by the plan this apply carries out
 	res.Action = cmp.Or(act, ifi.ActionNone)
 	if r.Planned != nil {

@@ -154,8 +154,22 @@ func (s *Session) planCreate(ctx context.Context, r PlanRequest) (*Prediction, e
 	// the apply, its own consistency check stops the apply before anything changes.
 	p := s.predict(r, Target{Host: t.Host, Instance: t.Instance}, d, out.Read, &out.Verification, true)
 	p.Replacement = rep
-	p.Warnings = append(out.Warnings, p.Warnings...) // what the apply would say of the instance
+	p.Warnings = append(broughtAbout(p, out.Warnings), p.Warnings...) // what the apply would say of the instance
 	return p, nil
+}
+
+// broughtAbout is ws, the warnings of a create's read, without the pending restart
+// that the create itself brings about (a grant or a revoke without a restart): its
+// prediction says that the apply does not restart, and the apply, which makes the
+// restart pending, says it as news (Memo.told). Terraform plans a create again
+// during the apply (design/plan.md, "A create's final plan") in the apply's provider
+// process, which cannot tell that plan from a new one: said by the plan, it would be
+// said again by the final plan and by the apply.
+func broughtAbout(p *Prediction, ws []ifi.Warning) []ifi.Warning {
+	if p.Action == nil || (*p.Action != ifi.ActionGrant && *p.Action != ifi.ActionRevoke) {
+		return ws
+	}
+	return slices.DeleteFunc(slices.Clone(ws), func(w ifi.Warning) bool { return w.Code == ifi.WarnRestartPending })
 }
 
 // predict is ifi.Predict on the read ri and verification v.

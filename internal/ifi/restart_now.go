@@ -88,18 +88,23 @@ const unverifiedIFI = "neither SQL Server (no sql block, or asking it failed) no
 func RestartNowRefusal(r *Refusal) *Refusal { return nowRefusal(r) }
 
 // nowRefusal is r as a restart on its own says it: without the ways out that
-// change the resource's restart argument, which a restart on its own does not read.
+// change the resource's restart argument, which a restart on its own does not read,
+// and with its own next run where the apply's says "apply again".
 func nowRefusal(r *Refusal) *Refusal {
 	out := *r
 	out.WaysOut = nil
 	for _, w := range r.WaysOut {
 		if !strings.Contains(w, "restart = ") || strings.Contains(w, "apply the resource with") {
-			out.WaysOut = append(out.WaysOut, w)
+			out.WaysOut = append(out.WaysOut, strings.ReplaceAll(w, "apply again", invokeAgain))
 		}
 	}
 	out.Detail = out.detail()
 	return &out
 }
+
+// invokeAgain is a restart on its own's next run (Terraform 1.14's -invoke; the
+// action block's name is not known here).
+const invokeAgain = "invoke the action again (terraform apply -invoke=action.mssqlifi_restart.NAME)"
 
 // RestartNowHeld refuses a restart on its own in a run that holds restarts (the
 // provider's allow_restarts = false, or its environment variable).

@@ -23,6 +23,7 @@ func TestPlanRestartNow(t *testing.T) {
 		reason    string // the restart's reason contains it; "" = no restart
 		notNeeded string // the not-needed message contains it
 		refusal   string // a refusal's summary contains it
+		again     string // the refusal's detail contains it
 	}{
 		{name: "a grant pending", observed: obs(dmv(false), holders(svcSID)),
 			reason: "the running Engine has IFI off and its next start gives it on"},
@@ -39,11 +40,13 @@ func TestPlanRestartNow(t *testing.T) {
 		{name: "a primary replica", observed: obs(replica(RolePrimary), holders(svcSID)), force: true,
 			refusal: "Primary availability replica: refusing to restart it"},
 		{name: "a group not healthy", observed: obs(secondary("SQL03: NOT_HEALTHY"), holders(svcSID)),
-			refusal: "Availability group not healthy"},
+			refusal: "Availability group not healthy",
+			again:   "HEALTHY (sys.dm_hadr_availability_replica_states on the primary), then invoke the action again"},
 		{name: "a secondary whose primary was not asked", observed: obs(replica(RoleSecondary), holders(svcSID)),
 			refusal: "Availability group health unknown"},
 		{name: "a backup running", observed: obs(withBackup, holders(svcSID)), force: true,
-			refusal: "Backup or restore running: refusing to restart"},
+			refusal: "Backup or restore running: refusing to restart",
+			again:   "invoke the action again (terraform apply -invoke=action.mssqlifi_restart.NAME) when it has finished"},
 		{name: "the role unknown", observed: noSQL(holders(svcSID)),
 			refusal: "Availability group role unknown"},
 		{name: "stopped", observed: obs(dmv(false), holders(svcSID), stopped), force: true,
@@ -61,6 +64,10 @@ func TestPlanRestartNow(t *testing.T) {
 				if strings.Contains(r.Detail, "restart = \"never\"") || strings.Contains(r.Detail, "if_needed_including_primary") ||
 					!strings.Contains(r.Detail, "Nothing was changed") {
 					t.Errorf("the refusal's detail %q names a resource argument as a way out, or not what stays unchanged", r.Detail)
+				}
+				// The action's next run is its own invocation, not an apply.
+				if strings.Contains(r.Detail, "apply again") || tc.again != "" && !strings.Contains(r.Detail, tc.again) {
+					t.Errorf("the refusal's detail %q says apply again, or not %q", r.Detail, tc.again)
 				}
 				return
 			}

@@ -40,7 +40,7 @@ func checkLockPages(a *Assessment) error {
 	}
 	causes = append(causes, fmt.Sprintf("the service %s did not really restart (check its process start time)", a.ServiceName))
 	return fmt.Errorf("after the restart of %s on %s, Lock Pages in Memory is not as asked: SQL Server (%s) reports the memory model %s, "+
-		"but the right and start account say it should %s locked pages. Likely causes: %s. Fix the cause on the host, then run terraform apply again",
+		"but the right and start account say it should %s locked pages. Likely causes: %s. Fix the cause on the host",
 		a.ServiceName, a.Host, lp.VerifiedBy, lp.MemoryModel, useOrNot(lp.ExpectedLocked), strings.Join(causes, "; "))
 }
 
@@ -63,7 +63,7 @@ func checkIFI(a *Assessment) error {
 	}
 	causes = append(causes, fmt.Sprintf("the service %s did not really restart (check its process start time)", a.ServiceName))
 	return fmt.Errorf("IFI is not as asked after the restart of %s on %s: SQL Server (%s) reports IFI %s, but the right "+
-		"and start account say it should be %s. Likely causes: %s. Fix the cause on the host, then run terraform apply again",
+		"and start account say it should be %s. Likely causes: %s. Fix the cause on the host",
 		a.ServiceName, a.Host, a.VerifiedBy, onOff(*a.RunningIFI), onOff(a.ExpectedRunning), strings.Join(causes, "; "))
 }
 

@@ -131,7 +131,7 @@ func (a *restartAction) Invoke(ctx context.Context, req action.InvokeRequest, re
 	}
 	res, err := a.c.run().RestartNow(ctx, converge.RestartRequest{Target: t, Force: m.Force.ValueBool(), Progress: say})
 	if err != nil {
-		addEngineError(&resp.Diagnostics, opApply, err, a.c.report())
+		addEngineError(&resp.Diagnostics, opAction, err, a.c.report())
 	}
 	if res.Outcome != nil {
 		addWarnings(&resp.Diagnostics, res.Outcome.Warnings)
@@ -143,7 +143,6 @@ func (a *restartAction) Invoke(ctx context.Context, req action.InvokeRequest, re
 }
 
 func (m *restartActionModel) target() converge.Target {
-	t := instanceTarget(m.Host, m.Instance, m.Port, m.SQLPort)
-	t.ReplicaAddresses = converge.NewReplicaAddresses(stringMap(m.ReplicaAddresses))
-	return t
+	return converge.InstanceTarget(m.Host.ValueString(), m.Instance.ValueString(), int(m.Port.ValueInt64()), int(m.SQLPort.ValueInt64()),
+		stringMap(m.ReplicaAddresses))
 }

@@ -99,7 +99,7 @@ func TestRestartAction_refusals(t *testing.T) {
 		{name: "primary", primary: true, summary: `^Primary availability replica: refusing to restart it$`,
 			detail: `(?s)primary replica of the Always On availability group AG1.*Nothing was changed.*FAILOVER`},
 		{name: "backup", backup: true, summary: `^Backup or restore running: refusing to restart instance MSSQLSERVER on `,
-			detail: `(?s)BACKUP DATABASE.*Nothing was changed.*apply again when it has finished`},
+			detail: `(?s)BACKUP DATABASE.*Nothing was changed.*invoke the action again \(terraform apply -invoke=action\.mssqlifi_restart\.NAME\) when it has finished`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -533,3 +533,47 @@ func TestCLI_enablingUpdateUsesThePlanRead(t *testing.T) {
 	p := w.plan()
 	p.wantPlanExit(t, 0)
 }
+
+// A create with restart = "never" says the pending restart once: its plan says
+// that the apply grants without a restart (the Engine keeps IFI off until its next
+// restart), and the apply, which makes the restart pending, says so, whether the plan
+// is saved and applied later or planned and applied in one terraform apply (where
+// Terraform also plans the create again during the apply).
+func TestCLI_restartNeverPendingSaidOnce(t *testing.T) {
+	t.Parallel()
+	const pending = `^A restart of SQL Server is pending$`
+	count := func(r *tfRun) int { return len(r.find("warning", pending, "")) }
+	const noRestart = `apply grants the right, no restart$`
+	t.Run("saved plan", func(t *testing.T) {
+		t.Parallel()
+		w := newCLI(t)
+		e := startSim(t, nil)
+		w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+		p := w.run("plan", "-json", "-no-color", "-out=create.tfplan")
+		if p.Exit != 0 || count(p) != 0 {
+			t.Fatalf("the plan said the pending restart %d times (exit %d), want none (the apply says it):\n%s", count(p), p.Exit, p.describe())
+		}
+		p.wantDiag(t, "warning", noRestart, `with no restart: restart = "never"; the running Engine keeps IFI off until its next restart`)
+		a := w.run("apply", "-json", "-no-color", "create.tfplan")
+		if a.Exit != 0 || !e.holds(defaultSvcSID) {
+			t.Fatalf("the saved plan's apply failed or did not grant (exit %d):\n%s", a.Exit, a.describe())
+		}
+		if n := count(a); n != 1 {
+			t.Errorf("the apply of the saved plan said the pending restart %d times, want once:\n%s", n, a.describe())
+		}
+		if st := w.attrs(); st["restart_pending"] != true {
+			t.Errorf("state restart_pending %v, want true", st["restart_pending"])
+		}
+	})
+	t.Run("one apply", func(t *testing.T) {
+		t.Parallel()
+		w := newCLI(t)
+		e := startSim(t, nil)
+		w.write(e.providerConfig(true) + resourceConfig(e.addr, `restart = "never"`))
+		a := w.mustApply()
+		if n := count(a); n != 1 {
+			t.Errorf("terraform apply (plan, final plan and apply) said the pending restart %d times, want once:\n%s", n, a.describe())
+		}
+		w.plan().wantNoDiag(t, "warning", pending)
+	})
+}

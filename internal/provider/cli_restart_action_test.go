@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
 // The mssqlifi_restart action with the real CLI: Terraform 1.14 and later invoke
@@ -167,4 +170,89 @@ func TestCLI_restartActionRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The action_trigger example (examples/actions/mssqlifi_restart/action-trigger.tf),
+// as written but for its host: the create grants without restarting (restart =
+// "never"), the trigger invokes the action after it in the same apply, which
+// restarts the Engine through the gate; the refresh then reads restart_pending =
+// false, and the next plan is empty (an after_update trigger has nothing to run).
+func TestCLI_restartActionTriggerExample(t *testing.T) {
+	t.Parallel()
+	w := actionCLI(t)
+	e := startSim(t, nil)
+	ex, err := os.ReadFile("../../examples/actions/mssqlifi_restart/action-trigger.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostLine := regexp.MustCompile(`(?m)^(\s*)host(\s*)= "sql04\.contoso\.com"$`)
+	if n := len(hostLine.FindAllIndex(ex, -1)); n != 2 {
+		t.Fatalf("the example names its host %d times; want 2 (the resource's and the action's)", n)
+	}
+	w.write(e.providerConfig(true) + hostLine.ReplaceAllString(string(ex), fmt.Sprintf("${1}host${2}= %q", e.addr)))
+	before := e.engineStart()
+	n := len(e.operations())
+	ap := w.mustApply()
+	ops := e.opsSince(n)
+	if countOp(ops, contract.OpSetRight) != 1 || countOp(ops, contract.OpRestartInstance) != 1 {
+		t.Errorf("the apply's operations %v; want one set_right (the create's) and one restart_instance (the triggered action's)", ops)
+	}
+	if after := e.engineStart(); !after.After(before) {
+		t.Fatalf("the triggered action did not restart the Engine (started %v, was %v):\n%s", after, before, ap.describe())
+	}
+	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if a := w.state()["mssqlifi_instant_file_initialization.sql04"]; a["restart_pending"] != false || a["ifi_enabled"] != true || a["privilege_granted"] != true {
+		t.Errorf("after the triggered restart: restart_pending %v, ifi_enabled %v, privilege_granted %v; want false, true, true",
+			a["restart_pending"], a["ifi_enabled"], a["privilege_granted"])
+	}
+	before = e.engineStart()
+	w.plan().wantPlanExit(t, 0)
+	if after := e.engineStart(); !after.Equal(before) {
+		t.Errorf("the plan after the triggered restart restarted the Engine")
+	}
+}
+
+// The action's example (examples/actions/mssqlifi_restart/action.tf), as written but
+// for its host: the apply grants REPORTING's right without restarting, and the
+// invocation the example names restarts REPORTING's Engine (and not the default
+// instance's); the refresh then reads restart_pending = false, and the next plan is
+// empty.
+func TestCLI_restartActionInvokeExample(t *testing.T) {
+	t.Parallel()
+	w := actionCLI(t)
+	e := startSim(t, func(hc *host.HostConfig) {
+		hc.Instances = append(hc.Instances, host.InstanceConfig{Name: "REPORTING", Logins: []host.LoginConfig{{Name: accSQLUser, Password: accSQLPass}}})
+	})
+	ex, err := os.ReadFile("../../examples/actions/mssqlifi_restart/action.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const invoke = "terraform apply -invoke=action.mssqlifi_restart.sql02_reporting"
+	if !strings.Contains(string(ex), invoke) {
+		t.Fatalf("the example no longer says %q", invoke)
+	}
+	hostLine := regexp.MustCompile(`(?m)^(\s*)host(\s*)= "sql02\.contoso\.com"$`)
+	if n := len(hostLine.FindAllIndex(ex, -1)); n != 2 {
+		t.Fatalf("the example names its host %d times; want 2 (the resource's and the action's)", n)
+	}
+	w.write(e.providerConfig(true) + hostLine.ReplaceAllString(string(ex), fmt.Sprintf("${1}host${2}= %q", e.addr)))
+	w.mustApply()
+	const addr = "mssqlifi_instant_file_initialization.sql02_reporting"
+	if a := w.state()[addr]; a["restart_pending"] != true || a["privilege_granted"] != true {
+		t.Fatalf("after the apply: restart_pending %v, privilege_granted %v; want true, true", a["restart_pending"], a["privilege_granted"])
+	}
+	stops, defaultStops := e.stops(`MSSQL$REPORTING`), e.stops("MSSQLSERVER")
+	r := w.run(append([]string{"apply", "-auto-approve", "-json", "-no-color"}, strings.Fields(invoke)[2:]...)...)
+	if r.Exit != 0 {
+		t.Fatalf("%s failed:\n%s", invoke, r.describe())
+	}
+	if e.stops(`MSSQL$REPORTING`) != stops+1 || e.stops("MSSQLSERVER") != defaultStops {
+		t.Errorf("the action stopped REPORTING %d times and the default instance %d times; want once and never",
+			e.stops(`MSSQL$REPORTING`)-stops, e.stops("MSSQLSERVER")-defaultStops)
+	}
+	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if a := w.state()[addr]; a["restart_pending"] != false || a["ifi_enabled"] != true {
+		t.Errorf("after the action: restart_pending %v, ifi_enabled %v; want false, true", a["restart_pending"], a["ifi_enabled"])
+	}
+	w.plan().wantPlanExit(t, 0)
 }

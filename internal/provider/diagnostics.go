@@ -25,7 +25,44 @@ const (
 	opApply   operation = iota // create or update
 	opRead                     // the resource's refresh or the data source's read
 	opDestroy                  // delete
+	opAction                   // an invocation of the mssqlifi_restart action
 )
+
+// again is the command that tries op again, as its error's next step says it: an
+// apply's failure names terraform apply, an action's its own invocation (Terraform
+// 1.14's -invoke; the provider is not told the action block's name).
+func again(op operation) string {
+	if op == opAction {
+		return "invoke the action again (terraform apply -invoke=action.mssqlifi_restart.NAME)"
+	}
+	return "run terraform apply again"
+}
+
+// timeoutsOf names the setting that bounds op: the resource's timeouts, the
+// action's timeout argument.
+func timeoutsOf(op operation) string {
+	if op == opAction {
+		return "action's timeout"
+	}
+	return "resource's timeouts"
+}
+
+// upper is s with its first letter upper-cased, to open a sentence.
+func upper(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// restartChanged is what a failed restart of op leaves of the rights: an apply
+// changed them as asked before its restart, an action changes none.
+func restartChanged(op operation) string {
+	if op == opAction {
+		return "No right was changed (the Engine takes the rights the host holds at its next start)"
+	}
+	return "The right was changed as asked"
+}
 
 // errorReport is what the diagnostics of an engine error need from the run.
 type errorReport struct {
@@ -93,8 +130,8 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 		case ce.Restart != nil:
 			// The host's account: what happened, the Windows error and the error log.
 			diags.AddError(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
-				fmt.Sprintf("The restart of %s (%s) on %s failed: %v The right was changed as asked; run terraform apply again once "+
-					"the service can restart.", ce.ServiceName, ce.RestartReason, t, ce.Err))
+				fmt.Sprintf("The restart of %s (%s) on %s failed: %v %s; %s once the service can restart.",
+					ce.ServiceName, ce.RestartReason, t, ce.Err, restartChanged(op), again(op)))
 			return
 		case errors.As(ce.Err, &unfinished):
 			summary := fmt.Sprintf("The restart of SQL Server %s on %s was not seen to finish", t.Instance, t.Host)
@@ -107,12 +144,12 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 			return
 		}
 		diags.AddError(fmt.Sprintf("Cannot restart SQL Server %s on %s", t.Instance, t.Host),
-			fmt.Sprintf("The restart of %s (%s) failed: %s The right was changed as asked; run terraform apply again once the "+
-				"service can restart, or restart it yourself.", ce.ServiceName, ce.RestartReason, detail(ce.Err)))
+			fmt.Sprintf("The restart of %s (%s) failed: %s %s; %s once the service can restart, or restart it yourself.",
+				ce.ServiceName, ce.RestartReason, detail(ce.Err), restartChanged(op), again(op)))
 	case converge.KindNotReady:
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s did not accept connections after the restart", t.Instance, t.Host),
-			fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the timeouts "+
-				"if recovery takes long, then run terraform apply again.", t, t.Host, ce.SQLPort, sqlErrorDetail(ce.Err)))
+			fmt.Sprintf("Waiting for %s at %s:%d: %s. Check the service and its error log on the host; raise the %s "+
+				"if recovery takes long, then %s.", t, t.Host, ce.SQLPort, sqlErrorDetail(ce.Err), timeoutsOf(op), again(op)))
 	case converge.KindReadBackFailed:
 		inner := ce.Err
 		if le := (*converge.Error)(nil); errors.As(inner, &le) && le.Kind == converge.KindSQLLogonFailed && ce.Changed {
@@ -132,22 +169,22 @@ func addEngineError(diags *diag.Diagnostics, op operation, err error, rep errorR
 					t, restarted))
 		}
 	case converge.KindCheckFailed:
-		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), ce.Err.Error())
+		diags.AddError(fmt.Sprintf("IFI is not as asked on %s after the restart", t), fmt.Sprintf("%s, then %s.", ce.Err, again(op)))
 	case converge.KindAfterDiffers:
 		diags.AddError(fmt.Sprintf("%s reads back otherwise than its plan said", t), ce.Err.Error())
 	case converge.KindRestartSlot:
 		if ce.HostBusy {
 			diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: another instance of the host was restarting", t.Instance, t.Host),
 				fmt.Sprintf("The instances of one host restart one at a time. The restart of %s waited for another instance of %s restarting in "+
-					"this run until the operation's timeout ran out, and did not begin; nothing was changed on it. Run terraform apply again, "+
-					"or raise the resource's timeouts.", t, t.Host))
+					"this run until the operation's timeout ran out, and did not begin; nothing was changed on it. %s, "+
+					"or raise the %s.", t, t.Host, upper(again(op)), timeoutsOf(op)))
 			break
 		}
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: no restart slot before the deadline", t.Instance, t.Host),
 			fmt.Sprintf("The restart of %s waited for other instances' restarts (max_parallel_restarts = %d) until the operation's "+
-				"timeout ran out, and did not begin; nothing was changed on it (the change travels with the restart). Run terraform "+
-				"apply again, raise the resource's timeouts, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
-				t, ce.MaxParallelRestarts, EnvMaxParallelRestarts))
+				"timeout ran out, and did not begin; nothing was changed on it (the change travels with the restart). %s, raise the "+
+				"%s, or raise max_parallel_restarts in the provider block (or %s; 0 = no limit).",
+				t, ce.MaxParallelRestarts, upper(again(op)), timeoutsOf(op), EnvMaxParallelRestarts))
 	case converge.KindRestartInProgress:
 		diags.AddError(fmt.Sprintf("SQL Server %s on %s was not restarted: the host's restart lease is held", t.Instance, t.Host),
 			detail(ce.Err)+" The next plan shows what is still to do for this instance.")

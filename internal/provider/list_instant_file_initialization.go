@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/converge"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ifi"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 )
 
@@ -105,7 +104,7 @@ func (l *ifiListResource) List(ctx context.Context, req list.ListRequest, stream
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
 		for i, t := range targets {
-			_, found, err := l.c.run().DescribeHost(ctx, converge.Request{Target: t}, ifi.GranteeServiceSID)
+			found, err := l.c.run().ImportHost(ctx, converge.Request{Target: t})
 			if err != nil {
 				var ds diag.Diagnostics
 				addEngineError(&ds, opRead, err, l.c.report())
@@ -122,28 +121,17 @@ func (l *ifiListResource) List(ctx context.Context, req list.ListRequest, stream
 }
 
 // result is one instance's result: its identity, display name and, when asked,
-// the resource as an import of it reads it (ifiResource.Read with Imported).
+// the resource as its import stores it (the same engine read, converge.Session.Import,
+// and the same state: importStart refreshed as ifiResource.Read refreshes an import).
 func (l *ifiListResource) result(ctx context.Context, req list.ListRequest, t converge.Target, port wholeNumber, hi converge.HostInstance) list.ListResult {
 	r := req.NewListResult(ctx)
 	r.DisplayName = importID(t.Host, hi.Instance)
-	m := ifiResourceModel{Host: types.StringValue(t.Host), Instance: types.StringValue(hi.Instance), Port: port}
+	m := importStart(t.Host, hi.Instance, port)
 	r.Diagnostics.Append(setIdentity(ctx, r.Identity, m)...)
 	if !req.IncludeResource {
 		return r
 	}
-	a := hi.Result.Assessment
-	m.ID = types.StringValue(importID(t.Host, hi.Instance))
-	m.SQLPort = int64Null()
-	m.Enabled = types.BoolValue(a.PrivilegeGranted)
-	m.LockPagesInMemory = types.BoolNull()
-	m.Grantee = types.StringValue(string(converge.ImportDefaults.Grantee))
-	m.Restart = types.StringValue(string(converge.ImportDefaults.Restart))
-	m.Nodes, m.ReplicaAddresses = types.MapNull(types.StringType), types.MapNull(types.StringType)
-	m.SQLHost = types.StringNull()
-	m.PlannedAction = types.StringValue(string(ifi.ActionNone))
-	m.computedModel.set(a)
-	m.Timeouts = nullTimeouts()
-	r.Diagnostics.Append(r.Resource.Set(ctx, m)...)
+	r.Diagnostics.Append(r.Resource.Set(ctx, m.refreshed(hi.Result, true))...)
 	return r
 }
 

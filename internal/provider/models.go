@@ -154,6 +154,36 @@ func (m ifiResourceModel) withResult(res *converge.Result, known computedModel) 
 	return m.withOutcome(res.Outcome, known)
 }
 
+// refreshed is m, the state a refresh started from, with what the engine's read
+// res says: enabled keeps what was asked (for an import, what the host has), the
+// computed attributes say what the host has, planned_action what the last apply
+// did; an import (converge.Session.Import) also stores the arguments' defaults it
+// was assessed against and the ID.
+func (m ifiResourceModel) refreshed(res *converge.Result, imported bool) *ifiResourceModel {
+	st := m.withResult(res, m.computedModel)
+	st.Enabled = types.BoolValue(res.Enabled)
+	st.LockPagesInMemory = types.BoolPointerValue(res.LockPages)
+	st.PlannedAction = types.StringValue(string(res.Action))
+	if imported {
+		st.Grantee, st.Restart = types.StringValue(string(res.Desired.Grantee)), types.StringValue(string(res.Desired.Restart))
+		if st.Instance.IsNull() {
+			st.Instance = types.StringValue(res.Assessment.Instance)
+		}
+		st.ID = types.StringValue(importID(st.Host.ValueString(), st.Instance.ValueString()))
+	}
+	return st
+}
+
+// importStart is the state an import of host/instance starts from (ImportState
+// stores it): the identity (port null when unset) and the ID, every other
+// attribute null.
+func importStart(host, instance string, port wholeNumber) ifiResourceModel {
+	return ifiResourceModel{ID: types.StringValue(importID(host, instance)), Host: types.StringValue(host), Instance: types.StringValue(instance),
+		Port: port, SQLPort: int64Null(), Enabled: types.BoolNull(), LockPagesInMemory: types.BoolNull(), Grantee: types.StringNull(),
+		Restart: types.StringNull(), Nodes: types.MapNull(types.StringType), SQLHost: types.StringNull(),
+		ReplicaAddresses: types.MapNull(types.StringType), Timeouts: nullTimeouts(), PlannedAction: types.StringNull()}
+}
+
 // stringMap is a map(string) attribute's known elements.
 func stringMap(v types.Map) map[string]string {
 	if v.IsNull() || v.IsUnknown() {
@@ -231,11 +261,7 @@ func (m *ifiDataSourceModel) target() converge.Target {
 // instanceTarget is the engine's target of a host's instance as the data source
 // and the restart action name it (the instance DefaultInstance when unset).
 func instanceTarget(host, instance types.String, port, sqlPort wholeNumber) converge.Target {
-	name := instance.ValueString()
-	if instance.IsNull() {
-		name = DefaultInstance
-	}
-	return converge.Target{Host: host.ValueString(), Instance: name, Port: int(port.ValueInt64()), SQLPort: int(sqlPort.ValueInt64())}
+	return converge.InstanceTarget(host.ValueString(), instance.ValueString(), int(port.ValueInt64()), int(sqlPort.ValueInt64()), nil)
 }
 
 // importID is the resource's ID and the import ID: HOST/INSTANCE.

@@ -147,7 +147,13 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 	resp.Diagnostics.Append(ds...)
 	rr := converge.ReadRequest{Request: state.request(state.Clustered, m), Imported: state.Enabled.IsNull(), Unverified: u.engine(),
 		Planned: ifi.Action(state.PlannedAction.ValueString())}
-	res, err := r.c.session.Read(ctx, rr)
+	var res *converge.Result
+	var err error
+	if rr.Imported {
+		res, err = r.c.session.Import(ctx, rr.Request) // as a list resource's result reads it
+	} else {
+		res, err = r.c.session.Read(ctx, rr)
+	}
 	r.c.ntlmFallbackWarning(&resp.Diagnostics, rr.Target, res.NTLMFallback)
 	if ce, ok := notFound(err); ok {
 		resp.Diagnostics.AddWarning("SQL Server instance gone: removed from the state",
@@ -161,19 +167,7 @@ func (r *ifiResource) Read(ctx context.Context, req resource.ReadRequest, resp *
 		addEngineError(&resp.Diagnostics, opRead, err, r.c.report())
 		return // the state stays as it was
 	}
-	st := state.withResult(res, state.computedModel)
-	// enabled keeps what was asked (for an import, what the host has); the computed
-	// attributes say what the host has, planned_action what the last apply did.
-	st.Enabled = types.BoolValue(res.Enabled)
-	st.LockPagesInMemory = types.BoolPointerValue(res.LockPages)
-	st.PlannedAction = types.StringValue(string(res.Action))
-	if rr.Imported {
-		st.Grantee, st.Restart = types.StringValue(string(res.Desired.Grantee)), types.StringValue(string(res.Desired.Restart))
-		if st.Instance.IsNull() {
-			st.Instance = types.StringValue(res.Assessment.Instance)
-		}
-		st.ID = types.StringValue(importID(st.Host.ValueString(), st.Instance.ValueString()))
-	}
+	st := state.refreshed(res, rr.Imported)
 	addWarnings(&resp.Diagnostics, res.Warnings)
 	resp.Diagnostics.Append(resp.State.Set(ctx, st)...)
 	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, *st)...)

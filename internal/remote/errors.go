@@ -130,6 +130,13 @@ func (h *winrmHost) classify(err error) *Error {
 				e.Kind = KindAuth
 				e.Setting = SettingUsername
 				e.Hint = fmt.Sprintf("%s logged in but may not use WinRM: make the user a local Administrator of the host", h.user())
+			case isFault && f.Code == faultShellQuota:
+				e.Hint = fmt.Sprintf("The host allows %s a limited number of WinRM shells at once (winrm/config/winrs MaxShellsPerUser: 30 by default "+
+					"since Windows Server 2012, 5 on Windows Server 2008 R2), and none of the user's other shells closed within %s of asking again: "+
+					"shells of other runs or tools, or of a killed client, which WinRM keeps until winrm/config/winrs IdleTimeout. On the host, "+
+					"list them with Get-WSManInstance -ResourceURI shell -Enumerate and remove stale ones with Remove-WSManInstance, or raise the "+
+					"quota (winrm set winrm/config/winrs @{MaxShellsPerUser=\"50\"}, or the Group Policy setting Windows Remote Shell > "+
+					"\"Specify maximum number of remote shells per user\"), then run terraform again", h.user(), shellQuotaWait)
 			case isFault && !faultRetried(f.Code):
 				e.Hint = "This is the host's own answer, so it was not asked again: check the WinRM service and its shell plugin on the host " +
 					"(winrm get winrm/config, and the Microsoft-Windows-WinRM/Operational event log), and that cmd.exe and Windows PowerShell 5.1 " +

@@ -103,7 +103,7 @@ func (s *session) runWith(ctx context.Context, command string, args []string, st
 	fail := func(err error) runOutcome {
 		return runOutcome{exitCode: -1, err: err, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
 	}
-	resp, err := s.post(ctx, winrm.NewOpenShellRequest(s.url, s.params))
+	resp, err := s.openShell(ctx)
 	if err != nil {
 		done()
 		return fail(err)
@@ -250,6 +250,51 @@ func (s *session) stdinChunks(stdin []byte) []stdinChunk {
 		stdin = stdin[limit:]
 	}
 	return append(chunks, stdinChunk{data: stdin, last: true})
+}
+
+// The user's shell quota (WSManFault 2150859173, w:QuotaLimit: "This user is
+// allowed a maximum number of N concurrent shells, which has been exceeded. Close
+// existing shells or raise the quota for this user"): the host refuses to open a
+// shell while the user holds winrm/config/winrs MaxShellsPerUser shells, whoever
+// opened them (this run's operations on other instances of the host, another run or
+// tool, a killed client's shells until WinRM's IdleTimeout closes them). It clears
+// when one of them is deleted, and the refused Create ran nothing, so it is asked
+// again after a backoff, every operation alike, until shellQuotaWait has passed;
+// then the fault is the error, saying which quota and what to do (errors.go).
+var (
+	// shellQuotaWait bounds the wait for a shell under the quota.
+	shellQuotaWait = 60 * time.Second / time.Duration(testhooks.TimeDivisor())
+	// shellQuotaBackoff is the pause after the nth refused Create (n from 1).
+	shellQuotaBackoff = func(n int) time.Duration { return min(time.Duration(n)*time.Second, 5*time.Second) }
+)
+
+// openShell sends the shell's Create and answers its response, asking again while
+// the host refuses it for the user's shell quota, within shellQuotaWait and ctx.
+func (s *session) openShell(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(shellQuotaWait)
+	for n := 1; ; n++ {
+		resp, err := s.post(ctx, winrm.NewOpenShellRequest(s.url, s.params))
+		if err == nil || !isShellQuota(err) {
+			return resp, err
+		}
+		wait := shellQuotaBackoff(n)
+		if time.Now().Add(wait).After(deadline) {
+			return "", err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", err
+		}
+	}
+}
+
+// isShellQuota reports the user's shell quota fault (faultShellQuota).
+func isShellQuota(err error) bool {
+	f, ok := faultOf(err)
+	return ok && f.Code == faultShellQuota
 }
 
 // post sends one message on the session's transport within ctx: a deadline or a

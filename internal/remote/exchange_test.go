@@ -1,17 +1,23 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/recordings"
 )
 
 // startSim runs one simulated host (sql01) and returns the simulator.
@@ -182,4 +188,103 @@ func TestEncryptedRefreshOverHTTPUsesOneConnectionAndSevenRequests(t *testing.T)
 			other, d.WinRMReceives)
 	}
 	t.Logf("one encrypted read_instance over HTTP: %+v", d)
+}
+
+// quotaOnCreate answers the first refusals shell Creates with fault (HTTP 500, as
+// Windows), then lets them through, counting every Create.
+func quotaOnCreate(fault string, refusals int32, creates *atomic.Int32) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte("transfer/Create<")) && creates.Add(1) <= refusals {
+				w.Header().Set("Content-Type", "application/soap+xml;charset=UTF-8")
+				w.WriteHeader(http.StatusInternalServerError)
+				_, _ = io.WriteString(w, fault)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// The user's shell quota (WSManFault 2150859173, as a real host answered it:
+// cerebrum's recording) clears when one of the user's shells closes, and a refused
+// Create ran nothing: every operation, restart_instance included, asks again after
+// a backoff and goes on once a shell opens; a quota that does not clear within
+// shellQuotaWait fails naming the fault, MaxShellsPerUser and how to raise it or
+// close the shells, without being asked again by the operation's retries.
+func TestShellQuotaWaitedOut(t *testing.T) {
+	fault := recordings.Read(t, "cerebrum/quota_limit_fault.xml")
+	wait, backoff := shellQuotaWait, shellQuotaBackoff
+	t.Cleanup(func() { shellQuotaWait, shellQuotaBackoff = wait, backoff })
+	shellQuotaWait, shellQuotaBackoff = 2*time.Second, func(int) time.Duration { return 50 * time.Millisecond }
+
+	for name, tc := range map[string]struct {
+		refusals int32
+		ok       bool
+	}{
+		"clears after two refusals": {refusals: 2, ok: true},
+		"does not clear":            {refusals: 1 << 30},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var creates atomic.Int32
+			th := newTestHostWith(t, hostOptions{allowUnencrypted: true, handler: quotaOnCreate(fault, tc.refusals, &creates)},
+				func(op contract.Operation, _ json.RawMessage) answer {
+					if op == contract.OpRestartInstance {
+						return answer{stdout: jsonOf(t, contract.RestartInstanceResult{})}
+					}
+					return answer{stdout: jsonOf(t, sampleReadInstance())}
+				})
+			h, err := New(th.config(AuthBasic))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for _, op := range []struct {
+				name string
+				run  func() error
+			}{
+				{"read_instance", func() error {
+					_, err := h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER"})
+					return err
+				}},
+				{"restart_instance", func() error {
+					_, err := h.RestartInstance(ctx, contract.RestartInstanceParams{Instance: "MSSQLSERVER"})
+					return err
+				}},
+			} {
+				creates.Store(0)
+				start := time.Now()
+				err := op.run()
+				if tc.ok {
+					if err != nil || creates.Load() != tc.refusals+1 {
+						t.Fatalf("%s: %v after %d Creates, want success after %d", op.name, err, creates.Load(), tc.refusals+1)
+					}
+					continue
+				}
+				var re *Error
+				if !errors.As(err, &re) || re.Fault != faultShellQuota || Transient(err) {
+					t.Fatalf("%s: error %v, want the quota fault, not transient", op.name, err)
+				}
+				if took := time.Since(start); took < shellQuotaWait-200*time.Millisecond || took > shellQuotaWait+5*time.Second {
+					t.Errorf("%s: failed after %v, want about shellQuotaWait (%v)", op.name, took, shellQuotaWait)
+				}
+				if n := creates.Load(); n < 3 {
+					t.Errorf("%s: %d Creates, want the shell asked for again", op.name, n)
+				}
+				for _, want := range []string{"127.0.0.1", "maximum number of 5 concurrent shells", "WSManFault 2150859173"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%s: error %q does not say %q", op.name, err, want)
+					}
+				}
+				for _, want := range []string{"MaxShellsPerUser", `winrm set winrm/config/winrs @{MaxShellsPerUser="50"}`, "Get-WSManInstance -ResourceURI shell -Enumerate", "IdleTimeout"} {
+					if !strings.Contains(re.Hint, want) {
+						t.Errorf("%s: hint %q does not say %q", op.name, re.Hint, want)
+					}
+				}
+			}
+		})
+	}
 }

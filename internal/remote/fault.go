@@ -17,6 +17,11 @@ const (
 	// faultShellGone (w:InvalidSelectors, 0x8033805B): the shell or the command the
 	// request names does not exist (any more): a new shell may cure it.
 	faultShellGone = "2150858843"
+	// faultShellQuota (w:QuotaLimit, 0x803381A5): the user holds the most shells
+	// the host allows one user at once (winrm/config/winrs MaxShellsPerUser); it
+	// clears when one of them is deleted. The shell's Create waits it out
+	// (session.openShell); after that wait it is the error, not transient.
+	faultShellQuota = "2150859173"
 )
 
 // wsmanFault is what a WS-Management fault says: its SOAP subcode (w:TimedOut,
