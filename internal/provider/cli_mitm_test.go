@@ -103,7 +103,7 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	logPath := w.dir + "/debug.log"
 	w.env = append(w.env, "TF_LOG=DEBUG", "TF_LOG_PATH="+logPath)
 	e, dc := adAccEnv(t)
-	conf, _ := krb5ConfKDCDown(t, dc)
+	conf, _ := dc.Krb5ConfKDCDown(t)
 	logon := fmt.Sprintf("    username = %q\n    password = %q", adAccount, adUserPass)
 	cfg := e.winrmHTTPConfig(conf, "HTTP/"+e.addr, logon)
 	w.write(cfg + resourceConfig(e.addr, ""))

@@ -170,31 +170,11 @@ func cliKerberosRead(t *testing.T, e *accEnv, cfg, user string, env ...string) {
 	}
 }
 
-// krb5ConfKDCDown is a copy of the DC's krb5.conf whose only KDC for the realm is
-// a loopback port nothing listens on, as for a domain whose DC is down (the shared
-// DC itself cannot be stopped: other tests use it), and that KDC's address.
-func krb5ConfKDCDown(t *testing.T, dc *addc.DC) (path, kdcAddr string) {
-	t.Helper()
-	raw, err := os.ReadFile(dc.Krb5Conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kdcAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t, "127.0.0.1"))
-	if !strings.Contains(string(raw), "kdc = "+dc.Addr) {
-		t.Fatalf("the DC's krb5.conf names no kdc = %s:\n%s", dc.Addr, raw)
-	}
-	path = filepath.Join(t.TempDir(), "krb5.conf")
-	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), "kdc = "+dc.Addr, "kdc = "+kdcAddr, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path, kdcAddr
-}
-
 // negotiate when no ticket can be had (the KDC does not answer): NTLM, encrypted
 // over HTTP, and nothing Kerberos reaches the host.
 func TestAccKerberos_negotiateFallsBackToNTLM(t *testing.T) {
 	e, dc := adAccEnv(t)
-	conf, _ := krb5ConfKDCDown(t, dc)
+	conf, _ := dc.Krb5ConfKDCDown(t)
 	logon := fmt.Sprintf("    username = %q\n    password = %q", adAccount, adUserPass)
 	// The NTLM logon names the SPN, which must be one of the host's own names (the
 	// simulator refuses a logon meant for another host as relayed).
@@ -208,7 +188,7 @@ func TestAccKerberos_negotiateFallsBackToNTLM(t *testing.T) {
 // read timeout (issue 36: about 5 minutes per plan).
 func TestAccKerberos_kdcDownFailsThePlanAtOnce(t *testing.T) {
 	e, dc := adAccEnv(t)
-	conf, kdcAddr := krb5ConfKDCDown(t, dc)
+	conf, kdcAddr := dc.Krb5ConfKDCDown(t)
 	for name, cfg := range map[string]string{
 		"kerberos": e.winrmHTTPConfig(conf, adSPN, fmt.Sprintf("    username = %q\n    password = %q\n    auth = \"kerberos\"", adUser+"@"+addc.Realm, adUserPass)),
 		"negotiate without fallback": e.winrmHTTPConfig(conf, adSPN, fmt.Sprintf("    username = %q\n    password = %q\n    allow_ntlm_fallback = false",

@@ -42,8 +42,8 @@ const (
 
 var krbAccounts sync.Once
 
-// testKDC is the realm of a test: the DC, a krb5.conf of the test's own naming its
-// KDC, and that KDC's address.
+// testKDC is the realm of a test: the DC, the krb5.conf naming its KDC, and that
+// KDC's address.
 type testKDC struct {
 	dc       *addc.DC
 	Realm    string
@@ -51,28 +51,12 @@ type testKDC struct {
 	Addr     string
 }
 
-// Stop has the realm's KDC stop answering for this test: its krb5.conf then names
-// a loopback port nothing listens on (the shared DC itself stays up for the other
-// tests). Call it before New reads the krb5.conf.
+// Stop has the realm's KDC stop answering for this test: its krb5.conf is then one
+// naming a loopback port nothing listens on (the shared DC itself stays up for the
+// other tests). Call it before New reads the krb5.conf.
 func (k *testKDC) Stop(t *testing.T) {
 	t.Helper()
-	raw, err := os.ReadFile(k.Krb5Conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	_ = l.Close()
-	if !strings.Contains(string(raw), "kdc = "+k.Addr) {
-		t.Fatalf("%s names no kdc = %s", k.Krb5Conf, k.Addr)
-	}
-	if err := os.WriteFile(k.Krb5Conf, []byte(strings.Replace(string(raw), "kdc = "+k.Addr, "kdc = "+dead, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k.Addr = dead
+	k.Krb5Conf, k.Addr = k.dc.Krb5ConfKDCDown(t)
 }
 
 // UserKeytab exports the keys of the user into a new keytab.
@@ -89,15 +73,7 @@ func adKDC(t *testing.T) (*testKDC, string) {
 		dc.AddUser(t, krbUser, krbPass)
 		dc.AddComputer(t, krbHost)
 	})
-	raw, err := os.ReadFile(dc.Krb5Conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(t.TempDir(), "krb5.conf")
-	if err := os.WriteFile(conf, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &testKDC{dc: dc, Realm: dc.Realm, Krb5Conf: conf, Addr: dc.Addr}, dc.HostKeytab(t, krbHost, krbSPN)
+	return &testKDC{dc: dc, Realm: dc.Realm, Krb5Conf: dc.Krb5Conf, Addr: dc.Addr}, dc.HostKeytab(t, krbHost, krbSPN)
 }
 
 // krbSim is the realm and a domain host that accepts Kerberos with its computer

@@ -3,8 +3,6 @@ package krb_test
 import (
 	"context"
 	"errors"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,20 +43,7 @@ func TestLogonSources(t *testing.T) {
 func TestLogonErrorsNamed(t *testing.T) {
 	dc := adAccounts(t)
 	dir := t.TempDir()
-	raw, err := os.ReadFile(dc.Krb5Conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	_ = l.Close()
-	down := filepath.Join(dir, "down.conf")
-	if err := os.WriteFile(down, []byte(strings.Replace(string(raw), "kdc = "+dc.Addr, "kdc = "+dead, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	down, dead := dc.Krb5ConfKDCDown(t)
 	cfg := func(mod func(*krb.Config)) krb.Config {
 		c := krb.Config{Username: "kuser@" + addc.Realm, Password: adPassword, Krb5Conf: dc.Krb5Conf}
 		mod(&c)
