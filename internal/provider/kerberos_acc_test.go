@@ -20,8 +20,9 @@ import (
 // sql block's Kerberos login, and the checks of a logon. Every Kerberos test of the
 // provider runs against the Samba AD DC (kerberos_ad_acc_test.go,
 // sql_kerberos_acc_test.go, and the KDC failures below); none needs the hand-made
-// MIT KDC (internal/winsim/kdc), which a KDC that does not answer needed to be
-// stopped: a krb5.conf naming a port nothing listens on is the same to the client.
+// MIT KDC (internal/winsim/kdc). The one thing the shared DC cannot do, stop, a
+// test of a KDC that does not answer gets from a krb5.conf naming a port nothing
+// listens on (addc's Krb5ConfKDCDown), which is the same to the client.
 
 // domainHost is a domain member of the NetBIOS domain reached over HTTP that
 // accepts Kerberos for realm with the keys of keytab; DOMAIN\user (password) is one
@@ -154,8 +155,8 @@ func lifecycleAs(t *testing.T, e *accEnv, cfg string, parallel bool, logon, user
 // cliKerberosRead reads e's host through the real CLI and the provider binary (an
 // apply of the data source) with cfg's provider block and env added to the
 // provider's environment (KRB5CCNAME, a test hook): the apply succeeds with no
-// diagnostic of the provider's (no NTLM fallback warning among them), and the host ran every
-// operation as user and saw only Kerberos logons.
+// diagnostic of the provider's (no NTLM fallback warning among them), and the host
+// ran every operation as user and saw only Kerberos logons.
 func cliKerberosRead(t *testing.T, e *accEnv, cfg, user string, env ...string) {
 	t.Helper()
 	w := newCLI(t)
