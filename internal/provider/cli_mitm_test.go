@@ -102,10 +102,10 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	w := newCLI(t)
 	logPath := w.dir + "/debug.log"
 	w.env = append(w.env, "TF_LOG=DEBUG", "TF_LOG_PATH="+logPath)
-	e, k := krbAccEnv(t)
-	k.Stop(t)
-	logon := fmt.Sprintf("    username = %q\n    password = %q", `MSSQLIFI\`+accKrbUser, accKrbPass)
-	cfg := strings.Replace(e.winrmHTTPProviderConfig(k, logon), fmt.Sprintf("%q", accKrbSPN), fmt.Sprintf("%q", "HTTP/"+e.addr), 1)
+	e, dc := adAccEnv(t)
+	conf, _ := dc.Krb5ConfKDCDown(t)
+	logon := fmt.Sprintf("    username = %q\n    password = %q", adAccount, adUserPass)
+	cfg := e.winrmHTTPConfig(conf, "HTTP/"+e.addr, logon)
 	w.write(cfg + resourceConfig(e.addr, ""))
 	summary := "NTLM instead of Kerberos on " + strings.ReplaceAll(e.addr, ".", "\\.")
 	apply := w.mustApply()
@@ -141,7 +141,7 @@ func TestCLI_negotiateSilentKDC(t *testing.T) {
 	// The hardened setting: the KDC still does not answer, so the plan fails; and a
 	// bare user name has no realm, which fails at plan before any host is asked.
 	hardened := replaceOnce(t, cfg, "    https     = false\n", "    https     = false\n    allow_ntlm_fallback = false\n")
-	bare := replaceOnce(t, hardened, fmt.Sprintf("%q", `MSSQLIFI\`+accKrbUser), fmt.Sprintf("%q", accKrbUser))
+	bare := replaceOnce(t, hardened, fmt.Sprintf("%q", adAccount), fmt.Sprintf("%q", adUser))
 	for _, tc := range []struct{ cfg, summary, detail string }{
 		{hardened, "", "did not fall back to NTLM[\\s\\S]*allow_ntlm_fallback"},
 		{bare, "NTLM fallback refused", "no realm"},

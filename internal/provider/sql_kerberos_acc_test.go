@@ -6,40 +6,43 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
 )
 
-// The SQL check over Kerberos (sql.auth = "kerberos"): go-mssqldb's Kerberos
-// authenticator against the simulator's TDS endpoint, which accepts the ticket
-// with the host's keys (the computer account's, as SQL Server running as its
-// virtual account does) and maps MSSQLIFI\dba to its Windows login.
+// The SQL check over Kerberos (sql.auth = "kerberos") against the AD DC:
+// go-mssqldb's Kerberos authenticator against the simulator's TDS endpoint, which
+// accepts the ticket with the host's keys (the computer account's, as SQL Server
+// running as its virtual account does), takes CONTOSO\addba from the ticket's PAC
+// and maps it to its Windows login.
 
-// sqlKrbEnv is krbAccEnv with SQL Server's SPN MSSQLSvc/sql01.mssqlifi.test:<port>
-// on the host's keys and a Windows login for MSSQLIFI\dba (with VIEW SERVER
-// STATE); the instance has no SQL login for the check to fall back on. It returns
-// the SPN.
-func sqlKrbEnv(t *testing.T) (*accEnv, *kdc.KDC, string) {
+var (
+	adSQLSPNs      sync.Map // SPN -> struct{}: registered once per DC
+	adOtherSQLHost sync.Once
+)
+
+// sqlADEnv is adAccEnv with SQL Server's SPN MSSQLSvc/sqlad.contoso.test:<port> on
+// the host's computer account (as SQL Server running as its virtual account
+// registers it) and in the host's keys, and a Windows login for CONTOSO\addba; the
+// instance has no SQL login for the check to fall back on. It returns the SPN.
+func sqlADEnv(t *testing.T) (*accEnv, *addc.DC, string) {
 	t.Helper()
-	k := kdc.Start(t, kdc.Options{})
-	k.AddUser(t, accKrbUser, accKrbPass)
-	kt := k.AddService(t, accKrbSPN)
+	dc := adDC(t)
 	port := freeTCPPort(t)
-	spn := fmt.Sprintf("MSSQLSvc/sql01.mssqlifi.test:%d", port)
-	k.Kadmin(t, "addprinc -randkey "+spn)
-	k.Kadmin(t, fmt.Sprintf("ktadd -k %s -norandkey %s", kt, spn))
-	e := startSim(t, func(hc *host.HostConfig) {
-		hc.Domain = "MSSQLIFI"
-		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: k.Realm, Keytab: kt}
-		hc.WinRM.Users = append(hc.WinRM.Users, host.UserConfig{Name: `MSSQLIFI\` + accKrbUser, Password: accKrbPass})
+	spn := fmt.Sprintf("MSSQLSvc/%s.%s:%d", strings.ToLower(adHost), dc.DNSDomain, port)
+	if _, done := adSQLSPNs.LoadOrStore(spn, struct{}{}); !done {
+		dc.AddSPN(t, adHost+"$", spn)
+	}
+	e := adDomainHost(t, dc.HostKeytab(t, adHost, adSPN, spn), func(hc *host.HostConfig) {
 		hc.Instances[0].SQLPort = port
-		hc.Instances[0].Logins = []host.LoginConfig{{Name: `MSSQLIFI\` + accKrbUser}}
+		hc.Instances[0].Logins = []host.LoginConfig{{Name: adAccount}}
 	})
-	return e, k, spn
+	return e, dc, spn
 }
 
 // freeTCPPort is a loopback port free a moment ago (the simulator binds it next).
@@ -53,26 +56,12 @@ func freeTCPPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// sqlKerberosConfig is the provider block: WinRM by Kerberos over HTTP and the sql
-// block with auth = "kerberos", logon its credential lines and spn its SPN line.
-func (e *accEnv) sqlKerberosConfig(k *kdc.KDC, logon, spn string) string {
-	winrm := fmt.Sprintf("    username = %q\n    password = %q", accKrbUser+"@"+k.Realm, accKrbPass)
-	cfg := e.kerberosProviderConfig(k, winrm)
-	sql := fmt.Sprintf(`
-  sql {
-    auth     = "kerberos"
-%s
-%s
-    encrypt  = "true"
-    ca_cert  = <<-EOT
-%s
-EOT
-  }
-`, logon, spn, strings.TrimSpace(string(e.sim.CACertPEM())))
-	if !strings.Contains(cfg, e.sqlBlock()) {
-		e.t.Fatal("the Kerberos provider block has no sql block to replace")
-	}
-	return strings.Replace(cfg, e.sqlBlock(), sql, 1)
+// sqlKerberosConfig is the provider block: WinRM by Kerberos over HTTP with the
+// UPN's password and the sql block with auth = "kerberos", logon its credential
+// lines and spn its SPN line.
+func (e *accEnv) sqlKerberosConfig(dc *addc.DC, logon, spn string) string {
+	winrm := fmt.Sprintf("    username = %q\n    password = %q\n    auth = \"kerberos\"", adUserUPN, adUserPass)
+	return e.withSQLKerberos(e.adProviderConfig(dc, winrm), logon, spn)
 }
 
 // sqlKerberosLogons is the number of Kerberos logons the host's SQL Server accepted.
@@ -84,18 +73,18 @@ func (e *accEnv) sqlKerberosLogons() int64 {
 	return st.SQLKerberosLogons
 }
 
-// IFI verified through SQL Server by a Kerberos login with a password, then with a
-// keytab, then from the credential cache (where kinit is installed): the state says the answer came from sys.dm_server_services, and the
-// host's SQL Server saw Kerberos logons (it has no SQL login to accept any other).
-func TestAccKerberos_sqlCheck(t *testing.T) {
-	e, k, spn := sqlKrbEnv(t)
+// IFI verified through SQL Server by a Kerberos login with the UPN's password, then
+// its keytab, then the credential cache of kinit -E: the state says the answer came
+// from sys.dm_server_services, and the host's SQL Server saw Kerberos logons (it
+// has no SQL login to accept any other). The TLS certificate is checked against
+// the CA (no trust_server_certificate).
+func TestAccKerberosAD_sqlCheck(t *testing.T) {
+	e, dc, spn := sqlADEnv(t)
 	spnLine := fmt.Sprintf("    spn      = %q", spn)
-	password := fmt.Sprintf("    username = %q\n    password = %q", accKrbUser+"@"+k.Realm, accKrbPass)
-	keytab := fmt.Sprintf("    username = %q\n    keytab   = %q", `MSSQLIFI\`+accKrbUser, k.UserKeytab(t, accKrbUser))
 	var before int64
 	step := func(logon string) resource.TestStep {
 		return resource.TestStep{
-			Config:           e.sqlKerberosConfig(k, logon, spnLine) + resourceConfig(e.addr, ""),
+			Config:           e.sqlKerberosConfig(dc, logon, spnLine) + resourceConfig(e.addr, ""),
 			ConfigPlanChecks: emptyPlanAfterApply(),
 			PreConfig:        func() { before = e.sqlKerberosLogons() },
 			Check: resource.ComposeAggregateTestCheckFunc(
@@ -110,13 +99,14 @@ func TestAccKerberos_sqlCheck(t *testing.T) {
 			),
 		}
 	}
-	steps := []resource.TestStep{step(password), step(keytab)}
-	if kdc.KinitAvailable() == nil {
-		// The credential cache after kinit: no username, password or keytab.
-		t.Setenv("KRB5CCNAME", k.Kinit(t, accKrbUser, accKrbPass)) // the provider runs in this process
-		steps = append(steps, step(""))
-	} else {
-		t.Logf("the credential cache step is left out: %v", kdc.KinitAvailable())
+	steps := []resource.TestStep{
+		step(fmt.Sprintf("    username = %q\n    password = %q", adUserUPN, adUserPass)),
+		step(fmt.Sprintf("    username = %q\n    keytab   = %q", adUserUPN, dc.Keytab(t, adUserUPN))),
+		step(""), // the credential cache of kinit -E
+	}
+	steps[2].PreConfig = func() {
+		t.Setenv("KRB5CCNAME", dc.Kinit(t, adUserUPN, adUserPass, true)) // the provider runs in this process
+		before = e.sqlKerberosLogons()
 	}
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Factories, Steps: steps})
 }
@@ -124,13 +114,16 @@ func TestAccKerberos_sqlCheck(t *testing.T) {
 // A ticket SQL Server cannot accept, and an SPN the KDC does not know: IFI is not
 // verified through SQL Server, and what the user reads names the SPN (through the
 // real terraform CLI, which shows warnings as well as errors).
-func TestAccKerberos_sqlCheckWrongSPN(t *testing.T) {
-	e, k, spn := sqlKrbEnv(t)
-	// Another SQL Server's SPN, registered in the KDC on an account whose keys
-	// this host does not have: the KDC issues the ticket, SQL Server refuses it.
-	other := strings.Replace(spn, "sql01.", "sql02.", 1)
-	k.AddService(t, other)
-	password := fmt.Sprintf("    username = %q\n    password = %q", accKrbUser+"@"+k.Realm, accKrbPass)
+func TestAccKerberosAD_sqlCheckWrongSPN(t *testing.T) {
+	e, dc, spn := sqlADEnv(t)
+	// Another SQL Server's SPN, on the computer account of another host whose keys
+	// this host does not have: the DC issues the ticket, SQL Server refuses it.
+	other := strings.Replace(spn, "sqlad.", "sqlad2.", 1)
+	adOtherSQLHost.Do(func() { dc.AddComputer(t, "SQLAD2") })
+	if _, done := adSQLSPNs.LoadOrStore(other, struct{}{}); !done {
+		dc.AddSPN(t, "SQLAD2$", other)
+	}
+	password := fmt.Sprintf("    username = %q\n    password = %q", adUserUPN, adUserPass)
 	for _, tc := range []struct {
 		name, spnLine, spn, detail string
 	}{
@@ -141,7 +134,7 @@ func TestAccKerberos_sqlCheckWrongSPN(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newCLI(t)
-			w.write(e.sqlKerberosConfig(k, password, tc.spnLine) + resourceConfig(e.addr, ""))
+			w.write(e.sqlKerberosConfig(dc, password, tc.spnLine) + resourceConfig(e.addr, ""))
 			r := w.apply()
 			want := tc.spn
 			if want == "" {
@@ -173,11 +166,11 @@ func TestAccKerberos_sqlCheckWrongSPN(t *testing.T) {
 func TestAccKerberos_validateSQLKerberos(t *testing.T) {
 	for _, sql := range []string{
 		`auth = "kerberos"`,
-		`auth = "kerberos"` + "\n    username = \"dba@MSSQLIFI.TEST\"\n    password = \"x\"",
-		`auth = "kerberos"` + "\n    username = \"MSSQLIFI\\\\dba\"\n    keytab = \"/nonexistent/dba.keytab\"\n    spn = \"MSSQLSvc/sql01.mssqlifi.test:1433\"",
+		`auth = "kerberos"` + "\n    username = \"dba@CONTOSO.TEST\"\n    password = \"x\"",
+		`auth = "kerberos"` + "\n    username = \"CONTOSO\\\\dba\"\n    keytab = \"/nonexistent/dba.keytab\"\n    spn = \"MSSQLSvc/sql01.contoso.test:1433\"",
 	} {
 		w := newCLI(t)
-		w.write(requiredProviders + "provider \"mssqlifi\" {\n  sql {\n    " + sql + "\n  }\n}\n" + resourceConfig("sql01.mssqlifi.test", ""))
+		w.write(requiredProviders + "provider \"mssqlifi\" {\n  sql {\n    " + sql + "\n  }\n}\n" + resourceConfig("sql01.contoso.test", ""))
 		if r := w.run("validate", "-no-color"); r.Exit != 0 {
 			t.Errorf("terraform validate refused sql { %s }: exit %d\n%s\n%s", sql, r.Exit, r.Stdout, r.Stderr)
 		}
@@ -186,20 +179,20 @@ func TestAccKerberos_validateSQLKerberos(t *testing.T) {
 
 // What the SQL Kerberos login reads is checked at plan, naming the argument: a
 // keytab that is not there, a credential cache that is not there.
-func TestAccKerberos_sqlPlanErrors(t *testing.T) {
-	e, k, spn := sqlKrbEnv(t)
+func TestAccKerberosAD_sqlPlanErrors(t *testing.T) {
+	e, dc, spn := sqlADEnv(t)
 	spnLine := fmt.Sprintf("    spn      = %q", spn)
 	missing := filepath.Join(t.TempDir(), "missing.keytab")
 	t.Setenv("KRB5CCNAME", "FILE:"+filepath.Join(t.TempDir(), "no-cache"))
 	for _, tc := range []struct{ name, logon, want string }{
-		{"missing keytab", fmt.Sprintf("    username = %q\n    keytab   = %q", accKrbUser+"@"+k.Realm, missing), `SQL keytab not usable[\s\S]*missing\.keytab`},
+		{"missing keytab", fmt.Sprintf("    username = %q\n    keytab   = %q", adUserUPN, missing), `SQL keytab not usable[\s\S]*missing\.keytab`},
 		{"no credential cache", "", `No Kerberos credentials for the SQL login[\s\S]*no-cache`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6Factories,
 				Steps: []resource.TestStep{{
-					Config:      e.sqlKerberosConfig(k, tc.logon, spnLine) + resourceConfig(e.addr, ""),
+					Config:      e.sqlKerberosConfig(dc, tc.logon, spnLine) + resourceConfig(e.addr, ""),
 					PlanOnly:    true,
 					ExpectError: regexp.MustCompile(tc.want),
 				}},

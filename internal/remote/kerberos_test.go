@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,38 +23,78 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/ntlmauth"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/certs"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
 )
 
+func TestMain(m *testing.M) { os.Exit(addc.Main(m)) }
+
+// The Kerberos tests of this package run against the Samba AD DC (addc): a domain
+// user and the simulated host's computer account with its HTTP SPN, whose keys the
+// host accepts tickets with.
 const (
-	krbSPN  = "HTTP/sql01.mssqlifi.test"
-	krbUser = "dba"
-	krbPass = "Dba-Secret-1"
+	krbSPN  = "HTTP/sqlrm.contoso.test"
+	krbHost = "SQLRM"
+	krbUser = "rmuser"
+	krbPass = "Rm-User-Secret-1"
 )
 
-// krbSim is a KDC and a domain host that accepts Kerberos with its keytab; the
-// host is reached at 127.0.0.1, so the SPN must be given (as for a host reached
-// by IP address).
-func krbSim(t *testing.T) (*kdc.KDC, *simHost) {
+var krbAccounts sync.Once
+
+// testKDC is the realm of a test: the DC, the krb5.conf naming its KDC, and that
+// KDC's address.
+type testKDC struct {
+	dc       *addc.DC
+	Realm    string
+	Krb5Conf string
+	Addr     string
+}
+
+// Stop has the realm's KDC stop answering for this test: its krb5.conf is then one
+// naming a loopback port nothing listens on (the shared DC itself stays up for the
+// other tests). Call it before New reads the krb5.conf.
+func (k *testKDC) Stop(t *testing.T) {
+	t.Helper()
+	k.Krb5Conf, k.Addr = k.dc.Krb5ConfKDCDown(t)
+}
+
+// UserKeytab exports the keys of the user into a new keytab.
+func (k *testKDC) UserKeytab(t *testing.T, user string) string {
+	return k.dc.Keytab(t, user+"@"+k.Realm)
+}
+
+// adKDC is the process's DC with the accounts of these tests, and the keytab of
+// the host's computer account under krbSPN.
+func adKDC(t *testing.T) (*testKDC, string) {
+	t.Helper()
+	dc := addc.Shared(t)
+	krbAccounts.Do(func() {
+		dc.AddUser(t, krbUser, krbPass)
+		dc.AddComputer(t, krbHost)
+	})
+	return &testKDC{dc: dc, Realm: dc.Realm, Krb5Conf: dc.Krb5Conf, Addr: dc.Addr}, dc.HostKeytab(t, krbHost, krbSPN)
+}
+
+// krbSim is the realm and a domain host that accepts Kerberos with its computer
+// account's keys; the host is reached at 127.0.0.1, so the SPN must be given (as
+// for a host reached by IP address).
+func krbSim(t *testing.T) (*testKDC, *simHost) {
 	t.Helper()
 	return krbSimWith(t, func(*host.KerberosConfig) {})
 }
 
 // krbSimWith is krbSim with the host's Kerberos settings changed by mod.
-func krbSimWith(t *testing.T, mod func(*host.KerberosConfig)) (*kdc.KDC, *simHost) {
+func krbSimWith(t *testing.T, mod func(*host.KerberosConfig)) (*testKDC, *simHost) {
 	t.Helper()
-	k := kdc.Start(t, kdc.Options{})
-	k.AddUser(t, krbUser, krbPass)
-	kt := k.AddService(t, krbSPN)
+	k, kt := adKDC(t)
 	no := false
 	kc := &host.KerberosConfig{Realm: k.Realm, Keytab: kt}
 	mod(kc)
 	s := newSimHost(t, host.HostConfig{
-		Name: "sql01", Address: "127.0.0.1", Domain: "MSSQLIFI",
+		Name: "sql01", Address: "127.0.0.1", Domain: addc.NetBIOS,
 		WinRM: host.WinRMConfig{Basic: &no, Kerberos: kc,
-			Users: []host.UserConfig{{Name: `MSSQLIFI\` + krbUser, Password: krbPass}}},
+			Users: []host.UserConfig{{Name: addc.NetBIOS + `\` + krbUser, Password: krbPass}}},
 		Instances: []host.InstanceConfig{{Name: "MSSQLSERVER"}},
 	})
 	return k, s
@@ -76,10 +118,10 @@ func TestKerberosAuthSources(t *testing.T) {
 	withPassword := base
 	withPassword.Username, withPassword.Password = krbUser+"@"+k.Realm, krbPass
 	withKeytab := base
-	withKeytab.Username, withKeytab.Keytab = `MSSQLIFI\`+krbUser, k.UserKeytab(t, krbUser)
+	withKeytab.Username, withKeytab.Keytab = addc.NetBIOS+`\`+krbUser, k.UserKeytab(t, krbUser)
 	cases := map[string]Config{"password": withPassword, "keytab": withKeytab}
-	if kdc.KinitAvailable() == nil {
-		t.Setenv("KRB5CCNAME", k.Kinit(t, krbUser, krbPass))
+	if _, err := exec.LookPath("kinit"); err == nil {
+		t.Setenv("KRB5CCNAME", k.dc.Kinit(t, krbUser, krbPass, false))
 		cases["ccache"] = base
 	} else {
 		t.Log("kinit not installed (krb5-user): the credential cache case is not run")
@@ -144,11 +186,11 @@ func TestKerberosUnknownSPNNamed(t *testing.T) {
 // not that the password is wrong.
 func TestKerberosKDCUnreachableNamed(t *testing.T) {
 	k, s := krbSim(t)
+	k.Stop(t)
 	h, err := New(Config{Host: "127.0.0.1", Port: s.port, Auth: "kerberos", SPN: krbSPN, Username: krbUser + "@" + k.Realm, Password: krbPass, Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.Stop(t)
 	err = readMSSQLSERVER(h)
 	var re *Error
 	if !errors.As(err, &re) || re.Kind != KindUnreachable || !strings.Contains(err.Error(), k.Addr) || strings.Contains(err.Error(), "password") {
@@ -168,7 +210,7 @@ func TestKDCRefusedFailsAtOnce(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"kerberos": {Host: "127.0.0.1", Port: s.port, Auth: AuthKerberos, SPN: krbSPN, Username: krbUser + "@" + k.Realm, Password: krbPass,
 			Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second},
-		"negotiate without fallback": {Host: "127.0.0.1", Port: s.port, Auth: AuthNegotiate, Username: `MSSQLIFI\` + krbUser, Password: krbPass,
+		"negotiate without fallback": {Host: "127.0.0.1", Port: s.port, Auth: AuthNegotiate, Username: addc.NetBIOS + `\` + krbUser, Password: krbPass,
 			Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second, AllowNTLMFallback: &no},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -194,15 +236,13 @@ func TestKDCRefusedFailsAtOnce(t *testing.T) {
 
 // krbSimTLS is krbSim with the host's HTTPS listener and CbtHardeningLevel level;
 // it returns the simulator (for its CA) and the HTTPS port.
-func krbSimTLS(t *testing.T, level string) (*kdc.KDC, *winsim.Sim, int) {
+func krbSimTLS(t *testing.T, level string) (*testKDC, *winsim.Sim, int) {
 	t.Helper()
-	k := kdc.Start(t, kdc.Options{})
-	k.AddUser(t, krbUser, krbPass)
-	kt := k.AddService(t, krbSPN)
+	k, kt := adKDC(t)
 	sim, err := winsim.Start(&winsim.Config{Hosts: []host.HostConfig{{
-		Name: "sql01", Address: "127.0.0.1", Domain: "MSSQLIFI",
+		Name: "sql01", Address: "127.0.0.1", Domain: addc.NetBIOS,
 		WinRM: host.WinRMConfig{CBTHardeningLevel: level, Kerberos: &host.KerberosConfig{Realm: k.Realm, Keytab: kt},
-			Users: []host.UserConfig{{Name: `MSSQLIFI\` + krbUser, Password: krbPass}}},
+			Users: []host.UserConfig{{Name: addc.NetBIOS + `\` + krbUser, Password: krbPass}}},
 		Instances: []host.InstanceConfig{{Name: "MSSQLSERVER"}},
 	}}}, winsim.Options{CertDir: t.TempDir(), Logf: t.Logf})
 	if err != nil {

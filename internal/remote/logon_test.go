@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
 )
 
@@ -25,7 +26,7 @@ func logonOf(t *testing.T, h Host) Logon {
 func TestNegotiateFallbackReported(t *testing.T) {
 	k, s := krbSim(t)
 	k.Stop(t)
-	cfg := Config{Host: "127.0.0.1", Port: s.port, Auth: AuthNegotiate, Username: `MSSQLIFI\` + krbUser, Password: krbPass,
+	cfg := Config{Host: "127.0.0.1", Port: s.port, Auth: AuthNegotiate, Username: addc.NetBIOS + `\` + krbUser, Password: krbPass,
 		Krb5Conf: k.Krb5Conf, Timeout: 20 * time.Second}
 	h, err := New(cfg)
 	if err != nil {

@@ -16,6 +16,10 @@
 // with timeouts of a minute and a divisor of 3, the same sequence as after a
 // minute. What the configuration says, the timeouts' bounds and their defaults are
 // not changed, nor any wait inside the operation.
+//
+// EnvDNSServer sends every DNS query of the binary to a server the test runs on
+// loopback: a test of KDCs found through DNS (dns_lookup_kdc, the realm's _kerberos
+// SRV records) serves the records it means, where the machine's DNS has none.
 package testhooks
 
 // EnvTimeDivisor is the environment variable a test-hooked binary reads for
@@ -29,3 +33,8 @@ const EnvDeadlineDivisor = "MSSQLIFI_TESTHOOK_DEADLINE_DIVISOR"
 // MaxTimeDivisor is the largest divisor either variable may give: the go line's 30 s wait stays at
 // least a second (the host accepts go_seconds from 1).
 const MaxTimeDivisor = 30
+
+// EnvDNSServer is the environment variable a test-hooked binary reads at start for
+// the DNS server to ask: a loopback host:port (UDP), which answers every query of the
+// binary (SRV records of KDCs, and the addresses of their hosts).
+const EnvDNSServer = "MSSQLIFI_TESTHOOK_DNS_SERVER"

@@ -42,3 +42,13 @@ func TestDivisors(t *testing.T) {
 		})
 	}
 }
+
+// A test-hooked binary with EnvDNSServer sends its DNS queries (the Kerberos
+// library's SRV lookups among them) to that server; an address that is not loopback
+// stops it. Without the tag there is no hook: nothing to test.
+func TestDNSServer(t *testing.T) {
+	if !Enabled {
+		t.Skip("the DNS server hook exists only with the mssqlifi_testhooks tag")
+	}
+	testDNSServer(t)
+}

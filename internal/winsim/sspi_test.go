@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -13,8 +12,8 @@ import (
 	_ "github.com/microsoft/go-mssqldb/integratedauth/krb5" // go-mssqldb's Kerberos authenticator, "krb5"
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/host"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
 )
 
 // Windows logons to the simulated SQL Server through go-mssqldb's own integrated
@@ -66,27 +65,28 @@ func TestSQLNTLMLogon(t *testing.T) {
 	}
 }
 
+// go-mssqldb's krb5 authenticator with a ticket from the AD DC for the host's SQL
+// Server SPN (on its computer account, as SQL Server running as its virtual
+// account registers it): the host takes CONTOSO\simdba from the ticket's PAC and
+// maps it to its Windows login.
 func TestSQLKerberosLogon(t *testing.T) {
-	k := kdc.Start(t, kdc.Options{})
-	k.AddUser(t, "dba", "Dba-Pass-1")
-	kt := k.AddService(t, "HTTP/sql01.mssqlifi.test")
-	k.Kadmin(t, "addprinc -randkey MSSQLSvc/sql01.mssqlifi.test:1433")
-	k.Kadmin(t, fmt.Sprintf("ktadd -k %s -norandkey MSSQLSvc/sql01.mssqlifi.test:1433", kt))
-	k.AddService(t, "MSSQLSvc/sql02.mssqlifi.test:1433") // another account's, not in the host's keytab
+	dc := simDC(t)
+	kt := dc.HostKeytab(t, simHost, simSPN, simSQLSPN)
 	sim, addr := sspiHost(t, func(hc *host.HostConfig) {
-		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: k.Realm, Keytab: kt}
+		hc.WinRM.Kerberos = &host.KerberosConfig{Realm: dc.Realm, Keytab: kt}
+		hc.Instances[0].Logins = []host.LoginConfig{{Name: addc.NetBIOS + `\` + simUser}}
 	})
 	logon := func(spn string) error {
 		q := url.Values{}
 		q.Set("encrypt", "disable")
 		q.Set("authenticator", "krb5")
-		q.Set("krb5-configfile", k.Krb5Conf)
-		q.Set("krb5-realm", k.Realm)
+		q.Set("krb5-configfile", dc.Krb5Conf)
+		q.Set("krb5-realm", dc.Realm)
 		q.Set("krb5-dnslookupkdc", "false")
 		q.Set("serverspn", spn)
-		return loginAs(t, &url.URL{Scheme: "sqlserver", User: url.UserPassword("dba", "Dba-Pass-1"), Host: addr, RawQuery: q.Encode()})
+		return loginAs(t, &url.URL{Scheme: "sqlserver", User: url.UserPassword(simUser, simPass), Host: addr, RawQuery: q.Encode()})
 	}
-	if err := logon("MSSQLSvc/sql01.mssqlifi.test:1433"); err != nil {
+	if err := logon(simSQLSPN); err != nil {
 		t.Fatalf("Kerberos logon for the host's SPN: %v", err)
 	}
 	st, err := sim.Stats("sql01")
@@ -95,7 +95,7 @@ func TestSQLKerberosLogon(t *testing.T) {
 	}
 	// A ticket for another account's SPN: the host cannot decrypt it.
 	var me mssql.Error
-	if err := logon("MSSQLSvc/sql02.mssqlifi.test:1433"); !errors.As(err, &me) || me.Number != 18452 {
+	if err := logon(otherSQLSPN); !errors.As(err, &me) || me.Number != 18452 {
 		t.Errorf("Kerberos logon with a ticket for another account: %v; want error 18452", err)
 	}
 }

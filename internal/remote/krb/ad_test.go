@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jcmturner/gokrb5/v8/iana/errorcode"
 	"github.com/jcmturner/gokrb5/v8/messages"
@@ -173,26 +172,6 @@ func TestADEncryptionTypes(t *testing.T) {
 	_, tok, err := c.InitSecContext(context.Background(), "HTTP/sqlrc4.contoso.test", krb.SPNEGO, nil)
 	if !errors.Is(err, krb.ErrEncType) || tok != nil || !strings.Contains(err.Error(), "RC4") || !strings.Contains(err.Error(), "msDS-SupportedEncryptionTypes") {
 		t.Errorf("RC4-only host: token %d bytes, %v\nwant no token and ErrEncType saying RC4 and how to enable AES", len(tok), err)
-	}
-}
-
-// The DC's own answers name the cause: a clock 10 minutes ahead of the DC's
-// (KRB_AP_ERR_SKEW to the pre-authentication of a UPN, whose timestamp this package
-// writes) and an SPN no account has.
-func TestADErrorsNamed(t *testing.T) {
-	dc := adAccounts(t)
-	ahead := func() time.Time { return time.Now().Add(10 * time.Minute) }
-	_, err := adTicket(t, krb.Config{Username: "k.user@" + addc.UPNSuffix, Password: adPassword, Krb5Conf: dc.Krb5Conf, Now: ahead})
-	if !errors.Is(err, krb.ErrClockSkew) || !strings.Contains(err.Error(), "clock") || strings.Contains(err.Error(), "password") {
-		t.Errorf("logon 10 minutes ahead of the DC: %v\nwant ErrClockSkew naming the clock", err)
-	}
-	c, err := krb.New(krb.Config{Username: "kuser@" + addc.Realm, Password: adPassword, Krb5Conf: dc.Krb5Conf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = c.InitSecContext(context.Background(), "HTTP/127.0.0.9", krb.SPNEGO, nil)
-	if !errors.Is(err, krb.ErrUnknownSPN) || !strings.Contains(err.Error(), "HTTP/127.0.0.9") {
-		t.Errorf("service ticket for an SPN no account has: %v\nwant ErrUnknownSPN naming it", err)
 	}
 }
 

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,48 +16,60 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote/krb"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/kdc"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/pytest"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/winsim/addc"
 )
 
+// The Kerberos tests of the endpoint run against the Samba AD DC (addc, started
+// by TestMain): a user whose UPN is in an alternative suffix, and the host's
+// computer account with its HTTP SPN, whose keys the endpoint accepts tickets with.
 const (
-	krbHostFQDN = "sql01.mssqlifi.test"
-	krbDomain   = "MSSQLIFI"
-	krbUser     = "alice"
-	krbPassword = "Alice-Secret-1"
+	krbHost     = "SQLWS"
+	krbHostFQDN = "sqlws.contoso.test"
+	krbUser     = "wsuser"
+	krbUPN      = "ws.user@" + addc.UPNSuffix
+	krbPassword = "Ws-User-Secret-1"
 )
 
-// krbEnv is a KDC with alice and the host's HTTP service principal, and an
-// endpoint that accepts Kerberos with the host's keytab and refuses clear text
-// over HTTP, as a default domain host does.
+// krbAccounts creates the accounts once per DC (a test run with -count shares it).
+var krbAccounts, staleHost sync.Once
+
+// krbEnv is the DC and an endpoint that accepts Kerberos with the host's keys and
+// refuses clear text over HTTP, as a default domain host does; CONTOSO\wsuser may
+// log on.
 type krbEnv struct {
 	*testEnv
-	kdc *kdc.KDC
+	dc *addc.DC
 }
 
 func newKrbEnv(t *testing.T) *krbEnv {
 	t.Helper()
-	k := kdc.Start(t, kdc.Options{})
-	k.AddUser(t, krbUser, krbPassword)
-	ktPath := k.AddService(t, "HTTP/"+krbHostFQDN)
-	kt, err := keytab.Load(ktPath)
+	dc := addc.Shared(t)
+	krbAccounts.Do(func() {
+		dc.AddUser(t, krbUser, krbPassword)
+		dc.SetUPN(t, krbUser, krbUPN)
+		dc.AddComputer(t, krbHost)
+	})
+	return newKrbEnvOf(t, dc, krbHost, krbHostFQDN)
+}
+
+// newKrbEnvOf is newKrbEnv with the keys of the computer account computer under
+// the SPN HTTP/fqdn.
+func newKrbEnvOf(t *testing.T, dc *addc.DC, computer, fqdn string) *krbEnv {
+	t.Helper()
+	kt, err := keytab.Load(dc.HostKeytab(t, computer, "HTTP/"+fqdn))
 	if err != nil {
-		t.Fatalf("loading the host keytab %s: %v", ktPath, err)
+		t.Fatalf("loading the host keytab of %s: %v", computer, err)
 	}
 	env := newEnv(t, false, func(c *Config) {
-		c.DomainName = krbDomain
+		c.DomainName = addc.NetBIOS
 		c.AllowBasic = false
 		c.AllowUnencrypted = false
-		c.Kerberos = &KerberosConfig{Keytab: kt, Realm: k.Realm}
+		c.Kerberos = &KerberosConfig{Keytab: kt, Realm: addc.Realm}
 		c.Lookup = func(domain, user string) (string, bool) {
-			d, u, _ := strings.Cut(user, `\`)
-			if strings.EqualFold(u, krbUser) && strings.EqualFold(d, krbDomain) {
-				return krbPassword, true
-			}
-			return "", false
+			return krbPassword, strings.EqualFold(user, addc.NetBIOS+`\`+krbUser)
 		}
 	})
-	return &krbEnv{testEnv: env, kdc: k}
+	return &krbEnv{testEnv: env, dc: dc}
 }
 
 // masterzen is a masterzen/winrm client on the provider's transport with cfg's
@@ -106,15 +117,15 @@ func (e *krbEnv) logon(t *testing.T, kc *krb.Client, spn string) error {
 	return fmt.Errorf("HTTP %d without a Negotiate token", resp.StatusCode)
 }
 
-// masterzen/winrm over our Kerberos client: the host maps alice@REALM to the
-// domain user MSSQLIFI\alice, and every message travels sealed (the endpoint
-// refuses clear text over HTTP).
+// masterzen/winrm over our Kerberos client: the host takes CONTOSO\wsuser from
+// the ticket's PAC (the logon was by UPN), and every message travels sealed (the
+// endpoint refuses clear text over HTTP).
 func TestKerberosSealedExchange(t *testing.T) {
 	e := newKrbEnv(t)
-	c := e.masterzen(t, remote.Config{Auth: remote.AuthKerberos, Username: krbUser + "@" + e.kdc.Realm, Password: krbPassword,
-		Krb5Conf: e.kdc.Krb5Conf, SPN: "HTTP/" + krbHostFQDN})
-	if out, _, code := run(t, c, "whoami", ""); out != krbDomain+`\`+krbUser || code != 0 {
-		t.Fatalf("whoami over Kerberos = %q (exit %d), want %s\\%s", out, code, krbDomain, krbUser)
+	c := e.masterzen(t, remote.Config{Auth: remote.AuthKerberos, Username: krbUPN, Password: krbPassword,
+		Krb5Conf: e.dc.Krb5Conf, SPN: "HTTP/" + krbHostFQDN})
+	if out, _, code := run(t, c, "whoami", ""); out != addc.NetBIOS+`\`+krbUser || code != 0 {
+		t.Fatalf("whoami over Kerberos = %q (exit %d), want %s\\%s", out, code, addc.NetBIOS, krbUser)
 	}
 	stdin := strings.Repeat("sealed stdin line\r\n", 2000)
 	if out, _, code := run(t, c, fmt.Sprintf("cat %d", len(stdin)), stdin); out != stdin || code != 0 {
@@ -123,10 +134,11 @@ func TestKerberosSealedExchange(t *testing.T) {
 }
 
 // A ticket whose authenticator is 10 minutes off gets the host's KRB_AP_ERR_SKEW,
-// and the client names the clock skew.
+// and the client names the clock skew. (The DC issues the ticket: the
+// pre-authentication of an account name carries gokrb5's own clock.)
 func TestKerberosClockSkewNamed(t *testing.T) {
 	e := newKrbEnv(t)
-	kc, err := krb.New(krb.Config{Username: krbUser + "@" + e.kdc.Realm, Password: krbPassword, Krb5Conf: e.kdc.Krb5Conf,
+	kc, err := krb.New(krb.Config{Username: krbUser + "@" + addc.Realm, Password: krbPassword, Krb5Conf: e.dc.Krb5Conf,
 		Now: func() time.Time { return time.Now().Add(10 * time.Minute) }})
 	if err != nil {
 		t.Fatal(err)
@@ -140,49 +152,24 @@ func TestKerberosClockSkewNamed(t *testing.T) {
 	}
 }
 
-// A host whose keytab does not hold the SPN's current key (a stale keytab, or an
-// impostor) refuses the ticket with KRB_AP_ERR_MODIFIED, and the client says so.
+// A host whose keytab does not hold the SPN's current key (a stale keytab after
+// the computer account's password changed, or an impostor) refuses the ticket with
+// KRB_AP_ERR_MODIFIED, and the client says so.
 func TestKerberosStaleHostKeyRefused(t *testing.T) {
-	e := newKrbEnv(t)
-	// Re-key the SPN at the KDC: the host's keytab is now stale.
-	e.kdc.Kadmin(t, "cpw -randkey HTTP/"+krbHostFQDN)
-	kc, err := krb.New(krb.Config{Username: krbUser + "@" + e.kdc.Realm, Password: krbPassword, Krb5Conf: e.kdc.Krb5Conf})
+	dc := addc.Shared(t)
+	newKrbEnv(t) // the user
+	const fqdn = "sqlstale.contoso.test"
+	staleHost.Do(func() { dc.AddComputer(t, "SQLSTALE") })
+	e := newKrbEnvOf(t, dc, "SQLSTALE", fqdn)
+	// The account's password changes at the DC: the host's keytab is now stale.
+	dc.Tool(t, "user", "setpassword", "SQLSTALE$", "--random-password")
+	kc, err := krb.New(krb.Config{Username: krbUser + "@" + addc.Realm, Password: krbPassword, Krb5Conf: dc.Krb5Conf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = e.logon(t, kc, "HTTP/"+krbHostFQDN)
+	err = e.logon(t, kc, "HTTP/"+fqdn)
 	if !errors.Is(err, krb.ErrRefused) || !strings.Contains(err.Error(), "KRB_AP_ERR_MODIFIED") {
 		t.Fatalf("logon to a host with a stale keytab: %v, want ErrRefused naming KRB_AP_ERR_MODIFIED", err)
-	}
-}
-
-// pywinrm with Kerberos (Debian's python3-requests-kerberos, MIT GSSAPI) after
-// kinit into a temporary credential cache, over HTTP with message encryption.
-func TestPywinrmKerberosSealed(t *testing.T) {
-	python := pytest.PythonWith(t, "winrm, requests_kerberos", "python3-requests-kerberos")
-	e := newKrbEnv(t)
-	if _, err := exec.LookPath("kinit"); err != nil {
-		t.Skip("skipping: kinit not installed: apt-get install krb5-user")
-	}
-	ccache := "FILE:" + filepath.Join(t.TempDir(), "cc")
-	env := append(e.kdc.Env(), "KRB5CCNAME="+ccache, "NO_PROXY=*", "no_proxy=*")
-	kinit := exec.Command("kinit", krbUser+"@"+e.kdc.Realm)
-	kinit.Env = env
-	kinit.Stdin = strings.NewReader(krbPassword + "\n")
-	if out, err := kinit.CombinedOutput(); err != nil {
-		t.Fatalf("kinit: %v\n%s", err, out)
-	}
-	args := fmt.Sprintf(`{"endpoint": %q, "user": %q, "host": %q}`, e.endpoint(), krbUser+"@"+e.kdc.Realm, krbHostFQDN)
-	cmd := exec.Command(python, "-c", pywinrmKerberos, args)
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pywinrm: %v\n%s", err, out)
-	}
-	got := strings.TrimSpace(string(out))
-	want := fmt.Sprintf(`{"stdout": "%s\\%s", "code": 0, "encrypted": true}`, krbDomain, krbUser)
-	if got != want {
-		t.Fatalf("pywinrm with Kerberos printed\n%s\nwant\n%s", got, want)
 	}
 }
 
