@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,20 +99,14 @@ func (h *winrmHost) giveBack(c *session) {
 
 // ReleaseIdle closes the connections the host's idle sessions keep for a next
 // operation (as net/http's CloseIdleConnections), for a caller whose work on the host
-// is done (converge.IdleReleaser), and lets the idle sessions go. The host's TLS
-// session cache and its Kerberos logon stay: a later operation makes a session
-// (newSession, no network), connects anew and resumes the TLS session, as it would
-// with the kept session whose connection is closed; a connection or session in use
-// is not touched. A pooled connection with its TLS state, buffers and background
-// read costs about 50 KB, held for idleTimeout after each operation: a refresh of a
-// 200-host fleet at parallelism 10 kept about 20 of them at any time. The idle
-// session (the masterzen client, its transport and TLS settings, about 1.2 KB)
-// was kept to the end of the run for every host refreshed: about 1.2 MB of live
-// heap at 1,000 hosts (issue 41).
+// is done (converge.IdleReleaser). The sessions and the host's TLS session cache stay:
+// a later operation connects anew and resumes the TLS session; a connection in use
+// is not closed. A pooled connection with its TLS state, buffers and background read
+// costs about 50 KB, held for idleTimeout after each operation: a refresh of a
+// 200-host fleet at parallelism 10 kept about 20 of them at any time.
 func (h *winrmHost) ReleaseIdle() {
 	h.mu.Lock()
-	sessions := h.idle
-	h.idle = nil
+	sessions := slices.Clone(h.idle)
 	h.mu.Unlock()
 	for _, s := range sessions {
 		s.t.closeIdle()
