@@ -59,15 +59,15 @@ func provisionArgs(dir string) []string {
 }
 
 // cacheDir is where the provisioned domain is kept.
-func cacheDir() (string, error) {
+func cacheDir() string {
 	if d := os.Getenv("MSSQLIFI_ADDC_CACHE"); d != "" {
-		return d, nil
+		return d
 	}
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
-	return filepath.Join(base, "mssqlifi"), nil
+	return filepath.Join(base, "mssqlifi")
 }
 
 // templateKey names the provisioned domain: Samba's version, the arguments and
@@ -89,10 +89,7 @@ func templateKey() (string, error) {
 // copyTemplate copies a provisioned domain into dst, provisioning it first when
 // there is none (or an old one), all under the template's lock.
 func copyTemplate(dst string) (provisioned bool, err error) {
-	root, err := cacheDir()
-	if err != nil {
-		return false, err
-	}
+	root := cacheDir()
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return false, err
 	}
