@@ -65,8 +65,10 @@ func buildCLIProvider() (cliConf string, err error) {
 	return cliBuild.cliConf, cliBuild.err
 }
 
-// removeCLIBuild deletes the provider binary; TestMain calls it after the run.
+// removeCLIBuild deletes the provider binary; TestMain calls it after the run,
+// once the build TestMain started has ended.
 func removeCLIBuild() {
+	cliBuild.once.Do(func() {}) // waits for a build under way
 	if cliBuild.dir != "" {
 		os.RemoveAll(cliBuild.dir)
 	}
