@@ -136,7 +136,8 @@ func (w *cliWork) divideTimes(n int) {
 }
 
 // divideDeadlines has the provider of w's runs divide each operation's deadline by n
-// (testhooks.DeadlineDivisor): a timeout of 1m is met after 60/n s. For a test of a
+// (testhooks.DeadlineDivisor): a timeout of 1m is met after 60/n s, and the
+// read-back after a step failed at it is given 20/n s, not 20 s. For a test of a
 // fault that outlasts the deadline; the configuration and the waits inside the
 // operation are as written.
 func (w *cliWork) divideDeadlines(n int) {

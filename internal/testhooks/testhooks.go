@@ -14,8 +14,10 @@
 // configured (or its default) once it was checked against its bounds: a test of a
 // fault that outlasts the deadline (connections refused past it) meets it after 20 s
 // with timeouts of a minute and a divisor of 3, the same sequence as after a
-// minute. What the configuration says, the timeouts' bounds and their defaults are
-// not changed, nor any wait inside the operation.
+// minute. The read-back after a step that failed at the deadline (the engine's
+// recovery timeout, 20 s past it) is divided likewise, so the sequence after the
+// deadline is the same one. What the configuration says, the timeouts' bounds and
+// their defaults are not changed, nor any wait inside the operation.
 package testhooks
 
 // EnvTimeDivisor is the environment variable a test-hooked binary reads for
