@@ -148,6 +148,17 @@ func (w *cliWork) divideDeadlines(n int) {
 	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvDeadlineDivisor, n))
 }
 
+// divideSQLLogins has the provider of w's runs divide its SQL Server login's wait
+// by n (testhooks.SQLLoginDivisor): 10 s becomes 10/n s. For a test of a port that
+// never answers TDS, where every check waits it out.
+func (w *cliWork) divideSQLLogins(n int) {
+	w.t.Helper()
+	if n < 1 || n > testhooks.MaxTimeDivisor {
+		w.t.Fatalf("divideSQLLogins(%d): want 1 to %d", n, testhooks.MaxTimeDivisor)
+	}
+	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvSQLLoginDivisor, n))
+}
+
 // mssqlifiSource matches the provider's source address in a required_providers block.
 var mssqlifiSource = regexp.MustCompile(`(source\s*=\s*)"[^"]*/mssqlifi"`)
 

@@ -18,6 +18,13 @@
 // recovery timeout, 20 s past it) is divided likewise, so the sequence after the
 // deadline is the same one. What the configuration says, the timeouts' bounds and
 // their defaults are not changed, nor any wait inside the operation.
+//
+// SQLLoginDivisor divides the SQL Server login's wait (internal/sqlcheck's
+// LoginTimeout, 10 s, and WaitReady's 5 s per login): a test of a port that
+// never answers TDS (every check waits the login's timeout out) plays the same
+// sequence, each check ending in a timeout, in a fraction of the time. It is a
+// divisor of its own because the time divisor's tests run a sql block whose
+// logins must succeed on a loaded machine.
 package testhooks
 
 // EnvTimeDivisor is the environment variable a test-hooked binary reads for
@@ -28,6 +35,10 @@ const EnvTimeDivisor = "MSSQLIFI_TESTHOOK_TIME_DIVISOR"
 // DeadlineDivisor: an integer from 1 to MaxTimeDivisor.
 const EnvDeadlineDivisor = "MSSQLIFI_TESTHOOK_DEADLINE_DIVISOR"
 
-// MaxTimeDivisor is the largest divisor either variable may give: the go line's 30 s wait stays at
+// EnvSQLLoginDivisor is the environment variable a test-hooked binary reads for
+// SQLLoginDivisor: an integer from 1 to MaxTimeDivisor.
+const EnvSQLLoginDivisor = "MSSQLIFI_TESTHOOK_SQL_LOGIN_DIVISOR"
+
+// MaxTimeDivisor is the largest divisor any of the variables may give: the go line's 30 s wait stays at
 // least a second (the host accepts go_seconds from 1).
 const MaxTimeDivisor = 30
