@@ -42,6 +42,11 @@ func TestMain(m *testing.M) {
 				os.Setenv("TF_ACC_TERRAFORM_PATH", "/usr/local/bin/terraform")
 			}
 		}
+		// The CLI tests' provider binary builds while the tests that run one after
+		// another (before the parallel ones) run: the first CLI test then finds it
+		// built (buildCLIProvider runs once; the others wait for it). Its error is
+		// each CLI test's, from newCLI.
+		go func() { _, _ = buildCLIProvider() }()
 		code := addc.Main(m) // stops the AD DC the tests may have started
 		removeCLIBuild()
 		os.RemoveAll(dir)

@@ -65,8 +65,10 @@ func buildCLIProvider() (cliConf string, err error) {
 	return cliBuild.cliConf, cliBuild.err
 }
 
-// removeCLIBuild deletes the provider binary; TestMain calls it after the run.
+// removeCLIBuild deletes the provider binary; TestMain calls it after the run,
+// once the build TestMain started has ended.
 func removeCLIBuild() {
+	cliBuild.once.Do(func() {}) // waits for a build under way
 	if cliBuild.dir != "" {
 		os.RemoveAll(cliBuild.dir)
 	}
@@ -134,7 +136,8 @@ func (w *cliWork) divideTimes(n int) {
 }
 
 // divideDeadlines has the provider of w's runs divide each operation's deadline by n
-// (testhooks.DeadlineDivisor): a timeout of 1m is met after 60/n s. For a test of a
+// (testhooks.DeadlineDivisor): a timeout of 1m is met after 60/n s, and the
+// read-back after a step failed at it is given 20/n s, not 20 s. For a test of a
 // fault that outlasts the deadline; the configuration and the waits inside the
 // operation are as written.
 func (w *cliWork) divideDeadlines(n int) {
@@ -143,6 +146,17 @@ func (w *cliWork) divideDeadlines(n int) {
 		w.t.Fatalf("divideDeadlines(%d): want 1 to %d", n, testhooks.MaxTimeDivisor)
 	}
 	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvDeadlineDivisor, n))
+}
+
+// divideSQLLogins has the provider of w's runs divide its SQL Server login's wait
+// by n (testhooks.SQLLoginDivisor): 10 s becomes 10/n s. For a test of a port that
+// never answers TDS, where every check waits it out.
+func (w *cliWork) divideSQLLogins(n int) {
+	w.t.Helper()
+	if n < 1 || n > testhooks.MaxTimeDivisor {
+		w.t.Fatalf("divideSQLLogins(%d): want 1 to %d", n, testhooks.MaxTimeDivisor)
+	}
+	w.env = append(w.env, fmt.Sprintf("%s=%d", testhooks.EnvSQLLoginDivisor, n))
 }
 
 // mssqlifiSource matches the provider's source address in a required_providers block.

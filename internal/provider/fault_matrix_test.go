@@ -50,6 +50,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 		// deadlines: the apply's deadline divided by this (cliWork.divideDeadlines),
 		// for a row whose fault outlasts it: met after 20 s of a 1m timeout with 3.
 		deadlines int
+		// sqlLogins: the provider's SQL Server login wait divided by this
+		// (cliWork.divideSQLLogins), for a row whose every SQL check waits it out.
+		sqlLogins int
 		// restartOps: how many restart_instance requests the host must have seen
 		// by the end of the apply (0: not checked).
 		restartOps int
@@ -112,8 +115,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 		{name: "a wrong sql_port (nothing listens there)", engineUp: true, untilDeadline: true, wrongPort: true,
 			wantErr:  `(?s)^Running backups unknown: refusing to restart.*sql block is configured.*Nothing was changed`,
 			wantWarn: `^IFI could not be verified through SQL Server$`, warnDetail: `(?s)at [0-9.]+:\d+ failed.*connection refused.*set the resource's sql_port`},
-		// The create's plan asks SQL Server too (ifi.Predict): about 10 s more against a port that never answers TDS.
-		{name: "a wrong sql_port that answers HTTP, not TDS", engineUp: true, httpPort: true, timeout: 3 * time.Minute,
+		// The create's plan asks SQL Server too (ifi.Predict): a login's wait (10 s) more against a port that never
+		// answers TDS. Every check waits the login out: the row divides that wait by 5 (2 s), the same sequence.
+		{name: "a wrong sql_port that answers HTTP, not TDS", engineUp: true, httpPort: true, timeout: 3 * time.Minute, sqlLogins: 5,
 			wantErr:  `(?s)^Running backups unknown: refusing to restart.*Nothing was changed`,
 			wantWarn: `^IFI could not be verified through SQL Server$`, warnDetail: `(?s)at [0-9.]+:\d+ failed.*sql_port`},
 		// The plan's SQL check meets the three drops and predicts a refusal; the
@@ -145,6 +149,9 @@ func TestCLI_faultMatrix(t *testing.T) {
 			}
 			if r.deadlines != 0 {
 				w.divideDeadlines(r.deadlines)
+			}
+			if r.sqlLogins != 0 {
+				w.divideSQLLogins(r.sqlLogins)
 			}
 			stop := r.stopMS
 			if stop == 0 {

@@ -152,6 +152,7 @@ func identityCLIVersion(t *testing.T, bin string) bool {
 // grants the right, the next plan is empty, and the state holds the identity
 // (issue 14).
 func TestCLI_importBlockWithIdentity(t *testing.T) {
+	t.Parallel()
 	w := identityCLI(t)
 	e := startSim(t, nil)
 	res := resourceConfig(e.addr, fmt.Sprintf("port = %d", e.httpsPort))

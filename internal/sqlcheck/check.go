@@ -17,6 +17,7 @@ import (
 
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/contract"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
+	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/testhooks"
 )
 
 // checker is a Checker over go-mssqldb. It keeps no connections: every Check opens
@@ -411,9 +412,11 @@ func (c *checker) encrypted(ctx context.Context, t Target, conn *sql.Conn, r *Re
 // LoginTimeout bounds each read and write of a connection (the login and the
 // checks' queries): SQL Server answers within seconds even while it recovers
 // databases. readyLoginTimeout bounds those of WaitReady's logins, which it repeats.
-const (
-	LoginTimeout      = 10 * time.Second
-	readyLoginTimeout = 5 * time.Second
+// (Both divided by testhooks.SQLLoginDivisor, which is 1 outside the provider's
+// acceptance tests.)
+var (
+	LoginTimeout      = 10 * time.Second / time.Duration(testhooks.SQLLoginDivisor())
+	readyLoginTimeout = 5 * time.Second / time.Duration(testhooks.SQLLoginDivisor())
 )
 
 // ReadyPollInterval is how often WaitReady tries a login once something answered

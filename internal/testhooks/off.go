@@ -11,3 +11,7 @@ func TimeDivisor() int { return 1 }
 // DeadlineDivisor is 1 in a binary without test hooks: every deadline is the
 // configured timeout.
 func DeadlineDivisor() int { return 1 }
+
+// SQLLoginDivisor is 1 in a binary without test hooks: a SQL Server login waits
+// as written.
+func SQLLoginDivisor() int { return 1 }

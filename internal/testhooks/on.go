@@ -19,6 +19,9 @@ func TimeDivisor() int { return divisor(EnvTimeDivisor) }
 // DeadlineDivisor is EnvDeadlineDivisor's value, 1 when it is unset.
 func DeadlineDivisor() int { return divisor(EnvDeadlineDivisor) }
 
+// SQLLoginDivisor is EnvSQLLoginDivisor's value, 1 when it is unset.
+func SQLLoginDivisor() int { return divisor(EnvSQLLoginDivisor) }
+
 // divisor reads env. A value that is not an integer from 1 to MaxTimeDivisor stops
 // the binary: a test that set it wrong would otherwise wait the full times and pass
 // for the wrong reason.

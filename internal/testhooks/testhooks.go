@@ -14,8 +14,17 @@
 // configured (or its default) once it was checked against its bounds: a test of a
 // fault that outlasts the deadline (connections refused past it) meets it after 20 s
 // with timeouts of a minute and a divisor of 3, the same sequence as after a
-// minute. What the configuration says, the timeouts' bounds and their defaults are
-// not changed, nor any wait inside the operation.
+// minute. The read-back after a step that failed at the deadline (the engine's
+// recovery timeout, 20 s past it) is divided likewise, so the sequence after the
+// deadline is the same one. What the configuration says, the timeouts' bounds and
+// their defaults are not changed, nor any wait inside the operation.
+//
+// SQLLoginDivisor divides the SQL Server login's wait (internal/sqlcheck's
+// LoginTimeout, 10 s, and WaitReady's 5 s per login): a test of a port that
+// never answers TDS (every check waits the login's timeout out) plays the same
+// sequence, each check ending in a timeout, in a fraction of the time. It is a
+// divisor of its own because the time divisor's tests run a sql block whose
+// logins must succeed on a loaded machine.
 //
 // EnvDNSServer sends every DNS query of the binary to a server the test runs on
 // loopback: a test of KDCs found through DNS (dns_lookup_kdc, the realm's _kerberos
@@ -30,7 +39,11 @@ const EnvTimeDivisor = "MSSQLIFI_TESTHOOK_TIME_DIVISOR"
 // DeadlineDivisor: an integer from 1 to MaxTimeDivisor.
 const EnvDeadlineDivisor = "MSSQLIFI_TESTHOOK_DEADLINE_DIVISOR"
 
-// MaxTimeDivisor is the largest divisor either variable may give: the go line's 30 s wait stays at
+// EnvSQLLoginDivisor is the environment variable a test-hooked binary reads for
+// SQLLoginDivisor: an integer from 1 to MaxTimeDivisor.
+const EnvSQLLoginDivisor = "MSSQLIFI_TESTHOOK_SQL_LOGIN_DIVISOR"
+
+// MaxTimeDivisor is the largest divisor any of the variables may give: the go line's 30 s wait stays at
 // least a second (the host accepts go_seconds from 1).
 const MaxTimeDivisor = 30
 

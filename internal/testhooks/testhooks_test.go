@@ -10,10 +10,11 @@ func TestDivisors(t *testing.T) {
 	for _, tc := range []struct {
 		env string
 		get func() int
-	}{{EnvTimeDivisor, TimeDivisor}, {EnvDeadlineDivisor, DeadlineDivisor}} {
+	}{{EnvTimeDivisor, TimeDivisor}, {EnvDeadlineDivisor, DeadlineDivisor}, {EnvSQLLoginDivisor, SQLLoginDivisor}} {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv(EnvTimeDivisor, "")
 			t.Setenv(EnvDeadlineDivisor, "")
+			t.Setenv(EnvSQLLoginDivisor, "")
 			t.Setenv(tc.env, "10")
 			if !Enabled {
 				if got := tc.get(); got != 1 {
