@@ -204,7 +204,7 @@ var goLineSeconds = 30 / testhooks.TimeDivisor()
 var goSlotMargin = 10 * time.Second / time.Duration(testhooks.TimeDivisor())
 
 // errSlotLate: the limit's slot did not come within the go line's wait; the
-// prepared request is let end (nothing changed) and prepared again.
+// prepared request is let end (nothing changed) and sent again ungated.
 var errSlotLate = errors.New("no restart slot within the go line's wait")
 
 // slotWaitWhilePrepared is how long a prepared request (go_seconds goSeconds) waits
@@ -278,34 +278,18 @@ func (e *Engine) restart(ctx context.Context, h Host, t Target, service, reason 
 		if gr == nil {
 			return h.RestartInstance(ctx, p)
 		}
-		var err error
-		for {
-			gp := p
-			gp.AwaitGo, gp.GoSeconds = true, min(goLineSeconds, p.TimeoutSeconds)
-			var res *contract.RestartInstanceResult
-			res, err = gr.RestartInstanceGated(ctx, gp, &boundedGate{restartGate: g, wait: e.slotWaitWhilePrepared(gp.GoSeconds)})
-			if !errors.Is(err, errSlotLate) {
-				var np *contract.GateNotPassedError
-				if !errors.As(err, &np) {
-					return res, err
-				}
-				break
-			}
-			// The slot did not come within the go line's wait: the prepared request has
-			// ended, changing nothing, and holds the host no longer. It is prepared
-			// again (the same restart_id, which replaces its own prepared marker), so
-			// that the slot is still taken at Prepared and held for the outage only: a
-			// restart far back in a rolling queue does not hold the slot for its
-			// request's and its guard's start (issue 41). The host's go wait stays
-			// goLineSeconds (issue 37); the restart's deadline ends the loop (Prepared's
-			// KindRestartSlot error).
-			e.info(ctx, "no restart slot within the go line's wait: preparing the restart again", map[string]any{
-				"host": t.Host, "instance": t.Instance, "restart_id": id})
-			p = params()
+		gp := p
+		gp.AwaitGo, gp.GoSeconds = true, min(goLineSeconds, p.TimeoutSeconds)
+		res, err := gr.RestartInstanceGated(ctx, gp, &boundedGate{restartGate: g, wait: e.slotWaitWhilePrepared(gp.GoSeconds)})
+		var np *contract.GateNotPassedError
+		if !errors.As(err, &np) && !errors.Is(err, errSlotLate) {
+			return res, err
 		}
 		// Nothing changed on the host (no go line was sent): the rest of this restart
 		// goes as an ungated one, its slot taken first, as the host may not let the
-		// gate's answers through.
+		// gate's answers through, or the slot did not come within the go line's wait
+		// (the prepared request has ended, changing nothing, and holds the host no
+		// longer).
 		e.info(ctx, "the gated restart did not pass its gate: sending it ungated", map[string]any{
 			"host": t.Host, "instance": t.Instance, "restart_id": id, "error": err.Error()})
 		gr = nil
