@@ -173,11 +173,13 @@ func start() (*DC, error) {
 		return nil, err
 	}
 	shared.dir = dir
-	return startIn(dir)
+	return startIn(dir, kdc.FreePorts)
 }
 
-// startIn starts a DC on a copy of the provisioned domain in dir.
-func startIn(dir string) (*DC, error) {
+// startIn starts a DC on a copy of the provisioned domain in dir, its KDC's and
+// kpasswd's ports chosen by choose (kdc.FreePorts; a test makes it choose a taken
+// one).
+func startIn(dir string, choose func(int) ([]int, error)) (*DC, error) {
 	began := time.Now()
 	provisioned, err := copyTemplate(dir)
 	if err != nil {
@@ -193,7 +195,7 @@ func startIn(dir string) (*DC, error) {
 	// saying so, and the DC starts again on other ports.
 	var lastErr error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		ok, err := dc.run()
+		ok, err := dc.run(choose)
 		if err == nil {
 			return dc, nil
 		}
@@ -205,18 +207,14 @@ func startIn(dir string) (*DC, error) {
 	return nil, lastErr
 }
 
-// choosePorts chooses the KDC's and kpasswd's ports; a test makes it choose a
-// taken one.
-var choosePorts = kdc.FreePorts
-
 // startAttempts bounds the starts on other ports after samba found one taken.
 const startAttempts = 5
 
 // run writes the ports into the DC's smb.conf and krb5.conf and starts samba. It
 // reports whether a failure was a port taken by somebody else (worth another try
 // on other ports).
-func (dc *DC) run() (retry bool, err error) {
-	ports, err := choosePorts(2)
+func (dc *DC) run(choose func(int) ([]int, error)) (retry bool, err error) {
+	ports, err := choose(2)
 	if err != nil {
 		return false, fmt.Errorf("finding free loopback ports: %w", err)
 	}

@@ -11,9 +11,9 @@ import (
 )
 
 // startCopy starts a DC in a new directory of the test's, stopped at its end.
-func startCopy(t *testing.T) *DC {
+func startCopy(t *testing.T, choose func(int) ([]int, error)) *DC {
 	t.Helper()
-	dc, err := startIn(t.TempDir())
+	dc, err := startIn(t.TempDir(), choose)
 	if err != nil {
 		t.Fatalf("starting a DC on a copy of the provisioned domain: %v", err)
 	}
@@ -30,8 +30,8 @@ func TestCopiesOfTheDomainAreDCsOfTheirOwn(t *testing.T) {
 	if _, err := exec.LookPath("kinit"); err != nil {
 		t.Skip("skipping: kinit not installed: apt-get install krb5-user")
 	}
-	a := startCopy(t)
-	b := startCopy(t)
+	a := startCopy(t, kdc.FreePorts)
+	b := startCopy(t, kdc.FreePorts)
 	if b.Provisioned {
 		t.Errorf("the second DC provisioned the domain again instead of copying it")
 	}
@@ -57,13 +57,10 @@ func TestATakenPortStartsTheDCOnOthers(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	free := choosePorts
-	choose, takenPort, calls := kdc.TakenFirst(t, free)
-	choosePorts = choose
-	t.Cleanup(func() { choosePorts = free })
-	dc := startCopy(t)
-	if *calls != 2 {
-		t.Errorf("the DC started after %d choices of ports, want 2 (the taken one, then free ones)", *calls)
+	choose, takenPort, calls := kdc.TakenFirst(t, kdc.FreePorts)
+	dc := startCopy(t, choose)
+	if *calls < 2 {
+		t.Errorf("the DC started after %d choice of ports, want 2 or more (the taken one, then free ones)", *calls)
 	}
 	if dc.Addr == net.JoinHostPort("127.0.0.1", strconv.Itoa(takenPort)) {
 		t.Errorf("the DC says it listens on the taken port %s", dc.Addr)

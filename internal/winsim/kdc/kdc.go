@@ -36,6 +36,9 @@ type Options struct {
 	// "aes256-cts-hmac-sha1-96:normal". Default: AES256 and AES128 with SHA-1, what
 	// Active Directory issues to current Windows hosts.
 	Enctypes string
+	// choosePorts chooses the KDC's port (FreePorts); the package's test makes it
+	// choose a taken one.
+	choosePorts func(int) ([]int, error)
 }
 
 // KDC is a running krb5kdc.
@@ -137,7 +140,7 @@ func Start(t testing.TB, opts Options) *KDC {
 	// by another process in between makes krb5kdc exit saying so, and the KDC
 	// starts again on another port.
 	for attempt := 1; ; attempt++ {
-		out, err := k.start(enctypes)
+		out, err := k.start(enctypes, opts.choosePorts)
 		if err == nil {
 			break
 		}
@@ -152,13 +155,13 @@ func Start(t testing.TB, opts Options) *KDC {
 // startAttempts bounds the starts on other ports after krb5kdc found one taken.
 const startAttempts = 5
 
-// choosePort chooses the KDC's port; a test makes it choose a taken one.
-var choosePort = FreePorts
-
 // start chooses a port, writes the configuration naming it and starts krb5kdc,
 // waiting until it answers; on failure it returns krb5kdc's output.
-func (k *KDC) start(enctypes string) (string, error) {
-	ports, err := choosePort(1)
+func (k *KDC) start(enctypes string, choose func(int) ([]int, error)) (string, error) {
+	if choose == nil {
+		choose = FreePorts
+	}
+	ports, err := choose(1)
 	if err != nil {
 		return "", fmt.Errorf("finding a free loopback port: %w", err)
 	}

@@ -70,13 +70,10 @@ func TestATakenPortStartsTheKDCOnAnother(t *testing.T) {
 	if err := Available(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	free := choosePort
-	choose, takenPort, calls := TakenFirst(t, free)
-	choosePort = choose
-	t.Cleanup(func() { choosePort = free })
-	k := Start(t, Options{})
-	if *calls != 2 {
-		t.Errorf("the KDC started after %d choices of port, want 2 (the taken one, then a free one)", *calls)
+	choose, takenPort, calls := TakenFirst(t, FreePorts)
+	k := Start(t, Options{choosePorts: choose})
+	if *calls < 2 {
+		t.Errorf("the KDC started after %d choice of port, want 2 or more (the taken one, then a free one)", *calls)
 	}
 	if k.Addr == net.JoinHostPort("127.0.0.1", strconv.Itoa(takenPort)) {
 		t.Errorf("the KDC says it listens on the taken port %s", k.Addr)
@@ -87,5 +84,19 @@ func TestATakenPortStartsTheKDCOnAnother(t *testing.T) {
 	kinit.Stdin = strings.NewReader("Alice-Secret-1\n")
 	if out, err := kinit.CombinedOutput(); err != nil {
 		t.Errorf("kinit against the KDC started on other port: %v\n%s", err, out)
+	}
+}
+
+// A dead KDC address refuses connections for the test's duration, and no one
+// else can listen on it.
+func TestDeadAddrRefusesAndIsHeld(t *testing.T) {
+	addr := DeadAddr(t)
+	if c, err := net.Dial("tcp", addr); err == nil {
+		_ = c.Close()
+		t.Fatalf("a connection to the dead KDC address %s was accepted", addr)
+	}
+	if l, err := net.Listen("tcp", addr); err == nil {
+		_ = l.Close()
+		t.Fatalf("another listener could take the dead KDC address %s", addr)
 	}
 }
