@@ -105,7 +105,9 @@ func TestCLI_restartActionMakesPendingGrantEffective(t *testing.T) {
 
 	p := w.plan()
 	p.wantPlanExit(t, 0)
-	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color"); r.Exit != 0 {
+		t.Fatalf("refresh after the action: exit %d\n%s", r.Exit, r.Stderr)
+	}
 	if a := w.attrs(); a["restart_pending"] != false || a["ifi_enabled"] != true {
 		t.Errorf("after the action: restart_pending %v, ifi_enabled %v; want false, true", a["restart_pending"], a["ifi_enabled"])
 	}
@@ -200,7 +202,9 @@ func TestCLI_restartActionTriggerExample(t *testing.T) {
 	if after := e.engineStart(); !after.After(before) {
 		t.Fatalf("the triggered action did not restart the Engine (started %v, was %v):\n%s", after, before, ap.describe())
 	}
-	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color"); r.Exit != 0 {
+		t.Fatalf("refresh after the action: exit %d\n%s", r.Exit, r.Stderr)
+	}
 	if a := w.state()["mssqlifi_instant_file_initialization.sql04"]; a["restart_pending"] != false || a["ifi_enabled"] != true || a["privilege_granted"] != true {
 		t.Errorf("after the triggered restart: restart_pending %v, ifi_enabled %v, privilege_granted %v; want false, true, true",
 			a["restart_pending"], a["ifi_enabled"], a["privilege_granted"])
@@ -250,7 +254,9 @@ func TestCLI_restartActionInvokeExample(t *testing.T) {
 		t.Errorf("the action stopped REPORTING %d times and the default instance %d times; want once and never",
 			e.stops(`MSSQL$REPORTING`)-stops, e.stops("MSSQLSERVER")-defaultStops)
 	}
-	w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color")
+	if r := w.run("apply", "-refresh-only", "-auto-approve", "-json", "-no-color"); r.Exit != 0 {
+		t.Fatalf("refresh after the action: exit %d\n%s", r.Exit, r.Stderr)
+	}
 	if a := w.state()[addr]; a["restart_pending"] != false || a["ifi_enabled"] != true {
 		t.Errorf("after the action: restart_pending %v, ifi_enabled %v; want false, true", a["restart_pending"], a["ifi_enabled"])
 	}
