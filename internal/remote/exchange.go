@@ -285,8 +285,10 @@ func (s *session) openShell(ctx context.Context) (string, error) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+			// The operation's deadline, not the quota's wait, ended it: said as
+			// the deadline, as every other wait of the session does.
 			t.Stop()
-			return "", err
+			return "", ctx.Err()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -286,5 +287,38 @@ func TestShellQuotaWaitedOut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The operation's deadline ending the wait for a shell under the quota is said as
+// the deadline, not as a quota that did not clear within shellQuotaWait.
+func TestShellQuotaWaitEndsWithTheDeadline(t *testing.T) {
+	fault := recordings.Read(t, "cerebrum/quota_limit_fault.xml")
+	wait, backoff := shellQuotaWait, shellQuotaBackoff
+	t.Cleanup(func() { shellQuotaWait, shellQuotaBackoff = wait, backoff })
+	shellQuotaWait, shellQuotaBackoff = time.Minute, func(int) time.Duration { return 10 * time.Second }
+	var creates atomic.Int32
+	th := newTestHostWith(t, hostOptions{allowUnencrypted: true, handler: quotaOnCreate(fault, 1<<30, &creates)},
+		func(contract.Operation, json.RawMessage) answer {
+			return answer{stdout: jsonOf(t, sampleReadInstance())}
+		})
+	h, err := New(th.config(AuthBasic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once the first Create was refused: the session is then in its backoff.
+		for creates.Load() == 0 {
+			runtime.Gosched()
+		}
+		cancel()
+	}()
+	_, err = h.ReadInstance(ctx, contract.ReadInstanceParams{Instance: "MSSQLSERVER"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("read_instance whose context ended during the quota's backoff: %v, want the context's end", err)
+	}
+	if strings.Contains(err.Error(), "MaxShellsPerUser") {
+		t.Errorf("error %q blames the quota's wait, which the deadline cut short", err)
 	}
 }
