@@ -71,8 +71,8 @@ func (c *Cluster) run(r *clusterRole, a *clusterAction, fn func() *ClusterError)
 		}
 		c.notifyLocked()
 		c.mu.Unlock()
+		c.syncVNN(r) // before the action's callers go on: the listener is as the action left the role
 		close(a.done)
-		c.syncVNN(r)
 	}()
 }
 

@@ -305,12 +305,18 @@ func (c *Cluster) SetVirtualListener(role string, port int, open func() error, c
 
 // syncVNN opens the role's listener while SQL Server is Online on an up owner,
 // and closes it otherwise. Called without c.mu.
+//
+// The state is read with the hook's lock held, so that a sync acts on what it read
+// before any later sync reads: every change of state syncs after it, so the last
+// sync sees the last state (a sync that read the state before a change and opened
+// the listener after it left the virtual name answering while SQL Server was
+// Failed).
 func (c *Cluster) syncVNN(r *clusterRole) {
+	r.hookMu.Lock()
+	defer r.hookMu.Unlock()
 	c.mu.Lock()
 	want := r.owner != nil && r.owner.state != NodeDown && r.resource(ResourceTypeSQLServer).state == ResourceOnline && !c.closed
 	c.mu.Unlock()
-	r.hookMu.Lock()
-	defer r.hookMu.Unlock()
 	switch {
 	case want && !r.listening && r.vnnOpen != nil:
 		if err := r.vnnOpen(); err != nil {
