@@ -304,6 +304,30 @@ func TestClusterMoveFailsBack(t *testing.T) {
 	if res.OwnerAfter != "NODE2" || res.State != "Failed" || res.Error == "" {
 		t.Errorf("cluster_move whose resource will not come online = %+v; want Failed on NODE2 with an error", res)
 	}
+	// cluster_move's guard brings the role online once the move's script has ended
+	// (the fault failed one start): the role ends Online on NODE2, not left Failed.
+	c, err := sim.Cluster("CLU1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if _, err := c.WaitRole(wctx, fciGroup, func(v wsfc.ClusterRoleView) bool {
+		return v.State == wsfc.GroupOnline && v.OwnerNode == "NODE2" && v.Action == ""
+	}); err != nil {
+		t.Fatalf("the cluster guard did not bring the Failed role online on NODE2: %v", err)
+	}
+	// A failover from outside (the cluster service's own, no guard) onto a node
+	// where SQL Server will not start leaves it Failed: the virtual name refuses.
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionFailMove, Role: fciGroup, Mode: wsfc.FailMoveOffline}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.ClusterDo(context.Background(), "CLU1", winsim.ClusterAction{Action: winsim.ActionClusterFailover, Role: fciGroup, Node: "NODE1"}); err == nil || !strings.Contains(err.Error(), "will not come online") {
+		t.Fatalf("failover onto a node where SQL Server will not start: %v, want the cluster's error", err)
+	}
+	if v, err := c.WaitRole(wctx, fciGroup, func(v wsfc.ClusterRoleView) bool { return v.Action == "" }); err != nil || v.OwnerNode != "NODE1" || v.State != wsfc.GroupFailed {
+		t.Fatalf("after a failover onto a node where SQL Server will not start: %+v, %v; want Failed on NODE1", v, err)
+	}
 	if conn, err := net.DialTimeout("tcp", virtualSQL(t, sim), 2*time.Second); err == nil {
 		_ = conn.Close()
 		t.Errorf("the virtual name accepts connections while SQL Server is Failed")
