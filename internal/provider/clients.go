@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -14,7 +13,6 @@ import (
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/remote"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/safetext"
 	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/sqlcheck"
-	"github.com/mssqlifi/terraform-provider-mssqlifi/internal/testhooks"
 )
 
 // hostOpener makes the client of one host's WinRM listener (remote.New).
@@ -51,11 +49,7 @@ type hostKey struct {
 // (max_parallel_restarts; nil: no limit).
 func newClients(w remote.Config, s *sqlcheck.Config, oh hostOpener, oc checkerOpener, restarts *converge.RestartLimiter) *clients {
 	c := &clients{winrm: w, sql: s, openHost: oh, openChecker: oc, hosts: map[hostKey]remote.Host{}}
-	// The read-back past a deadline is as long as the engine's default, divided as
-	// the deadline is in the acceptance tests' binary (testhooks.DeadlineDivisor, 1
-	// in a release).
-	recovery := converge.DefaultRecoveryTimeout / time.Duration(testhooks.DeadlineDivisor())
-	c.session = converge.NewSession(&converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: restarts, RecoveryTimeout: recovery})
+	c.session = converge.NewSession(&converge.Engine{Clients: c, Log: tflogLogger{}, Restarts: restarts})
 	return c
 }
 
